@@ -1,0 +1,54 @@
+// The CLI's side of manifest reading: files, directories (recursively) and stdin. Parsing and
+// validation stay in the pure core.
+
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { ManifestReadError, readDocuments, type Problem, type RawDocument } from '../machineconfig/index.ts';
+
+const MANIFEST_EXTENSIONS = ['.yaml', '.yml', '.json'];
+
+export interface LoadedDocuments {
+  documents: RawDocument[];
+  problems: Problem[];
+  /** The raw texts, for commands that send them to a server unchanged. */
+  texts: { source: string; text: string }[];
+}
+
+/** Reads every manifest under `paths`; "-" is stdin. Directories are walked in name order. */
+export function loadManifestFiles(paths: string[]): LoadedDocuments {
+  const out: LoadedDocuments = { documents: [], problems: [], texts: [] };
+  for (const path of paths) {
+    for (const file of expand(path)) {
+      let text: string;
+      try {
+        text = file === '-' ? readFileSync(0, 'utf8') : readFileSync(file, 'utf8');
+      } catch (err) {
+        throw new ManifestReadError(file, err);
+      }
+      const source = file === '-' ? '<stdin>' : file;
+      const { documents, problems } = readDocuments(text, source);
+      out.documents.push(...documents);
+      out.problems.push(...problems);
+      out.texts.push({ source, text });
+    }
+  }
+  return out;
+}
+
+function expand(path: string): string[] {
+  if (path === '-') return [path];
+  let stat;
+  try {
+    stat = statSync(path);
+  } catch (err) {
+    throw new ManifestReadError(path, err);
+  }
+  if (!stat.isDirectory()) return [path];
+  const files: string[] = [];
+  for (const entry of readdirSync(path, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+    const child = join(path, entry.name);
+    if (entry.isDirectory()) files.push(...expand(child));
+    else if (MANIFEST_EXTENSIONS.some((ext) => entry.name.endsWith(ext))) files.push(child);
+  }
+  return files;
+}

@@ -1,0 +1,103 @@
+// Every error mcplane raises on purpose is declared here, each a class with a stable `code`.
+// Callers (the CLI, the gRPC layer, the agent's reason reporting) switch on `code`, never on
+// message text, so messages can improve without breaking anyone.
+
+/** One thing wrong with one object: where it is, which rule it breaks, and in words. */
+export interface Problem {
+  /** Where the object came from, e.g. "examples/50-infra.yaml#0"; absent for API input. */
+  source?: string;
+  /** "Kind/name", e.g. "MachineConfig/50-infra". */
+  object: string;
+  /** Field path inside the object, e.g. "spec.config.storage.files[0].mode". */
+  field: string;
+  /** Stable rule identifier, e.g. "file-mode-range". */
+  rule: string;
+  message: string;
+}
+
+export function formatProblem(p: Problem): string {
+  const where = p.source ? `${p.source}: ` : '';
+  return `${where}${p.object}: ${p.field}: ${p.message} [${p.rule}]`;
+}
+
+export class McplaneError extends Error {
+  readonly code: string = 'MCPLANE_ERROR';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A document (or a set of them) breaks one or more rules; `problems` lists every one. */
+export class InvalidDocumentError extends McplaneError {
+  override readonly code = 'MCPLANE_INVALID_DOCUMENT';
+  constructor(readonly problems: Problem[]) {
+    super(summarize('invalid document', problems));
+  }
+}
+
+/** A pool's configs could not be merged into a rendered config. */
+export class RenderError extends McplaneError {
+  override readonly code = 'MCPLANE_RENDER_FAILED';
+  constructor(readonly pool: string, readonly problems: Problem[]) {
+    super(summarize(`pool ${pool}: render failed`, problems));
+  }
+}
+
+/** A node's labels match more than one custom pool; MCO refuses to guess, and so do we. */
+export class PoolConflictError extends McplaneError {
+  override readonly code = 'MCPLANE_POOL_CONFLICT';
+  constructor(readonly node: string, readonly pools: string[]) {
+    super(`node ${node} matches more than one custom pool (${pools.join(', ')}); a node belongs to exactly one pool: change the pools' nodeSelectors or the node's labels`);
+  }
+}
+
+export class UnknownPoolError extends McplaneError {
+  override readonly code = 'MCPLANE_UNKNOWN_POOL';
+  constructor(readonly pool: string, known: string[]) {
+    super(`MachineConfigPool/${pool} does not exist (known pools: ${known.length ? known.join(', ') : 'none'})`);
+  }
+}
+
+export class NotFoundError extends McplaneError {
+  override readonly code = 'MCPLANE_NOT_FOUND';
+  constructor(readonly kind: string, readonly objectName: string) {
+    super(`${kind}/${objectName} not found`);
+  }
+}
+
+/** Compare-and-swap lost: somebody else wrote the object since it was read. */
+export class ConflictError extends McplaneError {
+  override readonly code = 'MCPLANE_CONFLICT';
+  constructor(readonly kind: string, readonly objectName: string, expected: string, actual: string) {
+    super(`${kind}/${objectName}: resourceVersion ${expected} is stale (current ${actual}); read it again and retry`);
+  }
+}
+
+/** The caller is authenticated but not allowed to do this. */
+export class PermissionDeniedError extends McplaneError {
+  override readonly code = 'MCPLANE_PERMISSION_DENIED';
+}
+
+/** The caller could not be authenticated (no or bad token, no client certificate). */
+export class UnauthenticatedError extends McplaneError {
+  override readonly code = 'MCPLANE_UNAUTHENTICATED';
+}
+
+/** A configuration file or flag given to one of mcplane's programs is wrong. */
+export class ConfigurationError extends McplaneError {
+  override readonly code = 'MCPLANE_CONFIGURATION';
+}
+
+/** Reading a manifest file or directory failed (missing, unreadable). */
+export class ManifestReadError extends McplaneError {
+  override readonly code = 'MCPLANE_MANIFEST_READ';
+  constructor(readonly path: string, cause: unknown) {
+    super(`cannot read ${path}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}
+
+function summarize(what: string, problems: Problem[]): string {
+  const lines = problems.map((p) => `  - ${formatProblem(p)}`);
+  return `${what}: ${problems.length} problem${problems.length === 1 ? '' : 's'}\n${lines.join('\n')}`;
+}

@@ -1,0 +1,366 @@
+// Ignition 2.2 and 3.0-3.5 in, one internal 3.x form out (see types.ts). Only what a running
+// host can take is accepted: files under writable trees, systemd units, and the core user's SSH
+// keys and password. Everything Ignition can only do at first boot (disks, filesystems, users)
+// is refused here, which is where MCO's render controller refuses it too.
+
+import { createHash } from 'node:crypto';
+import { gunzipSync } from 'node:zlib';
+import {
+  DEFAULT_FILE_MODE,
+  INTERNAL_IGNITION_VERSION,
+  MAX_FILE_MODE,
+  SUPPORTED_IGNITION_VERSIONS,
+  SYSTEMD_UNIT_SUFFIXES,
+} from './constants.ts';
+import { CANONICAL_DATA_URL_PREFIX, decodeDataUrl, encodeDataUrl, isValidBase64 } from './data-url.ts';
+import { managedPathViolation } from './paths.ts';
+import { isNonEmpty, isRecord, join, ProblemCollector } from './problem-collector.ts';
+import type {
+  IgnitionConfig,
+  IgnitionDropin,
+  IgnitionFile,
+  IgnitionFileOwner,
+  IgnitionUnit,
+  IgnitionUser,
+} from './types.ts';
+
+type Raw = Record<string, unknown>;
+
+const TOP_KEYS = ['ignition', 'kernelArguments', 'passwd', 'storage', 'systemd', 'networkd'];
+const IGNITION_KEYS = ['version', 'config', 'proxy', 'security', 'timeouts'];
+const STORAGE_KEYS = ['files', 'directories', 'links', 'disks', 'filesystems', 'raid', 'luks'];
+const FILE_KEYS = ['path', 'contents', 'mode', 'user', 'group', 'overwrite', 'append', 'filesystem'];
+const CONTENTS_KEYS = ['source', 'compression', 'verification', 'httpHeaders'];
+const UNIT_KEYS = ['name', 'enabled', 'enable', 'mask', 'contents', 'dropins'];
+const CORE_USER_KEYS = ['name', 'sshAuthorizedKeys', 'passwordHash'];
+const REFUSED_STORAGE = ['directories', 'links', 'disks', 'filesystems', 'raid', 'luks'] as const;
+
+export function emptyIgnitionConfig(): IgnitionConfig {
+  return {
+    ignition: { version: INTERNAL_IGNITION_VERSION },
+    passwd: { users: [] },
+    storage: { files: [] },
+    systemd: { units: [] },
+  };
+}
+
+/**
+ * Converts a MachineConfig's spec.config to the internal form, reporting every problem into `c`.
+ * Returns undefined when the config cannot be converted at all (wrong type, unknown version).
+ */
+export function parseIgnition(raw: unknown, c: ProblemCollector, field: string): IgnitionConfig | undefined {
+  if (raw === undefined || raw === null) return emptyIgnitionConfig();
+  const config = c.record(raw, field);
+  if (!config) return undefined;
+  if (Object.keys(config).length === 0) return emptyIgnitionConfig();
+
+  const ign = c.record(config.ignition, join(field, 'ignition'));
+  const version = c.string(ign?.version, join(field, 'ignition.version'));
+  if (version === undefined) {
+    c.add(join(field, 'ignition.version'), 'ignition-version',
+      `required; supported versions: ${SUPPORTED_IGNITION_VERSIONS.join(', ')}`);
+    return undefined;
+  }
+  if (!(SUPPORTED_IGNITION_VERSIONS as readonly string[]).includes(version)) {
+    c.add(join(field, 'ignition.version'), 'ignition-version',
+      `unsupported Ignition version "${version}"; supported versions: ${SUPPORTED_IGNITION_VERSIONS.join(', ')}`);
+    return undefined;
+  }
+  const spec2 = version.startsWith('2.');
+  const out = emptyIgnitionConfig();
+
+  c.onlyKeys(config, field, spec2 ? TOP_KEYS.filter((k) => k !== 'kernelArguments') : TOP_KEYS.filter((k) => k !== 'networkd'));
+  if (ign) checkIgnitionSection(ign, c, join(field, 'ignition'));
+  if (isNonEmpty(config.kernelArguments)) {
+    c.add(join(field, 'kernelArguments'), 'ignition-kernel-arguments',
+      'Ignition kernelArguments are applied only at first boot; use the MachineConfig field spec.kernelArguments');
+  }
+  const networkd = c.record(config.networkd, join(field, 'networkd'));
+  if (networkd && isNonEmpty(networkd.units)) {
+    c.add(join(field, 'networkd.units'), 'networkd-refused',
+      'networkd units are not supported (Ignition 3 has none); write them as files under /etc/systemd/network');
+  }
+
+  out.passwd.users = parsePasswd(config.passwd, c, join(field, 'passwd'));
+  out.storage.files = parseStorage(config.storage, c, join(field, 'storage'), spec2);
+  out.systemd.units = parseSystemd(config.systemd, c, join(field, 'systemd'), spec2);
+  return out;
+}
+
+function checkIgnitionSection(ign: Raw, c: ProblemCollector, field: string): void {
+  c.onlyKeys(ign, field, IGNITION_KEYS);
+  // proxy, security and timeouts only matter for fetching remote resources, which are refused
+  // anyway; accepting them empty or not keeps OpenShift-generated configs loading unmodified.
+  const cfg = c.record(ign.config, join(field, 'config'));
+  if (!cfg) return;
+  const merge = c.array(cfg.merge ?? cfg.append, join(field, 'config.merge'));
+  if (merge && merge.length > 0) {
+    c.add(join(field, 'config.merge'), 'remote-config', 'merging a remote Ignition config is refused: a MachineConfig must be static');
+  }
+  const replace = c.record(cfg.replace, join(field, 'config.replace'));
+  if (replace && isNonEmpty(replace.source)) {
+    c.add(join(field, 'config.replace.source'), 'remote-config', 'replacing the config from a remote source is refused: a MachineConfig must be static');
+  }
+}
+
+function parsePasswd(raw: unknown, c: ProblemCollector, field: string): IgnitionUser[] {
+  const passwd = c.record(raw, field);
+  if (!passwd) return [];
+  c.onlyKeys(passwd, field, ['users', 'groups']);
+  if (isNonEmpty(passwd.groups)) {
+    c.add(join(field, 'groups'), 'passwd-groups', 'groups cannot be created or changed after install');
+  }
+  const users = c.array(passwd.users, join(field, 'users')) ?? [];
+  const out: IgnitionUser[] = [];
+  users.forEach((rawUser, i) => {
+    const f = `${field}.users[${i}]`;
+    const user = c.record(rawUser, f);
+    if (!user) return;
+    const name = c.string(user.name, join(f, 'name'));
+    if (name !== 'core') {
+      c.add(join(f, 'name'), 'user-not-core', `user "${name ?? ''}" is refused: only the core user can be configured after install`);
+      return;
+    }
+    for (const key of Object.keys(user)) {
+      if (!CORE_USER_KEYS.includes(key) && isNonEmpty(user[key])) {
+        c.add(join(f, key), 'core-user-field', `core user field "${key}" is refused: only sshAuthorizedKeys and passwordHash can change after install`);
+      }
+    }
+    const u: IgnitionUser = { name: 'core' };
+    const keys = c.stringList(user.sshAuthorizedKeys, join(f, 'sshAuthorizedKeys'));
+    if (keys) u.sshAuthorizedKeys = keys;
+    const hash = c.string(user.passwordHash, join(f, 'passwordHash'));
+    if (hash !== undefined) u.passwordHash = hash;
+    out.push(u);
+  });
+  return out;
+}
+
+function parseStorage(raw: unknown, c: ProblemCollector, field: string, spec2: boolean): IgnitionFile[] {
+  const storage = c.record(raw, field);
+  if (!storage) return [];
+  c.onlyKeys(storage, field, spec2 ? STORAGE_KEYS.filter((k) => k !== 'luks') : STORAGE_KEYS);
+  for (const key of REFUSED_STORAGE) {
+    if (isNonEmpty(storage[key])) {
+      c.add(join(field, key), `storage-${key}`, `storage.${key} is refused: ${key === 'directories' || key === 'links'
+        ? 'only files can be managed after install'
+        : 'disk layout is set at install time and cannot change on a running host'}`);
+    }
+  }
+  const files = c.array(storage.files, join(field, 'files')) ?? [];
+  const byPath = new Map<string, IgnitionFile>();
+  files.forEach((rawFile, i) => {
+    const f = `${field}.files[${i}]`;
+    const file = parseFile(rawFile, c, f, spec2);
+    if (!file) return;
+    if (byPath.has(file.path) && !spec2) {
+      c.add(join(f, 'path'), 'duplicate-path', `path ${file.path} appears more than once in this config`);
+      return;
+    }
+    // Ignition 2.x allowed duplicates; MCO's converter keeps the last one, and so do we.
+    byPath.delete(file.path);
+    byPath.set(file.path, file);
+  });
+  return [...byPath.values()];
+}
+
+function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean): IgnitionFile | undefined {
+  const file = c.record(raw, f);
+  if (!file) return undefined;
+  const before = c.problems.length;
+  c.onlyKeys(file, f, spec2 ? FILE_KEYS : FILE_KEYS.filter((k) => k !== 'filesystem'));
+
+  if (spec2) {
+    const fs = c.string(file.filesystem, join(f, 'filesystem'));
+    if (fs !== 'root') {
+      c.add(join(f, 'filesystem'), 'ignition2-filesystem',
+        `filesystem "${fs ?? ''}" is refused: Ignition 2.x files must be on the "root" filesystem`);
+    }
+  }
+  if (file.append === true || (Array.isArray(file.append) && file.append.length > 0)) {
+    c.add(join(f, 'append'), 'file-append', 'append is refused: a managed file must have one full, known content');
+  }
+
+  const path = c.string(file.path, join(f, 'path'));
+  if (path === undefined) {
+    c.add(join(f, 'path'), 'required', 'a file needs a path');
+  } else {
+    const violation = managedPathViolation(path);
+    if (violation) c.add(join(f, 'path'), violation.rule, violation.message);
+  }
+
+  let mode = DEFAULT_FILE_MODE;
+  const rawMode = c.integer(file.mode, join(f, 'mode'));
+  if (rawMode !== undefined) {
+    if (rawMode < 0 || rawMode > MAX_FILE_MODE) {
+      c.add(join(f, 'mode'), 'file-mode-range',
+        `mode ${rawMode} (octal 0${rawMode.toString(8)}) is outside 0000-0777: setuid, setgid and sticky bits are refused; ` +
+        'in YAML write 0644 (read as octal) or 420 (decimal)');
+    }
+    mode = rawMode;
+  }
+
+  const source = parseContents(file.contents, c, join(f, 'contents'));
+  const user = parseOwner(file.user, c, join(f, 'user'));
+  const group = parseOwner(file.group, c, join(f, 'group'));
+  if (c.problems.length > before || path === undefined || source === undefined) return undefined;
+
+  const out: IgnitionFile = { path, mode, overwrite: true, contents: { source } };
+  if (user) out.user = user;
+  if (group) out.group = group;
+  return out;
+}
+
+/** Returns the canonical data URL for the file's bytes, or undefined after reporting. */
+function parseContents(raw: unknown, c: ProblemCollector, f: string): string | undefined {
+  const contents = c.record(raw, f);
+  if (!contents) return CANONICAL_DATA_URL_PREFIX; // a file with no contents is an empty file
+  c.onlyKeys(contents, f, CONTENTS_KEYS);
+  const source = c.string(contents.source, join(f, 'source')) ?? '';
+  const compression = c.string(contents.compression, join(f, 'compression')) ?? '';
+  const verification = c.record(contents.verification, join(f, 'verification'));
+  const expectedHash = c.string(verification?.hash, join(f, 'verification.hash'));
+  if (isNonEmpty(contents.httpHeaders)) {
+    c.add(join(f, 'httpHeaders'), 'remote-source', 'httpHeaders are refused: remote sources are not allowed');
+  }
+  if (compression !== '' && compression !== 'gzip') {
+    c.add(join(f, 'compression'), 'compression', `compression "${compression}" is not supported (use "gzip" or none)`);
+    return undefined;
+  }
+  if (source === '') return CANONICAL_DATA_URL_PREFIX;
+
+  // Fast path: already canonical, nothing to verify or decompress.
+  if (compression === '' && !expectedHash && source.startsWith(CANONICAL_DATA_URL_PREFIX)) {
+    if (isValidBase64(source.slice(CANONICAL_DATA_URL_PREFIX.length))) return source;
+  }
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(source)?.[1]?.toLowerCase();
+  if (scheme !== 'data') {
+    c.add(join(f, 'source'), 'remote-source',
+      `source scheme "${scheme ?? source.slice(0, 20)}" is refused: a MachineConfig must be static, so contents must be a data: URL ` +
+      '(remote http, https, s3, gs, tftp and arn sources would be fetched at apply time, unhashed)');
+    return undefined;
+  }
+  const decoded = decodeDataUrl(source);
+  if ('error' in decoded) {
+    c.add(join(f, 'source'), 'data-url', decoded.error);
+    return undefined;
+  }
+  if (expectedHash) {
+    const mismatch = verifyHash(decoded.bytes, expectedHash);
+    if (mismatch) {
+      c.add(join(f, 'verification.hash'), 'content-hash', mismatch);
+      return undefined;
+    }
+  }
+  let bytes = decoded.bytes;
+  if (compression === 'gzip') {
+    try {
+      bytes = gunzipSync(bytes);
+    } catch (err) {
+      c.add(join(f, 'compression'), 'compression', `contents are not valid gzip: ${(err as Error).message}`);
+      return undefined;
+    }
+  }
+  return encodeDataUrl(bytes);
+}
+
+function verifyHash(bytes: Buffer, expected: string): string | undefined {
+  const match = /^(sha256|sha512)-([0-9a-f]+)$/.exec(expected);
+  if (!match) return `"${expected}" is not a hash Ignition understands (sha256-<hex> or sha512-<hex>)`;
+  const actual = createHash(match[1]!).update(bytes).digest('hex');
+  return actual === match[2] ? undefined : `contents do not match ${match[1]} ${match[2]} (actual ${actual})`;
+}
+
+function parseOwner(raw: unknown, c: ProblemCollector, f: string): IgnitionFileOwner | undefined {
+  const owner = c.record(raw, f);
+  if (!owner || Object.keys(owner).length === 0) return undefined;
+  c.onlyKeys(owner, f, ['id', 'name']);
+  const out: IgnitionFileOwner = {};
+  const id = c.integer(owner.id, join(f, 'id'));
+  const name = c.string(owner.name, join(f, 'name'));
+  if (id !== undefined) out.id = id;
+  if (name) out.name = name;
+  return id === undefined && !name ? undefined : out;
+}
+
+function parseSystemd(raw: unknown, c: ProblemCollector, field: string, spec2: boolean): IgnitionUnit[] {
+  const systemd = c.record(raw, field);
+  if (!systemd) return [];
+  c.onlyKeys(systemd, field, ['units']);
+  const units = c.array(systemd.units, join(field, 'units')) ?? [];
+  const byName = new Map<string, IgnitionUnit>();
+  units.forEach((rawUnit, i) => {
+    const f = `${field}.units[${i}]`;
+    const unit = parseUnit(rawUnit, c, f, spec2);
+    if (!unit) return;
+    if (byName.has(unit.name) && !spec2) {
+      c.add(join(f, 'name'), 'duplicate-unit', `unit ${unit.name} appears more than once in this config`);
+      return;
+    }
+    byName.delete(unit.name);
+    byName.set(unit.name, unit);
+  });
+  return [...byName.values()];
+}
+
+function parseUnit(raw: unknown, c: ProblemCollector, f: string, spec2: boolean): IgnitionUnit | undefined {
+  const unit = c.record(raw, f);
+  if (!unit) return undefined;
+  const before = c.problems.length;
+  c.onlyKeys(unit, f, spec2 ? UNIT_KEYS : UNIT_KEYS.filter((k) => k !== 'enable'));
+  const name = c.string(unit.name, join(f, 'name'));
+  if (name === undefined) c.add(join(f, 'name'), 'required', 'a unit needs a name');
+  else checkUnitName(name, c, join(f, 'name'));
+
+  const out: IgnitionUnit = { name: name ?? '' };
+  const enabled = c.boolean(unit.enabled, join(f, 'enabled')) ?? (spec2 && c.boolean(unit.enable, join(f, 'enable')) ? true : undefined);
+  if (enabled !== undefined) out.enabled = enabled;
+  const mask = c.boolean(unit.mask, join(f, 'mask'));
+  if (mask !== undefined) out.mask = mask;
+  const contents = c.string(unit.contents, join(f, 'contents'));
+  if (contents !== undefined) out.contents = contents;
+
+  const dropins = c.array(unit.dropins, join(f, 'dropins')) ?? [];
+  const byName = new Map<string, IgnitionDropin>();
+  dropins.forEach((rawDropin, j) => {
+    const df = `${f}.dropins[${j}]`;
+    const d = c.record(rawDropin, df);
+    if (!d) return;
+    c.onlyKeys(d, df, ['name', 'contents']);
+    const dname = c.string(d.name, join(df, 'name'));
+    if (dname === undefined) {
+      c.add(join(df, 'name'), 'required', 'a dropin needs a name');
+      return;
+    }
+    if (!/^[^/]+\.conf$/.test(dname)) {
+      c.add(join(df, 'name'), 'dropin-name', `dropin name "${dname}" must end in ".conf" and contain no "/"`);
+      return;
+    }
+    const dropin: IgnitionDropin = { name: dname };
+    const dcontents = c.string(d.contents, join(df, 'contents'));
+    if (dcontents !== undefined) dropin.contents = dcontents;
+    byName.delete(dname);
+    byName.set(dname, dropin);
+  });
+  if (byName.size > 0) out.dropins = [...byName.values()];
+  return c.problems.length > before ? undefined : out;
+}
+
+function checkUnitName(name: string, c: ProblemCollector, f: string): void {
+  const valid = !name.includes('/') && SYSTEMD_UNIT_SUFFIXES.some((s) => name.endsWith(s) && name.length > s.length);
+  if (!valid) {
+    c.add(f, 'unit-name', `unit name "${name}" must end in one of ${SYSTEMD_UNIT_SUFFIXES.join(' ')} and contain no "/"`);
+  }
+}
+
+/** Converts the internal form to Ignition 2.2 for hosts that ask for it (the bootstrap endpoint). */
+export function toIgnitionV2(config: IgnitionConfig): Record<string, unknown> {
+  return {
+    ignition: { version: '2.2.0' },
+    passwd: { users: config.passwd.users },
+    storage: {
+      files: config.storage.files.map((f) => ({ filesystem: 'root', path: f.path, mode: f.mode, contents: f.contents, ...(f.user ? { user: f.user } : {}), ...(f.group ? { group: f.group } : {}) })),
+    },
+    systemd: { units: config.systemd.units },
+  };
+}

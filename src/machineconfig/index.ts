@@ -1,0 +1,17 @@
+// The pure domain core shared by the control plane, the agent and the CLI. No I/O happens in
+// this folder: callers read files and sockets, and hand text and objects in.
+
+export * from './constants.ts';
+export * from './errors.ts';
+export type * from './types.ts';
+export { canonicalJson, sha256Hex } from './canonical-json.ts';
+export { decodeDataUrl, encodeDataUrl, CANONICAL_DATA_URL_PREFIX } from './data-url.ts';
+export { emptyIgnitionConfig, parseIgnition, toIgnitionV2 } from './ignition.ts';
+export { formatSelector, isEmptySelector, matchesSelector } from './label-selector.ts';
+export { parseMachineConfig } from './machine-config.ts';
+export { defaultPools, parseMachineConfigPool, resolveMaxUnavailable } from './machine-config-pool.ts';
+export { parseDocuments, parseManifests, readDocuments, type ParsedManifests, type RawDocument } from './manifest.ts';
+export { managedPathViolation, isUnder } from './paths.ts';
+export { configsForPool, isCustomPool, poolSelectsNode, primaryPoolForNode } from './pool-membership.ts';
+export { ProblemCollector } from './problem-collector.ts';
+export { mergeSpecs, renderPool, renderedConfigManifest, renderedConfigName } from './render.ts';

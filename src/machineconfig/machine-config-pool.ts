@@ -1,0 +1,162 @@
+import {
+  API_VERSION,
+  KIND_MACHINE_CONFIG_POOL,
+  MASTER_POOL,
+  NODE_ROLE_LABEL_PREFIX,
+  ROLE_LABEL,
+  WORKER_POOL,
+} from './constants.ts';
+import { parseLabelSelector } from './label-selector.ts';
+import { checkApiVersion, parseObjectMeta } from './object-meta.ts';
+import { join, type ProblemCollector } from './problem-collector.ts';
+import type {
+  DisruptionAction,
+  DisruptionActionType,
+  DisruptionPolicy,
+  DriftPolicy,
+  MachineConfigPool,
+  MachineConfigPoolSpec,
+} from './types.ts';
+
+// `configuration` and `pinnedImageSets` are MCO fields mcplane does not act on; they are
+// accepted so that pools exported from a cluster load unmodified.
+const SPEC_KEYS = [
+  'machineConfigSelector', 'nodeSelector', 'paused', 'maxUnavailable', 'configuration', 'pinnedImageSets',
+  'disruptionPolicy', 'driftPolicy',
+];
+const PERCENT = /^(\d+)%$/;
+const ACTION_TYPES: Record<string, DisruptionActionType> = {
+  none: 'none', reload: 'reload', restart: 'restart', 'daemon-reload': 'daemon-reload', daemonreload: 'daemon-reload', reboot: 'reboot',
+};
+const DRIFT_POLICIES: readonly DriftPolicy[] = ['Degrade', 'Reconcile'];
+
+export function parseMachineConfigPool(doc: Record<string, unknown>, c: ProblemCollector): MachineConfigPool | undefined {
+  checkApiVersion(doc, c);
+  const metadata = parseObjectMeta(doc.metadata, c);
+  const rawSpec = c.record(doc.spec, 'spec') ?? {};
+  c.onlyKeys(rawSpec, 'spec', SPEC_KEYS);
+
+  const spec: MachineConfigPoolSpec = {
+    machineConfigSelector: parseLabelSelector(rawSpec.machineConfigSelector, c, 'spec.machineConfigSelector'),
+    nodeSelector: parseLabelSelector(rawSpec.nodeSelector, c, 'spec.nodeSelector'),
+    paused: c.boolean(rawSpec.paused, 'spec.paused') ?? false,
+    maxUnavailable: parseMaxUnavailable(rawSpec.maxUnavailable, c),
+    driftPolicy: 'Degrade',
+  };
+  const drift = c.string(rawSpec.driftPolicy, 'spec.driftPolicy');
+  if (drift !== undefined) {
+    if (DRIFT_POLICIES.includes(drift as DriftPolicy)) spec.driftPolicy = drift as DriftPolicy;
+    else c.add('spec.driftPolicy', 'drift-policy', `driftPolicy "${drift}" is not one of ${DRIFT_POLICIES.join(', ')}`);
+  }
+  const policy = parseDisruptionPolicy(rawSpec.disruptionPolicy, c, 'spec.disruptionPolicy');
+  if (policy) spec.disruptionPolicy = policy;
+
+  if (!c.ok || !metadata) return undefined;
+  return { apiVersion: API_VERSION, kind: KIND_MACHINE_CONFIG_POOL, metadata, spec };
+}
+
+function parseMaxUnavailable(raw: unknown, c: ProblemCollector): number | string {
+  if (raw === undefined || raw === null) return 1;
+  if (typeof raw === 'number') {
+    if (Number.isInteger(raw) && raw >= 0) return raw;
+  } else if (typeof raw === 'string' && PERCENT.test(raw) && Number(PERCENT.exec(raw)![1]) <= 100) {
+    return raw;
+  }
+  c.add('spec.maxUnavailable', 'max-unavailable', `maxUnavailable must be a whole number or a percentage from 0% to 100%, got ${JSON.stringify(raw)}`);
+  return 1;
+}
+
+/**
+ * How many nodes of `machineCount` may be updating at once: an integer as given, a percentage
+ * rounded down, and at least 1 either way (MCO's rule, so a rollout always makes progress).
+ */
+export function resolveMaxUnavailable(value: number | string, machineCount: number): number {
+  const n = typeof value === 'number' ? value : Math.floor((Number(PERCENT.exec(value)?.[1] ?? 0) * machineCount) / 100);
+  return Math.max(1, n);
+}
+
+function parseDisruptionPolicy(raw: unknown, c: ProblemCollector, field: string): DisruptionPolicy | undefined {
+  const p = c.record(raw, field);
+  if (!p) return undefined;
+  c.onlyKeys(p, field, ['files', 'units', 'sshkey']);
+  const out: DisruptionPolicy = {};
+  const files = c.array(p.files, join(field, 'files'));
+  if (files) {
+    out.files = [];
+    files.forEach((rawEntry, i) => {
+      const f = `${field}.files[${i}]`;
+      const entry = c.record(rawEntry, f);
+      if (!entry) return;
+      c.onlyKeys(entry, f, ['path', 'actions']);
+      const path = c.string(entry.path, join(f, 'path'));
+      if (!path || !path.startsWith('/')) c.add(join(f, 'path'), 'path-absolute', 'a policy path must be an absolute path prefix');
+      const actions = parseActions(entry.actions, c, join(f, 'actions'));
+      if (path && actions) out.files!.push({ path, actions });
+    });
+  }
+  const units = c.array(p.units, join(field, 'units'));
+  if (units) {
+    out.units = [];
+    units.forEach((rawEntry, i) => {
+      const f = `${field}.units[${i}]`;
+      const entry = c.record(rawEntry, f);
+      if (!entry) return;
+      c.onlyKeys(entry, f, ['name', 'actions']);
+      const name = c.string(entry.name, join(f, 'name'));
+      if (!name) c.add(join(f, 'name'), 'required', 'a unit policy needs the unit name');
+      const actions = parseActions(entry.actions, c, join(f, 'actions'));
+      if (name && actions) out.units!.push({ name, actions });
+    });
+  }
+  const ssh = c.record(p.sshkey, join(field, 'sshkey'));
+  if (ssh) {
+    const actions = parseActions(ssh.actions, c, join(field, 'sshkey.actions'));
+    if (actions) out.sshkey = { actions };
+  }
+  return out;
+}
+
+/** Accepts mcplane's `{type: restart, unit: x}` and MCO's `{type: Restart, restart: {serviceName: x}}`. */
+function parseActions(raw: unknown, c: ProblemCollector, field: string): DisruptionAction[] | undefined {
+  const list = c.array(raw, field);
+  if (!list || list.length === 0) {
+    c.add(field, 'required', 'at least one action is required (none, reload, restart, daemon-reload or reboot)');
+    return undefined;
+  }
+  const out: DisruptionAction[] = [];
+  list.forEach((rawAction, i) => {
+    const f = `${field}[${i}]`;
+    const a = c.record(rawAction, f);
+    if (!a) return;
+    const typeText = c.string(a.type, join(f, 'type')) ?? '';
+    const type = ACTION_TYPES[typeText.toLowerCase()];
+    if (!type) {
+      c.add(join(f, 'type'), 'disruption-action', `action type "${typeText}" is not one of none, reload, restart, daemon-reload, reboot`);
+      return;
+    }
+    const nested = c.record(a[type], join(f, type));
+    const unit = c.string(a.unit ?? nested?.serviceName, join(f, 'unit'));
+    if ((type === 'reload' || type === 'restart') && !unit) {
+      c.add(join(f, 'unit'), 'required', `a ${type} action needs the unit to ${type}`);
+      return;
+    }
+    out.push(unit && (type === 'reload' || type === 'restart') ? { type, unit } : { type });
+  });
+  return out;
+}
+
+/** The two pools every MCO cluster has; mcplane creates them too so configs have somewhere to go. */
+export function defaultPools(): MachineConfigPool[] {
+  return [MASTER_POOL, WORKER_POOL].map((name) => ({
+    apiVersion: API_VERSION,
+    kind: KIND_MACHINE_CONFIG_POOL,
+    metadata: { name },
+    spec: {
+      machineConfigSelector: { matchLabels: { [ROLE_LABEL]: name } },
+      nodeSelector: { matchLabels: { [`${NODE_ROLE_LABEL_PREFIX}${name}`]: '' } },
+      paused: false,
+      maxUnavailable: 1,
+      driftPolicy: 'Degrade',
+    },
+  }));
+}

@@ -1,0 +1,53 @@
+import {
+  API_VERSION,
+  KERNEL_TYPES,
+  KIND_MACHINE_CONFIG,
+  SUPPORTED_EXTENSIONS,
+  type KernelType,
+} from './constants.ts';
+import { parseIgnition } from './ignition.ts';
+import { checkApiVersion, parseObjectMeta } from './object-meta.ts';
+import type { ProblemCollector } from './problem-collector.ts';
+import type { MachineConfig, MachineConfigSpec } from './types.ts';
+
+const SPEC_KEYS = [
+  'config', 'kernelArguments', 'kernelType', 'fips', 'extensions', 'osImageURL', 'baseOSExtensionsContainerImage',
+];
+
+/** Validates and normalizes one MachineConfig document; every problem goes into `c`. */
+export function parseMachineConfig(doc: Record<string, unknown>, c: ProblemCollector): MachineConfig | undefined {
+  checkApiVersion(doc, c);
+  const metadata = parseObjectMeta(doc.metadata, c);
+  const rawSpec = c.record(doc.spec, 'spec') ?? {};
+  c.onlyKeys(rawSpec, 'spec', SPEC_KEYS);
+
+  const config = parseIgnition(rawSpec.config, c, 'spec.config');
+
+  const kernelArguments = c.stringList(rawSpec.kernelArguments, 'spec.kernelArguments') ?? [];
+  kernelArguments.forEach((karg, i) => {
+    if (karg.trim() === '') c.add(`spec.kernelArguments[${i}]`, 'kernel-argument', 'a kernel argument cannot be empty');
+  });
+
+  const rawKernelType = c.string(rawSpec.kernelType, 'spec.kernelType') ?? '';
+  let kernelType: KernelType = 'default';
+  if (rawKernelType !== '') {
+    if ((KERNEL_TYPES as readonly string[]).includes(rawKernelType)) kernelType = rawKernelType as KernelType;
+    else c.add('spec.kernelType', 'kernel-type', `unknown kernelType "${rawKernelType}"; expected one of: ${KERNEL_TYPES.join(', ')}`);
+  }
+
+  const extensions = c.stringList(rawSpec.extensions, 'spec.extensions') ?? [];
+  extensions.forEach((ext, i) => {
+    if (!(SUPPORTED_EXTENSIONS as readonly string[]).includes(ext)) {
+      c.add(`spec.extensions[${i}]`, 'extension-allowlist', `extension "${ext}" is not supported; supported extensions: ${SUPPORTED_EXTENSIONS.join(', ')}`);
+    }
+  });
+
+  const fips = c.boolean(rawSpec.fips, 'spec.fips') ?? false;
+  const osImageURL = c.string(rawSpec.osImageURL, 'spec.osImageURL') ?? '';
+  const baseOSExtensionsContainerImage = c.string(rawSpec.baseOSExtensionsContainerImage, 'spec.baseOSExtensionsContainerImage') ?? '';
+
+  if (!c.ok || !metadata || !config) return undefined;
+  const spec: MachineConfigSpec = { config, kernelArguments, kernelType, fips, extensions, osImageURL, baseOSExtensionsContainerImage };
+  return { apiVersion: API_VERSION, kind: KIND_MACHINE_CONFIG, metadata, spec };
+}
+

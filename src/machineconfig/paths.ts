@@ -1,0 +1,28 @@
+import { LINKED_INTO_VAR_ROOTS, WRITABLE_ROOTS } from './constants.ts';
+
+/** Why a path may not be managed, or undefined when it may be. Pure string rules only: the
+ * agent re-checks the path after resolving symlinks on the host itself. */
+export function managedPathViolation(path: string): { rule: string; message: string } | undefined {
+  if (!path.startsWith('/')) {
+    return { rule: 'path-absolute', message: `path "${path}" is relative; it must be absolute` };
+  }
+  const segments = path.split('/').slice(1);
+  if (segments.some((s) => s === '..' || s === '.')) {
+    return { rule: 'path-dot-segment', message: `path "${path}" has a "." or ".." segment; write the path it means` };
+  }
+  if (segments.some((s) => s === '') ) {
+    return { rule: 'path-empty-segment', message: `path "${path}" has an empty segment or a trailing "/"; it must name a file` };
+  }
+  if (isUnder(path, WRITABLE_ROOTS) || isUnder(path, LINKED_INTO_VAR_ROOTS)) return undefined;
+  return {
+    rule: 'path-writable-root',
+    message:
+      `path "${path}" is outside /etc and /var: on an image-based host the rest of the tree is the ` +
+      `read-only OS image (ostree) and would be replaced on the next update; /usr/local and /opt are ` +
+      `also accepted because CoreOS links them into /var`,
+  };
+}
+
+export function isUnder(path: string, roots: readonly string[]): boolean {
+  return roots.some((root) => path.startsWith(root + '/') && path.length > root.length + 1);
+}

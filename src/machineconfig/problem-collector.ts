@@ -1,0 +1,103 @@
+import type { Problem } from './errors.ts';
+
+type Json = unknown;
+
+/**
+ * Collects every problem found in one object, so a user sees all of them at once rather than
+ * fixing one per round trip. The typed readers return undefined after reporting a wrong type,
+ * which lets validation keep walking the rest of the document.
+ */
+export class ProblemCollector {
+  readonly problems: Problem[] = [];
+
+  constructor(readonly object: string, readonly source?: string) {}
+
+  add(field: string, rule: string, message: string): void {
+    const p: Problem = { object: this.object, field, rule, message };
+    if (this.source !== undefined) p.source = this.source;
+    this.problems.push(p);
+  }
+
+  get ok(): boolean {
+    return this.problems.length === 0;
+  }
+
+  record(value: Json, field: string): Record<string, Json> | undefined {
+    if (value === undefined || value === null) return undefined;
+    if (isRecord(value)) return value;
+    this.add(field, 'type', `must be an object, got ${describe(value)}`);
+    return undefined;
+  }
+
+  array(value: Json, field: string): Json[] | undefined {
+    if (value === undefined || value === null) return undefined;
+    if (Array.isArray(value)) return value;
+    this.add(field, 'type', `must be a list, got ${describe(value)}`);
+    return undefined;
+  }
+
+  string(value: Json, field: string): string | undefined {
+    if (value === undefined || value === null) return undefined;
+    if (typeof value === 'string') return value;
+    this.add(field, 'type', `must be a string, got ${describe(value)}`);
+    return undefined;
+  }
+
+  boolean(value: Json, field: string): boolean | undefined {
+    if (value === undefined || value === null) return undefined;
+    if (typeof value === 'boolean') return value;
+    this.add(field, 'type', `must be true or false, got ${describe(value)}`);
+    return undefined;
+  }
+
+  integer(value: Json, field: string): number | undefined {
+    if (value === undefined || value === null) return undefined;
+    if (typeof value === 'number' && Number.isInteger(value)) return value;
+    this.add(field, 'type', `must be an integer, got ${describe(value)}`);
+    return undefined;
+  }
+
+  stringList(value: Json, field: string): string[] | undefined {
+    const list = this.array(value, field);
+    if (!list) return undefined;
+    const out: string[] = [];
+    list.forEach((item, i) => {
+      const s = this.string(item, `${field}[${i}]`);
+      if (s !== undefined) out.push(s);
+    });
+    return out;
+  }
+
+  /** Reports keys outside `known`: a typo such as `kernelArgs` must not be silently ignored. */
+  onlyKeys(value: Record<string, Json>, field: string, known: readonly string[]): void {
+    for (const key of Object.keys(value)) {
+      if (!known.includes(key)) {
+        this.add(join(field, key), 'unknown-field', `unknown field "${key}" (expected one of: ${known.join(', ')})`);
+      }
+    }
+  }
+}
+
+export function isRecord(value: Json): value is Record<string, Json> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** True when a refused section is present with content; empty sections are harmless. */
+export function isNonEmpty(value: Json): boolean {
+  if (value === undefined || value === null) return false;
+  if (Array.isArray(value)) return value.length > 0;
+  if (isRecord(value)) return Object.keys(value).length > 0;
+  return true;
+}
+
+export function join(base: string, key: string): string {
+  return base ? `${base}.${key}` : key;
+}
+
+export function describe(value: Json): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'string') return `string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)}`;
+  if (typeof value === 'object') return 'an object';
+  return `${typeof value} ${String(value)}`;
+}

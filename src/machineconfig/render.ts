@@ -1,0 +1,142 @@
+// Merging a pool's MachineConfigs into one rendered config, with MCO's semantics
+// (pkg/controller/common/helpers.go MergeMachineConfigs).
+
+import { API_VERSION, KIND_MACHINE_CONFIG, MAX_RENDERED_CONFIG_BYTES, type KernelType } from './constants.ts';
+import { canonicalJson, sha256Hex } from './canonical-json.ts';
+import { RenderError } from './errors.ts';
+import { emptyIgnitionConfig } from './ignition.ts';
+import { configsForPool } from './pool-membership.ts';
+import type {
+  IgnitionDropin,
+  IgnitionFile,
+  IgnitionUnit,
+  IgnitionUser,
+  MachineConfig,
+  MachineConfigPool,
+  MachineConfigSpec,
+  RenderedConfig,
+} from './types.ts';
+
+const RENDERED_HASH_LENGTH = 32;
+
+/** Renders a pool from every known config; the pool's selector picks which ones apply. */
+export function renderPool(pool: MachineConfigPool, allConfigs: readonly MachineConfig[]): RenderedConfig {
+  const configs = configsForPool(pool, allConfigs);
+  const spec = mergeSpecs(configs.map((mc) => mc.spec));
+  const canonical = canonicalJson(spec);
+  const bytes = Buffer.byteLength(canonical);
+  if (bytes > MAX_RENDERED_CONFIG_BYTES) {
+    throw new RenderError(pool.metadata.name, [{
+      object: `MachineConfigPool/${pool.metadata.name}`,
+      field: 'spec.config',
+      rule: 'rendered-size',
+      message: `the rendered config is ${(bytes / 1048576).toFixed(2)} MiB, above the 1.5 MiB limit; ` +
+        `largest contributors: ${largestConfigs(configs).join(', ')}`,
+    }]);
+  }
+  const hash = sha256Hex(canonical).slice(0, RENDERED_HASH_LENGTH);
+  return {
+    name: renderedConfigName(pool.metadata.name, hash),
+    pool: pool.metadata.name,
+    hash,
+    spec,
+    sources: configs.map((mc) => mc.metadata.name),
+  };
+}
+
+export function renderedConfigName(pool: string, hash: string): string {
+  return `rendered-${pool}-${hash}`;
+}
+
+/** Merges specs in the order given: later wins for keyed entries, lists are unioned or joined. */
+export function mergeSpecs(specs: readonly MachineConfigSpec[]): MachineConfigSpec {
+  const files = new Map<string, IgnitionFile>();
+  const units = new Map<string, IgnitionUnit>();
+  const sshKeys = new Set<string>();
+  let passwordHash: string | undefined;
+  let hasCore = false;
+  const kernelArguments: string[] = [];
+  const extensions = new Set<string>();
+  let kernelType: KernelType = 'default';
+  let fips = false;
+  let osImageURL = '';
+  let baseOSExtensionsContainerImage = '';
+
+  for (const spec of specs) {
+    for (const f of spec.config.storage.files) files.set(f.path, f);
+    for (const u of spec.config.systemd.units) units.set(u.name, mergeUnit(units.get(u.name), u));
+    for (const user of spec.config.passwd.users) {
+      hasCore = true;
+      for (const key of user.sshAuthorizedKeys ?? []) sshKeys.add(key);
+      if (user.passwordHash !== undefined) passwordHash = user.passwordHash;
+    }
+    kernelArguments.push(...spec.kernelArguments);
+    for (const ext of spec.extensions) extensions.add(ext);
+    if (spec.kernelType !== 'default') kernelType = spec.kernelType;
+    fips ||= spec.fips;
+    if (spec.osImageURL) osImageURL = spec.osImageURL;
+    if (spec.baseOSExtensionsContainerImage) baseOSExtensionsContainerImage = spec.baseOSExtensionsContainerImage;
+  }
+
+  const config = emptyIgnitionConfig();
+  config.storage.files = [...files.values()].sort((a, b) => compare(a.path, b.path));
+  config.systemd.units = [...units.values()].sort((a, b) => compare(a.name, b.name));
+  if (hasCore) {
+    const core: IgnitionUser = { name: 'core' };
+    if (sshKeys.size > 0) core.sshAuthorizedKeys = [...sshKeys];
+    if (passwordHash !== undefined) core.passwordHash = passwordHash;
+    config.passwd.users = [core];
+  }
+  return {
+    config,
+    kernelArguments,
+    kernelType,
+    fips,
+    extensions: [...extensions].sort(),
+    osImageURL,
+    baseOSExtensionsContainerImage,
+  };
+}
+
+/** Ignition's merge for units: fields set later override, dropins are keyed by name. */
+function mergeUnit(earlier: IgnitionUnit | undefined, later: IgnitionUnit): IgnitionUnit {
+  if (!earlier) return later;
+  const out: IgnitionUnit = { ...earlier };
+  if (later.enabled !== undefined) out.enabled = later.enabled;
+  if (later.mask !== undefined) out.mask = later.mask;
+  if (later.contents !== undefined) out.contents = later.contents;
+  if (later.dropins) {
+    const dropins = new Map<string, IgnitionDropin>((earlier.dropins ?? []).map((d) => [d.name, d]));
+    for (const d of later.dropins) dropins.set(d.name, d);
+    out.dropins = [...dropins.values()].sort((a, b) => compare(a.name, b.name));
+  }
+  return out;
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function largestConfigs(configs: readonly MachineConfig[]): string[] {
+  return configs
+    .map((mc) => ({ name: mc.metadata.name, size: JSON.stringify(mc.spec).length }))
+    .sort((a, b) => b.size - a.size)
+    .slice(0, 3)
+    .map((x) => `${x.name} (${(x.size / 1024).toFixed(0)} KiB)`);
+}
+
+/** The rendered config as a MachineConfig manifest, the shape `oc get mc rendered-...` shows. */
+export function renderedConfigManifest(rendered: RenderedConfig): MachineConfig & { metadata: { annotations: Record<string, string> } } {
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND_MACHINE_CONFIG,
+    metadata: {
+      name: rendered.name,
+      annotations: {
+        'mcplane.io/pool': rendered.pool,
+        'mcplane.io/source-configs': rendered.sources.join(','),
+      },
+    },
+    spec: rendered.spec,
+  };
+}

@@ -1,0 +1,146 @@
+// The domain model. Shapes follow machineconfiguration.openshift.io/v1 so an OpenShift YAML maps
+// one to one; mcplane's additions are marked as such.
+
+import type { KernelType } from './constants.ts';
+
+export type Labels = Record<string, string>;
+
+export interface ObjectMeta {
+  name: string;
+  labels?: Labels;
+  annotations?: Record<string, string>;
+}
+
+// ---- Ignition, internal 3.x form ----------------------------------------------------------------
+// Every accepted Ignition version is converted to this one shape. File contents are always a
+// base64 data URL with no compression, so the content hash and the agent never see two spellings
+// of the same bytes.
+
+export interface IgnitionFileOwner {
+  id?: number;
+  name?: string;
+}
+
+export interface IgnitionFile {
+  path: string;
+  mode: number;
+  overwrite: true;
+  contents: { source: string };
+  user?: IgnitionFileOwner;
+  group?: IgnitionFileOwner;
+}
+
+export interface IgnitionDropin {
+  name: string;
+  contents?: string;
+}
+
+export interface IgnitionUnit {
+  name: string;
+  enabled?: boolean;
+  mask?: boolean;
+  contents?: string;
+  dropins?: IgnitionDropin[];
+}
+
+export interface IgnitionUser {
+  name: 'core';
+  sshAuthorizedKeys?: string[];
+  passwordHash?: string;
+}
+
+export interface IgnitionConfig {
+  ignition: { version: string };
+  passwd: { users: IgnitionUser[] };
+  storage: { files: IgnitionFile[] };
+  systemd: { units: IgnitionUnit[] };
+}
+
+// ---- MachineConfig ------------------------------------------------------------------------------
+
+export interface MachineConfigSpec {
+  config: IgnitionConfig;
+  kernelArguments: string[];
+  kernelType: KernelType;
+  fips: boolean;
+  extensions: string[];
+  osImageURL: string;
+  baseOSExtensionsContainerImage: string;
+}
+
+export interface MachineConfig {
+  apiVersion: string;
+  kind: 'MachineConfig';
+  metadata: ObjectMeta;
+  spec: MachineConfigSpec;
+}
+
+// ---- MachineConfigPool --------------------------------------------------------------------------
+
+export type SelectorOperator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+
+export interface LabelSelectorRequirement {
+  key: string;
+  operator: SelectorOperator;
+  values?: string[];
+}
+
+export interface LabelSelector {
+  matchLabels?: Labels;
+  matchExpressions?: LabelSelectorRequirement[];
+}
+
+/** mcplane addition: what a change under a path or to a unit needs instead of a reboot. */
+export type DisruptionActionType = 'none' | 'reload' | 'restart' | 'daemon-reload' | 'reboot';
+
+export interface DisruptionAction {
+  type: DisruptionActionType;
+  /** The unit to reload or restart; required for those two types. */
+  unit?: string;
+}
+
+/** mcplane addition (MCO keeps this in MachineConfiguration/cluster, not on the pool). */
+export interface DisruptionPolicy {
+  /** Path prefixes; the longest matching prefix wins. */
+  files?: { path: string; actions: DisruptionAction[] }[];
+  /** Unit names, matched exactly. */
+  units?: { name: string; actions: DisruptionAction[] }[];
+  /** SSH key changes; MCO's default is none. */
+  sshkey?: { actions: DisruptionAction[] };
+}
+
+/** mcplane addition: what the agent does when a managed file changes behind its back. */
+export type DriftPolicy = 'Degrade' | 'Reconcile';
+
+export interface MachineConfigPoolSpec {
+  /** null means "selects nothing", {} means "selects every config", as in Kubernetes. */
+  machineConfigSelector: LabelSelector | null;
+  /** null or empty selects no node (MCO's rule for pools). */
+  nodeSelector: LabelSelector | null;
+  paused: boolean;
+  /** An integer or a percentage such as "25%"; default 1. */
+  maxUnavailable: number | string;
+  disruptionPolicy?: DisruptionPolicy;
+  driftPolicy: DriftPolicy;
+}
+
+export interface MachineConfigPool {
+  apiVersion: string;
+  kind: 'MachineConfigPool';
+  metadata: ObjectMeta;
+  spec: MachineConfigPoolSpec;
+}
+
+export type Manifest = MachineConfig | MachineConfigPool;
+
+// ---- Rendered config ----------------------------------------------------------------------------
+
+export interface RenderedConfig {
+  /** rendered-<pool>-<hash> */
+  name: string;
+  pool: string;
+  hash: string;
+  spec: MachineConfigSpec;
+  /** The MachineConfigs merged, in merge order (MCO's status.configuration.source). */
+  sources: string[];
+}

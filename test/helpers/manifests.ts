@@ -1,0 +1,43 @@
+// Builders for test manifests. They produce raw documents (what a user writes), not parsed
+// objects, so tests go through the same parsing path as real input.
+
+import { parseDocuments, type MachineConfig, type MachineConfigPool } from '../../src/machineconfig/index.ts';
+
+export type Doc = Record<string, unknown>;
+
+export function mcDoc(name: string, role: string, spec: Doc = {}): Doc {
+  return {
+    apiVersion: 'machineconfiguration.openshift.io/v1',
+    kind: 'MachineConfig',
+    metadata: { name, labels: { 'machineconfiguration.openshift.io/role': role } },
+    spec,
+  };
+}
+
+export function ign(version: string, body: Doc = {}): Doc {
+  return { ignition: { version }, ...body };
+}
+
+export function fileEntry(path: string, text: string, extra: Doc = {}): Doc {
+  return { path, mode: 0o644, contents: { source: 'data:;base64,' + Buffer.from(text).toString('base64') }, ...extra };
+}
+
+export function poolDoc(name: string, spec: Doc): Doc {
+  return { apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'MachineConfigPool', metadata: { name }, spec };
+}
+
+/** Parses documents and fails loudly if any is invalid: for tests that need valid objects. */
+export function parseValid(...docs: Doc[]): { configs: MachineConfig[]; pools: MachineConfigPool[] } {
+  const parsed = parseDocuments(docs.map((value, i) => ({ source: `test#${i}`, value })));
+  if (parsed.problems.length) throw new Error('unexpected problems: ' + JSON.stringify(parsed.problems, null, 2));
+  return parsed;
+}
+
+export function problemsOf(...docs: Doc[]) {
+  return parseDocuments(docs.map((value, i) => ({ source: `test#${i}`, value }))).problems;
+}
+
+export function fileText(source: string): string {
+  const comma = source.indexOf(',');
+  return Buffer.from(source.slice(comma + 1), 'base64').toString('utf8');
+}
