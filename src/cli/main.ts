@@ -2,13 +2,13 @@
 // mcctl: the command line for mcplane. Reads feel like `oc get mcp`; every failure ends with a
 // message on stderr and a non-zero exit, never a stack trace.
 
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import { McplaneError } from '../machineconfig/index.ts';
 import { renderCommand, validateCommand } from './commands/offline.ts';
 import type { OutputFormat } from './output.ts';
 import { VERSION } from './version.ts';
 
-const collect = (value: string, previous: string[]): string[] => [...previous, value];
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 export function buildProgram(write: (text: string) => void): Command {
   const program = new Command('mcctl')
@@ -22,27 +22,22 @@ export function buildProgram(write: (text: string) => void): Command {
   program
     .command('render')
     .description('print the rendered config of a pool from local MachineConfig files (no server)')
-    .requiredOption('-f, --filename <path>', 'file or directory of manifests; repeatable; - for stdin', collect, [])
+    .requiredOption('-f, --filename <path>', 'file or directory of manifests; repeatable; - for stdin', collect)
     .requiredOption('--pool <name>', 'pool to render (master, worker, or a pool defined in the files)')
     .addOption(output())
     .action((opts: { filename: string[]; pool: string; output: OutputFormat }) => {
-      write(renderCommand(nonEmpty(opts.filename), opts.pool, opts.output));
+      write(renderCommand(opts.filename, opts.pool, opts.output));
     });
 
   program
     .command('validate')
     .description('check MachineConfig and MachineConfigPool files without rendering (no server)')
-    .requiredOption('-f, --filename <path>', 'file or directory of manifests; repeatable; - for stdin', collect, [])
+    .requiredOption('-f, --filename <path>', 'file or directory of manifests; repeatable; - for stdin', collect)
     .action((opts: { filename: string[] }) => {
-      write(validateCommand(nonEmpty(opts.filename)));
+      write(validateCommand(opts.filename));
     });
 
   return program;
-}
-
-function nonEmpty(files: string[]): string[] {
-  if (files.length === 0) throw new InvalidArgumentError('at least one -f is required');
-  return files;
 }
 
 export async function main(argv: string[]): Promise<number> {

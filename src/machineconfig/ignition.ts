@@ -26,13 +26,20 @@ import type {
 
 type Raw = Record<string, unknown>;
 
-const TOP_KEYS = ['ignition', 'kernelArguments', 'passwd', 'storage', 'systemd', 'networkd'];
-const IGNITION_KEYS = ['version', 'config', 'proxy', 'security', 'timeouts'];
-const STORAGE_KEYS = ['files', 'directories', 'links', 'disks', 'filesystems', 'raid', 'luks'];
-const FILE_KEYS = ['path', 'contents', 'mode', 'user', 'group', 'overwrite', 'append', 'filesystem'];
-const CONTENTS_KEYS = ['source', 'compression', 'verification', 'httpHeaders'];
-const UNIT_KEYS = ['name', 'enabled', 'enable', 'mask', 'contents', 'dropins'];
-const CORE_USER_KEYS = ['name', 'sshAuthorizedKeys', 'passwordHash'];
+// Known keys per spec family, built once: these checks run for every file of every config.
+const KEYS = {
+  top2: ['ignition', 'passwd', 'storage', 'systemd', 'networkd'],
+  top3: ['ignition', 'kernelArguments', 'passwd', 'storage', 'systemd'],
+  ignition: ['version', 'config', 'proxy', 'security', 'timeouts'],
+  storage2: ['files', 'directories', 'links', 'disks', 'filesystems', 'raid'],
+  storage3: ['files', 'directories', 'links', 'disks', 'filesystems', 'raid', 'luks'],
+  file2: ['path', 'contents', 'mode', 'user', 'group', 'overwrite', 'append', 'filesystem'],
+  file3: ['path', 'contents', 'mode', 'user', 'group', 'overwrite', 'append'],
+  contents: ['source', 'compression', 'verification', 'httpHeaders'],
+  unit2: ['name', 'enabled', 'enable', 'mask', 'contents', 'dropins'],
+  unit3: ['name', 'enabled', 'mask', 'contents', 'dropins'],
+  coreUser: ['name', 'sshAuthorizedKeys', 'passwordHash'],
+} as const;
 const REFUSED_STORAGE = ['directories', 'links', 'disks', 'filesystems', 'raid', 'luks'] as const;
 
 export function emptyIgnitionConfig(): IgnitionConfig {
@@ -54,8 +61,8 @@ export function parseIgnition(raw: unknown, c: ProblemCollector, field: string):
   if (!config) return undefined;
   if (Object.keys(config).length === 0) return emptyIgnitionConfig();
 
-  const ign = c.record(config.ignition, join(field, 'ignition'));
-  const version = c.string(ign?.version, join(field, 'ignition.version'));
+  const ign = c.record(config.ignition, field, 'ignition');
+  const version = c.string(ign?.version, field, 'ignition.version');
   if (version === undefined) {
     c.add(join(field, 'ignition.version'), 'ignition-version',
       `required; supported versions: ${SUPPORTED_IGNITION_VERSIONS.join(', ')}`);
@@ -69,13 +76,13 @@ export function parseIgnition(raw: unknown, c: ProblemCollector, field: string):
   const spec2 = version.startsWith('2.');
   const out = emptyIgnitionConfig();
 
-  c.onlyKeys(config, field, spec2 ? TOP_KEYS.filter((k) => k !== 'kernelArguments') : TOP_KEYS.filter((k) => k !== 'networkd'));
+  c.onlyKeys(config, field, spec2 ? KEYS.top2 : KEYS.top3);
   if (ign) checkIgnitionSection(ign, c, join(field, 'ignition'));
   if (isNonEmpty(config.kernelArguments)) {
     c.add(join(field, 'kernelArguments'), 'ignition-kernel-arguments',
       'Ignition kernelArguments are applied only at first boot; use the MachineConfig field spec.kernelArguments');
   }
-  const networkd = c.record(config.networkd, join(field, 'networkd'));
+  const networkd = c.record(config.networkd, field, 'networkd');
   if (networkd && isNonEmpty(networkd.units)) {
     c.add(join(field, 'networkd.units'), 'networkd-refused',
       'networkd units are not supported (Ignition 3 has none); write them as files under /etc/systemd/network');
@@ -88,16 +95,16 @@ export function parseIgnition(raw: unknown, c: ProblemCollector, field: string):
 }
 
 function checkIgnitionSection(ign: Raw, c: ProblemCollector, field: string): void {
-  c.onlyKeys(ign, field, IGNITION_KEYS);
+  c.onlyKeys(ign, field, KEYS.ignition);
   // proxy, security and timeouts only matter for fetching remote resources, which are refused
   // anyway; accepting them empty or not keeps OpenShift-generated configs loading unmodified.
-  const cfg = c.record(ign.config, join(field, 'config'));
+  const cfg = c.record(ign.config, field, 'config');
   if (!cfg) return;
-  const merge = c.array(cfg.merge ?? cfg.append, join(field, 'config.merge'));
+  const merge = c.array(cfg.merge ?? cfg.append, field, 'config.merge');
   if (merge && merge.length > 0) {
     c.add(join(field, 'config.merge'), 'remote-config', 'merging a remote Ignition config is refused: a MachineConfig must be static');
   }
-  const replace = c.record(cfg.replace, join(field, 'config.replace'));
+  const replace = c.record(cfg.replace, field, 'config.replace');
   if (replace && isNonEmpty(replace.source)) {
     c.add(join(field, 'config.replace.source'), 'remote-config', 'replacing the config from a remote source is refused: a MachineConfig must be static');
   }
@@ -110,26 +117,26 @@ function parsePasswd(raw: unknown, c: ProblemCollector, field: string): Ignition
   if (isNonEmpty(passwd.groups)) {
     c.add(join(field, 'groups'), 'passwd-groups', 'groups cannot be created or changed after install');
   }
-  const users = c.array(passwd.users, join(field, 'users')) ?? [];
+  const users = c.array(passwd.users, field, 'users') ?? [];
   const out: IgnitionUser[] = [];
   users.forEach((rawUser, i) => {
     const f = `${field}.users[${i}]`;
     const user = c.record(rawUser, f);
     if (!user) return;
-    const name = c.string(user.name, join(f, 'name'));
+    const name = c.string(user.name, f, 'name');
     if (name !== 'core') {
       c.add(join(f, 'name'), 'user-not-core', `user "${name ?? ''}" is refused: only the core user can be configured after install`);
       return;
     }
     for (const key of Object.keys(user)) {
-      if (!CORE_USER_KEYS.includes(key) && isNonEmpty(user[key])) {
+      if (!(KEYS.coreUser as readonly string[]).includes(key) && isNonEmpty(user[key])) {
         c.add(join(f, key), 'core-user-field', `core user field "${key}" is refused: only sshAuthorizedKeys and passwordHash can change after install`);
       }
     }
     const u: IgnitionUser = { name: 'core' };
-    const keys = c.stringList(user.sshAuthorizedKeys, join(f, 'sshAuthorizedKeys'));
+    const keys = c.stringList(user.sshAuthorizedKeys, f, 'sshAuthorizedKeys');
     if (keys) u.sshAuthorizedKeys = keys;
-    const hash = c.string(user.passwordHash, join(f, 'passwordHash'));
+    const hash = c.string(user.passwordHash, f, 'passwordHash');
     if (hash !== undefined) u.passwordHash = hash;
     out.push(u);
   });
@@ -139,7 +146,7 @@ function parsePasswd(raw: unknown, c: ProblemCollector, field: string): Ignition
 function parseStorage(raw: unknown, c: ProblemCollector, field: string, spec2: boolean): IgnitionFile[] {
   const storage = c.record(raw, field);
   if (!storage) return [];
-  c.onlyKeys(storage, field, spec2 ? STORAGE_KEYS.filter((k) => k !== 'luks') : STORAGE_KEYS);
+  c.onlyKeys(storage, field, spec2 ? KEYS.storage2 : KEYS.storage3);
   for (const key of REFUSED_STORAGE) {
     if (isNonEmpty(storage[key])) {
       c.add(join(field, key), `storage-${key}`, `storage.${key} is refused: ${key === 'directories' || key === 'links'
@@ -147,7 +154,7 @@ function parseStorage(raw: unknown, c: ProblemCollector, field: string, spec2: b
         : 'disk layout is set at install time and cannot change on a running host'}`);
     }
   }
-  const files = c.array(storage.files, join(field, 'files')) ?? [];
+  const files = c.array(storage.files, field, 'files') ?? [];
   const byPath = new Map<string, IgnitionFile>();
   files.forEach((rawFile, i) => {
     const f = `${field}.files[${i}]`;
@@ -168,10 +175,10 @@ function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean)
   const file = c.record(raw, f);
   if (!file) return undefined;
   const before = c.problems.length;
-  c.onlyKeys(file, f, spec2 ? FILE_KEYS : FILE_KEYS.filter((k) => k !== 'filesystem'));
+  c.onlyKeys(file, f, spec2 ? KEYS.file2 : KEYS.file3);
 
   if (spec2) {
-    const fs = c.string(file.filesystem, join(f, 'filesystem'));
+    const fs = c.string(file.filesystem, f, 'filesystem');
     if (fs !== 'root') {
       c.add(join(f, 'filesystem'), 'ignition2-filesystem',
         `filesystem "${fs ?? ''}" is refused: Ignition 2.x files must be on the "root" filesystem`);
@@ -181,7 +188,7 @@ function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean)
     c.add(join(f, 'append'), 'file-append', 'append is refused: a managed file must have one full, known content');
   }
 
-  const path = c.string(file.path, join(f, 'path'));
+  const path = c.string(file.path, f, 'path');
   if (path === undefined) {
     c.add(join(f, 'path'), 'required', 'a file needs a path');
   } else {
@@ -190,7 +197,7 @@ function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean)
   }
 
   let mode = DEFAULT_FILE_MODE;
-  const rawMode = c.integer(file.mode, join(f, 'mode'));
+  const rawMode = c.integer(file.mode, f, 'mode');
   if (rawMode !== undefined) {
     if (rawMode < 0 || rawMode > MAX_FILE_MODE) {
       c.add(join(f, 'mode'), 'file-mode-range',
@@ -200,9 +207,9 @@ function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean)
     mode = rawMode;
   }
 
-  const source = parseContents(file.contents, c, join(f, 'contents'));
-  const user = parseOwner(file.user, c, join(f, 'user'));
-  const group = parseOwner(file.group, c, join(f, 'group'));
+  const source = parseContents(file.contents, c, f);
+  const user = file.user == null ? undefined : parseOwner(file.user, c, join(f, 'user'));
+  const group = file.group == null ? undefined : parseOwner(file.group, c, join(f, 'group'));
   if (c.problems.length > before || path === undefined || source === undefined) return undefined;
 
   const out: IgnitionFile = { path, mode, overwrite: true, contents: { source } };
@@ -211,44 +218,50 @@ function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean)
   return out;
 }
 
-/** Returns the canonical data URL for the file's bytes, or undefined after reporting. */
-function parseContents(raw: unknown, c: ProblemCollector, f: string): string | undefined {
-  const contents = c.record(raw, f);
+/** Returns the canonical data URL for the file's bytes, or undefined after reporting. `file` is the
+ * file's field path; the contents' own path is built only when reporting a problem. */
+function parseContents(raw: unknown, c: ProblemCollector, file: string): string | undefined {
+  const contents = c.record(raw, file, 'contents');
   if (!contents) return CANONICAL_DATA_URL_PREFIX; // a file with no contents is an empty file
-  c.onlyKeys(contents, f, CONTENTS_KEYS);
-  const source = c.string(contents.source, join(f, 'source')) ?? '';
-  const compression = c.string(contents.compression, join(f, 'compression')) ?? '';
-  const verification = c.record(contents.verification, join(f, 'verification'));
-  const expectedHash = c.string(verification?.hash, join(f, 'verification.hash'));
+  c.onlyKeys(contents, file, KEYS.contents, 'contents');
+  const source = c.string(contents.source, file, 'contents.source') ?? '';
+  const compression = c.string(contents.compression, file, 'contents.compression') ?? '';
+  const verification = c.record(contents.verification, file, 'contents.verification');
+  const expectedHash = c.string(verification?.hash, file, 'contents.verification.hash');
   if (isNonEmpty(contents.httpHeaders)) {
-    c.add(join(f, 'httpHeaders'), 'remote-source', 'httpHeaders are refused: remote sources are not allowed');
+    c.add(join(file, 'contents.httpHeaders'), 'remote-source', 'httpHeaders are refused: remote sources are not allowed');
   }
   if (compression !== '' && compression !== 'gzip') {
-    c.add(join(f, 'compression'), 'compression', `compression "${compression}" is not supported (use "gzip" or none)`);
+    c.add(join(file, 'contents.compression'), 'compression', `compression "${compression}" is not supported (use "gzip" or none)`);
     return undefined;
   }
   if (source === '') return CANONICAL_DATA_URL_PREFIX;
 
-  // Fast path: already canonical, nothing to verify or decompress.
-  if (compression === '' && !expectedHash && source.startsWith(CANONICAL_DATA_URL_PREFIX)) {
-    if (isValidBase64(source.slice(CANONICAL_DATA_URL_PREFIX.length))) return source;
+  // Fast path: base64 with nothing to verify or decompress only needs its media type dropped;
+  // decoding and re-encoding would give the same text at a large cost on big configs.
+  if (compression === '' && !expectedHash && source.startsWith('data:')) {
+    const comma = source.indexOf(',');
+    if (comma > 0 && source.slice(comma - 7, comma) === ';base64') {
+      const data = source.slice(comma + 1);
+      if (isValidBase64(data)) return comma === CANONICAL_DATA_URL_PREFIX.length - 1 ? source : CANONICAL_DATA_URL_PREFIX + data;
+    }
   }
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(source)?.[1]?.toLowerCase();
   if (scheme !== 'data') {
-    c.add(join(f, 'source'), 'remote-source',
+    c.add(join(file, 'contents.source'), 'remote-source',
       `source scheme "${scheme ?? source.slice(0, 20)}" is refused: a MachineConfig must be static, so contents must be a data: URL ` +
       '(remote http, https, s3, gs, tftp and arn sources would be fetched at apply time, unhashed)');
     return undefined;
   }
   const decoded = decodeDataUrl(source);
   if ('error' in decoded) {
-    c.add(join(f, 'source'), 'data-url', decoded.error);
+    c.add(join(file, 'contents.source'), 'data-url', decoded.error);
     return undefined;
   }
   if (expectedHash) {
     const mismatch = verifyHash(decoded.bytes, expectedHash);
     if (mismatch) {
-      c.add(join(f, 'verification.hash'), 'content-hash', mismatch);
+      c.add(join(file, 'contents.verification.hash'), 'content-hash', mismatch);
       return undefined;
     }
   }
@@ -257,7 +270,7 @@ function parseContents(raw: unknown, c: ProblemCollector, f: string): string | u
     try {
       bytes = gunzipSync(bytes);
     } catch (err) {
-      c.add(join(f, 'compression'), 'compression', `contents are not valid gzip: ${(err as Error).message}`);
+      c.add(join(file, 'contents.compression'), 'compression', `contents are not valid gzip: ${(err as Error).message}`);
       return undefined;
     }
   }
@@ -276,8 +289,8 @@ function parseOwner(raw: unknown, c: ProblemCollector, f: string): IgnitionFileO
   if (!owner || Object.keys(owner).length === 0) return undefined;
   c.onlyKeys(owner, f, ['id', 'name']);
   const out: IgnitionFileOwner = {};
-  const id = c.integer(owner.id, join(f, 'id'));
-  const name = c.string(owner.name, join(f, 'name'));
+  const id = c.integer(owner.id, f, 'id');
+  const name = c.string(owner.name, f, 'name');
   if (id !== undefined) out.id = id;
   if (name) out.name = name;
   return id === undefined && !name ? undefined : out;
@@ -287,7 +300,7 @@ function parseSystemd(raw: unknown, c: ProblemCollector, field: string, spec2: b
   const systemd = c.record(raw, field);
   if (!systemd) return [];
   c.onlyKeys(systemd, field, ['units']);
-  const units = c.array(systemd.units, join(field, 'units')) ?? [];
+  const units = c.array(systemd.units, field, 'units') ?? [];
   const byName = new Map<string, IgnitionUnit>();
   units.forEach((rawUnit, i) => {
     const f = `${field}.units[${i}]`;
@@ -307,27 +320,27 @@ function parseUnit(raw: unknown, c: ProblemCollector, f: string, spec2: boolean)
   const unit = c.record(raw, f);
   if (!unit) return undefined;
   const before = c.problems.length;
-  c.onlyKeys(unit, f, spec2 ? UNIT_KEYS : UNIT_KEYS.filter((k) => k !== 'enable'));
-  const name = c.string(unit.name, join(f, 'name'));
+  c.onlyKeys(unit, f, spec2 ? KEYS.unit2 : KEYS.unit3);
+  const name = c.string(unit.name, f, 'name');
   if (name === undefined) c.add(join(f, 'name'), 'required', 'a unit needs a name');
   else checkUnitName(name, c, join(f, 'name'));
 
   const out: IgnitionUnit = { name: name ?? '' };
-  const enabled = c.boolean(unit.enabled, join(f, 'enabled')) ?? (spec2 && c.boolean(unit.enable, join(f, 'enable')) ? true : undefined);
+  const enabled = c.boolean(unit.enabled, f, 'enabled') ?? (spec2 && c.boolean(unit.enable, f, 'enable') ? true : undefined);
   if (enabled !== undefined) out.enabled = enabled;
-  const mask = c.boolean(unit.mask, join(f, 'mask'));
+  const mask = c.boolean(unit.mask, f, 'mask');
   if (mask !== undefined) out.mask = mask;
-  const contents = c.string(unit.contents, join(f, 'contents'));
+  const contents = c.string(unit.contents, f, 'contents');
   if (contents !== undefined) out.contents = contents;
 
-  const dropins = c.array(unit.dropins, join(f, 'dropins')) ?? [];
+  const dropins = c.array(unit.dropins, f, 'dropins') ?? [];
   const byName = new Map<string, IgnitionDropin>();
   dropins.forEach((rawDropin, j) => {
     const df = `${f}.dropins[${j}]`;
     const d = c.record(rawDropin, df);
     if (!d) return;
     c.onlyKeys(d, df, ['name', 'contents']);
-    const dname = c.string(d.name, join(df, 'name'));
+    const dname = c.string(d.name, df, 'name');
     if (dname === undefined) {
       c.add(join(df, 'name'), 'required', 'a dropin needs a name');
       return;
@@ -337,7 +350,7 @@ function parseUnit(raw: unknown, c: ProblemCollector, f: string, spec2: boolean)
       return;
     }
     const dropin: IgnitionDropin = { name: dname };
-    const dcontents = c.string(d.contents, join(df, 'contents'));
+    const dcontents = c.string(d.contents, df, 'contents');
     if (dcontents !== undefined) dropin.contents = dcontents;
     byName.delete(dname);
     byName.set(dname, dropin);

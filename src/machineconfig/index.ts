@@ -4,6 +4,7 @@
 export * from './constants.ts';
 export * from './errors.ts';
 export type * from './types.ts';
+export { diffSpecs, isEmptyDiff, planDisruption, splitKernelArguments, type ChangeKind, type ConfigDiff, type DisruptionPlan } from './config-diff.ts';
 export { canonicalJson, sha256Hex } from './canonical-json.ts';
 export { decodeDataUrl, encodeDataUrl, CANONICAL_DATA_URL_PREFIX } from './data-url.ts';
 export { emptyIgnitionConfig, parseIgnition, toIgnitionV2 } from './ignition.ts';
@@ -14,4 +15,4 @@ export { parseDocuments, parseManifests, readDocuments, type ParsedManifests, ty
 export { managedPathViolation, isUnder } from './paths.ts';
 export { configsForPool, isCustomPool, poolSelectsNode, primaryPoolForNode } from './pool-membership.ts';
 export { ProblemCollector } from './problem-collector.ts';
-export { mergeSpecs, renderPool, renderedConfigManifest, renderedConfigName } from './render.ts';
+export { mergeSpecs, renderPool, renderedConfigJson, renderedConfigManifest, renderedConfigName } from './render.ts';

@@ -13,7 +13,7 @@ export function parseLabelSelector(raw: unknown, c: ProblemCollector, field: str
   const out: LabelSelector = {};
   const matchLabels = parseStringMap(sel.matchLabels, c, join(field, 'matchLabels'));
   if (matchLabels) out.matchLabels = matchLabels;
-  const exprs = c.array(sel.matchExpressions, join(field, 'matchExpressions'));
+  const exprs = c.array(sel.matchExpressions, field, 'matchExpressions');
   if (exprs) {
     out.matchExpressions = [];
     exprs.forEach((rawExpr, i) => {
@@ -29,14 +29,14 @@ export function parseLabelSelector(raw: unknown, c: ProblemCollector, field: str
 
 function parseRequirement(expr: Record<string, unknown>, c: ProblemCollector, f: string): LabelSelectorRequirement | undefined {
   c.onlyKeys(expr, f, ['key', 'operator', 'values']);
-  const key = c.string(expr.key, join(f, 'key'));
+  const key = c.string(expr.key, f, 'key');
   if (!key) c.add(join(f, 'key'), 'required', 'a selector expression needs a key');
-  const operator = c.string(expr.operator, join(f, 'operator'));
+  const operator = c.string(expr.operator, f, 'operator');
   if (!operator || !OPERATORS.includes(operator as SelectorOperator)) {
     c.add(join(f, 'operator'), 'selector-operator', `operator "${operator ?? ''}" is not one of ${OPERATORS.join(', ')}`);
     return undefined;
   }
-  const values = c.stringList(expr.values, join(f, 'values')) ?? [];
+  const values = c.stringList(expr.values, f, 'values') ?? [];
   if ((operator === 'In' || operator === 'NotIn') && values.length === 0) {
     c.add(join(f, 'values'), 'selector-values', `operator ${operator} needs at least one value`);
   }

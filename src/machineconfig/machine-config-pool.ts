@@ -80,7 +80,7 @@ function parseDisruptionPolicy(raw: unknown, c: ProblemCollector, field: string)
   if (!p) return undefined;
   c.onlyKeys(p, field, ['files', 'units', 'sshkey']);
   const out: DisruptionPolicy = {};
-  const files = c.array(p.files, join(field, 'files'));
+  const files = c.array(p.files, field, 'files');
   if (files) {
     out.files = [];
     files.forEach((rawEntry, i) => {
@@ -88,13 +88,13 @@ function parseDisruptionPolicy(raw: unknown, c: ProblemCollector, field: string)
       const entry = c.record(rawEntry, f);
       if (!entry) return;
       c.onlyKeys(entry, f, ['path', 'actions']);
-      const path = c.string(entry.path, join(f, 'path'));
+      const path = c.string(entry.path, f, 'path');
       if (!path || !path.startsWith('/')) c.add(join(f, 'path'), 'path-absolute', 'a policy path must be an absolute path prefix');
       const actions = parseActions(entry.actions, c, join(f, 'actions'));
       if (path && actions) out.files!.push({ path, actions });
     });
   }
-  const units = c.array(p.units, join(field, 'units'));
+  const units = c.array(p.units, field, 'units');
   if (units) {
     out.units = [];
     units.forEach((rawEntry, i) => {
@@ -102,13 +102,13 @@ function parseDisruptionPolicy(raw: unknown, c: ProblemCollector, field: string)
       const entry = c.record(rawEntry, f);
       if (!entry) return;
       c.onlyKeys(entry, f, ['name', 'actions']);
-      const name = c.string(entry.name, join(f, 'name'));
+      const name = c.string(entry.name, f, 'name');
       if (!name) c.add(join(f, 'name'), 'required', 'a unit policy needs the unit name');
       const actions = parseActions(entry.actions, c, join(f, 'actions'));
       if (name && actions) out.units!.push({ name, actions });
     });
   }
-  const ssh = c.record(p.sshkey, join(field, 'sshkey'));
+  const ssh = c.record(p.sshkey, field, 'sshkey');
   if (ssh) {
     const actions = parseActions(ssh.actions, c, join(field, 'sshkey.actions'));
     if (actions) out.sshkey = { actions };
@@ -128,14 +128,14 @@ function parseActions(raw: unknown, c: ProblemCollector, field: string): Disrupt
     const f = `${field}[${i}]`;
     const a = c.record(rawAction, f);
     if (!a) return;
-    const typeText = c.string(a.type, join(f, 'type')) ?? '';
+    const typeText = c.string(a.type, f, 'type') ?? '';
     const type = ACTION_TYPES[typeText.toLowerCase()];
     if (!type) {
       c.add(join(f, 'type'), 'disruption-action', `action type "${typeText}" is not one of none, reload, restart, daemon-reload, reboot`);
       return;
     }
     const nested = c.record(a[type], join(f, type));
-    const unit = c.string(a.unit ?? nested?.serviceName, join(f, 'unit'));
+    const unit = c.string(a.unit ?? nested?.serviceName, f, 'unit');
     if ((type === 'reload' || type === 'restart') && !unit) {
       c.add(join(f, 'unit'), 'required', `a ${type} action needs the unit to ${type}`);
       return;

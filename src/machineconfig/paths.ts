@@ -1,16 +1,17 @@
 import { LINKED_INTO_VAR_ROOTS, WRITABLE_ROOTS } from './constants.ts';
 
+const DOT_SEGMENT = /\/\.\.?(\/|$)/;
+
 /** Why a path may not be managed, or undefined when it may be. Pure string rules only: the
  * agent re-checks the path after resolving symlinks on the host itself. */
 export function managedPathViolation(path: string): { rule: string; message: string } | undefined {
   if (!path.startsWith('/')) {
     return { rule: 'path-absolute', message: `path "${path}" is relative; it must be absolute` };
   }
-  const segments = path.split('/').slice(1);
-  if (segments.some((s) => s === '..' || s === '.')) {
+  if (DOT_SEGMENT.test(path)) {
     return { rule: 'path-dot-segment', message: `path "${path}" has a "." or ".." segment; write the path it means` };
   }
-  if (segments.some((s) => s === '') ) {
+  if (path.includes('//') || path.endsWith('/')) {
     return { rule: 'path-empty-segment', message: `path "${path}" has an empty segment or a trailing "/"; it must name a file` };
   }
   if (isUnder(path, WRITABLE_ROOTS) || isUnder(path, LINKED_INTO_VAR_ROOTS)) return undefined;

@@ -22,57 +22,60 @@ export class ProblemCollector {
     return this.problems.length === 0;
   }
 
-  record(value: Json, field: string): Record<string, Json> | undefined {
+  // The readers take the field as (base, key) and join them only when reporting: validation
+  // runs for every file of every config, and most fields are fine.
+
+  record(value: Json, field: string, key?: string): Record<string, Json> | undefined {
     if (value === undefined || value === null) return undefined;
     if (isRecord(value)) return value;
-    this.add(field, 'type', `must be an object, got ${describe(value)}`);
+    this.add(join(field, key), 'type', `must be an object, got ${describe(value)}`);
     return undefined;
   }
 
-  array(value: Json, field: string): Json[] | undefined {
+  array(value: Json, field: string, key?: string): Json[] | undefined {
     if (value === undefined || value === null) return undefined;
     if (Array.isArray(value)) return value;
-    this.add(field, 'type', `must be a list, got ${describe(value)}`);
+    this.add(join(field, key), 'type', `must be a list, got ${describe(value)}`);
     return undefined;
   }
 
-  string(value: Json, field: string): string | undefined {
+  string(value: Json, field: string, key?: string): string | undefined {
     if (value === undefined || value === null) return undefined;
     if (typeof value === 'string') return value;
-    this.add(field, 'type', `must be a string, got ${describe(value)}`);
+    this.add(join(field, key), 'type', `must be a string, got ${describe(value)}`);
     return undefined;
   }
 
-  boolean(value: Json, field: string): boolean | undefined {
+  boolean(value: Json, field: string, key?: string): boolean | undefined {
     if (value === undefined || value === null) return undefined;
     if (typeof value === 'boolean') return value;
-    this.add(field, 'type', `must be true or false, got ${describe(value)}`);
+    this.add(join(field, key), 'type', `must be true or false, got ${describe(value)}`);
     return undefined;
   }
 
-  integer(value: Json, field: string): number | undefined {
+  integer(value: Json, field: string, key?: string): number | undefined {
     if (value === undefined || value === null) return undefined;
     if (typeof value === 'number' && Number.isInteger(value)) return value;
-    this.add(field, 'type', `must be an integer, got ${describe(value)}`);
+    this.add(join(field, key), 'type', `must be an integer, got ${describe(value)}`);
     return undefined;
   }
 
-  stringList(value: Json, field: string): string[] | undefined {
-    const list = this.array(value, field);
+  stringList(value: Json, field: string, key?: string): string[] | undefined {
+    const list = this.array(value, field, key);
     if (!list) return undefined;
     const out: string[] = [];
     list.forEach((item, i) => {
-      const s = this.string(item, `${field}[${i}]`);
-      if (s !== undefined) out.push(s);
+      if (typeof item === 'string') out.push(item);
+      else this.string(item, `${join(field, key)}[${i}]`);
     });
     return out;
   }
 
   /** Reports keys outside `known`: a typo such as `kernelArgs` must not be silently ignored. */
-  onlyKeys(value: Record<string, Json>, field: string, known: readonly string[]): void {
-    for (const key of Object.keys(value)) {
+  onlyKeys(value: Record<string, Json>, field: string, known: readonly string[], prefix?: string): void {
+    for (const key in value) {
       if (!known.includes(key)) {
-        this.add(join(field, key), 'unknown-field', `unknown field "${key}" (expected one of: ${known.join(', ')})`);
+        this.add(join(join(field, prefix), key), 'unknown-field', `unknown field "${key}" (expected one of: ${known.join(', ')})`);
       }
     }
   }
@@ -90,7 +93,8 @@ export function isNonEmpty(value: Json): boolean {
   return true;
 }
 
-export function join(base: string, key: string): string {
+export function join(base: string, key?: string): string {
+  if (key === undefined) return base;
   return base ? `${base}.${key}` : key;
 }
 

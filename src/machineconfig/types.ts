@@ -141,6 +141,9 @@ export interface RenderedConfig {
   pool: string;
   hash: string;
   spec: MachineConfigSpec;
+  /** The canonical serialization of spec that the hash covers; store and send this rather than
+   * serializing a multi-megabyte spec again. */
+  specJson: string;
   /** The MachineConfigs merged, in merge order (MCO's status.configuration.source). */
   sources: string[];
 }

@@ -1,0 +1,58 @@
+// Small helpers shared by the benchmarks: median-of-N timing and a fixed output format, so every
+// script prints figures and a ratio against a baseline measured in the same run.
+
+import { performance } from 'node:perf_hooks';
+
+export function timeMedian(runs: number, fn: () => void): number {
+  const samples: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const start = performance.now();
+    fn();
+    samples.push(performance.now() - start);
+  }
+  samples.sort((a, b) => a - b);
+  return samples[Math.floor(samples.length / 2)]!;
+}
+
+/**
+ * Times a baseline and a candidate alternately, so that load from other tenants of a shared
+ * machine hits both alike, and returns each one's median.
+ */
+export function compareMedian(runs: number, baseline: () => void, candidate: () => void): { baseline: number; candidate: number } {
+  const b: number[] = [];
+  const c: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    let start = performance.now();
+    baseline();
+    b.push(performance.now() - start);
+    start = performance.now();
+    candidate();
+    c.push(performance.now() - start);
+  }
+  return { baseline: median(b), candidate: median(c) };
+}
+
+function median(samples: number[]): number {
+  const sorted = [...samples].sort((x, y) => x - y);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+export async function timeMedianAsync(runs: number, fn: () => Promise<void>): Promise<number> {
+  const samples: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const start = performance.now();
+    await fn();
+    samples.push(performance.now() - start);
+  }
+  samples.sort((a, b) => a - b);
+  return samples[Math.floor(samples.length / 2)]!;
+}
+
+export function report(title: string, rows: [string, string][], verdict?: { ratio: number; goal: string; ok: boolean }): void {
+  console.log(`\n== ${title}`);
+  const width = Math.max(...rows.map(([k]) => k.length));
+  for (const [k, v] of rows) console.log(`  ${k.padEnd(width)}  ${v}`);
+  if (verdict) console.log(`  ratio ${verdict.ratio.toFixed(2)} (goal ${verdict.goal}): ${verdict.ok ? 'MET' : 'NOT MET'}`);
+}
+
+export const ms = (n: number): string => `${n.toFixed(2)} ms`;

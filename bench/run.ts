@@ -1,0 +1,15 @@
+// `npm run bench -- <name...>`: runs the named benchmarks, or all of them with no name.
+
+const BENCHMARKS: Record<string, () => Promise<{ run: () => void | Promise<void> }>> = {
+  render: () => import('./render.ts'),
+};
+
+const names = process.argv.slice(2);
+const unknown = names.filter((n) => !(n in BENCHMARKS));
+if (unknown.length) {
+  console.error(`unknown benchmark ${unknown.join(', ')}; available: ${Object.keys(BENCHMARKS).join(', ')}`);
+  process.exit(2);
+}
+for (const name of names.length ? names : Object.keys(BENCHMARKS)) {
+  await (await BENCHMARKS[name]!()).run();
+}

@@ -1,0 +1,159 @@
+// What changes between two rendered configs, by category, and what that change costs a node
+// (MCO's node disruption policy). Pure, so the control plane can answer "will this reboot?"
+// before anything reaches a host, and the agent acts on exactly the same answer.
+
+import { canonicalJson } from './canonical-json.ts';
+import type {
+  DisruptionAction,
+  DisruptionPolicy,
+  IgnitionFile,
+  IgnitionUnit,
+  MachineConfigSpec,
+} from './types.ts';
+
+export type ChangeKind = 'added' | 'changed' | 'removed';
+
+export interface ConfigDiff {
+  files: { path: string; change: ChangeKind }[];
+  units: { name: string; change: ChangeKind }[];
+  sshKeys: boolean;
+  passwordHash: boolean;
+  kernelArguments: { remove: string[]; add: string[] };
+  kernelType: boolean;
+  extensions: { remove: string[]; add: string[] };
+  osImageURL: boolean;
+  fips: boolean;
+}
+
+export interface DisruptionPlan {
+  reboot: boolean;
+  /** Why a reboot is needed, one line per cause ("file /etc/chrony.conf: no disruption policy"). */
+  rebootReasons: string[];
+  /** Without a reboot: daemon-reload first, then reloads, then restarts, each once. */
+  actions: DisruptionAction[];
+}
+
+export function diffSpecs(from: MachineConfigSpec | undefined, to: MachineConfigSpec): ConfigDiff {
+  const oldFiles = new Map((from?.config.storage.files ?? []).map((f) => [f.path, f]));
+  const newFiles = new Map(to.config.storage.files.map((f) => [f.path, f]));
+  const oldUnits = new Map((from?.config.systemd.units ?? []).map((u) => [u.name, u]));
+  const newUnits = new Map(to.config.systemd.units.map((u) => [u.name, u]));
+  const oldCore = from?.config.passwd.users.find((u) => u.name === 'core');
+  const newCore = to.config.passwd.users.find((u) => u.name === 'core');
+  const oldKargs = splitKernelArguments(from?.kernelArguments ?? []);
+  const newKargs = splitKernelArguments(to.kernelArguments);
+  const oldExt = from?.extensions ?? [];
+  return {
+    files: keyedChanges(oldFiles, newFiles, sameFile).map(([path, change]) => ({ path, change })),
+    units: keyedChanges(oldUnits, newUnits, sameUnit).map(([name, change]) => ({ name, change })),
+    sshKeys: !sameList(oldCore?.sshAuthorizedKeys ?? [], newCore?.sshAuthorizedKeys ?? []),
+    passwordHash: (oldCore?.passwordHash ?? '') !== (newCore?.passwordHash ?? ''),
+    kernelArguments: { remove: oldKargs.filter((k) => !newKargs.includes(k)), add: newKargs.filter((k) => !oldKargs.includes(k)) },
+    kernelType: (from?.kernelType ?? 'default') !== to.kernelType,
+    extensions: { remove: oldExt.filter((e) => !to.extensions.includes(e)), add: to.extensions.filter((e) => !oldExt.includes(e)) },
+    osImageURL: (from?.osImageURL ?? '') !== to.osImageURL,
+    fips: (from?.fips ?? false) !== to.fips,
+  };
+}
+
+export function isEmptyDiff(d: ConfigDiff): boolean {
+  return d.files.length === 0 && d.units.length === 0 && !d.sshKeys && !d.passwordHash &&
+    d.kernelArguments.remove.length === 0 && d.kernelArguments.add.length === 0 && !d.kernelType &&
+    d.extensions.remove.length === 0 && d.extensions.add.length === 0 && !d.osImageURL && !d.fips;
+}
+
+/**
+ * MCO's defaults: OS image, kernel arguments, kernel type, extensions and FIPS always reboot; a
+ * file or unit change reboots unless the policy covers it (longest path prefix wins, units by
+ * exact name); SSH keys and the password need nothing. Any reboot wins over every other action.
+ */
+export function planDisruption(diff: ConfigDiff, policy: DisruptionPolicy | undefined): DisruptionPlan {
+  const rebootReasons: string[] = [];
+  const actions: DisruptionAction[] = [];
+  if (diff.osImageURL) rebootReasons.push('osImageURL changed');
+  if (diff.kernelArguments.add.length || diff.kernelArguments.remove.length) rebootReasons.push('kernelArguments changed');
+  if (diff.kernelType) rebootReasons.push('kernelType changed');
+  if (diff.extensions.add.length || diff.extensions.remove.length) rebootReasons.push('extensions changed');
+  if (diff.fips) rebootReasons.push('fips changed');
+
+  const apply = (what: string, matched: DisruptionAction[] | undefined): void => {
+    if (!matched) rebootReasons.push(`${what}: no disruption policy covers it`);
+    else if (matched.some((a) => a.type === 'reboot')) rebootReasons.push(`${what}: policy says reboot`);
+    else actions.push(...matched);
+  };
+  for (const f of diff.files) apply(`file ${f.path} ${f.change}`, fileActions(f.path, policy));
+  for (const u of diff.units) apply(`unit ${u.name} ${u.change}`, policy?.units?.find((p) => p.name === u.name)?.actions);
+  if (diff.sshKeys) apply('core SSH keys changed', policy?.sshkey?.actions ?? [{ type: 'none' }]);
+
+  if (rebootReasons.length > 0) return { reboot: true, rebootReasons, actions: [] };
+  return { reboot: false, rebootReasons, actions: orderActions(actions) };
+}
+
+function fileActions(path: string, policy: DisruptionPolicy | undefined): DisruptionAction[] | undefined {
+  let best: { path: string; actions: DisruptionAction[] } | undefined;
+  for (const entry of policy?.files ?? []) {
+    if (path.startsWith(entry.path) && (!best || entry.path.length > best.path.length)) best = entry;
+  }
+  return best?.actions;
+}
+
+function orderActions(actions: DisruptionAction[]): DisruptionAction[] {
+  const rank = { 'daemon-reload': 0, reload: 1, restart: 2, none: 3, reboot: 4 } as const;
+  const seen = new Set<string>();
+  return actions
+    .filter((a) => a.type !== 'none')
+    .sort((a, b) => rank[a.type] - rank[b.type])
+    .filter((a) => {
+      const key = `${a.type}:${a.unit ?? ''}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+}
+
+/**
+ * Splits kernel arguments the way MCO does: an entry may hold several arguments separated by
+ * spaces, and double quotes keep a value with spaces together (`dyndbg="file x +p"`).
+ */
+export function splitKernelArguments(kargs: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const entry of kargs) {
+    let current = '';
+    let quoted = false;
+    for (const ch of entry) {
+      if (ch === '"') quoted = !quoted;
+      if (!quoted && /\s/.test(ch)) {
+        if (current) out.push(current);
+        current = '';
+      } else {
+        current += ch;
+      }
+    }
+    if (current) out.push(current);
+  }
+  return out;
+}
+
+function keyedChanges<T>(before: Map<string, T>, after: Map<string, T>, same: (a: T, b: T) => boolean): [string, ChangeKind][] {
+  const out: [string, ChangeKind][] = [];
+  for (const [key, value] of after) {
+    const old = before.get(key);
+    if (!old) out.push([key, 'added']);
+    else if (!same(old, value)) out.push([key, 'changed']);
+  }
+  for (const key of before.keys()) if (!after.has(key)) out.push([key, 'removed']);
+  return out.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+}
+
+function sameFile(a: IgnitionFile, b: IgnitionFile): boolean {
+  return a.mode === b.mode && a.contents.source === b.contents.source &&
+    canonicalJson([a.user, a.group]) === canonicalJson([b.user, b.group]);
+}
+
+function sameUnit(a: IgnitionUnit, b: IgnitionUnit): boolean {
+  return canonicalJson(a) === canonicalJson(b);
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}

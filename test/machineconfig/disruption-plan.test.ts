@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { defaultPools, diffSpecs, isEmptyDiff, planDisruption, renderPool, splitKernelArguments } from '../../src/machineconfig/index.ts';
+import { fileEntry, ign, mcDoc, parseValid, poolDoc } from '../helpers/manifests.ts';
+
+const worker = defaultPools()[1]!;
+const render = (...docs: Record<string, unknown>[]) => renderPool(worker, parseValid(...docs).configs).spec;
+const file = (path: string, text: string) => mcDoc(`f-${path.replaceAll('/', '-').slice(1)}`, 'worker', { config: ign('3.4.0', { storage: { files: [fileEntry(path, text)] } }) });
+const keys = (...k: string[]) => mcDoc('keys', 'worker', { config: ign('3.4.0', { passwd: { users: [{ name: 'core', sshAuthorizedKeys: k }] } }) });
+
+test('the same config twice is an empty diff and needs nothing', () => {
+  const a = render(file('/etc/a', 'x'));
+  const diff = diffSpecs(a, render(file('/etc/a', 'x')));
+  assert.ok(isEmptyDiff(diff));
+  assert.deepEqual(planDisruption(diff, undefined), { reboot: false, rebootReasons: [], actions: [] });
+});
+
+test('a file with no policy reboots, and the reason names the file', () => {
+  const plan = planDisruption(diffSpecs(render(), render(file('/etc/chrony.conf', 'server x'))), undefined);
+  assert.equal(plan.reboot, true);
+  assert.deepEqual(plan.rebootReasons, ['file /etc/chrony.conf added: no disruption policy covers it']);
+});
+
+test('SSH key changes apply without a reboot', () => {
+  const plan = planDisruption(diffSpecs(render(keys('a')), render(keys('a', 'b'))), undefined);
+  assert.deepEqual(plan, { reboot: false, rebootReasons: [], actions: [] });
+});
+
+test('OS image, kargs, kernelType, extensions and fips always reboot, whatever the policy', () => {
+  const policy = { files: [{ path: '/', actions: [{ type: 'none' as const }] }] };
+  const base = render();
+  for (const spec of [{ osImageURL: 'quay.io/x@sha256:1' }, { kernelArguments: ['a'] }, { kernelType: 'realtime' }, { extensions: ['usbguard'] }, { fips: true }]) {
+    const plan = planDisruption(diffSpecs(base, render(mcDoc('x', 'worker', spec))), policy);
+    assert.equal(plan.reboot, true, JSON.stringify(spec));
+  }
+});
+
+test('longest prefix wins; a reboot anywhere wins over everything', () => {
+  const { pools: [pool] } = parseValid(poolDoc('worker', {
+    disruptionPolicy: {
+      files: [
+        { path: '/etc/', actions: [{ type: 'reboot' }] },
+        { path: '/etc/chrony', actions: [{ type: 'restart', unit: 'chronyd.service' }] },
+        { path: '/etc/chrony.d/', actions: [{ type: 'reload', unit: 'chronyd.service' }, { type: 'daemon-reload' }] },
+      ],
+    },
+  }));
+  const policy = pool!.spec.disruptionPolicy;
+  const only = (f: Record<string, unknown>) => planDisruption(diffSpecs(render(), render(f)), policy);
+  assert.deepEqual(only(file('/etc/chrony.conf', 'x')), { reboot: false, rebootReasons: [], actions: [{ type: 'restart', unit: 'chronyd.service' }] });
+  assert.deepEqual(only(file('/etc/chrony.d/a.conf', 'x')).actions, [{ type: 'daemon-reload' }, { type: 'reload', unit: 'chronyd.service' }]);
+  const both = planDisruption(diffSpecs(render(), render(file('/etc/chrony.conf', 'x'), file('/etc/other', 'y'))), policy);
+  assert.equal(both.reboot, true);
+  assert.deepEqual(both.actions, []);
+  assert.deepEqual(both.rebootReasons, ['file /etc/other added: policy says reboot']);
+});
+
+test('removing a karg deletes it again; entries with spaces and quotes are split like MCO', () => {
+  const diff = diffSpecs(render(mcDoc('k', 'worker', { kernelArguments: ['selinux=0', 'a=1'] })), render(mcDoc('k', 'worker', { kernelArguments: ['a=1'] })));
+  assert.deepEqual(diff.kernelArguments, { remove: ['selinux=0'], add: [] });
+  assert.deepEqual(splitKernelArguments(['a=1 b=2', 'dyndbg="file x +p"']), ['a=1', 'b=2', 'dyndbg="file x +p"']);
+});
+
+test('removed files and units are changes too', () => {
+  const diff = diffSpecs(render(file('/etc/a', 'x'), mcDoc('u', 'worker', { config: ign('3.4.0', { systemd: { units: [{ name: 'a.service', contents: 'x' }] } }) })), render());
+  assert.deepEqual(diff.files, [{ path: '/etc/a', change: 'removed' }]);
+  assert.deepEqual(diff.units, [{ name: 'a.service', change: 'removed' }]);
+});
