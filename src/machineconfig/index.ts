@@ -16,3 +16,6 @@ export { managedPathViolation, isUnder } from './paths.ts';
 export { configsForPool, isCustomPool, poolSelectsNode, primaryPoolForNode } from './pool-membership.ts';
 export { ProblemCollector } from './problem-collector.ts';
 export { mergeSpecs, renderPool, renderedConfigJson, renderedConfigManifest, renderedConfigName } from './render.ts';
+export { isDegraded, isReady, isUpdated, unavailableReason } from './node-availability.ts';
+export { computePoolStatus, conditionOf, type PoolStatusInput } from './pool-status.ts';
+export { decideRollout, rolloutOrder, type RolloutDecision } from './rollout.ts';

@@ -147,3 +147,78 @@ export interface RenderedConfig {
   /** The MachineConfigs merged, in merge order (MCO's status.configuration.source). */
   sources: string[];
 }
+
+// ---- Node ---------------------------------------------------------------------------------------
+
+export type NodeState = 'Done' | 'Working' | 'Degraded' | 'Unreconcilable';
+
+/** What rpm-ostree reports for the booted deployment. */
+export interface OsStatus {
+  bootedImage: string;
+  bootedChecksum: string;
+  kernelArguments: string[];
+  kernelType: string;
+  extensions: string[];
+  stagedImage: string;
+  fips: boolean;
+}
+
+export interface Drift {
+  path: string;
+  kind: 'file' | 'unit';
+  expectedHash: string;
+  actualHash: string;
+  detectedUnixMs: number;
+}
+
+/** What the node's agent reports. */
+export interface NodeStatus {
+  currentConfig: string;
+  /** The config the agent is working towards (it echoes the server's assignment). */
+  desiredConfig: string;
+  state: NodeState;
+  phase: string;
+  reason: string;
+  drift: Drift[];
+  os: OsStatus | null;
+  bootId: string;
+  agentVersion: string;
+  lastDisruption: string;
+}
+
+/** A registered host, as the control plane keeps it. */
+export interface NodeRecord {
+  name: string;
+  labels: Labels;
+  /** The node's primary pool; "" when no pool selects it (or two custom pools do). */
+  pool: string;
+  registeredAt: number;
+  /** The control plane's decision: the rendered config this node must run. */
+  desiredConfig: string;
+  status: NodeStatus;
+  lastSeen: number;
+  connected: boolean;
+}
+
+// ---- Pool status --------------------------------------------------------------------------------
+
+export type ConditionStatus = 'True' | 'False' | 'Unknown';
+
+export interface Condition {
+  type: string;
+  status: ConditionStatus;
+  reason: string;
+  message: string;
+  lastTransitionTime: number;
+}
+
+export interface PoolStatus {
+  configuration: string;
+  configurationSources: string[];
+  machineCount: number;
+  updatedMachineCount: number;
+  readyMachineCount: number;
+  unavailableMachineCount: number;
+  degradedMachineCount: number;
+  conditions: Condition[];
+}

@@ -1,0 +1,98 @@
+// A pool's status with MCO's counts and conditions, and messages that name nodes and causes:
+// MCO's "Degraded" with an empty message is exactly what mcplane is here to avoid.
+
+import { formatProblem, type Problem } from './errors.ts';
+import { isDegraded, isReady, isUpdated, unavailableReason } from './node-availability.ts';
+import { resolveMaxUnavailable } from './machine-config-pool.ts';
+import type { Condition, ConditionStatus, MachineConfigPool, NodeRecord, PoolStatus } from './types.ts';
+
+export interface PoolStatusInput {
+  pool: MachineConfigPool;
+  /** The rendered config the pool targets, "" before the first successful render. */
+  target: string;
+  targetSources: string[];
+  nodes: readonly NodeRecord[];
+  /** Set when the latest render failed; the target stays the last good one. */
+  renderProblems?: Problem[];
+  previous?: readonly Condition[];
+  now: number;
+}
+
+const LIST_LIMIT = 10;
+
+export function computePoolStatus(input: PoolStatusInput): PoolStatus {
+  const { pool, target, nodes } = input;
+  const updated = nodes.filter((n) => isUpdated(n, target));
+  const ready = nodes.filter((n) => isReady(n, target));
+  const unavailable = nodes.filter((n) => unavailableReason(n) !== undefined);
+  const degraded = nodes.filter(isDegraded);
+  const allUpdated = target !== '' && updated.length === nodes.length;
+  const renderFailed = (input.renderProblems?.length ?? 0) > 0;
+
+  const conditions: Omit<Condition, 'lastTransitionTime'>[] = [];
+  const add = (type: string, status: ConditionStatus, reason: string, message: string): void => {
+    conditions.push({ type, status, reason, message });
+  };
+
+  if (renderFailed) {
+    const keeping = target ? `; nodes keep ${target}` : '';
+    add('RenderDegraded', 'True', 'RenderFailed',
+      `failed to render the pool's MachineConfigs${keeping}: ${input.renderProblems!.map(formatProblem).join('; ')}`);
+  } else {
+    add('RenderDegraded', 'False', 'Rendered', target ? `rendered ${target} from ${input.targetSources.length} MachineConfigs` : 'nothing rendered yet');
+  }
+
+  if (degraded.length > 0) {
+    add('NodeDegraded', 'True', 'NodesDegraded',
+      `${degraded.length} node${degraded.length === 1 ? ' is' : 's are'} degraded: ${list(degraded, (n) => `${n.name} (${n.status.state}: ${n.status.reason || 'no reason reported'})`)}`);
+  } else {
+    add('NodeDegraded', 'False', 'NoNodesDegraded', 'no node is degraded');
+  }
+
+  const degradedCauses = conditions.filter((c) => (c.type === 'RenderDegraded' || c.type === 'NodeDegraded') && c.status === 'True');
+  if (degradedCauses.length > 0) add('Degraded', 'True', degradedCauses.map((c) => c.reason).join(','), degradedCauses.map((c) => c.message).join(' | '));
+  else add('Degraded', 'False', 'NotDegraded', 'the pool renders and no node is degraded');
+
+  if (allUpdated) add('Updated', 'True', 'AllNodesUpdated', `all ${nodes.length} nodes are updated to ${target}`);
+  else add('Updated', 'False', 'NodesNotUpdated', target ? `${updated.length} of ${nodes.length} nodes are updated to ${target}` : 'no rendered config yet');
+
+  const behind = nodes.filter((n) => !isUpdated(n, target));
+  if (pool.spec.paused) {
+    add('Updating', 'False', 'Paused', behind.length
+      ? `the pool is paused: ${behind.length} node${behind.length === 1 ? '' : 's'} wait${behind.length === 1 ? 's' : ''} for ${target || 'a rendered config'} (${list(behind, (n) => n.name)}); resume it to continue`
+      : `the pool is paused; every node is on ${target}`);
+  } else if (!allUpdated && target) {
+    const inProgress = nodes.filter((n) => n.desiredConfig === target && !isUpdated(n, target));
+    const budget = resolveMaxUnavailable(pool.spec.maxUnavailable, nodes.length);
+    const detail = inProgress.length ? `; updating now: ${list(inProgress, (n) => `${n.name} (${unavailableReason(n) ?? n.status.phase})`)}` : '';
+    add('Updating', 'True', 'RollingOut',
+      `${updated.length} of ${nodes.length} nodes updated to ${target}, at most ${budget} unavailable at a time${detail}`);
+  } else {
+    add('Updating', 'False', 'NotUpdating', target ? 'no update in progress' : 'nothing to roll out yet');
+  }
+
+  return {
+    configuration: target,
+    configurationSources: input.targetSources,
+    machineCount: nodes.length,
+    updatedMachineCount: updated.length,
+    readyMachineCount: ready.length,
+    unavailableMachineCount: unavailable.length,
+    degradedMachineCount: degraded.length,
+    conditions: conditions.map((c) => ({ ...c, lastTransitionTime: transitionTime(c, input.previous, input.now) })),
+  };
+}
+
+export function conditionOf(status: PoolStatus, type: string): Condition | undefined {
+  return status.conditions.find((c) => c.type === type);
+}
+
+function transitionTime(c: Omit<Condition, 'lastTransitionTime'>, previous: readonly Condition[] | undefined, now: number): number {
+  const before = previous?.find((p) => p.type === c.type);
+  return before && before.status === c.status ? before.lastTransitionTime : now;
+}
+
+function list(nodes: readonly NodeRecord[], show: (n: NodeRecord) => string): string {
+  const shown = nodes.slice(0, LIST_LIMIT).map(show).join(', ');
+  return nodes.length > LIST_LIMIT ? `${shown} and ${nodes.length - LIST_LIMIT} more` : shown;
+}

@@ -1,0 +1,165 @@
+// mcplane's certificate authority: a CA, server certificates, and client certificates whose
+// subject says who the caller is. The organization (O) is the role, the common name (CN) the
+// identity: O=mcplane:nodes,CN=<node name> for agents, O=mcplane:admins for operators. The
+// server trusts only certificates its CA signed, so a node cannot claim another's name.
+
+import { webcrypto, X509Certificate as NodeX509Certificate } from 'node:crypto';
+import { isIP } from 'node:net';
+import * as x509 from '@peculiar/x509';
+
+type CryptoKey = webcrypto.CryptoKey;
+type CryptoKeyPair = webcrypto.CryptoKeyPair;
+
+x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+
+export const ROLE_NODE = 'mcplane:nodes';
+export const ROLE_ADMIN = 'mcplane:admins';
+export type Role = typeof ROLE_NODE | typeof ROLE_ADMIN;
+
+const KEY_ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256' } as const;
+const SIGNING_ALGORITHM = { name: 'ECDSA', hash: 'SHA-256' } as const;
+const DAY_MS = 86_400_000;
+
+export interface KeyPairPem {
+  certPem: string;
+  keyPem: string;
+}
+
+export interface Identity {
+  commonName: string;
+  organization: string;
+}
+
+export async function createCertificateAuthority(commonName = 'mcplane CA', validDays = 3650): Promise<KeyPairPem> {
+  const keys = await generateKeys();
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: randomSerial(),
+    name: `CN=${escapeDn(commonName)}`,
+    notBefore: new Date(Date.now() - 60_000),
+    notAfter: new Date(Date.now() + validDays * DAY_MS),
+    signingAlgorithm: SIGNING_ALGORITHM,
+    keys,
+    extensions: [
+      new x509.BasicConstraintsExtension(true, 0, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+    ],
+  });
+  return { certPem: cert.toString('pem'), keyPem: await exportKey(keys.privateKey) };
+}
+
+export interface IssueOptions {
+  commonName: string;
+  organization?: string;
+  /** Server certificates: DNS names and IP addresses the server answers on. */
+  hosts?: string[];
+  usage: 'server' | 'client';
+  validDays?: number;
+}
+
+export async function issueCertificate(ca: KeyPairPem, options: IssueOptions): Promise<KeyPairPem> {
+  const keys = await generateKeys();
+  const certPem = await signPublicKey(ca, keys.publicKey, options);
+  return { certPem, keyPem: await exportKey(keys.privateKey) };
+}
+
+/**
+ * Signs a certificate signing request. The subject is set by the caller (the enrollment
+ * endpoint), never taken from the request: a host proves its key, not its name.
+ */
+export async function signCertificateRequest(ca: KeyPairPem, csrPem: string, options: IssueOptions): Promise<string> {
+  const csr = new x509.Pkcs10CertificateRequest(csrPem);
+  if (!(await csr.verify())) throw new Error('the certificate request signature does not verify');
+  return signPublicKey(ca, await csr.publicKey.export(), options);
+}
+
+export async function createCertificateRequest(commonName: string): Promise<{ csrPem: string; keyPem: string }> {
+  const keys = await generateKeys();
+  const csr = await x509.Pkcs10CertificateRequestGenerator.create({
+    name: `CN=${escapeDn(commonName)}`,
+    keys,
+    signingAlgorithm: SIGNING_ALGORITHM,
+  });
+  return { csrPem: csr.toString('pem'), keyPem: await exportKey(keys.privateKey) };
+}
+
+/** The identity in a peer certificate as grpc-js and node:tls hand it over (DER or PEM). */
+export function identityOf(certificate: Buffer | string): Identity {
+  const cert = new NodeX509Certificate(certificate);
+  const fields = parseDn(cert.subject);
+  return { commonName: fields.CN ?? '', organization: fields.O ?? '' };
+}
+
+/** Whether `certPem` was signed by `caPem` and is valid now. */
+export function verifyIssuedBy(certPem: string | Buffer, caPem: string | Buffer): boolean {
+  const cert = new NodeX509Certificate(certPem);
+  const ca = new NodeX509Certificate(caPem);
+  const now = Date.now();
+  return cert.checkIssued(ca) && cert.verify(ca.publicKey) &&
+    Date.parse(cert.validFrom) <= now && now <= Date.parse(cert.validTo);
+}
+
+async function signPublicKey(ca: KeyPairPem, publicKey: CryptoKey, options: IssueOptions): Promise<string> {
+  const caCert = new x509.X509Certificate(ca.certPem);
+  const caKey = await importKey(ca.keyPem);
+  const subject = [`CN=${escapeDn(options.commonName)}`];
+  if (options.organization) subject.push(`O=${escapeDn(options.organization)}`);
+  const extensions: x509.Extension[] = [
+    new x509.BasicConstraintsExtension(false, undefined, true),
+    new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyAgreement, true),
+    new x509.ExtendedKeyUsageExtension([options.usage === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth]),
+    await x509.AuthorityKeyIdentifierExtension.create(caCert),
+  ];
+  if (options.hosts?.length) {
+    extensions.push(new x509.SubjectAlternativeNameExtension(
+      options.hosts.map((h) => ({ type: isIP(h) ? 'ip' : 'dns', value: h }) as x509.JsonGeneralName),
+    ));
+  }
+  const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: randomSerial(),
+    subject: subject.join(', '),
+    issuer: caCert.subject,
+    notBefore: new Date(Date.now() - 60_000),
+    notAfter: new Date(Date.now() + (options.validDays ?? 825) * DAY_MS),
+    signingAlgorithm: SIGNING_ALGORITHM,
+    publicKey,
+    signingKey: caKey,
+    extensions,
+  });
+  return cert.toString('pem');
+}
+
+async function generateKeys(): Promise<CryptoKeyPair> {
+  return (await webcrypto.subtle.generateKey(KEY_ALGORITHM, true, ['sign', 'verify'])) as CryptoKeyPair;
+}
+
+async function exportKey(key: CryptoKey): Promise<string> {
+  const der = await webcrypto.subtle.exportKey('pkcs8', key);
+  return x509.PemConverter.encode(der, 'PRIVATE KEY');
+}
+
+async function importKey(pem: string): Promise<CryptoKey> {
+  const der = x509.PemConverter.decode(pem)[0]!;
+  return webcrypto.subtle.importKey('pkcs8', der, KEY_ALGORITHM, false, ['sign']);
+}
+
+function randomSerial(): string {
+  // Positive, 16 bytes: the top bit cleared so DER does not read it as negative.
+  const bytes = webcrypto.getRandomValues(new Uint8Array(16));
+  bytes[0] = bytes[0]! & 0x7f;
+  return Buffer.from(bytes).toString('hex');
+}
+
+function escapeDn(value: string): string {
+  return value.replace(/([,+"\\<>;=])/g, '\\$1');
+}
+
+/** node:crypto prints a subject as "CN=x\nO=y". */
+function parseDn(subject: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of subject.split('\n')) {
+    const eq = line.indexOf('=');
+    if (eq > 0) out[line.slice(0, eq)] = line.slice(eq + 1);
+  }
+  return out;
+}

@@ -1,0 +1,43 @@
+// Loads the mcplane.v1 gRPC contract from proto/. The loader options must match the flags
+// `npm run proto:types` gives proto-loader-gen-types, or the generated types would lie.
+
+import { loadPackageDefinition, type GrpcObject } from '@grpc/grpc-js';
+import { loadSync, type Options, type PackageDefinition } from '@grpc/proto-loader';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ProtoGrpcType as AgentProto } from './generated/agent.ts';
+import type { ProtoGrpcType as ConfigProto } from './generated/config.ts';
+import type { ProtoGrpcType as StatusProto } from './generated/status.ts';
+
+export const PROTO_FILES = ['mcplane/v1/agent.proto', 'mcplane/v1/status.proto', 'mcplane/v1/config.proto'];
+
+export const LOADER_OPTIONS: Options = {
+  keepCase: false,
+  longs: Number,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+};
+
+/** Where proto/ is: beside the source tree, beside a bundle, or where MCPLANE_PROTO_DIR says. */
+export function protoDir(): string {
+  if (process.env.MCPLANE_PROTO_DIR) return process.env.MCPLANE_PROTO_DIR;
+  const here = dirname(fileURLToPath(import.meta.url));
+  for (const candidate of [join(here, '..', '..', 'proto'), join(here, 'proto'), join(here, '..', 'proto')]) {
+    if (existsSync(join(candidate, 'mcplane', 'v1', 'agent.proto'))) return candidate;
+  }
+  throw new Error(`cannot find mcplane's proto files near ${here}; set MCPLANE_PROTO_DIR`);
+}
+
+let cached: { definition: PackageDefinition; grpc: McplaneGrpc } | undefined;
+
+export type McplaneGrpc = AgentProto & ConfigProto & StatusProto;
+
+export function loadMcplaneProto(): { definition: PackageDefinition; grpc: McplaneGrpc } {
+  if (!cached) {
+    const definition = loadSync(PROTO_FILES, { ...LOADER_OPTIONS, includeDirs: [protoDir()] });
+    cached = { definition, grpc: loadPackageDefinition(definition) as GrpcObject as unknown as McplaneGrpc };
+  }
+  return cached;
+}
