@@ -4,9 +4,15 @@
 
 import { Command, Option } from 'commander';
 import { McplaneError } from '../machineconfig/index.ts';
+import { silenceIpServernameWarning } from '../runtime/process-warnings.ts';
+import { VERSION } from '../runtime/version.ts';
+import { connect, type Clients, type ConnectionFlags } from './client/connection.ts';
 import { renderCommand, validateCommand } from './commands/offline.ts';
+import { pkiInitCommand, pkiNodeCommand } from './commands/pki.ts';
+import { describeCommand, getCommand, type ReadFormat } from './commands/read.ts';
+import { watchCommand } from './commands/watch.ts';
+import { applyCommand, deleteCommand, pauseCommand, reapplyCommand } from './commands/write.ts';
 import type { OutputFormat } from './output.ts';
-import { VERSION } from './version.ts';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -14,43 +20,101 @@ export function buildProgram(write: (text: string) => void): Command {
   const program = new Command('mcctl')
     .description('Configure fleets of image-based Linux hosts with MachineConfigs')
     .version(VERSION, '--version')
+    .option('-s, --server <host:port>', 'mcplane-server gRPC address (or MCPLANE_SERVER)')
+    .option('--pki-dir <dir>', 'use ca.crt, admin.crt and admin.key from this directory (mcctl pki init)')
+    .option('--ca <file>', 'CA certificate the server\'s certificate must chain to')
+    .option('--cert <file>', 'client certificate (O=mcplane:admins)')
+    .option('--key <file>', 'client private key')
+    .option('--insecure', 'plaintext, for a server started with --insecure on loopback')
+    .option('--timeout <seconds>', 'deadline for each call', '10')
+    .option('--config <file>', 'client config file (default ~/.config/mcplane/mcctl.yaml)')
     .showHelpAfterError()
     .exitOverride();
 
+  const withClients = async (fn: (c: Clients) => Promise<string | void>): Promise<void> => {
+    const c = connect(program.opts<ConnectionFlags>());
+    try {
+      const out = await fn(c);
+      if (out) write(out);
+    } finally {
+      c.close();
+    }
+  };
   const output = (): Option => new Option('-o, --output <format>', 'output format').choices(['yaml', 'json']).default('yaml');
+  const readOutput = (): Option => new Option('-o, --output <format>', 'yaml or json instead of a table').choices(['yaml', 'json']);
+  const files = (cmd: Command): Command => cmd.requiredOption('-f, --filename <path>', 'file or directory of manifests; repeatable; - for stdin', collect);
 
-  program
-    .command('render')
-    .description('print the rendered config of a pool from local MachineConfig files (no server)')
-    .requiredOption('-f, --filename <path>', 'file or directory of manifests; repeatable; - for stdin', collect)
+  files(program.command('render').description('print the rendered config of a pool from local files (no server)'))
     .requiredOption('--pool <name>', 'pool to render (master, worker, or a pool defined in the files)')
     .addOption(output())
-    .action((opts: { filename: string[]; pool: string; output: OutputFormat }) => {
-      write(renderCommand(opts.filename, opts.pool, opts.output));
-    });
+    .action((opts: { filename: string[]; pool: string; output: OutputFormat }) => write(renderCommand(opts.filename, opts.pool, opts.output)));
 
-  program
-    .command('validate')
-    .description('check MachineConfig and MachineConfigPool files without rendering (no server)')
-    .requiredOption('-f, --filename <path>', 'file or directory of manifests; repeatable; - for stdin', collect)
-    .action((opts: { filename: string[] }) => {
-      write(validateCommand(opts.filename));
-    });
+  files(program.command('validate').description('check MachineConfig and MachineConfigPool files (no server)'))
+    .action((opts: { filename: string[] }) => write(validateCommand(opts.filename)));
+
+  program.command('get').description('list pools (mcp), nodes, mc or rendered configs, or get one by name')
+    .argument('<resource>', 'pools | nodes | mc | rendered')
+    .argument('[name]')
+    .option('--pool <name>', 'only nodes or rendered configs of this pool')
+    .addOption(readOutput())
+    .action((resource: string, name: string | undefined, opts: { pool?: string; output?: OutputFormat }) =>
+      withClients((c) => getCommand(c, resource, name, (opts.output ?? 'table') as ReadFormat, opts.pool)));
+
+  program.command('describe').description('show a pool or a node in detail: conditions, reasons, drift')
+    .argument('<resource>', 'pool | node')
+    .argument('<name>')
+    .action((resource: string, name: string) => withClients((c) => describeCommand(c, resource, name)));
+
+  files(program.command('apply').description('create or update MachineConfigs and pools (all or nothing)'))
+    .option('--dry-run', 'validate and report what would change, store nothing')
+    .action((opts: { filename: string[]; dryRun?: boolean }) => withClients((c) => applyCommand(c, opts.filename, opts.dryRun ?? false)));
+
+  program.command('delete').description('delete a MachineConfig, a custom pool, or a retired node')
+    .argument('<resource>', 'mc | pool | node')
+    .argument('<name>')
+    .action((resource: string, name: string) => withClients((c) => deleteCommand(c, resource, name)));
+
+  for (const [verb, paused] of [['pause', true], ['resume', false]] as const) {
+    program.command(verb).description(paused ? 'stop handing out new configs in a pool (it keeps rendering)' : 'let a paused pool roll out again')
+      .argument('<resource>', 'pool')
+      .argument('<name>')
+      .action((resource: string, name: string) => withClients((c) => pauseCommand(c, resource, name, paused)));
+  }
+
+  program.command('watch').description('print pool and node changes as they happen (Ctrl-C to stop)')
+    .option('--pools', 'pools only')
+    .option('--nodes', 'nodes only')
+    .action((opts: { pools?: boolean; nodes?: boolean }) =>
+      withClients((c) => watchCommand(c, write, { pools: opts.pools ?? false, nodes: opts.nodes ?? false })));
+
+  const node = program.command('node').description('node operations');
+  node.command('reapply').description('force a full re-apply of the node\'s desired config (MCO\'s forcefile)')
+    .argument('<name>')
+    .action((name: string) => withClients((c) => reapplyCommand(c, name)));
+
+  const pki = program.command('pki').description('certificates for a first install');
+  pki.command('init').description('create a CA, server, admin and optional node certificates, and a bootstrap token')
+    .argument('<dir>')
+    .option('--host <name>', 'extra DNS name or IP for the server certificate; repeatable', collect, [])
+    .option('--node <name>', 'also issue a node certificate; repeatable', collect, [])
+    .action(async (dir: string, opts: { host: string[]; node: string[] }) => write(await pkiInitCommand(dir, opts.host, opts.node)));
+  pki.command('node').description('issue a node certificate from an existing CA')
+    .argument('<name>')
+    .requiredOption('--pki-dir <dir>', 'the directory mcctl pki init wrote')
+    .action(async (name: string, opts: { pkiDir: string }) => write(await pkiNodeCommand(opts.pkiDir, name)));
 
   return program;
 }
 
 export async function main(argv: string[]): Promise<number> {
+  silenceIpServernameWarning();
   const program = buildProgram((text) => process.stdout.write(text));
   try {
     await program.parseAsync(argv, { from: 'user' });
     return 0;
   } catch (err) {
     const e = err as { code?: string; exitCode?: number; message?: string };
-    if (typeof e.code === 'string' && e.code.startsWith('commander.')) {
-      // commander already printed help/version or the usage error.
-      return e.exitCode ?? 2;
-    }
+    if (typeof e.code === 'string' && e.code.startsWith('commander.')) return e.exitCode ?? 2;
     if (err instanceof McplaneError) {
       process.stderr.write(`error: ${err.message}\n`);
       return 1;

@@ -84,6 +84,19 @@ export class UnauthenticatedError extends McplaneError {
   override readonly code = 'MCPLANE_UNAUTHENTICATED';
 }
 
+/** A command for a node cannot be delivered because its agent is not connected. */
+export class NodeNotConnectedError extends McplaneError {
+  override readonly code = 'MCPLANE_NODE_NOT_CONNECTED';
+}
+
+/** A call to a server failed; the message explains what the gRPC status means for the user. */
+export class RemoteCallError extends McplaneError {
+  override readonly code = 'MCPLANE_REMOTE_CALL';
+  constructor(message: string, readonly grpcCode: number, readonly problems: Problem[] = []) {
+    super(message);
+  }
+}
+
 /** A configuration file or flag given to one of mcplane's programs is wrong. */
 export class ConfigurationError extends McplaneError {
   override readonly code = 'MCPLANE_CONFIGURATION';

@@ -3,6 +3,8 @@
 // identity: O=mcplane:nodes,CN=<node name> for agents, O=mcplane:admins for operators. The
 // server trusts only certificates its CA signed, so a node cannot claim another's name.
 
+// @peculiar/x509 resolves its ASN.1 codecs through tsyringe, which needs this polyfill loaded first.
+import 'reflect-metadata';
 import { webcrypto, X509Certificate as NodeX509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import * as x509 from '@peculiar/x509';

@@ -1,0 +1,53 @@
+// mcctl pki init DIR / mcctl pki node NAME: certificates for a first install.
+
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { ConfigurationError } from '../../machineconfig/index.ts';
+import { createCertificateAuthority, issueCertificate, ROLE_ADMIN, ROLE_NODE, type KeyPairPem } from '../../runtime/pki.ts';
+
+function writePair(dir: string, base: string, pair: KeyPairPem): void {
+  writeFileSync(join(dir, `${base}.crt`), pair.certPem, { mode: 0o644 });
+  writeFileSync(join(dir, `${base}.key`), pair.keyPem, { mode: 0o600 });
+  chmodSync(join(dir, `${base}.key`), 0o600);
+}
+
+function readCa(dir: string): KeyPairPem {
+  try {
+    return { certPem: readFileSync(join(dir, 'ca.crt'), 'utf8'), keyPem: readFileSync(join(dir, 'ca.key'), 'utf8') };
+  } catch (err) {
+    throw new ConfigurationError(`${dir} has no CA (ca.crt, ca.key): run mcctl pki init ${dir} first (${(err as Error).message})`);
+  }
+}
+
+export async function pkiInitCommand(dir: string, hosts: string[], nodes: string[]): Promise<string> {
+  if (existsSync(join(dir, 'ca.key'))) throw new ConfigurationError(`${dir} already holds a CA (ca.key); refusing to overwrite it. Issue more node certificates with: mcctl pki node NAME --pki-dir ${dir}`);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const ca = await createCertificateAuthority();
+  writePair(dir, 'ca', ca);
+  const serverHosts = [...new Set(['localhost', '127.0.0.1', '::1', hostname(), ...hosts])];
+  writePair(dir, 'server', await issueCertificate(ca, { commonName: 'mcplane-server', hosts: serverHosts, usage: 'server' }));
+  writePair(dir, 'admin', await issueCertificate(ca, { commonName: 'admin', organization: ROLE_ADMIN, usage: 'client' }));
+  writeFileSync(join(dir, 'bootstrap-token'), randomBytes(32).toString('base64url') + '\n', { mode: 0o600 });
+  const lines = [
+    `wrote ${dir}/ca.crt, ca.key           the CA (keep ca.key on the server only)`,
+    `wrote ${dir}/server.crt, server.key   for ${serverHosts.join(', ')}`,
+    `wrote ${dir}/admin.crt, admin.key     operator credentials (O=${ROLE_ADMIN})`,
+    `wrote ${dir}/bootstrap-token          for GET /config/<pool> on the bootstrap endpoint`,
+  ];
+  for (const node of nodes) lines.push(await issueNode(dir, ca, node));
+  return lines.join('\n') + '\n';
+}
+
+export async function pkiNodeCommand(dir: string, name: string): Promise<string> {
+  return (await issueNode(dir, readCa(dir), name)) + '\n';
+}
+
+async function issueNode(dir: string, ca: KeyPairPem, name: string): Promise<string> {
+  if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(name)) throw new ConfigurationError(`node name "${name}" must be a DNS subdomain (lowercase letters, digits, "-", ".")`);
+  const nodesDir = join(dir, 'nodes');
+  mkdirSync(nodesDir, { recursive: true, mode: 0o700 });
+  writePair(nodesDir, name, await issueCertificate(ca, { commonName: name, organization: ROLE_NODE, usage: 'client' }));
+  return `wrote ${nodesDir}/${name}.crt, ${name}.key   node credentials (O=${ROLE_NODE}, CN=${name})`;
+}

@@ -1,0 +1,36 @@
+// mcctl apply / delete / pause / resume / node reapply.
+
+import { ConfigurationError } from '../../machineconfig/index.ts';
+import { call } from '../client/call.ts';
+import type { Clients } from '../client/connection.ts';
+import { loadManifestFiles } from '../manifest-files.ts';
+import { resourceOf } from './read.ts';
+
+const KIND_NAMES: Record<string, string> = { MachineConfig: 'machineconfig', MachineConfigPool: 'machineconfigpool' };
+
+export async function applyCommand(c: Clients, paths: string[], dryRun: boolean): Promise<string> {
+  // The server validates; reading here only gathers the texts (and reports unreadable files).
+  const { texts } = loadManifestFiles(paths);
+  const res = await call(c, c.config.apply.bind(c.config), { manifests: texts, dryRun }, 'apply');
+  const suffix = dryRun ? ' (dry run)' : '';
+  return res.objects.map((o) => `${KIND_NAMES[o.kind] ?? o.kind}/${o.name} ${o.action}${suffix}\n`).join('');
+}
+
+export async function deleteCommand(c: Clients, resource: string, name: string): Promise<string> {
+  const r = resourceOf(resource);
+  const kind = r === 'mc' ? 'MachineConfig' : r === 'pools' ? 'MachineConfigPool' : r === 'nodes' ? 'Node' : undefined;
+  if (!kind) throw new ConfigurationError(`cannot delete ${resource}: rendered configs are deleted by the server once no node uses them`);
+  await call(c, c.config.delete.bind(c.config), { kind, name }, `delete ${kind}/${name}`);
+  return `${KIND_NAMES[kind] ?? kind.toLowerCase()}/${name} deleted\n`;
+}
+
+export async function pauseCommand(c: Clients, resource: string, name: string, paused: boolean): Promise<string> {
+  if (resourceOf(resource) !== 'pools') throw new ConfigurationError(`only pools can be ${paused ? 'paused' : 'resumed'}`);
+  await call(c, c.config.setPoolPaused.bind(c.config), { name, paused }, `${paused ? 'pause' : 'resume'} pool ${name}`);
+  return `machineconfigpool/${name} ${paused ? 'paused' : 'resumed'}\n`;
+}
+
+export async function reapplyCommand(c: Clients, name: string): Promise<string> {
+  await call(c, c.config.reapplyNode.bind(c.config), { name }, `re-apply node ${name}`);
+  return `node/${name}: full re-apply requested\n`;
+}

@@ -1,0 +1,221 @@
+// The bootstrap endpoint, mcplane's Machine Config Server (default port 22623), for hosts that
+// have nothing yet but an Ignition pointer config:
+//
+//   GET  /config/<pool>  with "Authorization: Bearer <bootstrap token>": the pool's rendered
+//        config as Ignition (3.x as the Accept header asks, or 2.2), plus what the host needs to
+//        join: /etc/mcplane/agent.yaml, the CA certificate and a single-use enrollment token.
+//   POST /enroll         {token, nodeName, csr}: signs the host's key as O=mcplane:nodes,CN=<name>.
+//
+// Unlike MCO's server it is not open to whoever reaches the port: rendered configs carry
+// secrets (pull secrets, keys), so every config request needs the bootstrap token.
+
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:https';
+import { stringify } from 'yaml';
+import { encodeDataUrl, toIgnitionV2, type IgnitionConfig, type IgnitionFile, type MachineConfigPool } from '../machineconfig/index.ts';
+import type { Logger } from '../runtime/logger.ts';
+import { ROLE_NODE, signCertificateRequest, type KeyPairPem } from '../runtime/pki.ts';
+import type { ControlPlane } from './control-plane.ts';
+
+export const DEFAULT_BOOTSTRAP_PORT = 22623;
+export const ENROLLMENT_TOKEN_TTL_MS = 24 * 3600_000;
+const MAX_BODY_BYTES = 64 * 1024;
+const IGNITION_MEDIA_TYPE = 'application/vnd.coreos.ignition+json';
+
+/** Where the served Ignition puts the agent's bootstrap files on the host. */
+export const HOST_PATHS = {
+  agentConfig: '/etc/mcplane/agent.yaml',
+  ca: '/etc/mcplane/pki/ca.crt',
+  cert: '/etc/mcplane/pki/node.crt',
+  key: '/etc/mcplane/pki/node.key',
+  enrollmentToken: '/etc/mcplane/enrollment-token',
+} as const;
+
+export interface BootstrapOptions {
+  /** TLS for the endpoint itself (the server certificate). */
+  tls: { cert: string | Buffer; key: string | Buffer };
+  /** The CA that signs node certificates at enrollment. */
+  ca: KeyPairPem;
+  bootstrapTokens: string[];
+  /** gRPC address agents connect to, as they can reach it (host:port). */
+  grpcAddress: string;
+  /** This endpoint's address as hosts reach it (host:port), for the enrollment URL. */
+  bootstrapAddress: string;
+}
+
+interface EnrollmentToken {
+  pool: string;
+  issuedAt: number;
+  expiresAt: number;
+  usedBy?: string;
+  usedAt?: number;
+}
+
+export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions, host: string, port: number, log: Logger): Promise<Server> {
+  const tokens = options.bootstrapTokens.map((t) => Buffer.from(t));
+  const server = createServer({ cert: options.tls.cert, key: options.tls.key }, (req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      log.error({ err, url: req.url }, 'bootstrap request failed');
+      if (!res.headersSent) reply(res, 500, { error: 'internal error (logged by the server)' });
+    });
+  });
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const url = new URL(req.url ?? '/', 'https://bootstrap');
+    if (req.method === 'GET' && url.pathname === '/healthz') return reply(res, 200, { status: 'ok' });
+    const config = /^\/config\/([^/]+)$/.exec(url.pathname);
+    if (req.method === 'GET' && config) return serveConfig(req, res, decodeURIComponent(config[1]!));
+    if (req.method === 'POST' && url.pathname === '/enroll') return enroll(req, res);
+    reply(res, 404, { error: `no such endpoint: ${req.method} ${url.pathname} (GET /config/<pool>, POST /enroll)` });
+  };
+
+  const serveConfig = async (req: IncomingMessage, res: ServerResponse, poolName: string): Promise<void> => {
+    const presented = bearer(req);
+    if (!presented) {
+      res.setHeader('WWW-Authenticate', 'Bearer realm="mcplane bootstrap"');
+      return reply(res, 401, { error: 'a bootstrap token is required: send "Authorization: Bearer <token>"' });
+    }
+    if (!tokens.some((t) => t.length === presented.length && timingSafeEqual(t, presented))) {
+      log.warn({ pool: poolName, remote: req.socket.remoteAddress }, 'bootstrap request with an invalid token');
+      return reply(res, 403, { error: 'the bootstrap token is not valid' });
+    }
+    const stored = cp.state.pools.get(poolName);
+    if (!stored) return reply(res, 404, { error: `MachineConfigPool/${poolName} does not exist` });
+    const rendered = stored.value.target ? cp.state.renderedConfig(stored.value.target) : undefined;
+    if (!rendered) return reply(res, 503, { error: `MachineConfigPool/${poolName} has no rendered config yet` });
+    const version = negotiateVersion(req.headers.accept);
+    if (!version) return reply(res, 406, { error: 'no acceptable Ignition version: this server serves 2.2.0 and 3.0.0-3.5.0' });
+
+    const token = randomBytes(32).toString('base64url');
+    const now = Date.now();
+    await cp.state.commit([{
+      type: 'put', kind: 'EnrollmentToken', name: hashToken(token), expectedVersion: null,
+      value: { pool: poolName, issuedAt: now, expiresAt: now + ENROLLMENT_TOKEN_TTL_MS } satisfies EnrollmentToken,
+    }]);
+    const ignition = withBootstrapFiles(rendered.spec.config, stored.value.pool, token, options);
+    const body = version === '2.2.0' ? toIgnitionV2(ignition) : { ...ignition, ignition: { version } };
+    log.info({ pool: poolName, config: rendered.name, version, remote: req.socket.remoteAddress }, 'served bootstrap Ignition');
+    res.setHeader('Content-Type', `${IGNITION_MEDIA_TYPE}; version=${version}`);
+    res.setHeader('Cache-Control', 'no-store');
+    reply(res, 200, body);
+  };
+
+  const enroll = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const body = await readJson(req);
+    if (!body.ok) return reply(res, 400, { error: body.error });
+    const { token, nodeName, csr } = body.value as { token?: unknown; nodeName?: unknown; csr?: unknown };
+    if (typeof token !== 'string' || typeof nodeName !== 'string' || typeof csr !== 'string') {
+      return reply(res, 400, { error: 'the body must be JSON {"token": string, "nodeName": string, "csr": PEM string}' });
+    }
+    if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(nodeName)) {
+      return reply(res, 400, { error: `nodeName "${nodeName}" is not a DNS subdomain (lowercase letters, digits, "-", ".")` });
+    }
+    const stored = await cp.state.store.get<EnrollmentToken>('EnrollmentToken', hashToken(token));
+    if (!stored) return reply(res, 403, { error: 'the enrollment token is not valid' });
+    if (stored.value.usedBy) return reply(res, 403, { error: `the enrollment token was already used by node ${stored.value.usedBy}` });
+    if (stored.value.expiresAt < Date.now()) return reply(res, 403, { error: 'the enrollment token has expired; fetch the Ignition config again' });
+    if (cp.state.nodes.has(nodeName)) {
+      return reply(res, 409, { error: `Node/${nodeName} is already registered; a new host cannot take its identity (delete the node first: mcctl delete node ${nodeName})` });
+    }
+    let certificate: string;
+    try {
+      certificate = await signCertificateRequest(options.ca, csr, { commonName: nodeName, organization: ROLE_NODE, usage: 'client' });
+    } catch (err) {
+      return reply(res, 400, { error: `the certificate request is not valid: ${(err as Error).message}` });
+    }
+    await cp.state.commit([{
+      type: 'put', kind: 'EnrollmentToken', name: stored.name, expectedVersion: stored.resourceVersion,
+      value: { ...stored.value, usedBy: nodeName, usedAt: Date.now() } satisfies EnrollmentToken,
+    }]);
+    log.info({ node: nodeName, pool: stored.value.pool }, 'node enrolled');
+    reply(res, 200, { certificate, ca: options.ca.certPem });
+  };
+
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(server);
+    });
+  });
+}
+
+/**
+ * Picks the Ignition version to serve from an Accept header such as
+ * "application/vnd.coreos.ignition+json;version=3.4.0, ...;version=2.2.0". The highest 3.x the
+ * host asks for is served (capped at 3.5.0: a newer Ignition reads older configs); 2.2.0 only when
+ * the host asks for nothing newer; 3.4.0 when it does not say.
+ */
+export function negotiateVersion(accept: string | undefined): string | undefined {
+  const asked: [number, number][] = [];
+  for (const range of (accept ?? '').split(',')) {
+    const m = /version=\s*"?(\d+)\.(\d+)\.\d+/.exec(range);
+    if (m && range.trim().startsWith(IGNITION_MEDIA_TYPE)) asked.push([Number(m[1]), Number(m[2])]);
+  }
+  if (asked.length === 0) return '3.4.0';
+  const v3 = asked.filter(([major]) => major === 3).map(([, minor]) => minor);
+  if (v3.length) return `3.${Math.min(5, Math.max(...v3))}.0`;
+  if (asked.some(([major, minor]) => major === 2 && minor >= 2)) return '2.2.0';
+  return undefined;
+}
+
+function withBootstrapFiles(config: IgnitionConfig, pool: MachineConfigPool, token: string, options: BootstrapOptions): IgnitionConfig {
+  const labels: Record<string, string> = { ...(pool.spec.nodeSelector?.matchLabels ?? {}) };
+  for (const req of pool.spec.nodeSelector?.matchExpressions ?? []) {
+    if (req.operator === 'Exists') labels[req.key] = '';
+    if (req.operator === 'In' && req.values?.[0] !== undefined) labels[req.key] = req.values[0];
+  }
+  const agentConfig = stringify({
+    server: options.grpcAddress,
+    tls: { ca: HOST_PATHS.ca, cert: HOST_PATHS.cert, key: HOST_PATHS.key },
+    enrollment: { url: `https://${options.bootstrapAddress}/enroll`, tokenFile: HOST_PATHS.enrollmentToken },
+    labels,
+  });
+  const file = (path: string, text: string, mode: number): IgnitionFile => ({
+    path, mode, overwrite: true, contents: { source: encodeDataUrl(Buffer.from(text)) },
+  });
+  const extras = [
+    file(HOST_PATHS.agentConfig, `# Written by mcplane's bootstrap endpoint for pool ${pool.metadata.name}\n${agentConfig}`, 0o644),
+    file(HOST_PATHS.ca, options.ca.certPem, 0o644),
+    file(HOST_PATHS.enrollmentToken, token, 0o600),
+  ];
+  const extraPaths = new Set(extras.map((f) => f.path));
+  return {
+    ...config,
+    storage: { files: [...config.storage.files.filter((f) => !extraPaths.has(f.path)), ...extras] },
+    systemd: { units: [...config.systemd.units.filter((u) => u.name !== 'mcplane-agent.service'), { name: 'mcplane-agent.service', enabled: true }] },
+  };
+}
+
+function bearer(req: IncomingMessage): Buffer | undefined {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+  return m ? Buffer.from(m[1]!) : undefined;
+}
+
+function hashToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+function reply(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.statusCode = status;
+  if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/json');
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.end(text);
+}
+
+async function readJson(req: IncomingMessage): Promise<{ ok: true; value: unknown } | { ok: false; error: string }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) return { ok: false, error: `the body is larger than ${MAX_BODY_BYTES} bytes` };
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    return { ok: true, value: JSON.parse(Buffer.concat(chunks).toString('utf8')) };
+  } catch (err) {
+    return { ok: false, error: `the body is not JSON: ${(err as Error).message}` };
+  }
+}

@@ -1,0 +1,104 @@
+// AgentService.Connect: one stream per agent. The first message must register the node the
+// client certificate names; after that the stream speaks only for that node.
+
+import type { ServerDuplexStream, ServiceError } from '@grpc/grpc-js';
+import { InvalidDocumentError, PermissionDeniedError, type NodeStatus } from '../../machineconfig/index.ts';
+import type { AgentMessage__Output } from '../../runtime/generated/mcplane/v1/AgentMessage.ts';
+import type { AgentServiceHandlers } from '../../runtime/generated/mcplane/v1/AgentService.ts';
+import type { NodeStatus__Output } from '../../runtime/generated/mcplane/v1/NodeStatus.ts';
+import type { ServerMessage } from '../../runtime/generated/mcplane/v1/ServerMessage.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import type { AgentStream } from '../agent-sessions.ts';
+import type { ControlPlane } from '../control-plane.ts';
+import type { Authorizer } from './authorization.ts';
+import { toServiceError } from './status-errors.ts';
+
+const NODE_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+
+export function agentService(cp: ControlPlane, auth: Authorizer, log: Logger): AgentServiceHandlers {
+  return {
+    Connect(call: ServerDuplexStream<AgentMessage__Output, ServerMessage>) {
+      const fail = (err: unknown): void => {
+        call.emit('error', toServiceError(err, log) as ServiceError);
+      };
+      let certifiedAs: string | undefined;
+      try {
+        certifiedAs = auth.requireNode(call);
+      } catch (err) {
+        fail(err);
+        return;
+      }
+      let nodeName: string | undefined;
+      let closed = false;
+      const stream: AgentStream = {
+        write: (message) => !closed && call.write(message),
+        end: () => {
+          if (!closed) call.end();
+          closed = true;
+        },
+      };
+      // Messages are handled one at a time so a status report never overtakes its registration.
+      let queue = Promise.resolve();
+      call.on('data', (message: AgentMessage__Output) => {
+        queue = queue.then(() => handle(message)).catch((err) => {
+          fail(err);
+          closed = true;
+        });
+      });
+      const handle = async (message: AgentMessage__Output): Promise<void> => {
+        if (closed) return;
+        if (message.register) {
+          const reg = message.register;
+          if (!NODE_NAME.test(reg.nodeName)) {
+            throw new InvalidDocumentError([{ object: `Node/${reg.nodeName || '<unnamed>'}`, field: 'register.nodeName', rule: 'name-format', message: 'a node name must be a DNS subdomain: lowercase letters, digits, "-" and "."' }]);
+          }
+          if (certifiedAs !== undefined && reg.nodeName !== certifiedAs) {
+            log.warn({ certificate: certifiedAs, claimed: reg.nodeName }, 'node tried to register under another name');
+            throw new PermissionDeniedError(`this certificate is for node ${certifiedAs}; it cannot register as ${reg.nodeName}`);
+          }
+          if (nodeName && reg.nodeName !== nodeName) {
+            throw new PermissionDeniedError(`this stream registered as ${nodeName}; it cannot re-register as ${reg.nodeName}`);
+          }
+          nodeName = reg.nodeName;
+          await cp.registerNode({
+            nodeName,
+            labels: reg.labels,
+            bootId: reg.bootId,
+            agentVersion: reg.agentVersion,
+            status: statusFromWire(reg.status, reg.bootId, reg.agentVersion),
+          }, stream);
+          return;
+        }
+        if (!nodeName) throw new PermissionDeniedError('the first message on an agent stream must be register');
+        if (message.status?.status) cp.reportStatus(nodeName, statusFromWire(message.status.status));
+        else if (message.heartbeat) cp.heartbeat(nodeName);
+      };
+      const gone = (): void => {
+        closed = true;
+        if (nodeName) cp.disconnect(nodeName, stream);
+      };
+      call.on('end', () => {
+        gone();
+        call.end();
+      });
+      call.on('cancelled', gone);
+      call.on('error', gone);
+      call.on('close', gone);
+    },
+  };
+}
+
+function statusFromWire(s: NodeStatus__Output | null, bootId = '', agentVersion = ''): NodeStatus {
+  return {
+    currentConfig: s?.currentConfig ?? '',
+    desiredConfig: s?.desiredConfig ?? '',
+    state: (s?.state || 'Done') as NodeStatus['state'],
+    phase: s?.phase ?? '',
+    reason: s?.reason ?? '',
+    drift: (s?.drift ?? []).map((d) => ({ ...d, kind: d.kind === 'unit' ? 'unit' : 'file' })),
+    os: s?.os ?? null,
+    bootId: s?.bootId || bootId,
+    agentVersion: s?.agentVersion || agentVersion,
+    lastDisruption: s?.lastDisruption ?? '',
+  };
+}

@@ -1,0 +1,48 @@
+// Who is calling, from the TLS client certificate: O=mcplane:nodes,CN=<node> for agents,
+// O=mcplane:admins for operators. Without TLS (allowed only on loopback, and only when asked
+// for) every local caller is trusted as an operator, and an agent as the node it names.
+
+import { PermissionDeniedError, UnauthenticatedError } from '../../machineconfig/index.ts';
+import { identityOf, ROLE_ADMIN, ROLE_NODE, type Identity } from '../../runtime/pki.ts';
+
+interface CallWithAuth {
+  getAuthContext?: () => { sslPeerCertificate?: { raw?: Buffer } } | null;
+}
+
+export interface Authorizer {
+  /** The caller's identity; undefined in plaintext mode. */
+  identify(call: CallWithAuth): Identity | undefined;
+  requireAdmin(call: CallWithAuth): void;
+  /** The node name the caller may act as, or undefined when any (plaintext). */
+  requireNode(call: CallWithAuth): string | undefined;
+}
+
+export function createAuthorizer(tls: boolean): Authorizer {
+  const identify = (call: CallWithAuth): Identity | undefined => {
+    if (!tls) return undefined;
+    const raw = call.getAuthContext?.()?.sslPeerCertificate?.raw;
+    if (!raw) throw new UnauthenticatedError('no client certificate presented');
+    return identityOf(raw);
+  };
+  return {
+    identify,
+    requireAdmin(call) {
+      const id = identify(call);
+      if (id && id.organization !== ROLE_ADMIN) {
+        throw new PermissionDeniedError(`certificate ${describe(id)} may not use this service: it needs O=${ROLE_ADMIN} (operator credentials are distinct from node credentials)`);
+      }
+    },
+    requireNode(call) {
+      const id = identify(call);
+      if (!id) return undefined;
+      if (id.organization !== ROLE_NODE || !id.commonName) {
+        throw new PermissionDeniedError(`certificate ${describe(id)} is not a node certificate (O=${ROLE_NODE}, CN=<node name>)`);
+      }
+      return id.commonName;
+    },
+  };
+}
+
+function describe(id: Identity): string {
+  return `CN=${id.commonName || '<none>'}, O=${id.organization || '<none>'}`;
+}

@@ -1,0 +1,38 @@
+// The gRPC server: mcplane's three services plus grpc.health.v1 and server reflection, so
+// grpcurl, grpc_health_probe and load balancers work without knowing mcplane.
+
+import { Server, type ServerCredentials } from '@grpc/grpc-js';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation } from 'grpc-health-check';
+import { SERVER_CHANNEL_OPTIONS } from '../../runtime/grpc-options.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import { loadMcplaneProto } from '../../runtime/proto.ts';
+import type { ControlPlane } from '../control-plane.ts';
+import { agentService } from './agent-service.ts';
+import { createAuthorizer } from './authorization.ts';
+import { configService } from './config-service.ts';
+import { statusService } from './status-service.ts';
+
+export const SERVICE_NAMES = ['mcplane.v1.AgentService', 'mcplane.v1.StatusService', 'mcplane.v1.ConfigService'];
+
+export interface GrpcServerHandle {
+  server: Server;
+  health: HealthImplementation;
+  port: number;
+}
+
+export async function startGrpcServer(cp: ControlPlane, address: string, creds: ServerCredentials, tls: boolean, log: Logger): Promise<GrpcServerHandle> {
+  const { definition, grpc } = loadMcplaneProto();
+  const auth = createAuthorizer(tls);
+  const server = new Server(SERVER_CHANNEL_OPTIONS);
+  server.addService(grpc.mcplane.v1.AgentService.service, agentService(cp, auth, log));
+  server.addService(grpc.mcplane.v1.StatusService.service, statusService(cp, auth, log));
+  server.addService(grpc.mcplane.v1.ConfigService.service, configService(cp, auth, log));
+  const health = new HealthImplementation(Object.fromEntries(['', ...SERVICE_NAMES].map((s) => [s, 'SERVING'])));
+  health.addToServer(server);
+  new ReflectionService(definition).addToServer(server);
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(address, creds, (err, boundPort) => (err ? reject(err) : resolve(boundPort)));
+  });
+  return { server, health, port };
+}

@@ -1,0 +1,49 @@
+// McplaneError codes to gRPC status codes, in one table. Problems travel in full in the
+// `mcplane-problems-bin` trailer (JSON) so clients can print them without parsing messages.
+
+import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
+import { InvalidDocumentError, McplaneError, RenderError } from '../../machineconfig/index.ts';
+import type { Logger } from '../../runtime/logger.ts';
+
+const STATUS_BY_CODE: Record<string, Status> = {
+  MCPLANE_INVALID_DOCUMENT: Status.INVALID_ARGUMENT,
+  MCPLANE_RENDER_FAILED: Status.FAILED_PRECONDITION,
+  MCPLANE_POOL_CONFLICT: Status.FAILED_PRECONDITION,
+  MCPLANE_UNKNOWN_POOL: Status.NOT_FOUND,
+  MCPLANE_NOT_FOUND: Status.NOT_FOUND,
+  MCPLANE_CONFLICT: Status.ABORTED,
+  MCPLANE_PERMISSION_DENIED: Status.PERMISSION_DENIED,
+  MCPLANE_UNAUTHENTICATED: Status.UNAUTHENTICATED,
+  MCPLANE_NODE_NOT_CONNECTED: Status.FAILED_PRECONDITION,
+};
+
+export const PROBLEMS_TRAILER = 'mcplane-problems-bin';
+export const ERROR_CODE_TRAILER = 'mcplane-error-code';
+
+export function toServiceError(err: unknown, log: Logger): Partial<ServiceError> {
+  if (err instanceof McplaneError) {
+    const metadata = new Metadata();
+    metadata.set(ERROR_CODE_TRAILER, err.code);
+    if (err instanceof InvalidDocumentError || err instanceof RenderError) {
+      metadata.set(PROBLEMS_TRAILER, Buffer.from(JSON.stringify(err.problems)));
+    }
+    return { code: STATUS_BY_CODE[err.code] ?? Status.UNKNOWN, details: err.message, metadata };
+  }
+  // Anything else is a bug: log it with its stack, tell the caller without leaking internals.
+  log.error({ err }, 'internal error while handling a call');
+  return { code: Status.INTERNAL, details: 'internal error (logged by the server)' };
+}
+
+/** Wraps a unary handler: resolves to the response or answers with a mapped status. */
+export interface UnaryCall<Req> {
+  request: Req;
+  getAuthContext(): { sslPeerCertificate?: { raw?: Buffer } } | null;
+}
+
+export function unary<Req, Res>(log: Logger, handler: (request: Req, call: UnaryCall<Req>) => Promise<Res> | Res) {
+  return (call: UnaryCall<Req>, callback: (err: Partial<ServiceError> | null, value?: Res) => void): void => {
+    Promise.resolve()
+      .then(() => handler(call.request, call))
+      .then((res) => callback(null, res), (err: unknown) => callback(toServiceError(err, log)));
+  };
+}

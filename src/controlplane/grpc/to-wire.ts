@@ -1,0 +1,65 @@
+// Domain objects to wire messages. Field names match on both sides (camelCase), so these are
+// mostly about JSON-encoding the parts the contract carries as JSON.
+
+import type { MachineConfig as DomainMachineConfig, PoolStatus } from '../../machineconfig/index.ts';
+import type { MachineConfig } from '../../runtime/generated/mcplane/v1/MachineConfig.ts';
+import type { MachineConfigPool } from '../../runtime/generated/mcplane/v1/MachineConfigPool.ts';
+import type { Node } from '../../runtime/generated/mcplane/v1/Node.ts';
+import type { RenderedConfig } from '../../runtime/generated/mcplane/v1/RenderedConfig.ts';
+import type { StoredObject } from '../store/store.ts';
+import type { ControlPlane } from '../control-plane.ts';
+import type { NodeEntry, PoolRecord, StoredRendered } from '../cluster-state.ts';
+
+export function poolToWire(stored: StoredObject<PoolRecord>, status: PoolStatus | undefined): MachineConfigPool {
+  const { pool } = stored.value;
+  return {
+    name: pool.metadata.name,
+    specJson: JSON.stringify(pool.spec),
+    paused: pool.spec.paused,
+    maxUnavailable: String(pool.spec.maxUnavailable),
+    resourceVersion: stored.resourceVersion,
+    creationTimeUnixMs: stored.createdAt,
+    status: status
+      ? { ...status, conditions: status.conditions.map(({ lastTransitionTime, ...c }) => ({ ...c, lastTransitionTimeUnixMs: lastTransitionTime })) }
+      : null,
+  };
+}
+
+export function nodeToWire(node: NodeEntry): Node {
+  const reason = node.poolError && !node.status.reason ? `pool: ${node.poolError}` : node.status.reason;
+  return {
+    name: node.name,
+    labels: node.labels,
+    pool: node.pool,
+    registrationTimeUnixMs: node.registeredAt,
+    resourceVersion: node.resourceVersion,
+    status: {
+      ...node.status,
+      reason,
+      // The control plane's decision is the node's desired config; the agent's echo may lag.
+      desiredConfig: node.desiredConfig,
+      lastSeenUnixMs: node.lastSeen,
+      connected: node.connected,
+    },
+  };
+}
+
+export function machineConfigToWire(stored: StoredObject<DomainMachineConfig>): MachineConfig {
+  return {
+    name: stored.name,
+    manifestJson: JSON.stringify(stored.value),
+    resourceVersion: stored.resourceVersion,
+    creationTimeUnixMs: stored.createdAt,
+  };
+}
+
+export function renderedToWire(stored: StoredObject<StoredRendered>, cp: ControlPlane, withSpec: boolean): RenderedConfig {
+  return {
+    name: stored.name,
+    pool: stored.value.pool,
+    specJson: withSpec ? JSON.stringify(stored.value.spec) : '',
+    sources: stored.value.sources,
+    creationTimeUnixMs: stored.createdAt,
+    referencedBy: cp.render.referencedConfigs().get(stored.name) ?? [],
+  };
+}

@@ -1,0 +1,107 @@
+#!/usr/bin/env node
+// mcplane-server: flags, or a YAML config file (--config), or both (flags win).
+
+import { Command, Option } from 'commander';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { ConfigurationError, McplaneError } from '../machineconfig/index.ts';
+import { createLogger } from '../runtime/logger.ts';
+import { VERSION } from '../runtime/version.ts';
+import { DEFAULT_BOOTSTRAP_PORT } from './bootstrap-server.ts';
+import { startServer, type ServerOptions } from './server.ts';
+
+interface Flags {
+  config?: string;
+  dataDir?: string;
+  listen?: string;
+  pkiDir?: string;
+  tlsCa?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  caKey?: string;
+  bootstrapTokenFile?: string;
+  insecure?: boolean;
+  bootstrap?: boolean;
+  bootstrapListen?: string;
+  advertise?: string;
+  bootstrapAdvertise?: string;
+  logLevel?: string;
+}
+
+/** The config file uses the flags' names in camelCase: dataDir, listen, pkiDir, ... */
+export function resolveOptions(flags: Flags): ServerOptions & { logLevel?: string } {
+  let file: Flags = {};
+  if (flags.config) {
+    try {
+      file = (parse(readFileSync(flags.config, 'utf8')) ?? {}) as Flags;
+    } catch (err) {
+      throw new ConfigurationError(`--config ${flags.config}: ${(err as Error).message}`);
+    }
+  }
+  const f: Flags = { ...file, ...Object.fromEntries(Object.entries(flags).filter(([, v]) => v !== undefined)) };
+  const pki = f.pkiDir;
+  const tlsCa = f.tlsCa ?? (pki && join(pki, 'ca.crt'));
+  const tlsCert = f.tlsCert ?? (pki && join(pki, 'server.crt'));
+  const tlsKey = f.tlsKey ?? (pki && join(pki, 'server.key'));
+  const caKey = f.caKey ?? (pki && join(pki, 'ca.key'));
+  const tokenFile = f.bootstrapTokenFile ?? (pki && join(pki, 'bootstrap-token'));
+  const options: ServerOptions & { logLevel?: string } = {
+    dataDir: f.dataDir ?? '/var/lib/mcplane',
+    listen: f.listen ?? '0.0.0.0:7443',
+    insecure: f.insecure ?? false,
+  };
+  if (f.logLevel) options.logLevel = f.logLevel;
+  if (tlsCa || tlsCert || tlsKey) {
+    if (!tlsCa || !tlsCert || !tlsKey) throw new ConfigurationError('--tls-ca, --tls-cert and --tls-key go together (or use --pki-dir)');
+    options.tls = { ca: tlsCa, cert: tlsCert, key: tlsKey };
+  }
+  if (f.bootstrap !== false && options.tls && !options.insecure && caKey && tokenFile) {
+    options.bootstrap = { listen: f.bootstrapListen ?? `0.0.0.0:${DEFAULT_BOOTSTRAP_PORT}`, caKeyFile: caKey, tokenFile };
+    if (f.advertise) options.bootstrap.grpcAdvertise = f.advertise;
+    if (f.bootstrapAdvertise) options.bootstrap.advertise = f.bootstrapAdvertise;
+  }
+  return options;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const program = new Command('mcplane-server')
+    .description('mcplane control plane: stores MachineConfigs, renders pools, rolls out configs over gRPC')
+    .version(VERSION, '--version')
+    .option('--config <file>', 'YAML config file (keys are the flags in camelCase)')
+    .option('--data-dir <dir>', 'where the SQLite store lives (default /var/lib/mcplane)')
+    .option('--listen <host:port>', 'gRPC address (default 0.0.0.0:7443)')
+    .option('--pki-dir <dir>', 'directory made by `mcctl pki init` (ca.crt, server.crt, server.key, ca.key, bootstrap-token)')
+    .option('--tls-ca <file>', 'CA that client certificates must chain to')
+    .option('--tls-cert <file>', 'server certificate')
+    .option('--tls-key <file>', 'server private key')
+    .option('--ca-key <file>', 'CA private key, to sign node certificates at enrollment')
+    .option('--bootstrap-token-file <file>', 'bootstrap tokens, one per line')
+    .option('--insecure', 'plaintext gRPC, only on a loopback --listen (development)')
+    .option('--no-bootstrap', 'do not serve the Ignition bootstrap endpoint')
+    .option('--bootstrap-listen <host:port>', `bootstrap endpoint address (default 0.0.0.0:${DEFAULT_BOOTSTRAP_PORT})`)
+    .option('--advertise <host:port>', 'gRPC address written into bootstrapped hosts\' agent config')
+    .option('--bootstrap-advertise <host:port>', 'bootstrap address written into bootstrapped hosts\' agent config')
+    .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error']))
+    .showHelpAfterError();
+  program.parse(argv, { from: 'user' });
+  const options = resolveOptions(program.opts<Flags>());
+  const log = createLogger({ name: 'mcplane-server', level: options.logLevel });
+  const server = await startServer({ ...options, log });
+  const stop = (signal: string): void => {
+    log.info({ signal }, 'signal received');
+    server.close().then(() => process.exit(0), (err: unknown) => {
+      log.error({ err }, 'shutdown failed');
+      process.exit(1);
+    });
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+}
+
+if (import.meta.url === `file://${process.argv[1]}` || process.env.MCPLANE_SERVER_MAIN === '1') {
+  main(process.argv.slice(2)).catch((err: unknown) => {
+    process.stderr.write(`mcplane-server: ${err instanceof McplaneError ? err.message : (err as Error).stack ?? String(err)}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,110 @@
+// Starts and stops a whole control plane: store, controllers, gRPC and the bootstrap endpoint.
+
+import { readFileSync } from 'node:fs';
+import type { Server as HttpsServer } from 'node:https';
+import { ConfigurationError } from '../machineconfig/index.ts';
+import { createLogger, type Logger } from '../runtime/logger.ts';
+import { isLoopbackHost, parseHostPort, readTlsFiles, serverCredentials, type TlsFiles } from '../runtime/tls.ts';
+import { startBootstrapServer } from './bootstrap-server.ts';
+import { ControlPlane } from './control-plane.ts';
+import { startGrpcServer, SERVICE_NAMES } from './grpc/grpc-server.ts';
+import { SqliteStore } from './store/sqlite-store.ts';
+
+export interface ServerOptions {
+  dataDir: string;
+  /** host:port for gRPC; port 0 picks a free one. */
+  listen: string;
+  tls?: TlsFiles;
+  /** Plaintext gRPC; refused unless `listen` is a loopback address. */
+  insecure?: boolean;
+  bootstrap?: {
+    listen: string;
+    caKeyFile: string;
+    tokenFile: string;
+    /** host:port agents use to reach gRPC; defaults to `listen`. */
+    grpcAdvertise?: string;
+    /** host:port hosts use to reach this endpoint; defaults to its `listen`. */
+    advertise?: string;
+  };
+  log?: Logger;
+}
+
+export interface ServerHandle {
+  controlPlane: ControlPlane;
+  grpcPort: number;
+  bootstrapPort?: number;
+  /** Stops taking work, finishes in-flight calls and writes, closes the store. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export async function startServer(options: ServerOptions): Promise<ServerHandle> {
+  const log = options.log ?? createLogger({ name: 'mcplane-server' });
+  const { host } = parseHostPort(options.listen, '--listen');
+  if (!options.tls && !options.insecure) {
+    throw new ConfigurationError('TLS is required: give --pki-dir DIR or --tls-ca/--tls-cert/--tls-key (plaintext only with --insecure on a loopback --listen)');
+  }
+  if (options.insecure && !isLoopbackHost(host)) {
+    throw new ConfigurationError(`--insecure serves plaintext and is allowed only on a loopback address; --listen ${options.listen} is not one`);
+  }
+  const tls = options.tls && !options.insecure ? readTlsFiles(options.tls, 'server TLS') : undefined;
+
+  const store = new SqliteStore(options.dataDir);
+  let cp: ControlPlane | undefined;
+  let bootstrap: HttpsServer | undefined;
+  try {
+    cp = await ControlPlane.start(store, log);
+    const grpc = await startGrpcServer(cp, options.listen, serverCredentials(tls), tls !== undefined, log);
+    if (options.bootstrap) {
+      if (!tls) throw new ConfigurationError('the bootstrap endpoint needs TLS; it cannot run with --insecure');
+      const b = parseHostPort(options.bootstrap.listen, '--bootstrap-listen');
+      const tokens = readFileSync(options.bootstrap.tokenFile, 'utf8').split('\n').map((t) => t.trim()).filter(Boolean);
+      if (tokens.length === 0) throw new ConfigurationError(`bootstrap token file ${options.bootstrap.tokenFile} is empty`);
+      bootstrap = await startBootstrapServer(cp, {
+        tls: { cert: tls.cert, key: tls.key },
+        ca: { certPem: tls.ca.toString(), keyPem: readFileSync(options.bootstrap.caKeyFile, 'utf8') },
+        bootstrapTokens: tokens,
+        grpcAddress: options.bootstrap.grpcAdvertise ?? `${host}:${grpc.port}`,
+        bootstrapAddress: options.bootstrap.advertise ?? options.bootstrap.listen,
+      }, b.host.replace(/^\[|\]$/g, ''), b.port, log);
+    }
+    const bootstrapPort = bootstrap ? (bootstrap.address() as { port: number }).port : undefined;
+    log.info({ grpc: `${host}:${grpc.port}`, tls: tls !== undefined, bootstrapPort, dataDir: options.dataDir }, 'mcplane-server ready');
+
+    const controlPlane = cp;
+    let closing: Promise<void> | undefined;
+    return {
+      controlPlane,
+      grpcPort: grpc.port,
+      bootstrapPort,
+      close(graceMs = 5000) {
+        closing ??= (async () => {
+          log.info('shutting down: no new calls, finishing in-flight ones');
+          for (const s of ['', ...SERVICE_NAMES]) grpc.health.setStatus(s, 'NOT_SERVING');
+          bootstrap?.close();
+          // Agent streams never end on their own; end them so agents reconnect elsewhere.
+          controlPlane.sessions.closeAll();
+          await new Promise<void>((resolve) => {
+            const force = setTimeout(() => {
+              grpc.server.forceShutdown();
+              resolve();
+            }, graceMs);
+            grpc.server.tryShutdown(() => {
+              clearTimeout(force);
+              resolve();
+            });
+          });
+          bootstrap?.closeAllConnections();
+          await controlPlane.stop();
+          await store.close();
+          log.info('stopped');
+        })();
+        return closing;
+      },
+    };
+  } catch (err) {
+    bootstrap?.close();
+    await cp?.stop();
+    await store.close();
+    throw err;
+  }
+}
