@@ -2,7 +2,11 @@
 // Node warns about it (DEP0123) on every connection. Certificates here carry IP SANs on
 // purpose, so that one warning is noise to operators; every other warning still prints.
 
+let installed = false;
+
 export function silenceIpServernameWarning(): void {
+  if (installed) return;
+  installed = true;
   const listeners = process.listeners('warning');
   process.removeAllListeners('warning');
   process.on('warning', (warning: Error & { code?: string }) => {

@@ -19,6 +19,7 @@ export function configService(cp: ControlPlane, auth: Authorizer, log: Logger): 
     }),
     Delete: admin(async (req: { kind: string; name: string }) => {
       await cp.delete(req.kind, req.name);
+      await cp.settle();
       return {};
     }),
     ListMachineConfigs: admin(() => ({

@@ -1,0 +1,33 @@
+// mcplane-server as a separate process (the real entry point), for kill -9 and signal tests.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { REPO_ROOT } from './run-cli.ts';
+
+export interface ServerProcess {
+  child: ChildProcess;
+  address: string;
+  logs: string[];
+  exited: Promise<number | null>;
+}
+
+export async function spawnServer(args: string[]): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/controlplane/main.ts', ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const logs: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let stderr = '';
+  child.stderr!.on('data', (d) => { stderr += d; });
+  const address = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${stderr}\n${logs.join('')}`)), 20_000);
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      logs.push(line);
+      const m = /"grpc":"([^"]+)".*mcplane-server ready/.exec(line);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    void exited.then((code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
+  });
+  return { child, address, logs, exited };
+}

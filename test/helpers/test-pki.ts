@@ -1,0 +1,40 @@
+// A real CA and certificates for tests, made once per process (ECDSA keys are cheap).
+
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createCertificateAuthority, issueCertificate, ROLE_ADMIN, ROLE_NODE, type KeyPairPem } from '../../src/runtime/pki.ts';
+
+export interface TestPki {
+  dir: string;
+  ca: KeyPairPem;
+  /** Files for a node certificate, issued on first use. */
+  node(name: string): Promise<{ ca: string; cert: string; key: string }>;
+  /** Files for a certificate with any subject, e.g. a forged role. */
+  client(base: string, commonName: string, organization: string, ca?: KeyPairPem): Promise<{ ca: string; cert: string; key: string }>;
+}
+
+let cached: Promise<TestPki> | undefined;
+
+export function testPki(): Promise<TestPki> {
+  cached ??= (async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mcplane-pki-'));
+    const ca = await createCertificateAuthority('mcplane test CA');
+    const write = (base: string, pair: KeyPairPem): void => {
+      writeFileSync(join(dir, `${base}.crt`), pair.certPem);
+      writeFileSync(join(dir, `${base}.key`), pair.keyPem, { mode: 0o600 });
+    };
+    write('ca', ca);
+    write('server', await issueCertificate(ca, { commonName: 'mcplane-server', hosts: ['localhost', '127.0.0.1', '::1'], usage: 'server' }));
+    write('admin', await issueCertificate(ca, { commonName: 'admin', organization: ROLE_ADMIN, usage: 'client' }));
+    writeFileSync(join(dir, 'bootstrap-token'), 'test-bootstrap-token\n');
+    const issued = new Map<string, Promise<void>>();
+    const client = async (base: string, commonName: string, organization: string, signer = ca) => {
+      if (!issued.has(base)) issued.set(base, issueCertificate(signer, { commonName, organization, usage: 'client' }).then((p) => write(base, p)));
+      await issued.get(base);
+      return { ca: join(dir, 'ca.crt'), cert: join(dir, `${base}.crt`), key: join(dir, `${base}.key`) };
+    };
+    return { dir, ca, client, node: (name: string) => client(`node-${name}`, name, ROLE_NODE) };
+  })();
+  return cached;
+}
