@@ -3,7 +3,7 @@
 // message on stderr and a non-zero exit, never a stack trace.
 
 import { Command, Option } from 'commander';
-import { McplaneError } from '../machineconfig/index.ts';
+import { ConfigurationError, McplaneError } from '../machineconfig/index.ts';
 import { silenceIpServernameWarning } from '../runtime/process-warnings.ts';
 import { VERSION } from '../runtime/version.ts';
 import { connect, type Clients, type ConnectionFlags } from './client/connection.ts';
@@ -98,10 +98,13 @@ export function buildProgram(write: (text: string) => void): Command {
     .option('--host <name>', 'extra DNS name or IP for the server certificate; repeatable', collect, [])
     .option('--node <name>', 'also issue a node certificate; repeatable', collect, [])
     .action(async (dir: string, opts: { host: string[]; node: string[] }) => write(await pkiInitCommand(dir, opts.host, opts.node)));
-  pki.command('node').description('issue a node certificate from an existing CA')
+  pki.command('node').description('issue a node certificate from an existing CA (give --pki-dir)')
     .argument('<name>')
-    .requiredOption('--pki-dir <dir>', 'the directory mcctl pki init wrote')
-    .action(async (name: string, opts: { pkiDir: string }) => write(await pkiNodeCommand(opts.pkiDir, name)));
+    .action(async (name: string) => {
+      const dir = program.opts<ConnectionFlags>().pkiDir;
+      if (!dir) throw new ConfigurationError('mcctl pki node needs --pki-dir DIR, the directory mcctl pki init wrote');
+      write(await pkiNodeCommand(dir, name));
+    });
 
   return program;
 }

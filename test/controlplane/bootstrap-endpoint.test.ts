@@ -1,0 +1,109 @@
+// The Ignition bootstrap endpoint: token required, version negotiated, enrollment signs a CSR.
+
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { parse } from 'yaml';
+import { negotiateVersion } from '../../src/controlplane/bootstrap-server.ts';
+import { createCertificateRequest, identityOf } from '../../src/runtime/pki.ts';
+import { SimulatedAgent } from '../helpers/simulated-agent.ts';
+import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+
+let server: TestServer;
+let ca: Buffer;
+before(async () => {
+  server = await startTestServer({ bootstrap: true });
+  ca = readFileSync(join(server.pki.dir, 'ca.crt'));
+});
+after(() => server.close());
+
+function fetch(path: string, options: { token?: string; accept?: string; method?: string; body?: unknown } = {}) {
+  return new Promise<{ status: number; headers: Record<string, unknown>; body: any }>((resolve, reject) => {
+    const headers: Record<string, string> = {};
+    if (options.token) headers.authorization = `Bearer ${options.token}`;
+    if (options.accept) headers.accept = options.accept;
+    const req = request({ host: '127.0.0.1', port: server.handle.bootstrapPort, path, method: options.method ?? 'GET', ca, servername: 'localhost', headers }, (res) => {
+      let text = '';
+      res.on('data', (d) => { text += d; });
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: JSON.parse(text) }));
+    });
+    req.on('error', reject);
+    req.end(options.body === undefined ? undefined : JSON.stringify(options.body));
+  });
+}
+
+const TOKEN = 'test-bootstrap-token';
+const fileText = (ign: any, path: string) => {
+  const f = ign.storage.files.find((x: any) => x.path === path);
+  return f && Buffer.from(f.contents.source.slice(f.contents.source.indexOf(',') + 1), 'base64').toString();
+};
+
+test('no token: 401; a wrong token: 403; an unknown pool: 404', async () => {
+  const none = await fetch('/config/worker');
+  assert.equal(none.status, 401);
+  assert.match(String(none.headers['www-authenticate']), /Bearer/);
+  assert.equal((await fetch('/config/worker', { token: 'nope' })).status, 403);
+  const unknown = await fetch('/config/gpu', { token: TOKEN });
+  assert.equal(unknown.status, 404);
+  assert.match(unknown.body.error, /MachineConfigPool\/gpu does not exist/);
+});
+
+test('Ignition version follows the Accept header: 3.x as asked, 2.2 when asked, 3.4.0 by default', async () => {
+  const dflt = await fetch('/config/worker', { token: TOKEN });
+  assert.equal(dflt.status, 200);
+  assert.equal(dflt.body.ignition.version, '3.4.0');
+  assert.equal(dflt.headers['content-type'], 'application/vnd.coreos.ignition+json; version=3.4.0');
+  const v32 = await fetch('/config/worker', { token: TOKEN, accept: 'application/vnd.coreos.ignition+json;version=3.2.0, */*;q=0.1' });
+  assert.equal(v32.body.ignition.version, '3.2.0');
+  const v22 = await fetch('/config/worker', { token: TOKEN, accept: 'application/vnd.coreos.ignition+json; version=2.2.0' });
+  assert.equal(v22.body.ignition.version, '2.2.0');
+  assert.ok(v22.body.storage.files.every((f: any) => f.filesystem === 'root'));
+  assert.equal(negotiateVersion('application/vnd.coreos.ignition+json;version=3.9.0'), '3.5.0');
+  assert.equal(negotiateVersion('application/vnd.coreos.ignition+json;version=2.1.0'), undefined);
+  assert.equal((await fetch('/config/worker', { token: TOKEN, accept: 'application/vnd.coreos.ignition+json;version=2.1.0' })).status, 406);
+});
+
+test('the served config carries the agent config, the CA, an enrollment token and the agent unit', async () => {
+  const res = await fetch('/config/worker', { token: TOKEN });
+  const agentConfig = parse(fileText(res.body, '/etc/mcplane/agent.yaml'));
+  assert.equal(agentConfig.server, server.address);
+  assert.deepEqual(agentConfig.labels, { 'node-role.kubernetes.io/worker': '' });
+  assert.match(agentConfig.enrollment.url, /^https:\/\/127\.0\.0\.1:\d+\/enroll$/);
+  assert.equal(fileText(res.body, '/etc/mcplane/pki/ca.crt'), ca.toString());
+  const tokenFile = res.body.storage.files.find((f: any) => f.path === '/etc/mcplane/enrollment-token');
+  assert.equal(tokenFile.mode, 0o600);
+  assert.deepEqual(res.body.systemd.units.find((u: any) => u.name === 'mcplane-agent.service'), { name: 'mcplane-agent.service', enabled: true });
+});
+
+test('enrollment: a single-use token buys a node certificate, which then connects as that node', async () => {
+  const res = await fetch('/config/worker', { token: TOKEN });
+  const token = fileText(res.body, '/etc/mcplane/enrollment-token');
+  const { csrPem, keyPem } = await createCertificateRequest('whatever-the-host-says');
+  const enrolled = await fetch('/enroll', { method: 'POST', body: { token, nodeName: 'fresh-host', csr: csrPem } });
+  assert.equal(enrolled.status, 200, JSON.stringify(enrolled.body));
+  assert.deepEqual(identityOf(enrolled.body.certificate), { commonName: 'fresh-host', organization: 'mcplane:nodes' });
+
+  const again = await fetch('/enroll', { method: 'POST', body: { token, nodeName: 'other-host', csr: csrPem } });
+  assert.equal(again.status, 403);
+  assert.match(again.body.error, /already used by node fresh-host/);
+
+  const dir = mkdtempSync(join(tmpdir(), 'enrolled-'));
+  writeFileSync(join(dir, 'node.crt'), enrolled.body.certificate);
+  writeFileSync(join(dir, 'node.key'), keyPem);
+  const agent = new SimulatedAgent({ address: server.address, tls: { ca: join(server.pki.dir, 'ca.crt'), cert: join(dir, 'node.crt'), key: join(dir, 'node.key') }, name: 'fresh-host' });
+  await agent.connect();
+  assert.equal(agent.error, undefined);
+  assert.equal(agent.pool, 'worker');
+  agent.close();
+
+  const second = await fetch('/config/worker', { token: TOKEN });
+  const taken = await fetch('/enroll', { method: 'POST', body: { token: fileText(second.body, '/etc/mcplane/enrollment-token'), nodeName: 'fresh-host', csr: csrPem } });
+  assert.equal(taken.status, 409);
+  assert.match(taken.body.error, /already registered/);
+  const bad = await fetch('/enroll', { method: 'POST', body: { token: 'x', nodeName: 'Bad Name', csr: '' } });
+  assert.equal(bad.status, 400);
+  assert.equal((await fetch('/enroll', { method: 'POST', body: { token: 'made-up', nodeName: 'h', csr: csrPem } })).status, 403);
+});
