@@ -2,6 +2,7 @@
 
 const BENCHMARKS: Record<string, () => Promise<{ run: () => void | Promise<void> }>> = {
   render: () => import('./render.ts'),
+  controlplane: () => import('./controlplane.ts'),
 };
 
 const names = process.argv.slice(2);
