@@ -154,21 +154,37 @@ function parseStorage(raw: unknown, c: ProblemCollector, field: string, spec2: b
         : 'disk layout is set at install time and cannot change on a running host'}`);
     }
   }
-  const files = c.array(storage.files, field, 'files') ?? [];
-  const byPath = new Map<string, IgnitionFile>();
-  files.forEach((rawFile, i) => {
-    const f = `${field}.files[${i}]`;
-    const file = parseFile(rawFile, c, f, spec2);
-    if (!file) return;
-    if (byPath.has(file.path) && !spec2) {
-      c.add(join(f, 'path'), 'duplicate-path', `path ${file.path} appears more than once in this config`);
+  return parseKeyedList(c.array(storage.files, field, 'files') ?? [], `${field}.files`, spec2, {
+    parse: (raw, f) => parseFile(raw, c, f, spec2),
+    key: (file) => file.path,
+    duplicate: (file, f) => c.add(join(f, 'path'), 'duplicate-path', `path ${file.path} appears more than once in this config`),
+  });
+}
+
+/**
+ * Parses a list whose entries are keyed (files by path, units by name). Ignition 3 refuses a
+ * duplicate key; Ignition 2.x allowed them and MCO's converter keeps the last one, as do we.
+ */
+function parseKeyedList<T>(
+  list: unknown[],
+  field: string,
+  spec2: boolean,
+  how: { parse: (raw: unknown, f: string) => T | undefined; key: (item: T) => string; duplicate: (item: T, f: string) => void },
+): T[] {
+  const byKey = new Map<string, T>();
+  list.forEach((raw, i) => {
+    const f = `${field}[${i}]`;
+    const item = how.parse(raw, f);
+    if (item === undefined) return;
+    const key = how.key(item);
+    if (byKey.has(key) && !spec2) {
+      how.duplicate(item, f);
       return;
     }
-    // Ignition 2.x allowed duplicates; MCO's converter keeps the last one, and so do we.
-    byPath.delete(file.path);
-    byPath.set(file.path, file);
+    byKey.delete(key);
+    byKey.set(key, item);
   });
-  return [...byPath.values()];
+  return [...byKey.values()];
 }
 
 function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean): IgnitionFile | undefined {
@@ -300,20 +316,11 @@ function parseSystemd(raw: unknown, c: ProblemCollector, field: string, spec2: b
   const systemd = c.record(raw, field);
   if (!systemd) return [];
   c.onlyKeys(systemd, field, ['units']);
-  const units = c.array(systemd.units, field, 'units') ?? [];
-  const byName = new Map<string, IgnitionUnit>();
-  units.forEach((rawUnit, i) => {
-    const f = `${field}.units[${i}]`;
-    const unit = parseUnit(rawUnit, c, f, spec2);
-    if (!unit) return;
-    if (byName.has(unit.name) && !spec2) {
-      c.add(join(f, 'name'), 'duplicate-unit', `unit ${unit.name} appears more than once in this config`);
-      return;
-    }
-    byName.delete(unit.name);
-    byName.set(unit.name, unit);
+  return parseKeyedList(c.array(systemd.units, field, 'units') ?? [], `${field}.units`, spec2, {
+    parse: (raw, f) => parseUnit(raw, c, f, spec2),
+    key: (unit) => unit.name,
+    duplicate: (unit, f) => c.add(join(f, 'name'), 'duplicate-unit', `unit ${unit.name} appears more than once in this config`),
   });
-  return [...byName.values()];
 }
 
 function parseUnit(raw: unknown, c: ProblemCollector, f: string, spec2: boolean): IgnitionUnit | undefined {
