@@ -97,6 +97,35 @@ export class RemoteCallError extends McplaneError {
   }
 }
 
+/** A systemd D-Bus call or job failed; the message names the method, the unit and the result. */
+export class SystemdError extends McplaneError {
+  override readonly code = 'MCPLANE_SYSTEMD';
+}
+
+/** An rpm-ostree command failed (other than being busy, which is retried). */
+export class RpmOstreeError extends McplaneError {
+  override readonly code = 'MCPLANE_RPM_OSTREE';
+  constructor(message: string, readonly busy = false) {
+    super(message);
+  }
+}
+
+/**
+ * A step of a node update failed. The message is what the node's reason shows: the step, the
+ * object and the cause, e.g. "apply: file /etc/chrony.conf: EACCES: permission denied".
+ */
+export class UpdateStepError extends McplaneError {
+  override readonly code: string = 'MCPLANE_UPDATE_STEP';
+  constructor(readonly step: string, readonly object: string, readonly cause_: string) {
+    super(`${step}: ${object}: ${cause_}`);
+  }
+}
+
+/** The change cannot be applied to a running host at all (MCO's Unreconcilable). */
+export class UnreconcilableError extends UpdateStepError {
+  override readonly code = 'MCPLANE_UNRECONCILABLE';
+}
+
 /** A configuration file or flag given to one of mcplane's programs is wrong. */
 export class ConfigurationError extends McplaneError {
   override readonly code = 'MCPLANE_CONFIGURATION';

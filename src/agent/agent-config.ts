@@ -1,0 +1,125 @@
+// /etc/mcplane/agent.yaml. Every path and endpoint the agent touches comes from here, so tests
+// and the demo can point an agent at a temporary root, a private systemd and the rpm-ostree
+// stand-in; the defaults are those of a real CoreOS host.
+
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { ConfigurationError } from '../machineconfig/index.ts';
+
+export interface AgentConfig {
+  /** gRPC address of mcplane-server, host:port. */
+  server: string;
+  tls: { ca: string; cert: string; key: string } | null;
+  /** Plaintext gRPC to a loopback server (development only). */
+  insecure: boolean;
+  enrollment: { url: string; tokenFile: string } | null;
+  nodeName: string;
+  labels: Record<string, string>;
+  paths: {
+    /** Managed files are written under this root ("/" on a host). */
+    root: string;
+    unitDir: string;
+    stateDir: string;
+    sshKeysDir: string;
+    bootIdFile: string;
+  };
+  /** "system", "session", or a D-Bus address such as unix:path=/run/user/0/bus. */
+  systemdBus: string;
+  rpmOstree: string;
+  reboot: { method: 'logind' } | { method: 'command'; command: string[] };
+  drift: { intervalSeconds: number };
+  heartbeatSeconds: number;
+  logLevel: string;
+  /** How long to wait on one systemd job. */
+  jobTimeoutSeconds: number;
+}
+
+const KNOWN_KEYS = ['server', 'tls', 'insecure', 'enrollment', 'nodeName', 'labels', 'paths', 'systemdBus', 'rpmOstree', 'reboot', 'drift', 'heartbeatSeconds', 'logLevel', 'jobTimeoutSeconds'];
+
+export const DEFAULT_CONFIG_PATH = '/etc/mcplane/agent.yaml';
+
+export function loadAgentConfig(path: string): AgentConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigurationError(`cannot read agent config ${path}: ${(err as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = parse(text);
+  } catch (err) {
+    throw new ConfigurationError(`agent config ${path}: not valid YAML: ${(err as Error).message}`);
+  }
+  return parseAgentConfig(raw, path);
+}
+
+export function parseAgentConfig(raw: unknown, source = 'agent config'): AgentConfig {
+  const fail = (field: string, rule: string): never => {
+    throw new ConfigurationError(`${source}: ${field}: ${rule}`);
+  };
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) fail('(top)', 'must be a mapping');
+  const r = raw as Record<string, any>;
+  for (const key of Object.keys(r)) if (!KNOWN_KEYS.includes(key)) fail(key, `unknown field (expected one of: ${KNOWN_KEYS.join(', ')})`);
+  if (typeof r.server !== 'string' || !/^.+:\d+$/.test(r.server)) fail('server', 'required, HOST:PORT of mcplane-server');
+  const root = r.paths?.root ?? '/';
+  if (typeof root !== 'string' || !root.startsWith('/')) fail('paths.root', 'must be an absolute path');
+  const under = (p: string): string => join(root, p);
+  const str = (v: unknown, field: string, dflt: string): string => {
+    if (v === undefined || v === null) return dflt;
+    if (typeof v !== 'string' || !v) fail(field, 'must be a non-empty string');
+    return v as string;
+  };
+  const num = (v: unknown, field: string, dflt: number): number => {
+    if (v === undefined || v === null) return dflt;
+    if (typeof v !== 'number' || !(v > 0)) fail(field, 'must be a positive number');
+    return v as number;
+  };
+  let tls: AgentConfig['tls'] = null;
+  if (r.tls) tls = { ca: str(r.tls.ca, 'tls.ca', ''), cert: str(r.tls.cert, 'tls.cert', ''), key: str(r.tls.key, 'tls.key', '') };
+  const insecure = r.insecure === true;
+  if (!tls && !insecure) fail('tls', 'required (ca, cert, key); plaintext needs insecure: true and a loopback server');
+  if (tls && (!tls.ca || !tls.cert || !tls.key)) fail('tls', 'ca, cert and key are all required');
+  let enrollment: AgentConfig['enrollment'] = null;
+  if (r.enrollment) enrollment = { url: str(r.enrollment.url, 'enrollment.url', ''), tokenFile: str(r.enrollment.tokenFile, 'enrollment.tokenFile', '') };
+  const labels: Record<string, string> = {};
+  for (const [k, v] of Object.entries(r.labels ?? {})) {
+    if (v !== null && typeof v !== 'string') fail(`labels.${k}`, 'label values must be strings');
+    labels[k] = (v as string | null) ?? '';
+  }
+  let reboot: AgentConfig['reboot'] = { method: 'logind' };
+  if (r.reboot?.method === 'command') {
+    if (!Array.isArray(r.reboot.command) || r.reboot.command.length === 0 || !r.reboot.command.every((x: unknown) => typeof x === 'string')) {
+      fail('reboot.command', 'a non-empty list of strings (program and arguments)');
+    }
+    reboot = { method: 'command', command: r.reboot.command };
+  } else if (r.reboot && r.reboot.method !== 'logind') {
+    fail('reboot.method', 'must be logind or command');
+  }
+  const nodeName = str(r.nodeName, 'nodeName', hostname().toLowerCase());
+  if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(nodeName)) fail('nodeName', `"${nodeName}" is not a DNS subdomain (lowercase letters, digits, "-", ".")`);
+  return {
+    server: r.server,
+    tls,
+    insecure,
+    enrollment,
+    nodeName,
+    labels,
+    paths: {
+      root,
+      unitDir: str(r.paths?.unitDir, 'paths.unitDir', under('/etc/systemd/system')),
+      stateDir: str(r.paths?.stateDir, 'paths.stateDir', under('/var/lib/mcplane')),
+      sshKeysDir: str(r.paths?.sshKeysDir, 'paths.sshKeysDir', under('/home/core/.ssh/authorized_keys.d')),
+      bootIdFile: str(r.paths?.bootIdFile, 'paths.bootIdFile', '/proc/sys/kernel/random/boot_id'),
+    },
+    systemdBus: str(r.systemdBus, 'systemdBus', 'system'),
+    rpmOstree: str(r.rpmOstree, 'rpmOstree', 'rpm-ostree'),
+    reboot,
+    drift: { intervalSeconds: num(r.drift?.intervalSeconds, 'drift.intervalSeconds', 60) },
+    heartbeatSeconds: num(r.heartbeatSeconds, 'heartbeatSeconds', 30),
+    logLevel: str(r.logLevel, 'logLevel', 'info'),
+    jobTimeoutSeconds: num(r.jobTimeoutSeconds, 'jobTimeoutSeconds', 90),
+  };
+}

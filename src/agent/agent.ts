@@ -1,0 +1,204 @@
+// mcplane-agent: the session with the control plane, the update engine, drift detection and the
+// status that ties them together.
+
+import { readFileSync } from 'node:fs';
+import {
+  API_VERSION,
+  parseMachineConfig,
+  ProblemCollector,
+  type Drift,
+  type DriftPolicy,
+  type NodeStatus,
+  type OsStatus,
+} from '../machineconfig/index.ts';
+import type { Assignment__Output } from '../runtime/generated/mcplane/v1/Assignment.ts';
+import type { Logger } from '../runtime/logger.ts';
+import { readTlsFiles } from '../runtime/tls.ts';
+import { VERSION } from '../runtime/version.ts';
+import type { AgentConfig } from './agent-config.ts';
+import { desiredFiles, layoutOf } from './desired-files.ts';
+import { describeDrift, DriftMonitor } from './drift-monitor.ts';
+import { enrollIfNeeded } from './enrollment.ts';
+import { Failpoints } from './failpoints.ts';
+import { Journal } from './journal.ts';
+import { createRebooter } from './reboot.ts';
+import { RpmOstree } from './rpm-ostree.ts';
+import { AgentSession } from './session.ts';
+import { SystemdClient } from './systemd-client.ts';
+import { unitMismatches } from './unit-operations.ts';
+import { UpdateEngine, type Assignment } from './update-engine.ts';
+
+export class Agent {
+  readonly journal: Journal;
+  readonly engine: UpdateEngine;
+  readonly drift: DriftMonitor;
+  session: AgentSession | undefined;
+  #systemd: SystemdClient;
+  #rpm: RpmOstree;
+  #os: OsStatus | null = null;
+  #driftFound: Drift[] = [];
+  #latest: Assignment | undefined;
+  /** Set while a drift-policy Reconcile rewrite runs: its drift stays reported afterwards. */
+  #reconciling = false;
+
+  private constructor(readonly config: AgentConfig, private readonly log: Logger) {
+    this.journal = new Journal(config.paths.stateDir);
+    this.#systemd = SystemdClient.connect(config.systemdBus, config.jobTimeoutSeconds * 1000);
+    this.#rpm = new RpmOstree(config.rpmOstree, log);
+    this.drift = new DriftMonitor(log, config.drift.intervalSeconds * 1000, (found) => this.#onDrift(found));
+    this.engine = new UpdateEngine({
+      config, journal: this.journal, systemd: this.#systemd, rpmOstree: this.#rpm,
+      rebooter: createRebooter(config.reboot), failpoints: new Failpoints(), log,
+      onProgress: (p) => {
+        if (p.state === 'Working') this.drift.stop();
+        if (p.state === 'Done' && p.phase === 'done') {
+          if (!this.#reconciling) this.#driftFound = [];
+          this.#reconciling = false;
+          void this.#afterUpdate();
+        }
+        this.session?.report();
+      },
+    });
+  }
+
+  static async start(config: AgentConfig, log: Logger): Promise<Agent> {
+    const agent = new Agent(config, log);
+    await agent.#systemd.subscribe();
+    await agent.#refreshOs();
+    // Finish or undo whatever a crash or reboot interrupted before talking to anyone.
+    agent.engine.resumeAfterRestart();
+    if (!agent.journal.state.pending && agent.journal.state.currentSpec) agent.#watchDrift();
+    await enrollIfNeeded(config, log);
+    agent.session = new AgentSession({
+      server: config.server,
+      tls: config.tls ? readTlsFiles(config.tls, 'agent TLS') : undefined,
+      nodeName: config.nodeName,
+      labels: config.labels,
+      agentVersion: VERSION,
+      heartbeatMs: config.heartbeatSeconds * 1000,
+      bootId: () => agent.bootId(),
+      status: () => agent.status(),
+      onAssignment: (a) => agent.#onAssignment(a),
+      onForceReapply: (by) => agent.forceReapply(by),
+      log,
+    });
+    agent.session.start();
+    return agent;
+  }
+
+  bootId(): string {
+    try {
+      return readFileSync(this.config.paths.bootIdFile, 'utf8').trim();
+    } catch {
+      return '';
+    }
+  }
+
+  status(): NodeStatus {
+    const j = this.journal.state;
+    const p = this.engine.progress;
+    return {
+      currentConfig: j.currentConfig,
+      desiredConfig: p.desiredConfig,
+      state: p.state,
+      phase: p.phase,
+      reason: p.reason,
+      drift: this.#driftFound,
+      os: this.#os,
+      bootId: this.bootId(),
+      agentVersion: VERSION,
+      lastDisruption: j.lastDisruption,
+    };
+  }
+
+  /** MCO's forcefile: re-apply the whole desired config, rewriting files that already match. */
+  forceReapply(requestedBy: string): void {
+    const a = this.#latest ?? this.#currentAssignment();
+    if (!a) {
+      this.log.warn({ requestedBy }, 'forced re-apply requested but no config has been assigned yet');
+      return;
+    }
+    this.log.info({ requestedBy, config: a.config }, 'forced re-apply');
+    this.engine.assign(a, true);
+  }
+
+  async stop(): Promise<void> {
+    this.session?.stop();
+    this.drift.stop();
+    await this.engine.idle();
+    this.#systemd.close();
+  }
+
+  #onAssignment(a: Assignment__Output): void {
+    const c = new ProblemCollector(`RenderedConfig/${a.renderedConfig}`);
+    let spec: unknown;
+    try {
+      spec = JSON.parse(a.specJson);
+    } catch (err) {
+      c.add('spec', 'json', `the assignment's spec is not JSON: ${(err as Error).message}`);
+    }
+    const mc = c.ok ? parseMachineConfig({ apiVersion: API_VERSION, kind: 'MachineConfig', metadata: { name: a.renderedConfig }, spec }, c) : undefined;
+    if (!mc) {
+      this.engine.markFailed('Degraded', 'check', `check: ${a.renderedConfig}: the assignment is not a valid rendered config: ${c.problems.map((p) => `${p.field}: ${p.message}`).join('; ')}`);
+      return;
+    }
+    const assignment: Assignment = {
+      config: a.renderedConfig,
+      spec: mc.spec,
+      policy: a.disruptionPolicyJson ? JSON.parse(a.disruptionPolicyJson) : null,
+      driftPolicy: (a.driftPolicy === 'Reconcile' ? 'Reconcile' : 'Degrade') as DriftPolicy,
+    };
+    this.#latest = assignment;
+    this.engine.assign(assignment);
+  }
+
+  #currentAssignment(): Assignment | undefined {
+    const j = this.journal.state;
+    if (j.pending) return { config: j.pending.to, spec: j.pending.toSpec, policy: j.pending.policy, driftPolicy: j.pending.driftPolicy };
+    if (!j.currentSpec) return undefined;
+    return { config: j.currentConfig, spec: j.currentSpec, policy: j.currentPolicy, driftPolicy: j.currentDriftPolicy };
+  }
+
+  async #afterUpdate(): Promise<void> {
+    await this.#refreshOs();
+    this.#watchDrift();
+    this.session?.report();
+  }
+
+  async #refreshOs(): Promise<void> {
+    try {
+      this.#os = await this.#rpm.osStatus();
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'cannot read the OS status from rpm-ostree');
+    }
+  }
+
+  #watchDrift(): void {
+    const spec = this.journal.state.currentSpec;
+    if (!spec) return;
+    let files;
+    try {
+      files = desiredFiles(spec, layoutOf(this.config));
+    } catch {
+      return;
+    }
+    this.drift.watch(files, async () => (await unitMismatches(this.#systemd, spec)).map((m) => ({
+      path: m.split(':')[0]!, kind: 'unit' as const, expectedHash: m, actualHash: '', detectedUnixMs: Date.now(),
+    })));
+  }
+
+  #onDrift(found: Drift[]): void {
+    if (this.engine.busy || found.length === 0) return;
+    this.#driftFound = found;
+    const reason = `drift: ${found.map(describeDrift).join('; ')}`;
+    if (this.journal.state.currentDriftPolicy === 'Reconcile') {
+      this.log.warn({ files: found.map((d) => d.path) }, 'drift policy Reconcile: rewriting the managed files');
+      const a = this.#currentAssignment();
+      this.#reconciling = true;
+      if (a) this.engine.assign(a, true);
+      this.session?.report();
+      return;
+    }
+    this.engine.markFailed('Degraded', 'drift', reason);
+  }
+}

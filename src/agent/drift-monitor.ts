@@ -1,0 +1,120 @@
+// Notices managed files changed behind the agent's back: fs.watch (inotify) on each directory
+// that holds managed files, for a report within moments, plus a periodic full comparison for what
+// a watch can miss (a directory replaced, an event dropped under load, unit enablement).
+
+import { readFileSync, statSync, watch, type FSWatcher } from 'node:fs';
+import { dirname } from 'node:path';
+import type { Drift } from '../machineconfig/index.ts';
+import type { Logger } from '../runtime/logger.ts';
+import { sha256 } from './desired-files.ts';
+import type { DesiredFile } from './file-transaction.ts';
+
+const SETTLE_MS = 100;
+
+export class DriftMonitor {
+  #expected = new Map<string, DesiredFile & { hash: string }>();
+  #watchers: FSWatcher[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #pending = new Set<string>();
+  #settle: NodeJS.Timeout | undefined;
+  #extraChecks: () => Promise<Drift[]> = async () => [];
+  #known = new Map<string, Drift>();
+
+  constructor(
+    private readonly log: Logger,
+    private readonly intervalMs: number,
+    private readonly onDrift: (drift: Drift[]) => void,
+  ) {}
+
+  /** Starts watching these files (replacing any earlier set). */
+  watch(files: DesiredFile[], extraChecks?: () => Promise<Drift[]>): void {
+    this.stop();
+    this.#known.clear();
+    for (const f of files) this.#expected.set(f.hostPath, { ...f, hash: sha256(f.bytes) });
+    if (extraChecks) this.#extraChecks = extraChecks;
+    for (const dir of new Set(files.map((f) => dirname(f.hostPath)))) {
+      try {
+        const w = watch(dir, { persistent: false }, (_event, name) => {
+          const path = name ? `${dir}/${name}` : undefined;
+          if (path && this.#expected.has(path)) this.#queue(path);
+          else if (!name) for (const p of this.#expected.keys()) if (dirname(p) === dir) this.#queue(p);
+        });
+        w.on('error', () => undefined); // the directory went away: the periodic check reports it
+        this.#watchers.push(w);
+      } catch {
+        // Missing directory: the periodic check reports the files as missing.
+      }
+    }
+    this.#timer = setInterval(() => void this.checkAll(), this.intervalMs);
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    for (const w of this.#watchers) w.close();
+    this.#watchers = [];
+    clearInterval(this.#timer);
+    clearTimeout(this.#settle);
+    this.#timer = undefined;
+    this.#expected.clear();
+    this.#pending.clear();
+  }
+
+  /** Compares every managed file (and the extra checks) now; reports if anything is new. */
+  async checkAll(): Promise<Drift[]> {
+    const found: Drift[] = [];
+    for (const f of this.#expected.values()) {
+      const d = this.#compare(f);
+      if (d) found.push(d);
+    }
+    found.push(...(await this.#extraChecks().catch(() => [])));
+    this.#publish(found, true);
+    return found;
+  }
+
+  #queue(path: string): void {
+    this.#pending.add(path);
+    this.#settle ??= setTimeout(() => {
+      this.#settle = undefined;
+      const found: Drift[] = [];
+      for (const p of this.#pending) {
+        const f = this.#expected.get(p);
+        const d = f && this.#compare(f);
+        if (d) found.push(d);
+      }
+      this.#pending.clear();
+      this.#publish(found, false);
+    }, SETTLE_MS);
+  }
+
+  #compare(f: DesiredFile & { hash: string }): Drift | undefined {
+    let actual = '';
+    try {
+      const st = statSync(f.hostPath);
+      if (st.size === f.bytes.byteLength && (st.mode & 0o7777) === f.mode) {
+        const bytes = readFileSync(f.hostPath);
+        if (bytes.equals(f.bytes)) return undefined;
+        actual = sha256(bytes);
+      } else {
+        actual = (st.mode & 0o7777) !== f.mode ? `mode 0${(st.mode & 0o7777).toString(8)}` : sha256(readFileSync(f.hostPath));
+      }
+    } catch {
+      actual = '';
+    }
+    return { path: f.object.startsWith('file ') ? f.object.slice(5) : f.hostPath, kind: f.object.startsWith('unit') || f.object.startsWith('dropin') ? 'unit' : 'file', expectedHash: f.hash, actualHash: actual, detectedUnixMs: Date.now() };
+  }
+
+  #publish(found: Drift[], full: boolean): void {
+    const fresh = found.filter((d) => !this.#known.has(d.path));
+    for (const d of found) this.#known.set(d.path, d);
+    if (full) for (const path of [...this.#known.keys()]) if (!found.some((d) => d.path === path)) this.#known.delete(path);
+    if (fresh.length) {
+      this.log.warn({ drift: fresh.map((d) => ({ path: d.path, expected: d.expectedHash.slice(0, 16), actual: d.actualHash.slice(0, 16) || 'missing' })) }, 'managed files changed outside the agent');
+      this.onDrift([...this.#known.values()]);
+    }
+  }
+}
+
+export function describeDrift(d: Drift): string {
+  return `${d.kind} ${d.path} changed outside the agent (expected sha256 ${d.expectedHash.slice(0, 12)}, found ${d.actualHash ? d.actualHash.slice(0, 12) : 'it missing'})`;
+}
+

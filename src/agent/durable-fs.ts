@@ -1,0 +1,75 @@
+// Writes that survive a crash or power loss at any instant: a temp file in the same directory,
+// fsync, rename over the target, fsync of the directory. A reader sees the old file or the new
+// one, never a mix; after the directory fsync the rename itself is on disk.
+
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, writeSync, fchmodSync, fchownSync, unlinkSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { basename, dirname, join } from 'node:path';
+
+export interface WriteOptions {
+  mode?: number;
+  uid?: number;
+  gid?: number;
+}
+
+/** Writes `data` to a new temp file beside `path`, durably, and returns the temp file's path. */
+export function writeTempBeside(path: string, data: Uint8Array | string, options: WriteOptions = {}): string {
+  const dir = dirname(path);
+  const temp = join(dir, `.${basename(path)}.mcplane-${randomBytes(6).toString('hex')}`);
+  const fd = openSync(temp, 'wx', 0o600);
+  try {
+    const buf = typeof data === 'string' ? Buffer.from(data) : data;
+    let off = 0;
+    while (off < buf.byteLength) off += writeSync(fd, buf, off, buf.byteLength - off);
+    fchmodSync(fd, options.mode ?? 0o644);
+    if (options.uid !== undefined || options.gid !== undefined) fchownSync(fd, options.uid ?? -1, options.gid ?? -1);
+    fsyncSync(fd);
+  } catch (err) {
+    closeSync(fd);
+    try { unlinkSync(temp); } catch { /* already gone */ }
+    throw err;
+  }
+  closeSync(fd);
+  return temp;
+}
+
+/** copyFileSync does not fsync; this makes a copied file durable. */
+export function fsyncFile(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export function fsyncDir(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Renames into place and makes the rename durable. */
+export function commitRename(temp: string, path: string): void {
+  renameSync(temp, path);
+  fsyncDir(dirname(path));
+}
+
+export function writeFileAtomic(path: string, data: Uint8Array | string, options: WriteOptions = {}): void {
+  mkdirSync(dirname(path), { recursive: true });
+  commitRename(writeTempBeside(path, data, options), path);
+}
+
+export function unlinkDurable(path: string): boolean {
+  try {
+    unlinkSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
+  }
+  fsyncDir(dirname(path));
+  return true;
+}

@@ -1,0 +1,54 @@
+// Where a managed path really lands on this host. MachineConfig paths are checked as strings
+// by the domain core; here they are resolved against the host's own symlinks (under the
+// configured root), because /usr/local and /opt are writable only where CoreOS links them into
+// /var. A path whose resolution leaves /etc and /var is refused, and no symlink that leads out
+// of those trees is ever followed.
+
+import { lstatSync, readlinkSync } from 'node:fs';
+import { join, posix } from 'node:path';
+import { isUnder, WRITABLE_ROOTS } from '../machineconfig/index.ts';
+
+export type Resolution = { ok: true; hostPath: string; resolved: string } | { ok: false; reason: string };
+
+const MAX_LINKS = 40;
+
+/** Resolves `path` (absolute, inside the host) under `root`, following directory symlinks. */
+export function resolveManagedPath(root: string, path: string): Resolution {
+  let parts = path.split('/').filter(Boolean);
+  let resolved: string[] = [];
+  let links = 0;
+  while (parts.length > 1) {
+    const [head, ...rest] = parts;
+    const candidate = [...resolved, head!];
+    let stat;
+    try {
+      stat = lstatSync(join(root, ...candidate));
+    } catch {
+      // Does not exist yet: it will be created as a directory, so the rest stays literal.
+      resolved = [...candidate, ...rest.slice(0, -1)];
+      parts = rest.slice(-1);
+      break;
+    }
+    if (stat.isSymbolicLink()) {
+      if (++links > MAX_LINKS) return { ok: false, reason: `too many levels of symbolic links resolving ${path}` };
+      const target = readlinkSync(join(root, ...candidate));
+      const base = target.startsWith('/') ? target : posix.join('/', ...resolved, target);
+      parts = [...posix.normalize(base).split('/').filter(Boolean), ...rest];
+      resolved = [];
+      continue;
+    }
+    if (!stat.isDirectory()) return { ok: false, reason: `/${candidate.join('/')} is not a directory` };
+    resolved = candidate;
+    parts = rest;
+  }
+  const logical = '/' + [...resolved, ...parts].join('/');
+  if (!isUnder(logical, WRITABLE_ROOTS)) {
+    return {
+      ok: false,
+      reason: logical === path
+        ? `${path} is outside /etc and /var on this host (it does not resolve into /var here, so it would land on the read-only OS image)`
+        : `${path} resolves to ${logical}, outside /etc and /var; refusing to follow a symlink out of the writable trees`,
+    };
+  }
+  return { ok: true, hostPath: join(root, logical), resolved: logical };
+}

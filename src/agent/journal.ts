@@ -1,0 +1,93 @@
+// The agent's local record of what it applied and what it is in the middle of, in one JSON file
+// written atomically. Every step of an update is recorded before it is taken, so an agent
+// killed at any instant knows on restart whether to roll back or roll forward.
+
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { DisruptionPlan, DisruptionPolicy, DriftPolicy, MachineConfigSpec, NodeState } from '../machineconfig/index.ts';
+import { writeFileAtomic } from './durable-fs.ts';
+
+/** The original of a path the agent took over, to put back when no config manages it. */
+export interface BackupRecord {
+  kind: 'file' | 'symlink';
+  /** Copy of the original file's bytes (kind "file"). */
+  backupFile?: string;
+  linkTarget?: string;
+  mode?: number;
+  uid?: number;
+  gid?: number;
+}
+
+export interface FileOp {
+  hostPath: string;
+  action: 'write' | 'delete';
+  /** The staged new content, renamed over hostPath at commit. */
+  temp?: string;
+  /** A hard link to the old inode, renamed back on rollback. */
+  undo?: string;
+}
+
+export type UpdateStep =
+  | 'check' | 'staging' | 'committing' | 'files-done' | 'units-done' | 'os-done' | 'actions-done' | 'rebooting' | 'validating';
+
+export interface PendingUpdate {
+  id: string;
+  from: string;
+  to: string;
+  toSpec: MachineConfigSpec;
+  policy: DisruptionPolicy | null;
+  driftPolicy: DriftPolicy;
+  step: UpdateStep;
+  /** A forced re-apply rewrites everything even where the disk already matches. */
+  force: boolean;
+  plan?: DisruptionPlan;
+  fileOps?: FileOp[];
+  backupsToAdd?: Record<string, BackupRecord>;
+  backupsToDrop?: string[];
+  /** Boot id when the reboot was requested; a different one at start means it happened. */
+  rebootFromBootId?: string;
+}
+
+export interface JournalState {
+  version: 1;
+  currentConfig: string;
+  currentSpec: MachineConfigSpec | null;
+  /** The pool policies that came with the current config. */
+  currentPolicy: DisruptionPolicy | null;
+  currentDriftPolicy: DriftPolicy;
+  backups: Record<string, BackupRecord>;
+  pending: PendingUpdate | null;
+  lastDisruption: string;
+  /** Set while the node is Degraded or Unreconcilable, cleared by a successful update. */
+  failure: { state: NodeState; phase: string; reason: string } | null;
+}
+
+export class Journal {
+  readonly path: string;
+  readonly backupDir: string;
+  state: JournalState;
+
+  constructor(readonly stateDir: string) {
+    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+    this.path = join(stateDir, 'journal.json');
+    this.backupDir = join(stateDir, 'backups');
+    mkdirSync(this.backupDir, { recursive: true, mode: 0o700 });
+    this.state = this.#read();
+  }
+
+  /** Changes the state and writes it durably before returning. */
+  update(change: (s: JournalState) => void): void {
+    change(this.state);
+    writeFileAtomic(this.path, JSON.stringify(this.state), { mode: 0o600 });
+  }
+
+  #read(): JournalState {
+    let text: string;
+    try {
+      text = readFileSync(this.path, 'utf8');
+    } catch {
+      return { version: 1, currentConfig: '', currentSpec: null, currentPolicy: null, currentDriftPolicy: 'Degrade', backups: {}, pending: null, lastDisruption: '', failure: null };
+    }
+    return JSON.parse(text) as JournalState;
+  }
+}

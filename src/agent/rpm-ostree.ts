@@ -1,0 +1,145 @@
+// rpm-ostree through its command line (--json where it has it), as MCO, Zincati and Flight
+// Control drive it. A busy daemon (another transaction running) is retried with backoff and
+// logged; it is not a failure of the update.
+
+import { execFile } from 'node:child_process';
+import { RpmOstreeError, type OsStatus } from '../machineconfig/index.ts';
+import type { Logger } from '../runtime/logger.ts';
+
+export interface Deployment {
+  booted: boolean;
+  staged: boolean;
+  checksum: string;
+  'container-image-reference'?: string;
+  'requested-packages'?: string[];
+  'requested-base-removals'?: string[];
+}
+
+export interface OstreeStatus {
+  booted: Deployment;
+  staged: Deployment | undefined;
+}
+
+/** MCO's kernel packages per kernel type (pkg/daemon/update.go). */
+export const KERNEL_PACKAGES = {
+  default: ['kernel', 'kernel-core', 'kernel-modules', 'kernel-modules-core', 'kernel-modules-extra'],
+  realtime: ['kernel-rt-core', 'kernel-rt-modules', 'kernel-rt-modules-extra', 'kernel-rt-kvm'],
+  '64k-pages': ['kernel-64k-core', 'kernel-64k-modules', 'kernel-64k-modules-core', 'kernel-64k-modules-extra'],
+} as const;
+
+/** MCO's extension to package mapping (pkg/daemon/update.go getSupportedExtensions). */
+export const EXTENSION_PACKAGES: Record<string, string[]> = {
+  'two-node-ha': ['pacemaker', 'pcs', 'fence-agents-all'],
+  ipsec: ['NetworkManager-libreswan', 'libreswan'],
+  usbguard: ['usbguard'],
+  kerberos: ['krb5-workstation', 'libkadm5'],
+  'kernel-devel': ['kernel-devel', 'kernel-headers'],
+  'sandboxed-containers': ['kata-containers'],
+  sysstat: ['sysstat'],
+};
+
+const BUSY = /transaction in progress|already in progress|busy/i;
+
+export class RpmOstree {
+  constructor(
+    private readonly binary: string,
+    private readonly log: Logger,
+    private readonly retry = { attempts: 8, firstDelayMs: 500, maxDelayMs: 15_000 },
+  ) {}
+
+  async status(): Promise<OstreeStatus> {
+    const out = await this.run(['status', '--json']);
+    let parsed: { deployments?: Deployment[] };
+    try {
+      parsed = JSON.parse(out);
+    } catch (err) {
+      throw new RpmOstreeError(`rpm-ostree status --json printed something that is not JSON: ${(err as Error).message}`);
+    }
+    const booted = parsed.deployments?.find((d) => d.booted);
+    if (!booted) throw new RpmOstreeError('rpm-ostree status --json lists no booted deployment');
+    return { booted, staged: parsed.deployments?.find((d) => d.staged) };
+  }
+
+  /** Kernel arguments of the booted deployment. */
+  async kargs(): Promise<string[]> {
+    return (await this.run(['kargs'])).trim().split(/\s+/).filter(Boolean);
+  }
+
+  async changeKargs(remove: string[], add: string[]): Promise<void> {
+    if (!remove.length && !add.length) return;
+    await this.run(['kargs', ...remove.map((k) => `--delete-if-present=${k}`), ...add.map((k) => `--append-if-missing=${k}`)]);
+  }
+
+  async setKernelType(from: keyof typeof KERNEL_PACKAGES, to: keyof typeof KERNEL_PACKAGES): Promise<void> {
+    if (from === to) return;
+    if (to === 'default') {
+      await this.run(['override', 'reset', ...KERNEL_PACKAGES.default, ...KERNEL_PACKAGES[from].flatMap((p) => ['--uninstall', p])]);
+    } else if (from === 'default') {
+      await this.run(['override', 'remove', ...KERNEL_PACKAGES.default, ...KERNEL_PACKAGES[to].flatMap((p) => ['--install', p])]);
+    } else {
+      await this.run(['override', 'remove', ...KERNEL_PACKAGES.default, ...KERNEL_PACKAGES[from].flatMap((p) => ['--uninstall', p]), ...KERNEL_PACKAGES[to].flatMap((p) => ['--install', p])]);
+    }
+  }
+
+  async changeExtensions(remove: string[], add: string[]): Promise<void> {
+    const uninstall = remove.flatMap((e) => EXTENSION_PACKAGES[e] ?? []);
+    const install = add.flatMap((e) => EXTENSION_PACKAGES[e] ?? []);
+    if (!uninstall.length && !install.length) return;
+    await this.run(['update', ...install.flatMap((p) => ['--install', p]), ...uninstall.flatMap((p) => ['--uninstall', p])]);
+  }
+
+  async rebase(image: string): Promise<void> {
+    await this.run(['rebase', '--experimental', `ostree-unverified-registry:${image}`]);
+  }
+
+  /** What the node reports as its OS status. */
+  async osStatus(): Promise<OsStatus> {
+    const { booted, staged } = await this.status();
+    const kernelArguments = await this.kargs();
+    return {
+      bootedImage: imageOf(booted),
+      bootedChecksum: booted.checksum,
+      kernelArguments,
+      kernelType: kernelTypeOf(booted),
+      extensions: extensionsOf(booted),
+      stagedImage: staged ? imageOf(staged) : '',
+      fips: kernelArguments.includes('fips=1'),
+    };
+  }
+
+  async run(args: string[]): Promise<string> {
+    let delay = this.retry.firstDelayMs;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await new Promise<string>((resolve, reject) => {
+          execFile(this.binary, args, { timeout: 30 * 60_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+            if (!err) return resolve(stdout);
+            const detail = (stderr || err.message).trim().split('\n')[0];
+            reject(new RpmOstreeError(`rpm-ostree ${args.join(' ')}: ${detail}`, BUSY.test(stderr)));
+          });
+        });
+      } catch (err) {
+        if (!(err instanceof RpmOstreeError) || !err.busy || attempt >= this.retry.attempts) throw err;
+        this.log.warn({ attempt, retryInMs: delay, command: args[0] }, 'rpm-ostree is busy with another transaction; retrying');
+        await new Promise((r) => setTimeout(r, delay * (0.75 + Math.random() / 2)));
+        delay = Math.min(delay * 2, this.retry.maxDelayMs);
+      }
+    }
+  }
+}
+
+export function imageOf(d: Deployment): string {
+  return (d['container-image-reference'] ?? '').replace(/^ostree-[a-z-]+:/, '');
+}
+
+export function kernelTypeOf(d: Deployment): keyof typeof KERNEL_PACKAGES {
+  const pkgs = d['requested-packages'] ?? [];
+  if (pkgs.includes('kernel-rt-core')) return 'realtime';
+  if (pkgs.includes('kernel-64k-core')) return '64k-pages';
+  return 'default';
+}
+
+export function extensionsOf(d: Deployment): string[] {
+  const pkgs = new Set(d['requested-packages'] ?? []);
+  return Object.entries(EXTENSION_PACKAGES).filter(([, p]) => p.every((x) => pkgs.has(x))).map(([e]) => e).sort();
+}

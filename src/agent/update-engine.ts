@@ -1,0 +1,331 @@
+// One node update, as MCO's daemon does it, with every step reported as a phase:
+//
+//   check     the change is reconcilable and every path resolves on this host
+//   diff      what changes, by category
+//   plan      what that costs: actions, or a reboot (the pool's disruption policy)
+//   apply     files, units and keys in one transaction; then units; then rpm-ostree
+//   reboot    only if the plan says so, through logind, after the journal records it
+//   validate  the disk, systemd and the booted deployment match the config
+//   done      currentConfig advances
+//
+// A failure names the step, the object and the cause; a failed apply puts the old files back.
+
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import {
+  diffSpecs,
+  planDisruption,
+  UnreconcilableError,
+  UpdateStepError,
+  type DisruptionPolicy,
+  type DriftPolicy,
+  type MachineConfigSpec,
+  type NodeState,
+} from '../machineconfig/index.ts';
+import type { Logger } from '../runtime/logger.ts';
+import { desiredFiles, layoutOf, managedPaths, type HostLayout } from './desired-files.ts';
+import { FileTransaction, matchesOnDisk } from './file-transaction.ts';
+import type { Failpoints } from './failpoints.ts';
+import type { AgentConfig } from './agent-config.ts';
+import type { Journal, PendingUpdate } from './journal.ts';
+import { applyOsChanges, osMismatches } from './os-operations.ts';
+import type { Rebooter } from './reboot.ts';
+import type { RpmOstree } from './rpm-ostree.ts';
+import type { SystemdClient } from './systemd-client.ts';
+import { applyUnitStates, retireRemovedUnits, runActions, unitMismatches } from './unit-operations.ts';
+
+export interface Assignment {
+  config: string;
+  spec: MachineConfigSpec;
+  policy: DisruptionPolicy | null;
+  driftPolicy: DriftPolicy;
+}
+
+export interface Progress {
+  state: NodeState;
+  phase: string;
+  reason: string;
+  desiredConfig: string;
+}
+
+export interface EngineDeps {
+  config: AgentConfig;
+  journal: Journal;
+  systemd: SystemdClient;
+  rpmOstree: RpmOstree;
+  rebooter: Rebooter;
+  failpoints: Failpoints;
+  log: Logger;
+  /** Called on every phase or state change. */
+  onProgress: (p: Progress) => void;
+}
+
+export class UpdateEngine {
+  readonly #d: EngineDeps;
+  readonly #layout: HostLayout;
+  readonly #files: FileTransaction;
+  #running: Promise<void> | undefined;
+  #next: { assignment: Assignment; force: boolean } | undefined;
+  progress: Progress;
+
+  constructor(deps: EngineDeps) {
+    this.#d = deps;
+    this.#layout = layoutOf(deps.config);
+    this.#files = new FileTransaction(deps.journal, deps.failpoints);
+    const s = deps.journal.state;
+    this.progress = s.failure
+      ? { state: s.failure.state, phase: s.failure.phase, reason: s.failure.reason, desiredConfig: s.pending?.to ?? s.currentConfig }
+      : s.pending
+        ? { state: 'Working', phase: s.pending.step, reason: '', desiredConfig: s.pending.to }
+        : { state: 'Done', phase: 'done', reason: '', desiredConfig: s.currentConfig };
+  }
+
+  get busy(): boolean {
+    return this.#running !== undefined;
+  }
+
+  /** Resolves when no update is running (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.#running) await this.#running;
+  }
+
+  /** Takes an assignment from the control plane; a running update finishes first. */
+  assign(assignment: Assignment, force = false): void {
+    const s = this.#d.journal.state;
+    const current = !s.pending && !s.failure && s.currentConfig === assignment.config;
+    if (current && !force) return;
+    if (s.pending && s.pending.to === assignment.config && !force && !this.#running) {
+      this.#start(() => this.#resume());
+      return;
+    }
+    if (this.#running) {
+      this.#next = { assignment, force };
+      return;
+    }
+    this.#start(() => this.#run(assignment, force));
+  }
+
+  /** At start-up: finish or undo whatever a crash or a reboot interrupted. */
+  resumeAfterRestart(): void {
+    if (this.#d.journal.state.pending) this.#start(() => this.#resume());
+  }
+
+  #start(work: () => Promise<void>): void {
+    this.#running = work()
+      .catch((err: unknown) => this.#d.log.error({ err }, 'update failed unexpectedly'))
+      .finally(() => {
+        this.#running = undefined;
+        const next = this.#next;
+        this.#next = undefined;
+        if (next) this.assign(next.assignment, next.force);
+      });
+  }
+
+  /** Marks the node failed outside an update (drift, an invalid assignment). */
+  markFailed(state: NodeState, phase: string, reason: string): void {
+    this.#d.journal.update((s) => { s.failure = { state, phase, reason }; });
+    this.#report(state, phase, reason);
+  }
+
+  #report(state: NodeState, phase: string, reason = ''): void {
+    this.progress = { state, phase, reason, desiredConfig: this.#d.journal.state.pending?.to ?? this.#d.journal.state.currentConfig };
+    this.#d.onProgress(this.progress);
+  }
+
+  async #run(a: Assignment, force: boolean): Promise<void> {
+    const j = this.#d.journal;
+    // A superseded update that failed validation still holds undo links; they are not needed.
+    if (j.state.pending) this.#files.finish();
+    j.update((s) => {
+      s.pending = {
+        id: randomBytes(4).toString('hex'), from: s.currentConfig, to: a.config, toSpec: a.spec,
+        policy: a.policy, driftPolicy: a.driftPolicy, step: 'check', force,
+      };
+    });
+    this.#d.log.info({ from: j.state.currentConfig || undefined, to: a.config, force }, 'update started');
+    await this.#resume();
+  }
+
+  /** Runs the pending update from the step the journal says it reached. */
+  async #resume(): Promise<void> {
+    const j = this.#d.journal;
+    const p = (): PendingUpdate => j.state.pending!;
+    try {
+      if (p().step === 'staging') this.#files.abandonStaged();
+      if (p().step === 'check') await this.#checkAndApplyFiles();
+      else if (p().step === 'committing') this.#files.commit();
+      if (p().step === 'files-done') await this.#applyUnits();
+      if (p().step === 'units-done') await this.#applyOs();
+      if (p().step === 'os-done') await this.#actionsOrReboot();
+      if (p().step === 'rebooting') {
+        if (this.#bootId() === p().rebootFromBootId) {
+          await this.#reboot(); // the reboot has not happened yet
+          return;
+        }
+        j.update((s) => { s.pending!.step = 'validating'; });
+      }
+      if (p().step === 'actions-done' || p().step === 'validating') await this.#validateAndFinish();
+    } catch (err) {
+      await this.#fail(err);
+    }
+  }
+
+  async #checkAndApplyFiles(): Promise<void> {
+    const j = this.#d.journal;
+    const p = j.state.pending!;
+    const from = j.state.currentSpec;
+    this.#report('Working', 'check');
+    if (from && from.fips !== p.toSpec.fips) {
+      throw new UnreconcilableError('check', 'spec.fips', `changing FIPS mode from ${from.fips} to ${p.toSpec.fips} after install is not supported; reprovision the host`);
+    }
+    const desired = desiredFiles(p.toSpec, this.#layout);
+
+    this.#report('Working', 'diff');
+    const diff = diffSpecs(from ?? undefined, p.toSpec);
+    this.#report('Working', 'plan');
+    const plan = planDisruption(diff, p.policy ?? undefined);
+    j.update((s) => { s.pending!.plan = plan; });
+    this.#d.log.info({ to: p.to, reboot: plan.reboot, reasons: plan.rebootReasons, actions: plan.actions, files: diff.files.length, units: diff.units.length }, 'update planned');
+
+    this.#report('Working', 'apply');
+    const previous = managedPaths(from, this.#layout);
+    await retireRemovedUnits(this.#d.systemd, from, p.toSpec);
+    try {
+      this.#files.stage(desired, previous, p.force);
+    } catch (err) {
+      this.#files.abandonStaged();
+      throw new UpdateStepError('apply', objectOf(err, desired), (err as Error).message);
+    }
+    try {
+      this.#files.commit();
+    } catch (err) {
+      await this.#rollBack();
+      throw new UpdateStepError('apply', objectOf(err, desired), (err as Error).message);
+    }
+  }
+
+  async #applyUnits(): Promise<void> {
+    const j = this.#d.journal;
+    const p = j.state.pending!;
+    this.#report('Working', 'apply');
+    const unitFilesChanged = (p.fileOps ?? []).some((op) => op.hostPath.startsWith(this.#layout.unitDir + '/'));
+    try {
+      await applyUnitStates(this.#d.systemd, j.state.currentSpec, p.toSpec, unitFilesChanged);
+    } catch (err) {
+      await this.#rollBack();
+      throw err;
+    }
+    j.update((s) => { s.pending!.step = 'units-done'; });
+    this.#d.failpoints.hit('units-done');
+  }
+
+  async #applyOs(): Promise<void> {
+    const j = this.#d.journal;
+    const p = j.state.pending!;
+    try {
+      const changed = await applyOsChanges(this.#d.rpmOstree, j.state.currentSpec, p.toSpec);
+      if (changed.length) this.#d.log.info({ changed }, 'OS changes staged with rpm-ostree');
+    } catch (err) {
+      await this.#rollBack();
+      throw err;
+    }
+    j.update((s) => { s.pending!.step = 'os-done'; });
+    this.#d.failpoints.hit('os-done');
+  }
+
+  async #actionsOrReboot(): Promise<void> {
+    const j = this.#d.journal;
+    const plan = j.state.pending!.plan!;
+    if (plan.reboot) {
+      j.update((s) => {
+        s.pending!.step = 'rebooting';
+        s.pending!.rebootFromBootId = this.#bootId();
+        s.lastDisruption = `reboot: ${plan.rebootReasons.join('; ')}`;
+      });
+      await this.#reboot();
+      return;
+    }
+    this.#report('Working', 'actions');
+    try {
+      await runActions(this.#d.systemd, plan.actions);
+    } catch (err) {
+      await this.#rollBack();
+      // Bring the services back on the old files too.
+      await runActions(this.#d.systemd, plan.actions).catch(() => undefined);
+      throw err;
+    }
+    j.update((s) => {
+      s.pending!.step = 'actions-done';
+      s.lastDisruption = plan.actions.length ? plan.actions.map((a) => (a.unit ? `${a.type} ${a.unit}` : a.type)).join(', ') : 'none';
+    });
+  }
+
+  async #reboot(): Promise<void> {
+    this.#report('Working', 'reboot');
+    this.#d.failpoints.hit('rebooting');
+    this.#d.log.info({ reasons: this.#d.journal.state.pending?.plan?.rebootReasons }, 'rebooting');
+    try {
+      await this.#d.rebooter.reboot();
+    } catch (err) {
+      throw new UpdateStepError('reboot', this.#d.config.reboot.method === 'logind' ? 'logind' : 'reboot command', (err as Error).message);
+    }
+  }
+
+  async #validateAndFinish(): Promise<void> {
+    const j = this.#d.journal;
+    const p = j.state.pending!;
+    this.#report('Working', 'validate');
+    const mismatches: string[] = [];
+    for (const f of desiredFiles(p.toSpec, this.#layout)) {
+      if (!matchesOnDisk(f)) mismatches.push(`${f.object}: on disk differs from the config (content, mode or owner)`);
+    }
+    mismatches.push(...(await unitMismatches(this.#d.systemd, p.toSpec)));
+    mismatches.push(...(await osMismatches(this.#d.rpmOstree, j.state.currentSpec, p.toSpec)));
+    if (mismatches.length) throw new UpdateStepError('validate', p.to, mismatches.join('; '));
+    this.#files.finish();
+    j.update((s) => {
+      s.currentConfig = p.to;
+      s.currentSpec = p.toSpec;
+      s.currentPolicy = p.policy;
+      s.currentDriftPolicy = p.driftPolicy;
+      s.pending = null;
+      s.failure = null;
+    });
+    this.#d.log.info({ config: p.to }, 'update done');
+    this.#report('Done', 'done');
+  }
+
+  async #rollBack(): Promise<void> {
+    this.#d.log.warn('apply failed; putting the old files back');
+    this.#files.rollBack();
+    await this.#d.systemd.reload().catch(() => undefined);
+    await this.#d.rpmOstree.run(['cleanup', '-p']).catch(() => undefined);
+  }
+
+  async #fail(err: unknown): Promise<void> {
+    const e = err instanceof UpdateStepError ? err : new UpdateStepError(this.progress.phase, 'agent', (err as Error).message);
+    const state: NodeState = err instanceof UnreconcilableError ? 'Unreconcilable' : 'Degraded';
+    this.#d.log.error({ step: e.step, object: e.object, cause: e.cause_, state }, 'update failed');
+    const j = this.#d.journal;
+    j.update((s) => {
+      s.failure = { state, phase: e.step, reason: e.message };
+      // An update that failed before its files were committed leaves nothing to resume.
+      if (s.pending && (s.pending.step === 'check' || s.pending.step === 'staging')) s.pending = null;
+      if (s.pending && ['files-done', 'units-done', 'os-done', 'actions-done'].includes(s.pending.step) && e.step !== 'validate') s.pending = null;
+    });
+    this.#report(state, e.step, e.message);
+  }
+
+  #bootId(): string {
+    try {
+      return readFileSync(this.#d.config.paths.bootIdFile, 'utf8').trim();
+    } catch {
+      return '';
+    }
+  }
+}
+
+function objectOf(err: unknown, desired: { hostPath: string; object: string }[]): string {
+  const path = (err as NodeJS.ErrnoException).path;
+  return desired.find((f) => path && (path === f.hostPath || path.includes(f.hostPath.split('/').pop()!)))?.object ?? 'files';
+}

@@ -1,0 +1,150 @@
+#!/usr/bin/env node
+// STAND-IN for rpm-ostree, which is not packaged for Debian. It follows the documented command
+// line and the `status --json` shape of the real tool for the commands mcplane uses, and keeps
+// its deployments in a JSON state file (--standin-state FILE or RPM_OSTREE_STANDIN_STATE).
+//
+//   status --json                         {deployments: [...], transaction: null}
+//   kargs                                 the booted deployment's kernel arguments
+//   kargs --append-if-missing=A --delete-if-present=B ...   stages a deployment
+//   override remove PKG... [--install P]  /  override reset PKG... [--uninstall P]
+//   update [--install P] [--uninstall P]
+//   rebase [--experimental] ostree-unverified-registry:IMAGE
+//   cancel
+//
+// Test-only verbs (not rpm-ostree's): `standin-boot` makes the staged deployment the booted
+// one (what a reboot does); `standin-busy N` makes the next N commands fail as if another
+// transaction were running, with rpm-ostree's message.
+
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+
+let args = process.argv.slice(2);
+let statePath = process.env.RPM_OSTREE_STANDIN_STATE;
+if (args[0] === '--standin-state') {
+  statePath = args[1];
+  args = args.slice(2);
+}
+if (!statePath) {
+  process.stderr.write('rpm-ostree stand-in: no state file (--standin-state FILE)\n');
+  process.exit(2);
+}
+
+function load() {
+  try {
+    return JSON.parse(readFileSync(statePath, 'utf8'));
+  } catch {
+    return {
+      busy: 0,
+      calls: [],
+      deployments: [deployment({ image: 'ostree-unverified-registry:quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:base', kargs: ['rw', 'root=UUID=standin'], booted: true })],
+    };
+  }
+}
+function save(state) {
+  writeFileSync(statePath + '.tmp', JSON.stringify(state, null, 2));
+  renameSync(statePath + '.tmp', statePath);
+}
+function deployment({ image, kargs, packages = [], removals = [], booted = false, staged = false }) {
+  const d = { booted, staged, 'container-image-reference': image, 'requested-packages': packages, 'requested-base-removals': removals, 'standin-kargs': kargs, osname: 'rhcos', version: 'standin' };
+  d.checksum = createHash('sha256').update(JSON.stringify([image, kargs, packages, removals])).digest('hex');
+  d.id = `rhcos-${d.checksum.slice(0, 12)}.0`;
+  return d;
+}
+function fail(message, code = 1) {
+  process.stderr.write(`error: ${message}\n`);
+  process.exit(code);
+}
+
+const state = load();
+const verb = args[0];
+if (verb !== 'standin-boot' && verb !== 'standin-busy') state.calls.push(args.join(' '));
+if (state.busy > 0 && !verb.startsWith('standin-') && !(verb === 'status')) {
+  state.busy--;
+  save(state);
+  fail('Transaction in progress: deploy --lock-finalization\n You can cancel the current transaction with `rpm-ostree cancel`');
+}
+
+const booted = () => state.deployments.find((d) => d.booted);
+const staged = () => state.deployments.find((d) => d.staged);
+/** Stage a change on top of the pending deployment (or the booted one), as rpm-ostree does. */
+function stage(change) {
+  const base = staged() ?? booted();
+  const next = { image: base['container-image-reference'], kargs: [...base['standin-kargs']], packages: [...base['requested-packages']], removals: [...base['requested-base-removals']] };
+  change(next);
+  const d = deployment({ ...next, staged: true });
+  state.deployments = [d, ...state.deployments.filter((x) => x.booted)];
+  save(state);
+}
+const opts = (name) => args.filter((a) => a.startsWith(`--${name}=`)).map((a) => a.slice(name.length + 3))
+  .concat(args.flatMap((a, i) => (a === `--${name}` ? [args[i + 1]] : [])));
+const positional = () => args.slice(1).filter((a, i, all) => !a.startsWith('--') && !['--install', '--uninstall'].includes(all[i - 1]));
+
+switch (verb) {
+  case 'status':
+    if (!args.includes('--json')) fail('the stand-in only implements status --json');
+    save(state);
+    process.stdout.write(JSON.stringify({ deployments: state.deployments, transaction: null, 'cached-update': null, 'update-driver': null }, null, 2) + '\n');
+    break;
+  case 'kargs': {
+    const append = opts('append-if-missing').concat(opts('append'));
+    const remove = opts('delete-if-present').concat(opts('delete'));
+    if (append.length === 0 && remove.length === 0) {
+      save(state);
+      process.stdout.write(booted()['standin-kargs'].join(' ') + '\n');
+      break;
+    }
+    stage((d) => {
+      d.kargs = d.kargs.filter((k) => !remove.includes(k));
+      for (const k of append) if (!d.kargs.includes(k)) d.kargs.push(k);
+    });
+    process.stdout.write('Kernel arguments updated.\nRun "systemctl reboot" to start a reboot\n');
+    break;
+  }
+  case 'override': {
+    const sub = args[1];
+    const pkgs = positional().slice(1);
+    const install = opts('install');
+    const uninstall = opts('uninstall');
+    if (sub !== 'remove' && sub !== 'reset') fail(`unknown override subcommand ${sub}`);
+    stage((d) => {
+      if (sub === 'remove') d.removals = [...new Set([...d.removals, ...pkgs])];
+      else d.removals = d.removals.filter((p) => !pkgs.includes(p));
+      d.packages = [...new Set([...d.packages.filter((p) => !uninstall.includes(p)), ...install])];
+    });
+    process.stdout.write('Staging deployment... done\n');
+    break;
+  }
+  case 'update': {
+    const install = opts('install');
+    const uninstall = opts('uninstall');
+    stage((d) => { d.packages = [...new Set([...d.packages.filter((p) => !uninstall.includes(p)), ...install])]; });
+    process.stdout.write('Staging deployment... done\n');
+    break;
+  }
+  case 'rebase': {
+    const ref = positional()[0];
+    if (!ref || !/^ostree-(unverified-registry|image-signed|remote-image):/.test(ref)) fail(`rebase needs an ostree container reference, got ${ref}`);
+    stage((d) => { d.image = ref; });
+    process.stdout.write('Staging deployment... done\n');
+    break;
+  }
+  case 'cancel':
+    save(state);
+    break;
+  case 'standin-boot': {
+    const s = staged();
+    if (s) {
+      s.staged = false;
+      s.booted = true;
+      state.deployments = [s, ...state.deployments.filter((d) => d !== s).map((d) => ({ ...d, booted: false }))].slice(0, 2);
+    }
+    save(state);
+    break;
+  }
+  case 'standin-busy':
+    state.busy = Number(args[1] ?? 1);
+    save(state);
+    break;
+  default:
+    fail(`the stand-in does not implement "${verb}"`);
+}
