@@ -156,8 +156,10 @@ export class UpdateEngine {
       else if (p().step === 'committing') this.#files.commit();
       if (p().step === 'files-done') await this.#applyUnits();
       if (p().step === 'units-done') await this.#applyOs();
-      if (p().step === 'os-done') await this.#actionsOrReboot();
-      if (p().step === 'rebooting') {
+      if (p().step === 'os-done') {
+        await this.#actionsOrReboot();
+        if (p().step === 'rebooting') return; // the process ends with the machine
+      } else if (p().step === 'rebooting') {
         if (this.#bootId() === p().rebootFromBootId) {
           await this.#reboot(); // the reboot has not happened yet
           return;

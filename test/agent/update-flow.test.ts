@@ -1,0 +1,153 @@
+// The whole update flow against a real control plane (mTLS gRPC), a real systemd user manager
+// over D-Bus, the rpm-ostree stand-in and the reboot stand-in.
+
+import assert from 'node:assert/strict';
+import { readFileSync, statSync, lstatSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { call } from '../../src/cli/client/call.ts';
+import type { Clients } from '../../src/cli/client/connection.ts';
+import { TestHost } from '../helpers/agent-harness.ts';
+import { untilNode } from '../helpers/converge.ts';
+import { canRunUserSystemd } from '../helpers/user-systemd.ts';
+import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+
+const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
+let server: TestServer;
+let c: Clients;
+let host: TestHost;
+
+const pool = `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfigPool
+metadata: {name: worker}
+spec:
+  machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}
+  nodeSelector: {matchLabels: {node-role.kubernetes.io/worker: ""}}
+  disruptionPolicy:
+    files:
+      - {path: /etc/demo/, actions: [{type: restart, unit: demo.service}]}
+    units:
+      - {name: demo.service, actions: [{type: daemon-reload}, {type: restart, unit: demo.service}]}
+`;
+const config = (motd: string, extra = '') => `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata: {name: 50-demo, labels: {machineconfiguration.openshift.io/role: worker}}
+spec:
+  config:
+    ignition: {version: 3.4.0}
+    passwd: {users: [{name: core, sshAuthorizedKeys: ["ssh-ed25519 AAAA demo"]}]}
+    storage:
+      files:
+        - {path: /etc/demo/motd, mode: 0640, contents: {source: "data:,${encodeURIComponent(motd)}"}}
+    systemd:
+      units:
+        - name: demo.service
+          enabled: true
+          contents: |
+            [Unit]
+            Description=demo
+            [Service]
+            Type=oneshot
+            RemainAfterExit=yes
+            ExecStart=/bin/true
+            [Install]
+            WantedBy=default.target
+${extra}`;
+
+before(async () => {
+  if (skip) return;
+  server = await startTestServer();
+  c = server.admin();
+  host = new TestHost({ name: 'host-a', server: server.address, pki: server.pki });
+});
+after(async () => {
+  if (skip) return;
+  await host.stop();
+  await server.close();
+});
+
+const target = async () => (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get')).status!.configuration;
+const apply = (text: string) => call(c, c.config.apply.bind(c.config), { manifests: [{ source: 't.yaml', text }], dryRun: false }, 'apply');
+
+test('a new host takes its pool config: files, unit, SSH keys; the pool policy covers them, so no reboot', { skip }, async () => {
+  await apply(pool);
+  await apply(config('hello'));
+  await host.start();
+  const want = await target();
+  const node = await untilNode(c, [host], 'host-a', (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
+  assert.equal(node.status!.phase, 'done');
+  assert.equal(node.status!.lastDisruption, 'daemon-reload, restart demo.service');
+  assert.equal(host.reboots, 0);
+  assert.equal(host.file('etc/demo/motd'), 'hello');
+  assert.equal(statSync(join(host.root, 'etc/demo/motd')).mode & 0o777, 0o640);
+  const keys = join(host.root, 'home/core/.ssh/authorized_keys.d/ignition');
+  assert.equal(readFileSync(keys, 'utf8'), 'ssh-ed25519 AAAA demo\n');
+  assert.equal(statSync(keys).mode & 0o777, 0o600);
+  assert.equal(host.systemd.systemctl('is-enabled', 'demo.service').stdout.trim(), 'enabled');
+  assert.equal(node.status!.os!.kernelType, 'default');
+});
+
+test('a file under a restart policy changes without a reboot; the unit is restarted over D-Bus', { skip }, async () => {
+  const before = host.systemd.systemctl('show', '-p', 'ActiveEnterTimestampMonotonic', 'demo.service').stdout;
+  host.systemd.systemctl('start', 'demo.service');
+  await apply(config('changed'));
+  const want = await target();
+  const node = await untilNode(c, [host], 'host-a', (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
+  assert.equal(host.reboots, 0, 'no reboot');
+  assert.equal(node.status!.lastDisruption, 'restart demo.service');
+  assert.equal(host.file('etc/demo/motd'), 'changed');
+  assert.equal(host.systemd.systemctl('is-active', 'demo.service').stdout.trim(), 'active');
+  assert.notEqual(host.systemd.systemctl('show', '-p', 'ActiveEnterTimestampMonotonic', 'demo.service').stdout, before);
+});
+
+test('kernel arguments and kernel type go through rpm-ostree and need a reboot; validation reads the booted deployment', { skip }, async () => {
+  await apply(config('changed', '  kernelArguments: [selinux=0, hugepages=32]\n  kernelType: realtime\n'));
+  const want = await target();
+  const node = await untilNode(c, [host], 'host-a', (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
+  assert.equal(host.reboots, 1);
+  assert.match(node.status!.lastDisruption, /^reboot: kernelArguments changed; kernelType changed$/);
+  assert.deepEqual(node.status!.os!.kernelArguments.slice(-2), ['selinux=0', 'hugepages=32']);
+  assert.equal(node.status!.os!.kernelType, 'realtime');
+  const calls: string[] = JSON.parse(readFileSync(host.standinState, 'utf8')).calls;
+  assert.ok(calls.some((x) => x === 'kargs --append-if-missing=selinux=0 --append-if-missing=hugepages=32'), calls.join('\n'));
+  assert.ok(calls.some((x) => x.startsWith('override remove kernel kernel-core') && x.includes('--install kernel-rt-core')));
+
+  // Removing the config deletes the karg again (delete-if-present) and goes back to the default kernel.
+  await apply(config('changed'));
+  const back = await target();
+  const node2 = await untilNode(c, [host], 'host-a', (n) => n.status!.currentConfig === back && n.status!.state === 'Done');
+  assert.equal(host.reboots, 2);
+  assert.ok(!node2.status!.os!.kernelArguments.includes('selinux=0'));
+  assert.equal(node2.status!.os!.kernelType, 'default');
+  const calls2: string[] = JSON.parse(readFileSync(host.standinState, 'utf8')).calls;
+  assert.ok(calls2.some((x) => x.includes('--delete-if-present=selinux=0')));
+});
+
+test('a file taken over is backed up and restored when no config manages it; a new file is deleted', { skip }, async () => {
+  const { writeFileSync } = await import('node:fs');
+  writeFileSync(join(host.root, 'etc/original.conf'), 'the distribution default\n', { mode: 0o644 });
+  const takeover = `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata: {name: 60-takeover, labels: {machineconfiguration.openshift.io/role: worker}}
+spec:
+  config:
+    ignition: {version: 3.4.0}
+    storage:
+      files:
+        - {path: /etc/original.conf, contents: {source: "data:,managed"}}
+        - {path: /usr/local/bin/tool, mode: 0755, contents: {source: "data:,%23!/bin/sh"}}
+`;
+  await apply(takeover);
+  let want = await target();
+  await untilNode(c, [host], 'host-a', (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
+  assert.equal(host.file('etc/original.conf'), 'managed');
+  assert.equal(host.file('var/usrlocal/bin/tool'), '#!/bin/sh', '/usr/local resolves into /var');
+  assert.equal(statSync(join(host.root, 'var/usrlocal/bin/tool')).mode & 0o777, 0o755);
+  assert.ok(lstatSync(join(host.root, 'usr/local')).isSymbolicLink() && readlinkSync(join(host.root, 'usr/local')) === '../var/usrlocal');
+
+  await call(c, c.config.delete.bind(c.config), { kind: 'MachineConfig', name: '60-takeover' }, 'delete');
+  want = await target();
+  await untilNode(c, [host], 'host-a', (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
+  assert.equal(host.file('etc/original.conf'), 'the distribution default\n');
+  assert.equal(host.file('var/usrlocal/bin/tool'), undefined);
+});

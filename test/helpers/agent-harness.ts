@@ -1,0 +1,143 @@
+// One simulated host for agent tests: a temporary root laid out like CoreOS (/usr/local is a
+// link into /var), a real systemd user manager for units, the rpm-ostree stand-in, a reboot
+// stand-in, and the real mcplane-agent as a separate process. A "reboot" here is what it is to
+// the agent: the process dies, the boot id changes, the staged deployment becomes the booted one.
+
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { stringify } from 'yaml';
+import { REPO_ROOT } from './run-cli.ts';
+import type { TestPki } from './test-pki.ts';
+import { startUserSystemd, type UserSystemd } from './user-systemd.ts';
+
+export const STANDIN = join(REPO_ROOT, 'test/stand-ins/rpm-ostree-standin.mjs');
+export const REBOOT_STANDIN = join(REPO_ROOT, 'test/stand-ins/reboot-standin.mjs');
+
+export interface HostOptions {
+  name: string;
+  server: string;
+  pki: TestPki;
+  labels?: Record<string, string>;
+  /** Make /usr/local a real directory instead of CoreOS's link into /var. */
+  usrLocalIsDirectory?: boolean;
+  driftIntervalSeconds?: number;
+  systemd?: UserSystemd;
+}
+
+export class TestHost {
+  readonly dir: string;
+  readonly root: string;
+  readonly stateDir: string;
+  readonly configPath: string;
+  readonly bootIdFile: string;
+  readonly rebootMarker: string;
+  readonly standinState: string;
+  systemd!: UserSystemd;
+  logs: string[] = [];
+  reboots = 0;
+  #child: ChildProcess | undefined;
+  #exited: Promise<number | null> | undefined;
+  #ownSystemd = false;
+
+  constructor(readonly options: HostOptions) {
+    this.dir = mkdtempSync(join(tmpdir(), `mcplane-host-${options.name}-`));
+    this.root = join(this.dir, 'root');
+    this.stateDir = join(this.root, 'var/lib/mcplane');
+    this.configPath = join(this.dir, 'agent.yaml');
+    this.bootIdFile = join(this.dir, 'boot_id');
+    this.rebootMarker = join(this.dir, 'reboot-requested');
+    this.standinState = join(this.dir, 'rpm-ostree.json');
+    for (const d of ['etc', 'var/usrlocal/bin', 'usr/bin', 'home/core/.ssh', 'opt-target']) mkdirSync(join(this.root, d), { recursive: true });
+    if (options.usrLocalIsDirectory) mkdirSync(join(this.root, 'usr/local/bin'), { recursive: true });
+    else symlinkSync('../var/usrlocal', join(this.root, 'usr/local'));
+    writeFileSync(join(this.root, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000:CoreOS Admin:/home/core:/bin/bash\n');
+    writeFileSync(join(this.root, 'etc/group'), 'root:x:0:\ncore:x:1000:\n');
+    writeFileSync(this.bootIdFile, randomUUID() + '\n');
+    writeFileSync(join(this.dir, 'rpm-ostree'), `#!/bin/sh\nexec ${process.execPath} ${STANDIN} --standin-state ${this.standinState} "$@"\n`, { mode: 0o755 });
+  }
+
+  async start(env: NodeJS.ProcessEnv = {}): Promise<void> {
+    if (!this.systemd) {
+      this.systemd = this.options.systemd ?? await startUserSystemd();
+      this.#ownSystemd = !this.options.systemd;
+    }
+    const certs = await this.options.pki.node(this.options.name);
+    writeFileSync(this.configPath, stringify({
+      server: this.options.server,
+      tls: certs,
+      nodeName: this.options.name,
+      labels: this.options.labels ?? { 'node-role.kubernetes.io/worker': '' },
+      paths: { root: this.root, unitDir: this.systemd.unitDir, stateDir: this.stateDir, bootIdFile: this.bootIdFile },
+      systemdBus: this.systemd.busAddress,
+      rpmOstree: join(this.dir, 'rpm-ostree'),
+      reboot: { method: 'command', command: [process.execPath, REBOOT_STANDIN, this.rebootMarker] },
+      drift: { intervalSeconds: this.options.driftIntervalSeconds ?? 1 },
+      heartbeatSeconds: 5,
+      jobTimeoutSeconds: 20,
+    }));
+    this.spawnAgent(env);
+  }
+
+  spawnAgent(env: NodeJS.ProcessEnv = {}): void {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/agent/main.ts', '--config', this.configPath], {
+      cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.#child = child;
+    this.#exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))));
+    createInterface({ input: child.stdout! }).on('line', (l) => this.logs.push(l));
+    createInterface({ input: child.stderr! }).on('line', (l) => this.logs.push(`stderr: ${l}`));
+  }
+
+  get alive(): boolean {
+    return this.#child !== undefined && this.#child.exitCode === null && this.#child.signalCode === null;
+  }
+
+  /** Waits for the agent process to exit by itself (a failpoint killed it). */
+  async exited(timeoutMs = 20_000): Promise<number | null> {
+    const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), timeoutMs));
+    const result = await Promise.race([this.#exited!, timer]);
+    if (result === 'timeout') throw new Error(`agent ${this.options.name} did not exit within ${timeoutMs} ms\n${this.logs.slice(-20).join('\n')}`);
+    return result;
+  }
+
+  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    if (this.alive) {
+      this.#child!.kill(signal);
+      await this.#exited;
+    }
+  }
+
+  /** Performs a requested reboot: new boot id, staged deployment booted, agent restarted. */
+  async rebootIfRequested(): Promise<boolean> {
+    if (!existsSync(this.rebootMarker)) return false;
+    const requests = readFileSync(this.rebootMarker, 'utf8').trim().split('\n').length;
+    if (requests <= this.reboots) return false;
+    this.reboots = requests;
+    await this.kill();
+    writeFileSync(this.bootIdFile, randomUUID() + '\n');
+    spawnSync(join(this.dir, 'rpm-ostree'), ['standin-boot']);
+    this.spawnAgent();
+    return true;
+  }
+
+  rpmOstree(...args: string[]): string {
+    return spawnSync(join(this.dir, 'rpm-ostree'), args, { encoding: 'utf8' }).stdout;
+  }
+
+  file(path: string): string | undefined {
+    try {
+      return readFileSync(join(this.root, path), 'utf8');
+    } catch {
+      return undefined;
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.kill('SIGTERM');
+    if (this.#ownSystemd) await this.systemd.stop();
+  }
+}
