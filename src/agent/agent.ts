@@ -54,7 +54,9 @@ export class Agent {
         if (p.state === 'Done' && p.phase === 'done') {
           if (!this.#reconciling) this.#driftFound = [];
           this.#reconciling = false;
-          void this.#afterUpdate();
+          // Watch before the control plane hears "Done", so no edit can slip in between.
+          this.#watchDrift();
+          void this.#refreshOs().then(() => this.session?.report());
         }
         this.session?.report();
       },
@@ -157,12 +159,6 @@ export class Agent {
     if (j.pending) return { config: j.pending.to, spec: j.pending.toSpec, policy: j.pending.policy, driftPolicy: j.pending.driftPolicy };
     if (!j.currentSpec) return undefined;
     return { config: j.currentConfig, spec: j.currentSpec, policy: j.currentPolicy, driftPolicy: j.currentDriftPolicy };
-  }
-
-  async #afterUpdate(): Promise<void> {
-    await this.#refreshOs();
-    this.#watchDrift();
-    this.session?.report();
   }
 
   async #refreshOs(): Promise<void> {

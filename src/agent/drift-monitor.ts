@@ -47,6 +47,8 @@ export class DriftMonitor {
     }
     this.#timer = setInterval(() => void this.checkAll(), this.intervalMs);
     this.#timer.unref();
+    // Anything changed between writing the files and starting the watch is caught now.
+    void this.checkAll();
   }
 
   stop(): void {

@@ -1,0 +1,176 @@
+// Drift within 2 s, drift policies, forced re-apply, and failures that name step, object and
+// cause (with the files rolled back).
+
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { call } from '../../src/cli/client/call.ts';
+import type { Clients } from '../../src/cli/client/connection.ts';
+import { TestHost } from '../helpers/agent-harness.ts';
+import { untilNode } from '../helpers/converge.ts';
+import { eventually } from '../helpers/simulated-agent.ts';
+import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../helpers/user-systemd.ts';
+import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+
+const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
+let server: TestServer;
+let c: Clients;
+let systemd: UserSystemd;
+const hosts: TestHost[] = [];
+
+const poolDoc = (name: string, extra: string) => `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfigPool
+metadata: {name: ${name}}
+spec:
+  machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: ${name}}}
+  nodeSelector: {matchLabels: {node-role.kubernetes.io/${name}: ""}}
+  maxUnavailable: 100%
+  disruptionPolicy:
+    files: [{path: /etc/, actions: [{type: none}]}, {path: /usr/local/, actions: [{type: none}]}]
+    units: [{name: broken.service, actions: [{type: restart, unit: broken.service}]}]
+${extra}`;
+const mc = (name: string, role: string, body: string) => `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata: {name: ${name}, labels: {machineconfiguration.openshift.io/role: ${role}}}
+spec:
+${body}`;
+const apply = (...texts: string[]) => call(c, c.config.apply.bind(c.config), { manifests: texts.map((text, i) => ({ source: `${i}.yaml`, text })), dryRun: false }, 'apply');
+const target = async (pool: string) => (await call(c, c.status.getPool.bind(c.status), { name: pool }, 'get')).status!.configuration;
+
+async function hostIn(pool: string, name: string, options: Partial<ConstructorParameters<typeof TestHost>[0]> = {}): Promise<TestHost> {
+  const host = new TestHost({ name, server: server.address, pki: server.pki, systemd, labels: { [`node-role.kubernetes.io/${pool}`]: '' }, ...options });
+  hosts.push(host);
+  await host.start();
+  const want = await target(pool);
+  await untilNode(c, [host], name, (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
+  return host;
+}
+
+before(async () => {
+  if (skip) return;
+  server = await startTestServer();
+  c = server.admin();
+  systemd = await startUserSystemd();
+  const file = (role: string) => mc(`50-${role}`, role, `  config:\n    ignition: {version: 3.4.0}\n    storage: {files: [{path: /etc/watched.conf, contents: {source: "data:,expected"}}]}\n`);
+  await apply(poolDoc('degrade', ''), poolDoc('heal', '  driftPolicy: Reconcile\n'), file('degrade'), file('heal'));
+});
+after(async () => {
+  if (skip) return;
+  for (const h of hosts) await h.kill();
+  await systemd.stop();
+  await server.close();
+});
+
+test('drift: a managed file changed by hand shows on the control plane within 2 s, with path and hashes; the node degrades', { skip }, async () => {
+  const host = await hostIn('degrade', 'drift-degrade', { driftIntervalSeconds: 60 });
+  writeFileSync(join(host.root, 'etc/watched.conf'), 'edited by hand');
+  const start = Date.now();
+  const node = await untilNode(c, [host], 'drift-degrade', (n) => n.status!.drift.length > 0, 5000);
+  const took = Date.now() - start;
+  assert.ok(took < 2000, `drift reported after ${took} ms`);
+  const d = node.status!.drift[0]!;
+  assert.equal(d.path, '/etc/watched.conf');
+  assert.equal(d.kind, 'file');
+  assert.match(d.expectedHash, /^[0-9a-f]{64}$/);
+  assert.match(d.actualHash, /^[0-9a-f]{64}$/);
+  assert.notEqual(d.expectedHash, d.actualHash);
+  const degraded = await untilNode(c, [host], 'drift-degrade', (n) => n.status!.state === 'Degraded', 5000);
+  assert.match(degraded.status!.reason, /^drift: file \/etc\/watched\.conf changed outside the agent \(expected sha256 [0-9a-f]{12}, found [0-9a-f]{12}\)$/);
+  await eventually(async () => {
+    const pool = await call(c, c.status.getPool.bind(c.status), { name: 'degrade' }, 'get');
+    return /drift-degrade \(Degraded: drift: file \/etc\/watched\.conf/.test(pool.status!.conditions.find((x) => x.type === 'NodeDegraded')!.message);
+  }, 2000, 'the pool names the drifted node');
+
+  // mcctl node reapply: a forced full re-apply rewrites the file and clears the state.
+  await call(c, c.config.reapplyNode.bind(c.config), { name: 'drift-degrade' }, 'reapply');
+  const healed = await untilNode(c, [host], 'drift-degrade', (n) => n.status!.state === 'Done' && n.status!.drift.length === 0, 10_000);
+  assert.equal(healed.status!.reason, '');
+  assert.equal(host.file('etc/watched.conf'), 'expected');
+});
+
+test('drift: the periodic check catches what a watch cannot (a replaced directory)', { skip }, async () => {
+  const host = await hostIn('degrade', 'drift-periodic', { driftIntervalSeconds: 1 });
+  const { renameSync, mkdirSync } = await import('node:fs');
+  // Replace /etc wholesale: the inotify watch on the old directory sees nothing of the new one.
+  renameSync(join(host.root, 'etc'), join(host.root, 'etc.old'));
+  mkdirSync(join(host.root, 'etc'));
+  const node = await untilNode(c, [host], 'drift-periodic', (n) => n.status!.state === 'Degraded', 5000);
+  assert.match(node.status!.reason, /file \/etc\/watched\.conf changed outside the agent \(expected sha256 [0-9a-f]+, found it missing\)/);
+  renameSync(join(host.root, 'etc'), join(host.root, 'etc.empty'));
+  renameSync(join(host.root, 'etc.old'), join(host.root, 'etc'));
+});
+
+test('drift policy Reconcile: the agent rewrites the file and reports what it fixed', { skip }, async () => {
+  const host = await hostIn('heal', 'drift-heal');
+  writeFileSync(join(host.root, 'etc/watched.conf'), 'edited by hand');
+  const node = await untilNode(c, [host], 'drift-heal', (n) => n.status!.drift.length > 0 && n.status!.state === 'Done', 5000);
+  assert.equal(node.status!.drift[0]!.path, '/etc/watched.conf');
+  await untilNode(c, [host], 'drift-heal', () => host.file('etc/watched.conf') === 'expected', 5000);
+});
+
+test('a unit that fails to restart: Degraded naming the step, the unit and the result; the files are rolled back', { skip }, async () => {
+  const host = await hostIn('degrade', 'unit-fail');
+  const broken = mc('60-broken', 'degrade', `  config:
+    ignition: {version: 3.4.0}
+    storage: {files: [{path: /etc/watched.conf, contents: {source: "data:,new-content"}}]}
+    systemd:
+      units:
+        - name: broken.service
+          contents: |
+            [Service]
+            Type=oneshot
+            ExecStart=/bin/false
+`);
+  await apply(broken);
+  const node = await untilNode(c, [host], 'unit-fail', (n) => n.status!.state === 'Degraded', 20_000);
+  assert.equal(node.status!.phase, 'actions');
+  assert.match(node.status!.reason, /^actions: unit broken\.service: RestartUnit broken\.service: job ended "failed" \(unit is failed\)$/);
+  assert.equal(host.file('etc/watched.conf'), 'expected', 'the file written by the failed update is rolled back');
+  assert.ok(!host.systemd.systemctl('cat', 'broken.service').stdout.includes('/bin/false'), 'the unit file is rolled back too');
+  await call(c, c.config.delete.bind(c.config), { kind: 'MachineConfig', name: '60-broken' }, 'delete');
+  const want = await target('degrade');
+  await untilNode(c, [host], 'unit-fail', (n) => n.status!.currentConfig === want && n.status!.state === 'Done', 20_000);
+});
+
+test('/usr/local that does not lead into /var is refused at check, naming the path and why', { skip }, async () => {
+  await apply(poolDoc('plain', ''), mc('50-plain', 'plain', `  config:
+    ignition: {version: 2.2.0}
+    storage: {files: [{filesystem: root, path: /usr/local/bin/tool, mode: 0755, contents: {source: "data:,x"}}]}
+`));
+  const host = new TestHost({ name: 'plain-usr', server: server.address, pki: server.pki, systemd, labels: { 'node-role.kubernetes.io/plain': '' }, usrLocalIsDirectory: true });
+  hosts.push(host);
+  await host.start();
+  const node = await untilNode(c, [host], 'plain-usr', (n) => n.status!.state === 'Degraded', 20_000);
+  assert.equal(node.status!.phase, 'check');
+  assert.match(node.status!.reason, /^check: file \/usr\/local\/bin\/tool: \/usr\/local\/bin\/tool is outside \/etc and \/var on this host/);
+  assert.equal(host.file('usr/local/bin/tool'), undefined, 'nothing was written');
+});
+
+test('rpm-ostree busy with another transaction: retried, logged, and the update completes', { skip }, async () => {
+  const host = await hostIn('degrade', 'busy-ostree');
+  host.rpmOstree('standin-busy', '2');
+  await apply(mc('70-karg', 'degrade', '  kernelArguments: [busy=1]\n'));
+  const want = await target('degrade');
+  await untilNode(c, [host], 'busy-ostree', (n) => n.status!.currentConfig === want && n.status!.state === 'Done', 60_000);
+  assert.ok(host.logs.some((l) => l.includes('rpm-ostree is busy with another transaction; retrying')));
+  await call(c, c.config.delete.bind(c.config), { kind: 'MachineConfig', name: '70-karg' }, 'delete');
+});
+
+test('a FIPS change after install is Unreconcilable and names the field', { skip }, async () => {
+  const host = await hostIn('degrade', 'fips-node');
+  await apply(mc('80-fips', 'degrade', '  fips: true\n'));
+  const node = await untilNode(c, [host], 'fips-node', (n) => n.status!.state === 'Unreconcilable', 20_000);
+  assert.match(node.status!.reason, /^check: spec\.fips: changing FIPS mode from false to true after install is not supported/);
+  await call(c, c.config.delete.bind(c.config), { kind: 'MachineConfig', name: '80-fips' }, 'delete');
+  const want = await target('degrade');
+  await untilNode(c, [host], 'fips-node', (n) => n.status!.currentConfig === want && n.status!.state === 'Done', 20_000);
+});
+
+test('the journal records what it needs to resume, and nothing else on disk changes when nothing changes', { skip }, async () => {
+  const host = hosts.find((h) => h.options.name === 'fips-node')!;
+  const journal = JSON.parse(readFileSync(join(host.stateDir, 'journal.json'), 'utf8'));
+  assert.equal(journal.pending, null);
+  assert.equal(journal.failure, null);
+  assert.match(journal.currentConfig, /^rendered-degrade-/);
+});
