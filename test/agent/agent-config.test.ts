@@ -1,0 +1,42 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { loadAgentConfig, parseAgentConfig } from '../../src/agent/agent-config.ts';
+
+const minimal = { server: 'mcplane:7443', tls: { ca: '/a', cert: '/b', key: '/c' }, nodeName: 'n1' };
+
+test('defaults are a real CoreOS host\'s paths; a root moves them all', () => {
+  const c = parseAgentConfig(minimal);
+  assert.deepEqual(c.paths, { root: '/', unitDir: '/etc/systemd/system', stateDir: '/var/lib/mcplane', sshKeysDir: '/home/core/.ssh/authorized_keys.d', bootIdFile: '/proc/sys/kernel/random/boot_id' });
+  assert.deepEqual(c.reboot, { method: 'logind' });
+  assert.equal(c.systemdBus, 'system');
+  assert.equal(c.rpmOstree, 'rpm-ostree');
+  const moved = parseAgentConfig({ ...minimal, paths: { root: '/tmp/r' } });
+  assert.equal(moved.paths.unitDir, '/tmp/r/etc/systemd/system');
+  assert.equal(moved.paths.stateDir, '/tmp/r/var/lib/mcplane');
+});
+
+test('bad configs name the field and the rule', () => {
+  const cases: [unknown, RegExp][] = [
+    [{ ...minimal, server: 'nope' }, /server: required, HOST:PORT/],
+    [{ server: 'a:1', nodeName: 'n' }, /tls: required/],
+    [{ ...minimal, tls: { ca: '/a' } }, /tls.cert: must be a non-empty string|tls: ca, cert and key are all required/],
+    [{ ...minimal, nodeName: 'Bad_Name' }, /nodeName: "Bad_Name" is not a DNS subdomain/],
+    [{ ...minimal, reboot: { method: 'command' } }, /reboot.command: a non-empty list/],
+    [{ ...minimal, reboot: { method: 'kexec' } }, /reboot.method: must be logind or command/],
+    [{ ...minimal, drift: { intervalSeconds: -1 } }, /drift.intervalSeconds: must be a positive number/],
+    [{ ...minimal, serverAddress: 'x' }, /serverAddress: unknown field/],
+    [{ ...minimal, labels: { a: 1 } }, /labels.a: label values must be strings/],
+    [[], /must be a mapping/],
+  ];
+  for (const [raw, message] of cases) assert.throws(() => parseAgentConfig(raw, 'agent.yaml'), message, JSON.stringify(raw));
+});
+
+test('the file must exist and be YAML', () => {
+  assert.throws(() => loadAgentConfig('/no/such/agent.yaml'), /cannot read agent config \/no\/such\/agent\.yaml/);
+  const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+  writeFileSync(join(dir, 'a.yaml'), 'server: [unclosed');
+  assert.throws(() => loadAgentConfig(join(dir, 'a.yaml')), /not valid YAML/);
+});

@@ -1,0 +1,83 @@
+// The D-Bus client against a real systemd user manager.
+
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { SystemdClient } from '../../src/agent/systemd-client.ts';
+import { SystemdError } from '../../src/machineconfig/index.ts';
+import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../helpers/user-systemd.ts';
+
+const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
+let sd: UserSystemd;
+let client: SystemdClient;
+before(async () => {
+  if (skip) return;
+  sd = await startUserSystemd();
+  client = SystemdClient.connect(sd.busAddress, 3000);
+});
+after(async () => {
+  if (skip) return;
+  client.close();
+  await sd.stop();
+});
+
+const unit = (name: string, body: string) => writeFileSync(join(sd.unitDir, name), body);
+
+test('enable, start, restart, reload; states as systemd reports them', { skip }, async () => {
+  unit('ok.service', '[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\nExecReload=/bin/true\n[Install]\nWantedBy=default.target\n');
+  await client.reload();
+  assert.equal(await client.unitFileState('ok.service'), 'disabled');
+  const changes = await client.enableUnitFiles(['ok.service']);
+  assert.equal(changes[0]!.type, 'symlink');
+  assert.equal(await client.unitFileState('ok.service'), 'enabled');
+  await client.startUnit('ok.service');
+  assert.equal(await client.activeState('ok.service'), 'active');
+  await client.restartUnit('ok.service');
+  await client.reloadUnit('ok.service');
+  await client.disableUnitFiles(['ok.service']);
+  assert.equal(await client.unitFileState('ok.service'), 'disabled');
+  assert.equal(await client.unitFileState('missing.service'), 'not-found');
+});
+
+test('a failed job names the method, the unit, the result and the unit state', { skip }, async () => {
+  unit('bad.service', '[Service]\nType=oneshot\nExecStart=/bin/false\n');
+  await client.reload();
+  await assert.rejects(client.startUnit('bad.service'), (err: unknown) => {
+    assert.ok(err instanceof SystemdError);
+    assert.equal(err.message, 'StartUnit bad.service: job ended "failed" (unit is failed)');
+    return true;
+  });
+});
+
+test('a job that does not finish in time is reported as such', { skip }, async () => {
+  unit('slow.service', '[Service]\nType=oneshot\nExecStart=/bin/sleep 10\n');
+  await client.reload();
+  await assert.rejects(client.startUnit('slow.service'), /StartUnit slow\.service: job did not finish within 3s \(unit is activating\)/);
+  await client.stopUnit('slow.service');
+});
+
+test('mask stops nothing by itself; a masked unit refuses to start; unmask brings it back', { skip }, async () => {
+  unit('m.service', '[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n');
+  await client.reload();
+  await client.startUnit('m.service');
+  // A file in the unit directory blocks masking: that is why masked units get no contents.
+  await assert.rejects(client.maskUnitFiles(['m.service']), /already exists/);
+  const { unlinkSync } = await import('node:fs');
+  unlinkSync(join(sd.unitDir, 'm.service'));
+  await client.maskUnitFiles(['m.service']);
+  await client.reload();
+  assert.equal(await client.unitFileState('m.service'), 'masked');
+  assert.equal(await client.activeState('m.service'), 'active', 'a masked unit keeps running until stopped');
+  await client.stopUnit('m.service');
+  await assert.rejects(client.startUnit('m.service'), SystemdError);
+  await client.unmaskUnitFiles(['m.service']);
+  assert.notEqual(await client.unitFileState('m.service'), 'masked');
+});
+
+test('a lost bus connection fails calls with a clear error instead of crashing', { skip }, async () => {
+  const other = SystemdClient.connect(sd.busAddress, 3000);
+  await other.subscribe();
+  other.close();
+  await assert.rejects(other.reload(), SystemdError);
+});
