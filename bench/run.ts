@@ -3,6 +3,7 @@
 const BENCHMARKS: Record<string, () => Promise<{ run: () => void | Promise<void> }>> = {
   render: () => import('./render.ts'),
   controlplane: () => import('./controlplane.ts'),
+  agent: () => import('./agent.ts'),
 };
 
 const names = process.argv.slice(2);

@@ -26,41 +26,48 @@ export async function retireRemovedUnits(systemd: SystemdClient, from: MachineCo
   }
 }
 
-/** After the files change: daemon-reload, then masks, unmasks, enables and disables. */
+/**
+ * After the files change: daemon-reload, then masks, unmasks, enables and disables, each one
+ * D-Bus call for all the units it concerns (systemctl would reload systemd once per unit).
+ */
 export async function applyUnitStates(systemd: SystemdClient, from: MachineConfigSpec | null, to: MachineConfigSpec, unitFilesChanged: boolean): Promise<void> {
   if (unitFilesChanged) await wrap('apply', 'systemd daemon-reload', () => systemd.reload());
   const before = unitsOf(from);
-  let changed = false;
+  const mask: string[] = [];
+  const unmask: string[] = [];
+  const enable: string[] = [];
+  const disable: string[] = [];
   for (const unit of to.config.systemd.units) {
-    const object = `unit ${unit.name}`;
     if (unit.mask) {
-      // A masked unit keeps running until stopped; stop it first.
-      await wrap('apply', object, () => systemd.stopUnit(unit.name).catch(() => undefined));
-      await wrap('apply', object, () => systemd.maskUnitFiles([unit.name]));
-      changed = true;
+      mask.push(unit.name);
       continue;
     }
-    if (before.get(unit.name)?.mask) {
-      await wrap('apply', object, () => systemd.unmaskUnitFiles([unit.name]));
-      changed = true;
-    }
-    if (unit.enabled === true) {
-      await wrap('apply', object, () => systemd.enableUnitFiles([unit.name]));
-      changed = true;
-    } else if (unit.enabled === false) {
-      await wrap('apply', object, () => systemd.disableUnitFiles([unit.name]));
-      changed = true;
-    }
+    if (before.get(unit.name)?.mask) unmask.push(unit.name);
+    if (unit.enabled === true) enable.push(unit.name);
+    else if (unit.enabled === false) disable.push(unit.name);
   }
-  if (changed) await wrap('apply', 'systemd daemon-reload', () => systemd.reload());
+  // A masked unit keeps running until stopped; stop it first (a unit not running is fine).
+  await Promise.all(mask.map((name) => systemd.stopUnit(name).catch(() => undefined)));
+  const named = (names: string[]): string => (names.length === 1 ? `unit ${names[0]}` : `units ${names.join(', ')}`);
+  if (mask.length) await wrap('apply', named(mask), () => systemd.maskUnitFiles(mask));
+  if (unmask.length) await wrap('apply', named(unmask), () => systemd.unmaskUnitFiles(unmask));
+  if (enable.length) await wrap('apply', named(enable), () => systemd.enableUnitFiles(enable));
+  if (disable.length) await wrap('apply', named(disable), () => systemd.disableUnitFiles(disable));
+  if (mask.length + unmask.length + enable.length + disable.length) await wrap('apply', 'systemd daemon-reload', () => systemd.reload());
 }
 
-/** The disruption policy's actions, in order (daemon-reload, reloads, restarts). */
+/**
+ * The disruption policy's actions: daemon-reload first, then every reload, then every restart;
+ * the jobs of one kind run at once (systemd orders them by their dependencies anyway).
+ */
 export async function runActions(systemd: SystemdClient, actions: DisruptionAction[]): Promise<void> {
-  for (const a of actions) {
-    if (a.type === 'daemon-reload') await wrap('actions', 'systemd daemon-reload', () => systemd.reload());
-    if (a.type === 'reload') await wrap('actions', `unit ${a.unit}`, () => systemd.reloadUnit(a.unit!));
-    if (a.type === 'restart') await wrap('actions', `unit ${a.unit}`, () => systemd.restartUnit(a.unit!));
+  if (actions.some((a) => a.type === 'daemon-reload')) await wrap('actions', 'systemd daemon-reload', () => systemd.reload());
+  for (const type of ['reload', 'restart'] as const) {
+    const units = actions.filter((a) => a.type === type).map((a) => a.unit!);
+    const results = await Promise.allSettled(units.map((unit) =>
+      wrap('actions', `unit ${unit}`, () => (type === 'reload' ? systemd.reloadUnit(unit) : systemd.restartUnit(unit)))));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 }
 
