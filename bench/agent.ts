@@ -144,6 +144,13 @@ async function benchUnits(): Promise<void> {
   ], { ratio, goal: '<= 0.30', ok: ratio <= 0.3 });
 }
 
+/** RSS and private (anonymous) memory of a process, in MiB, from /proc. */
+function memoryOf(pid: number): { rss: number; anon: number } {
+  const smaps = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const kb = (key: string): number => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(smaps)![1]) / 1024;
+  return { rss: kb('Rss'), anon: kb('Anonymous') };
+}
+
 async function benchRss(): Promise<void> {
   if (!canRunUserSystemd()) {
     console.log('\n== rss: skipped (needs root to start a systemd user manager)');
@@ -151,8 +158,24 @@ async function benchRss(): Promise<void> {
   }
   const { startTestServer } = await import('../test/helpers/test-server.ts');
   const { TestHost } = await import('../test/helpers/agent-harness.ts');
+  const { spawn } = await import('node:child_process');
+  const { buildBundles } = await import('../scripts/build.ts');
+  const bundle = join(await buildBundles(), 'mcplane-agent.cjs');
   const server = await startTestServer();
-  const host = new TestHost({ name: 'bench-rss', server: server.address, pki: server.pki });
+
+  // The floor: Node 24 holding one idle AgentService stream over mutual TLS with grpc-js, and
+  // nothing else. No agent on these building blocks can use less.
+  const certs = await server.pki.node('bench-floor');
+  const floorScript = `
+    const grpc = require('@grpc/grpc-js'); const fs = require('fs'); const loader = require('@grpc/proto-loader');
+    const pkg = grpc.loadPackageDefinition(loader.loadSync(['mcplane/v1/agent.proto'], { includeDirs: ['proto'], keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true }));
+    const c = new pkg.mcplane.v1.AgentService(${JSON.stringify(server.address)}, grpc.credentials.createSsl(fs.readFileSync(${JSON.stringify(certs.ca)}), fs.readFileSync(${JSON.stringify(certs.key)}), fs.readFileSync(${JSON.stringify(certs.cert)})));
+    const s = c.connect(); s.on('data', () => {}); s.on('error', () => {});
+    s.write({ register: { nodeName: 'bench-floor', labels: {}, bootId: 'b', agentVersion: 'floor', status: { state: 'Done' } } });
+    setInterval(() => {}, 60000);`;
+  const floor = spawn(process.execPath, ['-e', floorScript], { stdio: 'ignore' });
+
+  const host = new TestHost({ name: 'bench-rss', server: server.address, pki: server.pki, agentCommand: [process.execPath, ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean), bundle] });
   await host.start();
   const deadline = Date.now() + 30_000;
   while (!host.logs.some((l) => l.includes('connected to the control plane'))) {
@@ -160,11 +183,16 @@ async function benchRss(): Promise<void> {
     await new Promise((r) => setTimeout(r, 100));
   }
   await new Promise((r) => setTimeout(r, 3000));
-  const pid = findAgentPid(host.configPath);
-  const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+  const agent = memoryOf(findAgentPid(host.configPath));
+  const base = memoryOf(floor.pid!);
+  floor.kill();
   await host.stop();
   await server.close();
-  report('rss: the agent process, idle and connected (run from source through tsx)', [['RSS', `${rss.toFixed(1)} MiB  (goal < 64 MB: ${rss * 1.048576 < 64 ? 'MET' : 'NOT MET'})`]]);
+  report('rss: the bundled agent (dist/bundle/mcplane-agent.cjs on Node 24), idle and connected', [
+    ['floor: Node 24 + grpc-js, one mTLS stream, nothing else', `RSS ${base.rss.toFixed(1)} MiB, private ${base.anon.toFixed(1)} MiB`],
+    ['mcplane-agent', `RSS ${agent.rss.toFixed(1)} MiB, private ${agent.anon.toFixed(1)} MiB  (goal RSS < 64 MB: ${agent.rss * 1.048576 < 64 ? 'MET' : 'NOT MET'})`],
+    ['agent above the floor', `RSS +${(agent.rss - base.rss).toFixed(1)} MiB, private +${(agent.anon - base.anon).toFixed(1)} MiB`],
+  ]);
 }
 
 function findAgentPid(configPath: string): number {

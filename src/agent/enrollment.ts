@@ -5,7 +5,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { ConfigurationError } from '../machineconfig/index.ts';
-import { createCertificateRequest } from '../runtime/pki.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { AgentConfig } from './agent-config.ts';
 import { writeFileAtomic } from './durable-fs.ts';
@@ -17,6 +16,8 @@ export async function enrollIfNeeded(config: AgentConfig, log: Logger, retryMs =
   }
   const token = readFileSync(config.enrollment.tokenFile, 'utf8').trim();
   const ca = readFileSync(config.tls.ca);
+  // Loaded only here: the X.509 library is the largest thing the agent would otherwise keep.
+  const { createCertificateRequest } = await import('../runtime/pki.ts');
   const { csrPem, keyPem } = await createCertificateRequest(config.nodeName);
   for (let attempt = 1; ; attempt++) {
     try {

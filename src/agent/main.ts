@@ -5,6 +5,7 @@ import { Command } from 'commander';
 import { McplaneError } from '../machineconfig/index.ts';
 import { createLogger } from '../runtime/logger.ts';
 import { silenceIpServernameWarning } from '../runtime/process-warnings.ts';
+import { isEntryPoint } from '../runtime/entry-point.ts';
 import { VERSION } from '../runtime/version.ts';
 import { Agent } from './agent.ts';
 import { DEFAULT_CONFIG_PATH, loadAgentConfig } from './agent-config.ts';
@@ -36,7 +37,7 @@ export async function main(argv: string[]): Promise<void> {
   process.once('SIGINT', () => stop('SIGINT'));
 }
 
-if (import.meta.url === `file://${process.argv[1]}` || process.env.MCPLANE_AGENT_MAIN === '1') {
+if (isEntryPoint(import.meta.url)) {
   main(process.argv.slice(2)).catch((err: unknown) => {
     process.stderr.write(`mcplane-agent: ${err instanceof McplaneError ? err.message : (err as Error).stack ?? String(err)}\n`);
     process.exit(1);

@@ -5,6 +5,7 @@
 import { Command, Option } from 'commander';
 import { ConfigurationError, McplaneError } from '../machineconfig/index.ts';
 import { silenceIpServernameWarning } from '../runtime/process-warnings.ts';
+import { isEntryPoint } from '../runtime/entry-point.ts';
 import { VERSION } from '../runtime/version.ts';
 import { connect, type Clients, type ConnectionFlags } from './client/connection.ts';
 import { renderCommand, validateCommand } from './commands/offline.ts';
@@ -127,6 +128,6 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}` || process.env.MCPLANE_CLI_MAIN === '1') {
-  process.exitCode = await main(process.argv.slice(2));
+if (isEntryPoint(import.meta.url)) {
+  void main(process.argv.slice(2)).then((code) => { process.exitCode = code; });
 }

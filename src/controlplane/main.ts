@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { ConfigurationError, McplaneError } from '../machineconfig/index.ts';
 import { createLogger } from '../runtime/logger.ts';
+import { isEntryPoint } from '../runtime/entry-point.ts';
 import { VERSION } from '../runtime/version.ts';
 import { DEFAULT_BOOTSTRAP_PORT } from './bootstrap-server.ts';
 import { startServer, type ServerOptions } from './server.ts';
@@ -99,7 +100,7 @@ export async function main(argv: string[]): Promise<void> {
   process.once('SIGINT', () => stop('SIGINT'));
 }
 
-if (import.meta.url === `file://${process.argv[1]}` || process.env.MCPLANE_SERVER_MAIN === '1') {
+if (isEntryPoint(import.meta.url)) {
   main(process.argv.slice(2)).catch((err: unknown) => {
     process.stderr.write(`mcplane-server: ${err instanceof McplaneError ? err.message : (err as Error).stack ?? String(err)}\n`);
     process.exit(1);

@@ -87,6 +87,7 @@ test('drift: a managed file changed by hand shows on the control plane within 2 
   const healed = await untilNode(c, [host], 'drift-degrade', (n) => n.status!.state === 'Done' && n.status!.drift.length === 0, 10_000);
   assert.equal(healed.status!.reason, '');
   assert.equal(host.file('etc/watched.conf'), 'expected');
+  await host.kill();
 });
 
 test('drift: the periodic check catches what a watch cannot (a replaced directory)', { skip }, async () => {
@@ -97,8 +98,7 @@ test('drift: the periodic check catches what a watch cannot (a replaced director
   mkdirSync(join(host.root, 'etc'));
   const node = await untilNode(c, [host], 'drift-periodic', (n) => n.status!.state === 'Degraded', 5000);
   assert.match(node.status!.reason, /file \/etc\/watched\.conf changed outside the agent \(expected sha256 [0-9a-f]+, found it missing\)/);
-  renameSync(join(host.root, 'etc'), join(host.root, 'etc.empty'));
-  renameSync(join(host.root, 'etc.old'), join(host.root, 'etc'));
+  await host.kill();
 });
 
 test('drift policy Reconcile: the agent rewrites the file and reports what it fixed', { skip }, async () => {
@@ -107,11 +107,13 @@ test('drift policy Reconcile: the agent rewrites the file and reports what it fi
   const node = await untilNode(c, [host], 'drift-heal', (n) => n.status!.drift.length > 0 && n.status!.state === 'Done', 5000);
   assert.equal(node.status!.drift[0]!.path, '/etc/watched.conf');
   await untilNode(c, [host], 'drift-heal', () => host.file('etc/watched.conf') === 'expected', 5000);
+  await host.kill();
 });
 
 test('a unit that fails to restart: Degraded naming the step, the unit and the result; the files are rolled back', { skip }, async () => {
-  const host = await hostIn('degrade', 'unit-fail');
-  const broken = mc('60-broken', 'degrade', `  config:
+  await apply(poolDoc('unitfail', ''), mc('50-unitfail', 'unitfail', `  config:\n    ignition: {version: 3.4.0}\n    storage: {files: [{path: /etc/watched.conf, contents: {source: "data:,expected"}}]}\n`));
+  const host = await hostIn('unitfail', 'unit-fail');
+  const broken = mc('60-broken', 'unitfail', `  config:
     ignition: {version: 3.4.0}
     storage: {files: [{path: /etc/watched.conf, contents: {source: "data:,new-content"}}]}
     systemd:
@@ -129,8 +131,9 @@ test('a unit that fails to restart: Degraded naming the step, the unit and the r
   assert.equal(host.file('etc/watched.conf'), 'expected', 'the file written by the failed update is rolled back');
   assert.ok(!host.systemd.systemctl('cat', 'broken.service').stdout.includes('/bin/false'), 'the unit file is rolled back too');
   await call(c, c.config.delete.bind(c.config), { kind: 'MachineConfig', name: '60-broken' }, 'delete');
-  const want = await target('degrade');
+  const want = await target('unitfail');
   await untilNode(c, [host], 'unit-fail', (n) => n.status!.currentConfig === want && n.status!.state === 'Done', 20_000);
+  await host.kill();
 });
 
 test('/usr/local that does not lead into /var is refused at check, naming the path and why', { skip }, async () => {
@@ -148,22 +151,24 @@ test('/usr/local that does not lead into /var is refused at check, naming the pa
 });
 
 test('rpm-ostree busy with another transaction: retried, logged, and the update completes', { skip }, async () => {
-  const host = await hostIn('degrade', 'busy-ostree');
+  await apply(poolDoc('busy', ''));
+  const host = await hostIn('busy', 'busy-ostree');
   host.rpmOstree('standin-busy', '2');
-  await apply(mc('70-karg', 'degrade', '  kernelArguments: [busy=1]\n'));
-  const want = await target('degrade');
+  await apply(mc('70-karg', 'busy', '  kernelArguments: [busy=1]\n'));
+  const want = await target('busy');
   await untilNode(c, [host], 'busy-ostree', (n) => n.status!.currentConfig === want && n.status!.state === 'Done', 60_000);
   assert.ok(host.logs.some((l) => l.includes('rpm-ostree is busy with another transaction; retrying')));
-  await call(c, c.config.delete.bind(c.config), { kind: 'MachineConfig', name: '70-karg' }, 'delete');
+  await host.kill();
 });
 
 test('a FIPS change after install is Unreconcilable and names the field', { skip }, async () => {
-  const host = await hostIn('degrade', 'fips-node');
-  await apply(mc('80-fips', 'degrade', '  fips: true\n'));
+  await apply(poolDoc('fips', ''));
+  const host = await hostIn('fips', 'fips-node');
+  await apply(mc('80-fips', 'fips', '  fips: true\n'));
   const node = await untilNode(c, [host], 'fips-node', (n) => n.status!.state === 'Unreconcilable', 20_000);
   assert.match(node.status!.reason, /^check: spec\.fips: changing FIPS mode from false to true after install is not supported/);
   await call(c, c.config.delete.bind(c.config), { kind: 'MachineConfig', name: '80-fips' }, 'delete');
-  const want = await target('degrade');
+  const want = await target('fips');
   await untilNode(c, [host], 'fips-node', (n) => n.status!.currentConfig === want && n.status!.state === 'Done', 20_000);
 });
 
@@ -172,5 +177,5 @@ test('the journal records what it needs to resume, and nothing else on disk chan
   const journal = JSON.parse(readFileSync(join(host.stateDir, 'journal.json'), 'utf8'));
   assert.equal(journal.pending, null);
   assert.equal(journal.failure, null);
-  assert.match(journal.currentConfig, /^rendered-degrade-/);
+  assert.match(journal.currentConfig, /^rendered-fips-/);
 });

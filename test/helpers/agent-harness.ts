@@ -26,6 +26,8 @@ export interface HostOptions {
   usrLocalIsDirectory?: boolean;
   driftIntervalSeconds?: number;
   systemd?: UserSystemd;
+  /** Run this instead of the agent from source, e.g. [node, 'dist/bundle/mcplane-agent.cjs']. */
+  agentCommand?: string[];
 }
 
 export class TestHost {
@@ -83,7 +85,8 @@ export class TestHost {
   }
 
   spawnAgent(env: NodeJS.ProcessEnv = {}): void {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/agent/main.ts', '--config', this.configPath], {
+    const [program, ...args] = this.options.agentCommand ?? [process.execPath, '--import', 'tsx', 'src/agent/main.ts'];
+    const child = spawn(program!, [...args, '--config', this.configPath], {
       cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.#child = child;
