@@ -141,7 +141,7 @@ export class Agent {
     }
     const mc = c.ok ? parseMachineConfig({ apiVersion: API_VERSION, kind: 'MachineConfig', metadata: { name: a.renderedConfig }, spec }, c) : undefined;
     if (!mc) {
-      this.engine.markFailed('Degraded', 'check', `check: ${a.renderedConfig}: the assignment is not a valid rendered config: ${c.problems.map((p) => `${p.field}: ${p.message}`).join('; ')}`);
+      this.engine.markFailed('Unreconcilable', 'check', `check: ${a.renderedConfig}: the assignment is not a valid rendered config: ${c.problems.map((p) => `${p.field}: ${p.message}`).join('; ')}`);
       return;
     }
     const assignment: Assignment = {

@@ -11,7 +11,8 @@
 // A failure names the step, the object and the cause; a failed apply puts the old files back.
 
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { chmodSync, chownSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   diffSpecs,
   planDisruption,
@@ -23,8 +24,8 @@ import {
   type NodeState,
 } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
-import { desiredFiles, layoutOf, managedPaths, type HostLayout } from './desired-files.ts';
-import { FileTransaction, matchesOnDisk } from './file-transaction.ts';
+import { desiredFiles, layoutOf, managedPaths, SSH_KEYS_FILE, type HostLayout } from './desired-files.ts';
+import { FileTransaction, matchesOnDisk, type DesiredFile } from './file-transaction.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { AgentConfig } from './agent-config.ts';
 import type { Journal, PendingUpdate } from './journal.ts';
@@ -204,6 +205,7 @@ export class UpdateEngine {
       await this.#rollBack();
       throw new UpdateStepError('apply', objectOf(err, desired), (err as Error).message);
     }
+    secureSshDirectory(this.#layout, desired);
   }
 
   async #applyUnits(): Promise<void> {
@@ -248,17 +250,23 @@ export class UpdateEngine {
       return;
     }
     this.#report('Working', 'actions');
+    // A unit the new config masks or drops was stopped on purpose: restarting it would fail.
+    const p = j.state.pending!;
+    const kept = new Set(p.toSpec.config.systemd.units.filter((u) => !u.mask).map((u) => u.name));
+    const dropped = new Set((j.state.currentSpec?.config.systemd.units ?? []).map((u) => u.name).filter((n) => !kept.has(n)));
+    for (const u of p.toSpec.config.systemd.units) if (u.mask) dropped.add(u.name);
+    const actions = plan.actions.filter((a) => !a.unit || !dropped.has(a.unit));
     try {
-      await runActions(this.#d.systemd, plan.actions);
+      await runActions(this.#d.systemd, actions);
     } catch (err) {
       await this.#rollBack();
       // Bring the services back on the old files too.
-      await runActions(this.#d.systemd, plan.actions).catch(() => undefined);
+      await runActions(this.#d.systemd, actions).catch(() => undefined);
       throw err;
     }
     j.update((s) => {
       s.pending!.step = 'actions-done';
-      s.lastDisruption = plan.actions.length ? plan.actions.map((a) => (a.unit ? `${a.type} ${a.unit}` : a.type)).join(', ') : 'none';
+      s.lastDisruption = actions.length ? actions.map((a) => (a.unit ? `${a.type} ${a.unit}` : a.type)).join(', ') : 'none';
     });
   }
 
@@ -325,6 +333,14 @@ export class UpdateEngine {
       return '';
     }
   }
+}
+
+/** sshd ignores keys in a directory others can write: authorized_keys.d is 0700, owned by core. */
+function secureSshDirectory(layout: HostLayout, desired: DesiredFile[]): void {
+  const keys = desired.find((f) => f.hostPath === join(layout.sshKeysDir, SSH_KEYS_FILE));
+  if (!keys) return;
+  chmodSync(layout.sshKeysDir, 0o700);
+  if (keys.uid !== undefined) chownSync(layout.sshKeysDir, keys.uid, keys.gid ?? keys.uid);
 }
 
 function objectOf(err: unknown, desired: { hostPath: string; object: string }[]): string {

@@ -83,6 +83,7 @@ test('a new host takes its pool config: files, unit, SSH keys; the pool policy c
   const keys = join(host.root, 'home/core/.ssh/authorized_keys.d/ignition');
   assert.equal(readFileSync(keys, 'utf8'), 'ssh-ed25519 AAAA demo\n');
   assert.equal(statSync(keys).mode & 0o777, 0o600);
+  assert.equal(statSync(join(host.root, 'home/core/.ssh/authorized_keys.d')).mode & 0o777, 0o700);
   assert.equal(host.systemd.systemctl('is-enabled', 'demo.service').stdout.trim(), 'enabled');
   assert.equal(node.status!.os!.kernelType, 'default');
 });
@@ -150,4 +151,31 @@ spec:
   await untilNode(c, [host], 'host-a', (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
   assert.equal(host.file('etc/original.conf'), 'the distribution default\n');
   assert.equal(host.file('var/usrlocal/bin/tool'), undefined);
+});
+
+test('a masked unit: stopped, then masked through D-Bus; systemd reports it masked', { skip }, async () => {
+  host.systemd.systemctl('start', 'demo.service');
+  await apply(config('changed', '').replace('        - name: demo.service\n          enabled: true', '        - name: demo.service\n          mask: true'));
+  const want = await target();
+  await untilNode(c, [host], 'host-a', (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
+  assert.equal(host.systemd.systemctl('is-enabled', 'demo.service').stdout.trim(), 'masked');
+  assert.equal(host.systemd.systemctl('is-active', 'demo.service').stdout.trim(), 'inactive');
+  await apply(config('changed'));
+  const back = await target();
+  await untilNode(c, [host], 'host-a', (n) => n.status!.currentConfig === back && n.status!.state === 'Done');
+  assert.equal(host.systemd.systemctl('is-enabled', 'demo.service').stdout.trim(), 'enabled');
+});
+
+test('a reboot that comes back on the old deployment fails validation, naming the exact mismatch; a forced re-apply recovers', { skip }, async () => {
+  host.bootStaged = false;
+  await apply(config('changed', '  kernelArguments: [validate=me]\n'));
+  const want = await target();
+  const node = await untilNode(c, [host], 'host-a', (n) => n.status!.state === 'Degraded');
+  assert.equal(node.status!.phase, 'validate');
+  assert.equal(node.status!.reason, `validate: ${want}: kernelArguments: validate=me is not on the booted kernel command line`);
+  assert.notEqual(node.status!.currentConfig, want, 'currentConfig does not advance');
+  host.bootStaged = true;
+  await call(c, c.config.reapplyNode.bind(c.config), { name: 'host-a' }, 'reapply');
+  const healed = await untilNode(c, [host], 'host-a', (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
+  assert.ok(healed.status!.os!.kernelArguments.includes('validate=me'));
 });

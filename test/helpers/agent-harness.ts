@@ -41,6 +41,8 @@ export class TestHost {
   systemd!: UserSystemd;
   logs: string[] = [];
   reboots = 0;
+  /** false: a reboot comes back on the old deployment, as when a staged one fails to boot. */
+  bootStaged = true;
   #child: ChildProcess | undefined;
   #exited: Promise<number | null> | undefined;
   #ownSystemd = false;
@@ -122,7 +124,7 @@ export class TestHost {
     this.reboots = requests;
     await this.kill();
     writeFileSync(this.bootIdFile, randomUUID() + '\n');
-    spawnSync(join(this.dir, 'rpm-ostree'), ['standin-boot']);
+    if (this.bootStaged) spawnSync(join(this.dir, 'rpm-ostree'), ['standin-boot']);
     this.spawnAgent();
     return true;
   }
