@@ -2,9 +2,9 @@
 // and the demo can point an agent at a temporary root, a private systemd and the rpm-ostree
 // stand-in; the defaults are those of a real CoreOS host.
 
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { parse } from 'yaml';
 import { ConfigurationError } from '../machineconfig/index.ts';
 
@@ -40,23 +40,51 @@ const KNOWN_KEYS = ['server', 'tls', 'insecure', 'enrollment', 'nodeName', 'labe
 
 export const DEFAULT_CONFIG_PATH = '/etc/mcplane/agent.yaml';
 
-export function loadAgentConfig(path: string): AgentConfig {
+/**
+ * Reads agent.yaml and then every agent.yaml.d/*.yaml beside it in name order, each merged over
+ * the last (maps merge, other values replace), so an image or a test adds settings without
+ * editing the file the bootstrap endpoint wrote. With `root` other than "/", the config is read
+ * from under it and every host path in it resolves under it too (like rpm --root).
+ */
+export function loadAgentConfig(path: string | undefined, root = '/'): AgentConfig {
+  const file = path ?? join(root, DEFAULT_CONFIG_PATH);
+  let merged: Record<string, unknown> = readYaml(file, true) as Record<string, unknown>;
+  let dropins: string[] = [];
+  try {
+    dropins = readdirSync(`${file}.d`).filter((f) => f.endsWith('.yaml')).sort();
+  } catch { /* no drop-ins */ }
+  for (const name of dropins) merged = deepMerge(merged, readYaml(join(`${file}.d`, name), false) as Record<string, unknown>);
+  const config = parseAgentConfig(merged, file, root);
+  return config;
+}
+
+function readYaml(path: string, required: boolean): unknown {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
+    if (!required) return {};
     throw new ConfigurationError(`cannot read agent config ${path}: ${(err as Error).message}`);
   }
-  let raw: unknown;
   try {
-    raw = parse(text);
+    return parse(text) ?? {};
   } catch (err) {
     throw new ConfigurationError(`agent config ${path}: not valid YAML: ${(err as Error).message}`);
   }
-  return parseAgentConfig(raw, path);
 }
 
-export function parseAgentConfig(raw: unknown, source = 'agent config'): AgentConfig {
+function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(over ?? {})) {
+    const b = out[k];
+    out[k] = v && typeof v === 'object' && !Array.isArray(v) && b && typeof b === 'object' && !Array.isArray(b)
+      ? deepMerge(b as Record<string, unknown>, v as Record<string, unknown>)
+      : v;
+  }
+  return out;
+}
+
+export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot = '/'): AgentConfig {
   const fail = (field: string, rule: string): never => {
     throw new ConfigurationError(`${source}: ${field}: ${rule}`);
   };
@@ -64,7 +92,9 @@ export function parseAgentConfig(raw: unknown, source = 'agent config'): AgentCo
   const r = raw as Record<string, any>;
   for (const key of Object.keys(r)) if (!KNOWN_KEYS.includes(key)) fail(key, `unknown field (expected one of: ${KNOWN_KEYS.join(', ')})`);
   if (typeof r.server !== 'string' || !/^.+:\d+$/.test(r.server)) fail('server', 'required, HOST:PORT of mcplane-server');
-  const root = r.paths?.root ?? '/';
+  const root = r.paths?.root ?? hostRoot;
+  /** A host path named in the config, under the host root when there is one. */
+  const host = (p: string): string => (p && isAbsolute(p) && hostRoot !== '/' && !p.startsWith(hostRoot + '/') ? join(hostRoot, p) : p);
   if (typeof root !== 'string' || !root.startsWith('/')) fail('paths.root', 'must be an absolute path');
   const under = (p: string): string => join(root, p);
   const str = (v: unknown, field: string, dflt: string): string => {
@@ -78,12 +108,12 @@ export function parseAgentConfig(raw: unknown, source = 'agent config'): AgentCo
     return v as number;
   };
   let tls: AgentConfig['tls'] = null;
-  if (r.tls) tls = { ca: str(r.tls.ca, 'tls.ca', ''), cert: str(r.tls.cert, 'tls.cert', ''), key: str(r.tls.key, 'tls.key', '') };
+  if (r.tls) tls = { ca: host(str(r.tls.ca, 'tls.ca', '')), cert: host(str(r.tls.cert, 'tls.cert', '')), key: host(str(r.tls.key, 'tls.key', '')) };
   const insecure = r.insecure === true;
   if (!tls && !insecure) fail('tls', 'required (ca, cert, key); plaintext needs insecure: true and a loopback server');
   if (tls && (!tls.ca || !tls.cert || !tls.key)) fail('tls', 'ca, cert and key are all required');
   let enrollment: AgentConfig['enrollment'] = null;
-  if (r.enrollment) enrollment = { url: str(r.enrollment.url, 'enrollment.url', ''), tokenFile: str(r.enrollment.tokenFile, 'enrollment.tokenFile', '') };
+  if (r.enrollment) enrollment = { url: str(r.enrollment.url, 'enrollment.url', ''), tokenFile: host(str(r.enrollment.tokenFile, 'enrollment.tokenFile', '')) };
   const labels: Record<string, string> = {};
   for (const [k, v] of Object.entries(r.labels ?? {})) {
     if (v !== null && typeof v !== 'string') fail(`labels.${k}`, 'label values must be strings');

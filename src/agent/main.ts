@@ -15,11 +15,13 @@ export async function main(argv: string[]): Promise<void> {
   const program = new Command('mcplane-agent')
     .description('applies the rendered config mcplane-server assigns to this host')
     .version(VERSION, '--version')
-    .option('-c, --config <file>', 'agent config', DEFAULT_CONFIG_PATH)
+    .option('-c, --config <file>', `agent config (default ${DEFAULT_CONFIG_PATH} under --root)`)
+    .option('--root <dir>', 'the host\'s root: the config and every host path in it are read under it (images, tests)', '/')
     .showHelpAfterError();
   program.parse(argv, { from: 'user' });
   silenceIpServernameWarning();
-  const config = loadAgentConfig(program.opts<{ config: string }>().config);
+  const opts = program.opts<{ config?: string; root: string }>();
+  const config = loadAgentConfig(opts.config, opts.root);
   const log = createLogger({ name: 'mcplane-agent', level: config.logLevel });
   const notify = new SystemdNotify();
   const agent = await Agent.start(config, log);

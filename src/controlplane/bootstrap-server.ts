@@ -12,6 +12,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
+import { hostname } from 'node:os';
 import { stringify } from 'yaml';
 import { encodeDataUrl, toIgnitionV2, type IgnitionConfig, type IgnitionFile, type MachineConfigPool } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
@@ -40,8 +41,16 @@ export interface BootstrapOptions {
   bootstrapTokens: string[];
   /** gRPC address agents connect to, as they can reach it (host:port). */
   grpcAddress: string;
-  /** This endpoint's address as hosts reach it (host:port), for the enrollment URL. */
-  bootstrapAddress: string;
+  /** This endpoint's address as hosts reach it (host:port), for the enrollment URL; by default
+   * the address it listens on, with the port it got and the hostname for a wildcard address. */
+  bootstrapAddress?: string;
+}
+
+/** An address as others can reach it: a wildcard listen address becomes this machine's name. */
+export function reachableAddress(host: string, port: number): string {
+  const h = host.replace(/^\[|\]$/g, '');
+  const name = h === '0.0.0.0' || h === '::' || h === '' ? hostname() : host;
+  return `${name}:${port}`;
 }
 
 interface EnrollmentToken {
@@ -93,7 +102,7 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
       type: 'put', kind: 'EnrollmentToken', name: hashToken(token), expectedVersion: null,
       value: { pool: poolName, issuedAt: now, expiresAt: now + ENROLLMENT_TOKEN_TTL_MS } satisfies EnrollmentToken,
     }]);
-    const ignition = withBootstrapFiles(rendered.spec.config, stored.value.pool, token, options);
+    const ignition = withBootstrapFiles(rendered.spec.config, stored.value.pool, token, { ...options, bootstrapAddress });
     const body = version === '2.2.0' ? toIgnitionV2(ignition) : { ...ignition, ignition: { version } };
     log.info({ pool: poolName, config: rendered.name, version, remote: req.socket.remoteAddress }, 'served bootstrap Ignition');
     res.setHeader('Content-Type', `${IGNITION_MEDIA_TYPE}; version=${version}`);
@@ -132,10 +141,12 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     reply(res, 200, { certificate, ca: options.ca.certPem });
   };
 
+  let bootstrapAddress = options.bootstrapAddress ?? '';
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
       server.off('error', reject);
+      bootstrapAddress ||= reachableAddress(host, (server.address() as { port: number }).port);
       resolve(server);
     });
   });
@@ -160,7 +171,7 @@ export function negotiateVersion(accept: string | undefined): string | undefined
   return undefined;
 }
 
-function withBootstrapFiles(config: IgnitionConfig, pool: MachineConfigPool, token: string, options: BootstrapOptions): IgnitionConfig {
+function withBootstrapFiles(config: IgnitionConfig, pool: MachineConfigPool, token: string, options: BootstrapOptions & { bootstrapAddress: string }): IgnitionConfig {
   const labels: Record<string, string> = { ...(pool.spec.nodeSelector?.matchLabels ?? {}) };
   for (const req of pool.spec.nodeSelector?.matchExpressions ?? []) {
     if (req.operator === 'Exists') labels[req.key] = '';

@@ -5,7 +5,7 @@ import type { Server as HttpsServer } from 'node:https';
 import { ConfigurationError } from '../machineconfig/index.ts';
 import { createLogger, type Logger } from '../runtime/logger.ts';
 import { isLoopbackHost, parseHostPort, readTlsFiles, serverCredentials, type TlsFiles } from '../runtime/tls.ts';
-import { startBootstrapServer } from './bootstrap-server.ts';
+import { reachableAddress, startBootstrapServer } from './bootstrap-server.ts';
 import { ControlPlane } from './control-plane.ts';
 import { startGrpcServer, SERVICE_NAMES } from './grpc/grpc-server.ts';
 import { SqliteStore } from './store/sqlite-store.ts';
@@ -63,8 +63,8 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
         tls: { cert: tls.cert, key: tls.key },
         ca: { certPem: tls.ca.toString(), keyPem: readFileSync(options.bootstrap.caKeyFile, 'utf8') },
         bootstrapTokens: tokens,
-        grpcAddress: options.bootstrap.grpcAdvertise ?? `${host}:${grpc.port}`,
-        bootstrapAddress: options.bootstrap.advertise ?? options.bootstrap.listen,
+        grpcAddress: options.bootstrap.grpcAdvertise ?? reachableAddress(host, grpc.port),
+        ...(options.bootstrap.advertise ? { bootstrapAddress: options.bootstrap.advertise } : {}),
       }, b.host.replace(/^\[|\]$/g, ''), b.port, log);
     }
     const bootstrapPort = bootstrap ? (bootstrap.address() as { port: number }).port : undefined;

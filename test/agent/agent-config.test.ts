@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -39,4 +39,18 @@ test('the file must exist and be YAML', () => {
   const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
   writeFileSync(join(dir, 'a.yaml'), 'server: [unclosed');
   assert.throws(() => loadAgentConfig(join(dir, 'a.yaml')), /not valid YAML/);
+});
+
+test('drop-ins in agent.yaml.d merge over agent.yaml in name order; --root resolves host paths under it', () => {
+  const root = mkdtempSync(join(tmpdir(), 'cfg-root-'));
+  mkdirSync(join(root, 'etc/mcplane/agent.yaml.d'), { recursive: true });
+  writeFileSync(join(root, 'etc/mcplane/agent.yaml'), 'server: a:1\ntls: {ca: /etc/mcplane/pki/ca.crt, cert: /etc/mcplane/pki/node.crt, key: /etc/mcplane/pki/node.key}\nlabels: {role: x}\nnodeName: n\n');
+  writeFileSync(join(root, 'etc/mcplane/agent.yaml.d/10-site.yaml'), 'labels: {zone: z1}\nheartbeatSeconds: 7\n');
+  writeFileSync(join(root, 'etc/mcplane/agent.yaml.d/20-later.yaml'), 'heartbeatSeconds: 9\n');
+  const c = loadAgentConfig(undefined, root);
+  assert.deepEqual(c.labels, { role: 'x', zone: 'z1' });
+  assert.equal(c.heartbeatSeconds, 9);
+  assert.equal(c.tls!.ca, join(root, 'etc/mcplane/pki/ca.crt'));
+  assert.equal(c.paths.root, root);
+  assert.equal(c.paths.stateDir, join(root, 'var/lib/mcplane'));
 });

@@ -107,3 +107,14 @@ test('enrollment: a single-use token buys a node certificate, which then connect
   assert.equal(bad.status, 400);
   assert.equal((await fetch('/enroll', { method: 'POST', body: { token: 'made-up', nodeName: 'h', csr: csrPem } })).status, 403);
 });
+
+test('advertised addresses: the bound port, and the host name for a wildcard listen address', async () => {
+  const { reachableAddress } = await import('../../src/controlplane/bootstrap-server.ts');
+  const { hostname } = await import('node:os');
+  assert.equal(reachableAddress('0.0.0.0', 7443), `${hostname()}:7443`);
+  assert.equal(reachableAddress('[::]', 7443), `${hostname()}:7443`);
+  assert.equal(reachableAddress('10.0.0.5', 22623), '10.0.0.5:22623');
+  const res = await fetch('/config/worker', { token: TOKEN });
+  const agentConfig = parse(fileText(res.body, '/etc/mcplane/agent.yaml'));
+  assert.equal(agentConfig.enrollment.url, `https://127.0.0.1:${server.handle.bootstrapPort}/enroll`);
+});

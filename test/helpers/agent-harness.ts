@@ -86,9 +86,33 @@ export class TestHost {
     this.spawnAgent(env);
   }
 
+  /**
+   * Starts the agent the way a bootstrapped host does: from <root>/etc/mcplane/agent.yaml as
+   * Ignition wrote it, with only this test environment's settings added as a drop-in.
+   */
+  async startFromRoot(): Promise<void> {
+    if (!this.systemd) {
+      this.systemd = this.options.systemd ?? await startUserSystemd();
+      this.#ownSystemd = !this.options.systemd;
+    }
+    mkdirSync(join(this.root, 'etc/mcplane/agent.yaml.d'), { recursive: true });
+    writeFileSync(join(this.root, 'etc/mcplane/agent.yaml.d/99-test-environment.yaml'), stringify({
+      nodeName: this.options.name,
+      paths: { unitDir: this.systemd.unitDir, bootIdFile: this.bootIdFile },
+      systemdBus: this.systemd.busAddress,
+      rpmOstree: join(this.dir, 'rpm-ostree'),
+      reboot: { method: 'command', command: [process.execPath, REBOOT_STANDIN, this.rebootMarker] },
+      drift: { intervalSeconds: 1 },
+    }));
+    this.#rootMode = true;
+    this.spawnAgent();
+  }
+
+  #rootMode = false;
+
   spawnAgent(env: NodeJS.ProcessEnv = {}): void {
     const [program, ...args] = this.options.agentCommand ?? [process.execPath, '--import', 'tsx', 'src/agent/main.ts'];
-    const child = spawn(program!, [...args, '--config', this.configPath], {
+    const child = spawn(program!, [...args, ...(this.#rootMode ? ['--root', this.root] : ['--config', this.configPath])], {
       cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.#child = child;
