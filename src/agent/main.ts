@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 // mcplane-agent: runs as a systemd service (Type=notify) on each host.
 
 import { Command } from 'commander';

@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 // mcctl: the command line for mcplane. Reads feel like `oc get mcp`; every failure ends with a
 // message on stderr and a non-zero exit, never a stack trace.
 

