@@ -18,7 +18,7 @@ import { SystemdClient } from '../src/agent/systemd-client.ts';
 import { applyUnitStates, runActions } from '../src/agent/unit-operations.ts';
 import type { MachineConfigSpec } from '../src/machineconfig/index.ts';
 import { createLogger } from '../src/runtime/logger.ts';
-import { canRunUserSystemd, startUserSystemd } from '../test/helpers/user-systemd.ts';
+import { canRunUserSystemd, startUserSystemd } from '../sandbox/user-systemd.ts';
 import { ms, report } from './harness.ts';
 
 const FILES = 1000;
@@ -157,7 +157,7 @@ async function benchRss(): Promise<void> {
     return;
   }
   const { startTestServer } = await import('../test/helpers/test-server.ts');
-  const { TestHost } = await import('../test/helpers/agent-harness.ts');
+  const { SandboxHost } = await import('../sandbox/sandbox-host.ts');
   const { spawn } = await import('node:child_process');
   const { buildBundles } = await import('../scripts/build.ts');
   const bundle = join(await buildBundles(), 'mcplane-agent.cjs');
@@ -175,7 +175,7 @@ async function benchRss(): Promise<void> {
     setInterval(() => {}, 60000);`;
   const floor = spawn(process.execPath, ['-e', floorScript], { stdio: 'ignore' });
 
-  const host = new TestHost({ name: 'bench-rss', server: server.address, pki: server.pki, agentCommand: [process.execPath, ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean), bundle] });
+  const host = new SandboxHost({ name: 'bench-rss', server: server.address, pki: server.pki, agentCommand: [process.execPath, ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean), bundle] });
   await host.start();
   const deadline = Date.now() + 30_000;
   while (!host.logs.some((l) => l.includes('connected to the control plane'))) {

@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
-import { TestHost } from '../helpers/agent-harness.ts';
+import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
-import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../helpers/user-systemd.ts';
+import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
@@ -46,7 +46,7 @@ ${files.join('\n')}
 }
 
 /** "A", "B", or a description of the mix that must never be seen. */
-function filesState(host: TestHost): string {
+function filesState(host: SandboxHost): string {
   const state = (v: 'A' | 'B') =>
     Array.from({ length: FILES }, (_, i) => host.file(`etc/crash/f${String(i).padStart(2, '0')}`) === `${v}-${i}`).every(Boolean) &&
     host.file(`etc/crash/only-${v.toLowerCase()}`) === v && host.file(`etc/crash/only-${v === 'A' ? 'b' : 'a'}`) === undefined;
@@ -55,7 +55,7 @@ function filesState(host: TestHost): string {
   return `mixed: ${readdirSync(join(host.root, 'etc/crash')).map((f) => `${f}=${host.file(`etc/crash/${f}`)}`).join(' ')}`;
 }
 
-const leftovers = (host: TestHost) => readdirSync(join(host.root, 'etc/crash')).filter((f) => f.includes('.mcplane-'));
+const leftovers = (host: SandboxHost) => readdirSync(join(host.root, 'etc/crash')).filter((f) => f.includes('.mcplane-'));
 
 before(async () => {
   if (skip) return;
@@ -75,7 +75,7 @@ const POINTS = ['staging', 'staging-file:0', 'staging-file:6', 'committing', 'co
 for (const [n, point] of POINTS.entries()) {
   test(`kill -9 at ${point}: all old or all new, then convergence`, { skip }, async () => {
     const name = `crash-${n}`;
-    const host = new TestHost({ name, server: server.address, pki: server.pki, systemd });
+    const host = new SandboxHost({ name, server: server.address, pki: server.pki, systemd });
     writeFileSync(join(host.root, 'etc/crash-takeover.conf'), 'original\n');
     await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'a', text: config('A') }], dryRun: false }, 'apply');
     const a = (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get')).status!.configuration;

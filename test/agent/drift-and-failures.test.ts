@@ -7,17 +7,17 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
-import { TestHost } from '../helpers/agent-harness.ts';
+import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
-import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../helpers/user-systemd.ts';
+import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
 let server: TestServer;
 let c: Clients;
 let systemd: UserSystemd;
-const hosts: TestHost[] = [];
+const hosts: SandboxHost[] = [];
 
 const poolDoc = (name: string, extra: string) => `apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfigPool
@@ -38,8 +38,8 @@ ${body}`;
 const apply = (...texts: string[]) => call(c, c.config.apply.bind(c.config), { manifests: texts.map((text, i) => ({ source: `${i}.yaml`, text })), dryRun: false }, 'apply');
 const target = async (pool: string) => (await call(c, c.status.getPool.bind(c.status), { name: pool }, 'get')).status!.configuration;
 
-async function hostIn(pool: string, name: string, options: Partial<ConstructorParameters<typeof TestHost>[0]> = {}): Promise<TestHost> {
-  const host = new TestHost({ name, server: server.address, pki: server.pki, systemd, labels: { [`node-role.kubernetes.io/${pool}`]: '' }, ...options });
+async function hostIn(pool: string, name: string, options: Partial<ConstructorParameters<typeof SandboxHost>[0]> = {}): Promise<SandboxHost> {
+  const host = new SandboxHost({ name, server: server.address, pki: server.pki, systemd, labels: { [`node-role.kubernetes.io/${pool}`]: '' }, ...options });
   hosts.push(host);
   await host.start();
   const want = await target(pool);
@@ -141,7 +141,7 @@ test('/usr/local that does not lead into /var is refused at check, naming the pa
     ignition: {version: 2.2.0}
     storage: {files: [{filesystem: root, path: /usr/local/bin/tool, mode: 0755, contents: {source: "data:,x"}}]}
 `));
-  const host = new TestHost({ name: 'plain-usr', server: server.address, pki: server.pki, systemd, labels: { 'node-role.kubernetes.io/plain': '' }, usrLocalIsDirectory: true });
+  const host = new SandboxHost({ name: 'plain-usr', server: server.address, pki: server.pki, systemd, labels: { 'node-role.kubernetes.io/plain': '' }, usrLocalIsDirectory: true });
   hosts.push(host);
   await host.start();
   const node = await untilNode(c, [host], 'plain-usr', (n) => n.status!.state === 'Degraded', 20_000);

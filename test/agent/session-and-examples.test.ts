@@ -7,10 +7,10 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
-import { TestHost } from '../helpers/agent-harness.ts';
+import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode, untilPoolUpdated } from '../helpers/converge.ts';
 import { REPO_ROOT } from '../helpers/run-cli.ts';
-import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../helpers/user-systemd.ts';
+import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
@@ -23,7 +23,7 @@ test('the server goes away: the agent retries with backoff, applies nothing mean
   const dataDir = server.dataDir;
   const port = server.handle.grpcPort;
   let c = server.admin();
-  const host = new TestHost({ name: 'reconnect', server: server.address, pki: server.pki, systemd });
+  const host = new SandboxHost({ name: 'reconnect', server: server.address, pki: server.pki, systemd });
   await host.start();
   const first = (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get')).status!.configuration;
   await untilNode(c, [host], 'reconnect', (n) => n.status!.currentConfig === first && n.status!.state === 'Done');
@@ -57,13 +57,13 @@ test('every shared example, applied by agents on temporary roots, until the pool
   const manifests = readdirSync(dir).filter((f) => f.endsWith('.yaml')).map((f) => ({ source: f, text: readFileSync(join(dir, f), 'utf8') }));
   await call(c, c.config.apply.bind(c.config), { manifests, dryRun: false }, 'apply');
   const hosts = [
-    new TestHost({ name: 'ex-worker', server: server.address, pki: server.pki, systemd, labels: { 'node-role.kubernetes.io/worker': '' } }),
-    new TestHost({ name: 'ex-infra', server: server.address, pki: server.pki, systemd, labels: { 'node-role.kubernetes.io/worker': '', 'node-role.kubernetes.io/infra': '' } }),
-    new TestHost({ name: 'ex-master', server: server.address, pki: server.pki, systemd, labels: { 'node-role.kubernetes.io/master': '' } }),
+    new SandboxHost({ name: 'ex-worker', server: server.address, pki: server.pki, systemd, labels: { 'node-role.kubernetes.io/worker': '' } }),
+    new SandboxHost({ name: 'ex-infra', server: server.address, pki: server.pki, systemd, labels: { 'node-role.kubernetes.io/worker': '', 'node-role.kubernetes.io/infra': '' } }),
+    new SandboxHost({ name: 'ex-master', server: server.address, pki: server.pki, systemd, labels: { 'node-role.kubernetes.io/master': '' } }),
   ];
   for (const h of hosts) await h.start();
   for (const pool of ['worker', 'infra', 'master']) await untilPoolUpdated(c, hosts, pool, 1);
-  const [worker, infra, master] = hosts as [TestHost, TestHost, TestHost];
+  const [worker, infra, master] = hosts as [SandboxHost, SandboxHost, SandboxHost];
 
   // 50-examplecorp-chrony: three server lines, and a reboot (a file no policy covers).
   assert.equal(worker.file('etc/chrony.conf')!.trim().split('\n').length, 3);
@@ -92,7 +92,7 @@ test('every shared example, applied by agents on temporary roots, until the pool
 
 test('as a Type=notify service: systemd sees it ready, with a status line and watchdog', { skip }, async () => {
   const server = await startTestServer();
-  const host = new TestHost({ name: 'notify-node', server: server.address, pki: server.pki, systemd });
+  const host = new SandboxHost({ name: 'notify-node', server: server.address, pki: server.pki, systemd });
   await host.start();
   await host.kill(); // keep its config; systemd runs the agent from here on
   writeFileSync(join(systemd.unitDir, 'mcplane-agent-test.service'), `[Unit]

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { SystemdClient } from '../../src/agent/systemd-client.ts';
 import { SystemdError } from '../../src/machineconfig/index.ts';
-import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../helpers/user-systemd.ts';
+import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
 let sd: UserSystemd;

@@ -7,15 +7,15 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
-import { TestHost } from '../helpers/agent-harness.ts';
+import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
-import { canRunUserSystemd } from '../helpers/user-systemd.ts';
+import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
 let server: TestServer;
 let c: Clients;
-let host: TestHost;
+let host: SandboxHost;
 
 const pool = `apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfigPool
@@ -58,7 +58,7 @@ before(async () => {
   if (skip) return;
   server = await startTestServer();
   c = server.admin();
-  host = new TestHost({ name: 'host-a', server: server.address, pki: server.pki });
+  host = new SandboxHost({ name: 'host-a', server: server.address, pki: server.pki });
 });
 after(async () => {
   if (skip) return;

@@ -1,10 +1,10 @@
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import type { Node__Output } from '../../src/runtime/generated/mcplane/v1/Node.ts';
-import type { TestHost } from './agent-harness.ts';
+import type { SandboxHost } from '../../sandbox/sandbox-host.ts';
 
 /** Polls a node until `done` holds, performing the reboots hosts ask for meanwhile. */
-export async function untilNode(c: Clients, hosts: TestHost[], name: string, done: (n: Node__Output) => boolean, timeoutMs = 60_000): Promise<Node__Output> {
+export async function untilNode(c: Clients, hosts: SandboxHost[], name: string, done: (n: Node__Output) => boolean, timeoutMs = 60_000): Promise<Node__Output> {
   const deadline = Date.now() + timeoutMs;
   let last: Node__Output | undefined;
   for (;;) {
@@ -21,7 +21,7 @@ export async function untilNode(c: Clients, hosts: TestHost[], name: string, don
   }
 }
 
-export async function untilPoolUpdated(c: Clients, hosts: TestHost[], pool: string, count: number, timeoutMs = 90_000): Promise<void> {
+export async function untilPoolUpdated(c: Clients, hosts: SandboxHost[], pool: string, count: number, timeoutMs = 90_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     for (const h of hosts) await h.rebootIfRequested();

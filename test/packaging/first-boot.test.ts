@@ -3,17 +3,16 @@
 // starts from exactly those files, enrolls, joins its pool and converges.
 
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { request } from 'node:https';
-import { dirname, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
-import { decodeDataUrl } from '../../src/machineconfig/index.ts';
+import { applyIgnitionFiles, fetchIgnition } from '../../sandbox/ignition-files.ts';
 import { identityOf } from '../../src/runtime/pki.ts';
-import { TestHost } from '../helpers/agent-harness.ts';
+import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
-import { canRunUserSystemd } from '../helpers/user-systemd.ts';
+import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
@@ -26,42 +25,12 @@ before(async () => {
 });
 after(async () => { if (!skip) await server.close(); });
 
-function fetchIgnition(pool: string, token: string): Promise<any> {
-  return new Promise((resolve, reject) => {
-    const req = request({
-      host: '127.0.0.1', port: server.handle.bootstrapPort, path: `/config/${pool}`, servername: 'localhost',
-      ca: readFileSync(join(server.pki.dir, 'ca.crt')),
-      headers: { authorization: `Bearer ${token}`, accept: 'application/vnd.coreos.ignition+json;version=3.4.0' },
-    }, (res) => {
-      let body = '';
-      res.on('data', (d) => { body += d; });
-      res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(body)) : reject(new Error(`${res.statusCode}: ${body}`))));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-/** What Ignition does with a config's storage.files, under a root. */
-function applyIgnitionFiles(ignition: any, root: string): string[] {
-  const written: string[] = [];
-  for (const f of ignition.storage.files) {
-    const decoded = decodeDataUrl(f.contents.source);
-    if ('error' in decoded) throw new Error(decoded.error);
-    const target = join(root, f.path.replace(/^\/usr\/local\//, '/var/usrlocal/'));
-    mkdirSync(dirname(target), { recursive: true });
-    writeFileSync(target, decoded.bytes, { mode: f.mode });
-    written.push(f.path);
-  }
-  return written;
-}
-
 test('Ignition from the bootstrap endpoint, then enrollment, then the agent joins its pool and converges', { skip }, async () => {
   await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'chrony.yaml', text: readFileSync('examples/50-examplecorp-chrony.yaml', 'utf8') }], dryRun: false }, 'apply');
   const token = readFileSync(join(server.pki.dir, 'bootstrap-token'), 'utf8').trim();
-  const ignition = await fetchIgnition('worker', token);
+  const ignition = await fetchIgnition({ port: server.handle.bootstrapPort!, ca: readFileSync(join(server.pki.dir, 'ca.crt')), token }, 'worker');
 
-  const host = new TestHost({ name: 'first-boot', server: server.address, pki: server.pki });
+  const host = new SandboxHost({ name: 'first-boot', server: server.address, pki: server.pki });
   const written = applyIgnitionFiles(ignition, host.root);
   assert.ok(written.includes('/etc/mcplane/agent.yaml') && written.includes('/etc/mcplane/pki/ca.crt') && written.includes('/etc/mcplane/enrollment-token'));
   assert.ok(written.includes('/etc/chrony.conf'), 'the pool config itself is laid down by Ignition too');

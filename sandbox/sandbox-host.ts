@@ -1,4 +1,4 @@
-// One simulated host for agent tests: a temporary root laid out like CoreOS (/usr/local is a
+// One simulated host, for the agent's tests and the demo: a temporary root laid out like CoreOS (/usr/local is a
 // link into /var), a real systemd user manager for units, the rpm-ostree stand-in, a reboot
 // stand-in, and the real mcplane-agent as a separate process. A "reboot" here is what it is to
 // the agent: the process dies, the boot id changes, the staged deployment becomes the booted one.
@@ -7,20 +7,23 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { stringify } from 'yaml';
-import { REPO_ROOT } from './run-cli.ts';
-import type { TestPki } from './test-pki.ts';
+import type { TestPki } from '../test/helpers/test-pki.ts';
 import { startUserSystemd, type UserSystemd } from './user-systemd.ts';
 
-export const STANDIN = join(REPO_ROOT, 'test/stand-ins/rpm-ostree-standin.mjs');
-export const REBOOT_STANDIN = join(REPO_ROOT, 'test/stand-ins/reboot-standin.mjs');
+const HERE = dirname(fileURLToPath(import.meta.url));
+const REPO_ROOT = join(HERE, '..');
+export const STANDIN = join(HERE, 'stand-ins/rpm-ostree-standin.mjs');
+export const REBOOT_STANDIN = join(HERE, 'stand-ins/reboot-standin.mjs');
 
 export interface HostOptions {
   name: string;
   server: string;
-  pki: TestPki;
+  /** Issues this host's node certificate (not needed when it enrolls from Ignition). */
+  pki?: Pick<TestPki, 'node'>;
   labels?: Record<string, string>;
   /** Make /usr/local a real directory instead of CoreOS's link into /var. */
   usrLocalIsDirectory?: boolean;
@@ -30,7 +33,7 @@ export interface HostOptions {
   agentCommand?: string[];
 }
 
-export class TestHost {
+export class SandboxHost {
   readonly dir: string;
   readonly root: string;
   readonly stateDir: string;
@@ -69,7 +72,7 @@ export class TestHost {
       this.systemd = this.options.systemd ?? await startUserSystemd();
       this.#ownSystemd = !this.options.systemd;
     }
-    const certs = await this.options.pki.node(this.options.name);
+    const certs = await this.options.pki!.node(this.options.name);
     writeFileSync(this.configPath, stringify({
       server: this.options.server,
       tls: certs,
