@@ -1,0 +1,187 @@
+// npm run demo: a control plane and three hosts on this machine, bootstrapped the way real ones
+// are, then a rolling update you can watch. Every host is a real mcplane-agent process with its
+// own temporary root, its own systemd user manager, and the rpm-ostree and reboot stand-ins.
+// Ctrl-C (or the end) stops every process and removes every directory the demo made.
+
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { call } from '../src/cli/client/call.ts';
+import { connect, type Clients } from '../src/cli/client/connection.ts';
+import { pkiInitCommand } from '../src/cli/commands/pki.ts';
+import { startServer, type ServerHandle } from '../src/controlplane/server.ts';
+import { createLogger } from '../src/runtime/logger.ts';
+import { silenceIpServernameWarning } from '../src/runtime/process-warnings.ts';
+import type { WatchEvent__Output } from '../src/runtime/generated/mcplane/v1/WatchEvent.ts';
+import { applyIgnitionFiles, fetchIgnition } from '../sandbox/ignition-files.ts';
+import { SandboxHost } from '../sandbox/sandbox-host.ts';
+import { canRunUserSystemd } from '../sandbox/user-systemd.ts';
+
+const ROOT = join(import.meta.dirname, '..');
+const HOSTS = [
+  { name: 'worker-a', pool: 'worker' },
+  { name: 'worker-b', pool: 'worker' },
+  { name: 'infra-a', pool: 'infra' },
+];
+const CHANGE = `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 80-demo-banner
+  labels: {machineconfiguration.openshift.io/role: worker}
+spec:
+  config:
+    ignition: {version: 3.4.0}
+    storage:
+      files:
+        - path: /etc/mcplane-demo/banner
+          mode: 0644
+          contents: {source: "data:,rolled%20out%20by%20mcplane%0A"}
+`;
+
+const bold = (s: string): string => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
+const dim = (s: string): string => (process.stdout.isTTY ? `\x1b[2m${s}\x1b[0m` : s);
+const short = (config: string): string => (config ? config.replace(/^rendered-(\w+)-(\w{8})\w*$/, 'rendered-$1-$2…') : '<none>');
+const time = (): string => new Date().toISOString().slice(11, 19);
+const say = (line: string): void => { process.stdout.write(`${line}\n`); };
+
+let dir = '';
+let server: ServerHandle | undefined;
+let clients: Clients | undefined;
+const hosts: SandboxHost[] = [];
+let cleaning: Promise<void> | undefined;
+
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    clients?.close();
+    for (const h of hosts) await h.stop().catch(() => undefined);
+    await server?.close(1000).catch(() => undefined);
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  })();
+  return cleaning;
+}
+
+async function main(): Promise<void> {
+  silenceIpServernameWarning();
+  if (!canRunUserSystemd()) {
+    say('The demo gives each host its own systemd user manager in a private mount namespace,');
+    say('which needs root (and unshare). Run it as root, e.g.: sudo npm run demo');
+    process.exitCode = 2;
+    return;
+  }
+  process.once('SIGINT', () => {
+    say('\ninterrupted: stopping every process and removing the demo\'s directories');
+    void cleanup().then(() => process.exit(130));
+  });
+  dir = mkdtempSync(join(tmpdir(), 'mcplane-demo-'));
+
+  say(bold('1. A control plane'));
+  await pkiInitCommand(join(dir, 'pki'), [], []);
+  server = await startServer({
+    dataDir: join(dir, 'data'),
+    listen: '127.0.0.1:0',
+    tls: { ca: join(dir, 'pki/ca.crt'), cert: join(dir, 'pki/server.crt'), key: join(dir, 'pki/server.key') },
+    bootstrap: { listen: '127.0.0.1:0', caKeyFile: join(dir, 'pki/ca.key'), tokenFile: join(dir, 'pki/bootstrap-token') },
+    log: createLogger({ write: () => undefined }),
+  });
+  const address = `127.0.0.1:${server.grpcPort}`;
+  clients = connect({ server: address, pkiDir: join(dir, 'pki'), config: '/dev/null' });
+  const c = clients;
+  say(`   mcplane-server on ${address} (gRPC, mutual TLS), bootstrap endpoint on 127.0.0.1:${server.bootstrapPort}, store in ${dir}/data`);
+  const manifests = readdirSync(join(ROOT, 'examples')).filter((f) => f.endsWith('.yaml')).sort()
+    .map((f) => ({ source: f, text: readFileSync(join(ROOT, 'examples', f), 'utf8') }));
+  const applied = await call(c, c.config.apply.bind(c.config), { manifests, dryRun: false }, 'apply the examples');
+  say(`   mcctl apply -f examples/: ${applied.objects.map((o) => `${o.kind === 'MachineConfig' ? 'mc' : 'mcp'}/${o.name}`).join(', ')}`);
+
+  say(bold('\n2. Three hosts boot from the bootstrap endpoint, enroll, and join their pools'));
+  const stopWatch = watch(c);
+  const token = readFileSync(join(dir, 'pki/bootstrap-token'), 'utf8').trim();
+  for (const h of HOSTS) {
+    const ignition = await fetchIgnition({ port: server.bootstrapPort!, ca: readFileSync(join(dir, 'pki/ca.crt')), token }, h.pool);
+    const host = new SandboxHost({ name: h.name, server: address });
+    const files = applyIgnitionFiles(ignition, host.root);
+    hosts.push(host);
+    say(dim(`   ${h.name}: GET /config/${h.pool} (bootstrap token) -> Ignition ${ignition.ignition.version}, ${files.length} files; starting mcplane-agent`));
+    await host.startFromRoot();
+  }
+  await untilUpdated(c, ['worker', 'infra']);
+
+  say(bold('\n3. A change to the worker pool rolls out one node at a time (maxUnavailable: 1)'));
+  say(dim('   mcctl apply -f 80-demo-banner.yaml (a file under /etc/mcplane-demo/: the pool policy restarts a unit, no reboot)'));
+  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: '80-demo-banner.yaml', text: CHANGE }], dryRun: false }, 'apply the change');
+  await untilUpdated(c, ['worker', 'infra']);
+  stopWatch();
+
+  say(bold('\n4. Where everything ended'));
+  const { pools } = await call(c, c.status.listPools.bind(c.status), {}, 'list pools');
+  for (const p of pools) {
+    const s = p.status!;
+    const cond = (t: string): string => s.conditions.find((x) => x.type === t)?.status ?? '?';
+    say(`   pool ${p.name.padEnd(7)} ${short(s.configuration)}  machines ${s.machineCount}, updated ${s.updatedMachineCount}, degraded ${s.degradedMachineCount}  Updated=${cond('Updated')} Updating=${cond('Updating')} Degraded=${cond('Degraded')}`);
+  }
+  say('');
+  for (const host of hosts) {
+    const node = await call(c, c.status.getNode.bind(c.status), { name: host.options.name }, 'get node');
+    const rendered = await call(c, c.config.getRenderedConfig.bind(c.config), { name: node.status!.currentConfig }, 'get rendered');
+    const spec = JSON.parse(rendered.specJson);
+    const os = node.status!.os!;
+    const ostreeCalls: string[] = JSON.parse(readFileSync(host.standinState, 'utf8')).calls.filter((x: string) => !x.startsWith('status') && x !== 'kargs');
+    say(bold(`   ${host.options.name}`) + `  pool ${node.pool}, ${short(node.status!.currentConfig)}, ${node.status!.state}, ${host.reboots} reboot${host.reboots === 1 ? '' : 's'}`);
+    say(`     files       ${spec.config.storage.files.map((f: { path: string }) => f.path).join(', ') || '<none>'}`);
+    say(`     units       ${spec.config.systemd.units.map((u: { name: string; enabled?: boolean }) => `${u.name}${u.enabled ? ' (enabled)' : ''}`).join(', ') || '<none>'}`);
+    say(`     ssh keys    ${(spec.config.passwd.users[0]?.sshAuthorizedKeys ?? []).length} for core`);
+    say(`     kernel      ${os.kernelType}, arguments: ${os.kernelArguments.join(' ')}`);
+    say(`     rpm-ostree  ${ostreeCalls.join(' | ') || '<nothing>'}`);
+    say(`     last change ${node.status!.lastDisruption || '<none>'}`);
+  }
+  say(dim(`\n   Each host's files are under its temporary root; the demo removes them now. To explore a`));
+  say(dim(`   running control plane instead, see "Run a control plane" in the README.`));
+}
+
+/** Prints node progress and pool lines from StatusService.Watch as they happen. */
+function watch(c: Clients): () => void {
+  const seen = new Map<string, string>();
+  const stream = c.status.watch({ pools: false, nodes: false });
+  stream.on('data', (e: WatchEvent__Output) => {
+    if (e.node?.status) {
+      const n = e.node;
+      const s = n.status!;
+      const key = `${s.state}|${s.phase}|${s.currentConfig}|${s.desiredConfig}|${s.connected}`;
+      if (seen.get(n.name) === key) return;
+      seen.set(n.name, key);
+      const target = s.desiredConfig && s.desiredConfig !== s.currentConfig ? ` -> ${short(s.desiredConfig)}` : '';
+      const flag = !s.connected ? ' (disconnected: rebooting or starting)' : '';
+      say(`   ${time()}  ${n.name.padEnd(9)} ${s.state.padEnd(8)} ${(s.phase || '-').padEnd(9)} ${short(s.currentConfig)}${target}${flag}${s.reason ? `  ${s.reason}` : ''}`);
+    } else if (e.pool?.status && e.type !== 'ADDED') {
+      const p = e.pool;
+      const s = p.status!;
+      const updating = s.conditions.find((x) => x.type === 'Updating');
+      const key = `${s.configuration}|${s.updatedMachineCount}|${s.machineCount}|${updating?.status}`;
+      if (seen.get(`pool/${p.name}`) === key || s.machineCount === 0) return;
+      seen.set(`pool/${p.name}`, key);
+      say(dim(`   ${time()}  pool ${p.name}: ${s.updatedMachineCount}/${s.machineCount} updated to ${short(s.configuration)}${updating?.status === 'True' ? `; ${updating.message.replace(/^.*?; /, '')}` : ''}`));
+    }
+  });
+  stream.on('error', () => undefined);
+  return () => stream.cancel();
+}
+
+async function untilUpdated(c: Clients, pools: string[]): Promise<void> {
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    for (const h of hosts) await h.rebootIfRequested();
+    const states = await Promise.all(pools.map((name) => call(c, c.status.getPool.bind(c.status), { name }, 'get pool')));
+    const done = states.every((p) => p.status!.machineCount > 0 && p.status!.conditions.find((x) => x.type === 'Updated')?.status === 'True');
+    if (done) return;
+    const degraded = states.find((p) => p.status!.degradedMachineCount > 0);
+    if (degraded) throw new Error(`pool ${degraded.name} is degraded: ${degraded.status!.conditions.find((x) => x.type === 'NodeDegraded')?.message}`);
+    if (Date.now() > deadline) throw new Error(`pools ${pools.join(', ')} did not reach Updated within 3 minutes`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+main()
+  .catch((err: unknown) => {
+    process.stderr.write(`demo failed: ${(err as Error).message}\n`);
+    process.exitCode = 1;
+  })
+  .finally(() => cleanup());
