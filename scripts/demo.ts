@@ -134,7 +134,7 @@ async function main(): Promise<void> {
     say(`     last change ${node.status!.lastDisruption || '<none>'}`);
   }
   say(dim(`\n   Each host's files are under its temporary root; the demo removes them now. To explore a`));
-  say(dim(`   running control plane instead, see "Run a control plane" in the README.`));
+  say(dim(`   running control plane instead, follow the "Operator guide" in the README.`));
 }
 
 /** Prints node progress and pool lines from StatusService.Watch as they happen. */
