@@ -1,10 +1,9 @@
 // mcplane-agent: runs as a systemd service (Type=notify) on each host.
 
 import { Command } from 'commander';
-import { McplaneError } from '../machineconfig/index.ts';
 import { createLogger } from '../runtime/logger.ts';
 import { silenceIpServernameWarning } from '../runtime/process-warnings.ts';
-import { isEntryPoint } from '../runtime/entry-point.ts';
+import { onStopSignal, runProgram } from '../runtime/entry-point.ts';
 import { VERSION } from '../runtime/version.ts';
 import { Agent } from './agent.ts';
 import { DEFAULT_CONFIG_PATH, loadAgentConfig } from './agent-config.ts';
@@ -26,21 +25,12 @@ export async function main(argv: string[]): Promise<void> {
   const agent = await Agent.start(config, log);
   notify.ready(`node ${config.nodeName}, server ${config.server}`);
   log.info({ node: config.nodeName, server: config.server, version: VERSION }, 'mcplane-agent started');
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
+  onStopSignal(async (signal) => {
     log.info({ signal }, 'stopping');
     notify.stopping();
-    agent.stop().then(() => process.exit(0), () => process.exit(1));
-  };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
-}
-
-if (isEntryPoint(import.meta.url)) {
-  main(process.argv.slice(2)).catch((err: unknown) => {
-    process.stderr.write(`mcplane-agent: ${err instanceof McplaneError ? err.message : (err as Error).stack ?? String(err)}\n`);
-    process.exit(1);
+    await agent.stop();
+    return 0;
   });
 }
+
+runProgram(import.meta.url, 'mcplane-agent', main);

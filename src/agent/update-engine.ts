@@ -213,28 +213,27 @@ export class UpdateEngine {
     const p = j.state.pending!;
     this.#report('Working', 'apply');
     const unitFilesChanged = (p.fileOps ?? []).some((op) => op.hostPath.startsWith(this.#layout.unitDir + '/'));
-    try {
-      await applyUnitStates(this.#d.systemd, j.state.currentSpec, p.toSpec, unitFilesChanged);
-    } catch (err) {
-      await this.#rollBack();
-      throw err;
-    }
-    j.update((s) => { s.pending!.step = 'units-done'; });
-    this.#d.failpoints.hit('units-done');
+    await this.#applyStep('units-done', () => applyUnitStates(this.#d.systemd, j.state.currentSpec, p.toSpec, unitFilesChanged));
   }
 
   async #applyOs(): Promise<void> {
     const j = this.#d.journal;
-    const p = j.state.pending!;
-    try {
-      const changed = await applyOsChanges(this.#d.rpmOstree, j.state.currentSpec, p.toSpec);
+    await this.#applyStep('os-done', async () => {
+      const changed = await applyOsChanges(this.#d.rpmOstree, j.state.currentSpec, j.state.pending!.toSpec);
       if (changed.length) this.#d.log.info({ changed }, 'OS changes staged with rpm-ostree');
+    });
+  }
+
+  /** Runs one apply step after the files are committed: on failure the old files come back. */
+  async #applyStep(done: 'units-done' | 'os-done', work: () => Promise<unknown>): Promise<void> {
+    try {
+      await work();
     } catch (err) {
       await this.#rollBack();
       throw err;
     }
-    j.update((s) => { s.pending!.step = 'os-done'; });
-    this.#d.failpoints.hit('os-done');
+    this.#d.journal.update((s) => { s.pending!.step = done; });
+    this.#d.failpoints.hit(done);
   }
 
   async #actionsOrReboot(): Promise<void> {

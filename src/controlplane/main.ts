@@ -4,9 +4,9 @@ import { Command, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { ConfigurationError, McplaneError } from '../machineconfig/index.ts';
+import { ConfigurationError } from '../machineconfig/index.ts';
 import { createLogger } from '../runtime/logger.ts';
-import { isEntryPoint } from '../runtime/entry-point.ts';
+import { onStopSignal, runProgram } from '../runtime/entry-point.ts';
 import { VERSION } from '../runtime/version.ts';
 import { DEFAULT_BOOTSTRAP_PORT } from './bootstrap-server.ts';
 import { startServer, type ServerOptions } from './server.ts';
@@ -88,20 +88,16 @@ export async function main(argv: string[]): Promise<void> {
   const options = resolveOptions(program.opts<Flags>());
   const log = createLogger({ name: 'mcplane-server', level: options.logLevel });
   const server = await startServer({ ...options, log });
-  const stop = (signal: string): void => {
+  onStopSignal(async (signal) => {
     log.info({ signal }, 'signal received');
-    server.close().then(() => process.exit(0), (err: unknown) => {
+    try {
+      await server.close();
+      return 0;
+    } catch (err) {
       log.error({ err }, 'shutdown failed');
-      process.exit(1);
-    });
-  };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
-}
-
-if (isEntryPoint(import.meta.url)) {
-  main(process.argv.slice(2)).catch((err: unknown) => {
-    process.stderr.write(`mcplane-server: ${err instanceof McplaneError ? err.message : (err as Error).stack ?? String(err)}\n`);
-    process.exit(1);
+      return 1;
+    }
   });
 }
+
+runProgram(import.meta.url, 'mcplane-server', main);

@@ -11,6 +11,7 @@ import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
+import { poolYaml } from '../helpers/manifests.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
@@ -19,15 +20,7 @@ let server: TestServer;
 let c: Clients;
 let systemd: UserSystemd;
 
-const pool = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata: {name: worker}
-spec:
-  machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}
-  nodeSelector: {matchLabels: {node-role.kubernetes.io/worker: ""}}
-  maxUnavailable: 100%
-  disruptionPolicy: {files: [{path: /etc/crash, actions: [{type: none}]}]}
-`;
+const pool = poolYaml('worker', '  maxUnavailable: 100%\n  disruptionPolicy: {files: [{path: /etc/crash, actions: [{type: none}]}]}\n');
 function config(version: 'A' | 'B'): string {
   const files = Array.from({ length: FILES }, (_, i) => `        - {path: /etc/crash/f${String(i).padStart(2, '0')}, contents: {source: "data:,${version}-${i}"}}`);
   files.push(`        - {path: /etc/crash/only-${version.toLowerCase()}, contents: {source: "data:,${version}"}}`);

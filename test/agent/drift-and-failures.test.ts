@@ -11,6 +11,7 @@ import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
 import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
+import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
@@ -19,22 +20,12 @@ let c: Clients;
 let systemd: UserSystemd;
 const hosts: SandboxHost[] = [];
 
-const poolDoc = (name: string, extra: string) => `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata: {name: ${name}}
-spec:
-  machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: ${name}}}
-  nodeSelector: {matchLabels: {node-role.kubernetes.io/${name}: ""}}
-  maxUnavailable: 100%
+const poolDoc = (name: string, extra: string) => poolYaml(name, `  maxUnavailable: 100%
   disruptionPolicy:
     files: [{path: /etc/, actions: [{type: none}]}, {path: /usr/local/, actions: [{type: none}]}]
     units: [{name: broken.service, actions: [{type: restart, unit: broken.service}]}]
-${extra}`;
-const mc = (name: string, role: string, body: string) => `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata: {name: ${name}, labels: {machineconfiguration.openshift.io/role: ${role}}}
-spec:
-${body}`;
+${extra}`);
+const mc = mcYaml;
 const apply = (...texts: string[]) => call(c, c.config.apply.bind(c.config), { manifests: texts.map((text, i) => ({ source: `${i}.yaml`, text })), dryRun: false }, 'apply');
 const target = async (pool: string) => (await call(c, c.status.getPool.bind(c.status), { name: pool }, 'get')).status!.configuration;
 

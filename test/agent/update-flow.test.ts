@@ -10,6 +10,7 @@ import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
+import { poolYaml } from '../helpers/manifests.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
@@ -17,18 +18,12 @@ let server: TestServer;
 let c: Clients;
 let host: SandboxHost;
 
-const pool = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata: {name: worker}
-spec:
-  machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}
-  nodeSelector: {matchLabels: {node-role.kubernetes.io/worker: ""}}
-  disruptionPolicy:
+const pool = poolYaml('worker', `  disruptionPolicy:
     files:
       - {path: /etc/demo/, actions: [{type: restart, unit: demo.service}]}
     units:
       - {name: demo.service, actions: [{type: daemon-reload}, {type: restart, unit: demo.service}]}
-`;
+`);
 const config = (motd: string, extra = '') => `apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfig
 metadata: {name: 50-demo, labels: {machineconfiguration.openshift.io/role: worker}}

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { afterEach, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
+import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 let server: TestServer;
@@ -14,13 +15,10 @@ afterEach(async () => {
   await server.close();
 });
 
-const kargConfig = (value: string) => ({
-  source: 'karg.yaml',
-  text: `apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata: {name: 50-karg, labels: {machineconfiguration.openshift.io/role: worker}}\nspec: {kernelArguments: [${value}]}\n`,
-});
+const kargConfig = (value: string) => ({ source: 'karg.yaml', text: mcYaml('50-karg', 'worker', `  kernelArguments: [${value}]\n`) });
 const workerPool = (maxUnavailable: number | string, paused = false) => ({
   source: 'pool.yaml',
-  text: `apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigPool\nmetadata: {name: worker}\nspec:\n  machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}\n  nodeSelector: {matchLabels: {node-role.kubernetes.io/worker: ""}}\n  maxUnavailable: ${JSON.stringify(maxUnavailable)}\n  paused: ${paused}\n`,
+  text: poolYaml('worker', `  maxUnavailable: ${JSON.stringify(maxUnavailable)}\n  paused: ${paused}\n`),
 });
 
 async function fleet(count: number, zoneOf: (i: number) => string, autoDone: boolean): Promise<SimulatedAgent[]> {

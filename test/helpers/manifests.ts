@@ -41,3 +41,23 @@ export function fileText(source: string): string {
   const comma = source.indexOf(',');
   return Buffer.from(source.slice(comma + 1), 'base64').toString('utf8');
 }
+
+/** A MachineConfigPool as YAML, selecting configs by role `name` and nodes labelled with it. */
+export function poolYaml(name: string, extraSpec = ''): string {
+  return `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfigPool
+metadata: {name: ${name}}
+spec:
+  machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: ${name}}}
+  nodeSelector: {matchLabels: {node-role.kubernetes.io/${name}: ""}}
+${extraSpec}`;
+}
+
+/** A MachineConfig as YAML; `spec` is the indented body under spec:. */
+export function mcYaml(name: string, role: string, spec: string): string {
+  return `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata: {name: ${name}, labels: {machineconfiguration.openshift.io/role: ${role}}}
+spec:
+${spec}`;
+}
