@@ -62,9 +62,18 @@ export class ClusterState extends EventEmitter<ClusterStateEvents> {
 
   renderedConfig(name: string): RenderedConfig | undefined {
     const o = this.rendered.get(name);
-    // JSON round trips keep key order, so this is the same canonical text the hash covered.
-    return o ? { ...o.value, specJson: JSON.stringify(o.value.spec) } : undefined;
+    if (!o) return undefined;
+    // Rendered configs never change, so the serialization is made once, not once per node a
+    // fan-out assigns it to. JSON round trips keep key order: it is the text the hash covered.
+    let specJson = this.#specJson.get(name);
+    if (specJson === undefined) {
+      specJson = JSON.stringify(o.value.spec);
+      this.#specJson.set(name, specJson);
+    }
+    return { ...o.value, specJson };
   }
+
+  readonly #specJson = new Map<string, string>();
 
   nodesInPool(pool: string): NodeEntry[] {
     return [...this.nodes.values()].filter((n) => n.pool === pool);
@@ -77,6 +86,7 @@ export class ClusterState extends EventEmitter<ClusterStateEvents> {
     for (const op of ops) {
       change.kinds.add(op.kind);
       if (op.type === 'delete') this.#mapFor(op.kind)?.delete(op.name);
+      if (op.type === 'delete' && op.kind === 'RenderedConfig') this.#specJson.delete(op.name);
       if (op.kind === 'Node') change.nodes.add(op.name);
       if (op.kind === 'MachineConfigPool') change.pools.add(op.name);
     }

@@ -26,22 +26,29 @@ export class ReconcileLoop {
     }
     this.#scheduled ??= setTimeout(() => {
       this.#scheduled = undefined;
-      this.#running = this.#run().finally(() => {
-        this.#running = undefined;
-        if (this.#again) {
-          this.#again = false;
-          this.schedule();
-        }
-      });
+      if (this.#running) this.#again = true;
+      else void this.#start();
     }, COALESCE_MS);
   }
 
-  /** Runs a pass now and waits for it (start-up, tests). */
+  /** Runs a pass now (after any pass in progress) and waits for it: start-up, tests, API writes. */
   async runNow(): Promise<void> {
     clearTimeout(this.#scheduled);
     this.#scheduled = undefined;
-    await this.#running;
-    await this.#run();
+    while (this.#running) await this.#running;
+    await this.#start();
+  }
+
+  /** The only place a pass starts, so two passes never overlap. */
+  #start(): Promise<void> {
+    this.#running = this.#run().finally(() => {
+      this.#running = undefined;
+      if (this.#again) {
+        this.#again = false;
+        this.schedule();
+      }
+    });
+    return this.#running;
   }
 
   async stop(): Promise<void> {
