@@ -1,0 +1,81 @@
+// Whatever a client sends, the server answers with a clear status and keeps serving.
+
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { status as Status } from '@grpc/grpc-js';
+import { after, before, test } from 'node:test';
+import { call } from '../../src/cli/client/call.ts';
+import type { Clients } from '../../src/cli/client/connection.ts';
+import { CLIENT_CHANNEL_OPTIONS } from '../../src/runtime/grpc-options.ts';
+import { loadMcplaneProto } from '../../src/runtime/proto.ts';
+import { clientCredentials } from '../../src/runtime/tls.ts';
+import { RemoteCallError } from '../../src/machineconfig/index.ts';
+import { SimulatedAgent } from '../helpers/simulated-agent.ts';
+import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+
+let server: TestServer;
+let c: Clients;
+before(async () => {
+  server = await startTestServer();
+  c = server.admin();
+});
+after(() => server.close());
+
+async function rawStream(node: string) {
+  const tls = await server.pki.node(node);
+  const { grpc } = loadMcplaneProto();
+  const client = new grpc.mcplane.v1.AgentService(server.address, clientCredentials({ ca: readFileSync(tls.ca), cert: readFileSync(tls.cert), key: readFileSync(tls.key) }), CLIENT_CHANNEL_OPTIONS);
+  const stream = client.connect();
+  const error = new Promise<{ code: number; details: string }>((resolve) => stream.on('error', resolve));
+  stream.on('data', () => undefined);
+  return { stream, error, close: () => client.close() };
+}
+
+test('a status report before registering is refused', async () => {
+  const s = await rawStream('abuse-1');
+  s.stream.write({ status: { status: { state: 'Done' } } });
+  const err = await s.error;
+  assert.equal(err.code, Status.PERMISSION_DENIED);
+  assert.match(err.details, /first message on an agent stream must be register/);
+  s.close();
+});
+
+test('a register with an invalid node name is INVALID_ARGUMENT naming the rule', async () => {
+  const s = await rawStream('abuse-2');
+  s.stream.write({ register: { nodeName: 'Not A Name!', labels: {}, bootId: '', agentVersion: '' } });
+  const err = await s.error;
+  assert.equal(err.code, Status.INVALID_ARGUMENT);
+  assert.match(err.details, /Node\/Not A Name!: register\.nodeName: a node name must be a DNS subdomain/);
+  s.close();
+});
+
+test('an unknown state from an agent degrades the node with a reason instead of being trusted', async () => {
+  const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node('abuse-3'), name: 'abuse-3' });
+  await agent.connect();
+  agent.report({ state: 'Exploded', reason: 'cosmic rays' });
+  await new Promise((r) => setTimeout(r, 100));
+  const node = await call(c, c.status.getNode.bind(c.status), { name: 'abuse-3' }, 'get');
+  assert.equal(node.status!.state, 'Degraded');
+  assert.equal(node.status!.reason, 'agent reported unknown state "Exploded": cosmic rays');
+  agent.close();
+});
+
+test('an Apply above the message size limit is refused, and the server keeps serving', async () => {
+  const huge = 'x'.repeat(17 * 1024 * 1024);
+  await assert.rejects(call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'huge.yaml', text: huge }], dryRun: false }, 'apply'),
+    (e: RemoteCallError) => e.grpcCode === Status.RESOURCE_EXHAUSTED);
+  const garbage = ['\u0000\u0001\u0002', '{"kind": "MachineConfig"', '[1, 2, 3]', '!!binary AAAA', 'a: &a [*a]', '- - - -', 'kind: MachineConfig\nmetadata: []\nspec: 7'];
+  for (const text of garbage) {
+    await assert.rejects(call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'g.yaml', text }], dryRun: false }, 'apply'),
+      (e: RemoteCallError) => e.grpcCode === Status.INVALID_ARGUMENT && e.problems.length > 0, JSON.stringify(text));
+  }
+  const { pools } = await call(c, c.status.listPools.bind(c.status), {}, 'list');
+  assert.ok(pools.length >= 2);
+});
+
+test('unknown kinds and names in Delete, Get and SetPoolPaused are clear errors', async () => {
+  await assert.rejects(call(c, c.config.delete.bind(c.config), { kind: 'Secret', name: 'x' }, 'delete'), (e: RemoteCallError) => e.grpcCode === Status.INVALID_ARGUMENT && /cannot delete kind "Secret"/.test(e.message));
+  await assert.rejects(call(c, c.config.setPoolPaused.bind(c.config), { name: 'nope', paused: true }, 'pause'), (e: RemoteCallError) => e.grpcCode === Status.NOT_FOUND && /MachineConfigPool\/nope not found/.test(e.message));
+  await assert.rejects(call(c, c.config.getRenderedConfig.bind(c.config), { name: '' }, 'get'), (e: RemoteCallError) => e.grpcCode === Status.NOT_FOUND);
+  await assert.rejects(call(c, c.config.reapplyNode.bind(c.config), { name: 'ghost' }, 'reapply'), (e: RemoteCallError) => e.grpcCode === Status.NOT_FOUND);
+});
