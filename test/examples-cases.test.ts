@@ -5,7 +5,6 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { parse } from 'yaml';
 import { runCli, REPO_ROOT } from './helpers/run-cli.ts';
 import { fileText } from './helpers/manifests.ts';
 

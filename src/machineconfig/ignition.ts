@@ -14,7 +14,7 @@ import {
 } from './constants.ts';
 import { CANONICAL_DATA_URL_PREFIX, decodeDataUrl, encodeDataUrl, isValidBase64 } from './data-url.ts';
 import { managedPathViolation } from './paths.ts';
-import { isNonEmpty, isRecord, join, ProblemCollector } from './problem-collector.ts';
+import { isNonEmpty, join, ProblemCollector } from './problem-collector.ts';
 import type {
   IgnitionConfig,
   IgnitionDropin,

@@ -29,7 +29,6 @@ const list = (items: Record<string, unknown>[], format: OutputFormat, single: bo
 
 export async function getCommand(c: Clients, resource: string, name: string | undefined, format: ReadFormat, pool?: string): Promise<string> {
   const r = resourceOf(resource);
-  const t = c.timeoutMs;
   if (r === 'pools') {
     const pools = name
       ? [await call(c, c.status.getPool.bind(c.status), { name }, `get pool ${name}`)]
