@@ -63,6 +63,8 @@ export class SandboxHost {
     else symlinkSync('../var/usrlocal', join(this.root, 'usr/local'));
     writeFileSync(join(this.root, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000:CoreOS Admin:/home/core:/bin/bash\n');
     writeFileSync(join(this.root, 'etc/group'), 'root:x:0:\ncore:x:1000:\n');
+    writeFileSync(join(this.root, 'etc/shadow'), 'root:*:19000:0:99999:7:::\ncore:*:19000:0:99999:7:::\n', { mode: 0o600 });
+    writeFileSync(join(this.root, 'etc/gshadow'), 'root:*::\ncore:!::\n', { mode: 0o600 });
     writeFileSync(this.bootIdFile, randomUUID() + '\n');
     writeFileSync(join(this.dir, 'rpm-ostree'), `#!/bin/sh\nexec ${process.execPath} ${STANDIN} --standin-state ${this.standinState} "$@"\n`, { mode: 0o755 });
   }

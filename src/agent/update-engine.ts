@@ -30,6 +30,7 @@ import type { Failpoints } from './failpoints.ts';
 import type { AgentConfig } from './agent-config.ts';
 import type { Journal, PendingUpdate } from './journal.ts';
 import { applyOsChanges, osMismatches } from './os-operations.ts';
+import { applyPasswordHash, LOCKED, passwordHashOf, shadowHashOfCore } from './password.ts';
 import type { Rebooter } from './reboot.ts';
 import type { RpmOstree } from './rpm-ostree.ts';
 import type { SystemdClient } from './systemd-client.ts';
@@ -213,7 +214,10 @@ export class UpdateEngine {
     const p = j.state.pending!;
     this.#report('Working', 'apply');
     const unitFilesChanged = (p.fileOps ?? []).some((op) => op.hostPath.startsWith(this.#layout.unitDir + '/'));
-    await this.#applyStep('units-done', () => applyUnitStates(this.#d.systemd, j.state.currentSpec, p.toSpec, unitFilesChanged));
+    await this.#applyStep('units-done', async () => {
+      await applyUnitStates(this.#d.systemd, j.state.currentSpec, p.toSpec, unitFilesChanged);
+      if (await applyPasswordHash(this.#layout.root, j.state.currentSpec, p.toSpec)) this.#d.log.info('password of core updated');
+    });
   }
 
   async #applyOs(): Promise<void> {
@@ -289,6 +293,9 @@ export class UpdateEngine {
       if (!matchesOnDisk(f)) mismatches.push(`${f.object}: on disk differs from the config (content, mode or owner)`);
     }
     mismatches.push(...(await unitMismatches(this.#d.systemd, p.toSpec)));
+    const hash = shadowHashOfCore(this.#layout.root);
+    const wanted = passwordHashOf(p.toSpec) || (passwordHashOf(j.state.currentSpec) ? LOCKED : undefined);
+    if (wanted !== undefined && hash !== undefined && hash !== wanted) mismatches.push('password of core: /etc/shadow does not hold the configured hash');
     mismatches.push(...(await osMismatches(this.#d.rpmOstree, j.state.currentSpec, p.toSpec)));
     if (mismatches.length) throw new UpdateStepError('validate', p.to, mismatches.join('; '));
     this.#files.finish();

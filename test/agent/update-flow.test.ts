@@ -174,3 +174,21 @@ test('a reboot that comes back on the old deployment fails validation, naming th
   const healed = await untilNode(c, [host], 'host-a', (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
   assert.ok(healed.status!.os!.kernelArguments.includes('validate=me'));
 });
+
+test('the core password hash is set with usermod, without a reboot; dropping it locks password login', { skip }, async () => {
+  await apply(config('changed')); // back to the baseline (drops the previous test's kernel argument)
+  const base = await target();
+  await untilNode(c, [host], 'host-a', (n) => n.status!.currentConfig === base && n.status!.state === 'Done');
+  const reboots = host.reboots;
+  const withHash = config('changed').replace('    passwd: {users: [{name: core, sshAuthorizedKeys: ["ssh-ed25519 AAAA demo"]}]}', '    passwd: {users: [{name: core, sshAuthorizedKeys: ["ssh-ed25519 AAAA demo"], passwordHash: "$6$salt$hashvalue"}]}');
+  await apply(withHash);
+  let want = await target();
+  await untilNode(c, [host], 'host-a', (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
+  const shadow = () => readFileSync(join(host.root, 'etc/shadow'), 'utf8').split('\n').find((l) => l.startsWith('core:'))!.split(':')[1];
+  assert.equal(shadow(), '$6$salt$hashvalue');
+  assert.equal(host.reboots, reboots, 'no reboot for a password change');
+  await apply(config('changed'));
+  want = await target();
+  await untilNode(c, [host], 'host-a', (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
+  assert.equal(shadow(), '*');
+});
