@@ -44,6 +44,8 @@ export class RpmOstree {
   constructor(
     private readonly binary: string,
     private readonly log: Logger,
+    /** Told about every busy retry, so the node's status can say why it waits. */
+    private readonly onBusy: (attempt: number, retryInMs: number) => void = () => undefined,
     private readonly retry = { attempts: 8, firstDelayMs: 500, maxDelayMs: 15_000 },
   ) {}
 
@@ -120,8 +122,10 @@ export class RpmOstree {
         });
       } catch (err) {
         if (!(err instanceof RpmOstreeError) || !err.busy || attempt >= this.retry.attempts) throw err;
-        this.log.warn({ attempt, retryInMs: delay, command: args[0] }, 'rpm-ostree is busy with another transaction; retrying');
-        await new Promise((r) => setTimeout(r, delay * (0.75 + Math.random() / 2)));
+        const wait = Math.round(delay * (0.75 + Math.random() / 2));
+        this.log.warn({ attempt, retryInMs: wait, command: args[0] }, 'rpm-ostree is busy with another transaction; retrying');
+        this.onBusy(attempt, wait);
+        await new Promise((r) => setTimeout(r, wait));
         delay = Math.min(delay * 2, this.retry.maxDelayMs);
       }
     }

@@ -123,6 +123,11 @@ export class UpdateEngine {
       });
   }
 
+  /** Says why a running step waits (rpm-ostree busy), without changing state or phase. */
+  note(reason: string): void {
+    if (this.#running) this.#report(this.progress.state, this.progress.phase, reason);
+  }
+
   /** Marks the node failed outside an update (drift, an invalid assignment). */
   markFailed(state: NodeState, phase: string, reason: string): void {
     this.#d.journal.update((s) => { s.failure = { state, phase, reason }; });

@@ -147,6 +147,10 @@ test('rpm-ostree busy with another transaction: retried, logged, and the update 
   host.rpmOstree('standin-busy', '2');
   await apply(mc('70-karg', 'busy', '  kernelArguments: [busy=1]\n'));
   const want = await target('busy');
+  // The wait is reported, not just logged: the control plane sees why the node is slow.
+  const waiting = await untilNode(c, [host], 'busy-ostree', (n) => /rpm-ostree is busy/.test(n.status!.reason), 30_000);
+  assert.equal(waiting.status!.state, 'Working');
+  assert.match(waiting.status!.reason, /^rpm-ostree is busy with another transaction; retry 1 in \d+\.\ds$/);
   await untilNode(c, [host], 'busy-ostree', (n) => n.status!.currentConfig === want && n.status!.state === 'Done', 60_000);
   assert.ok(host.logs.some((l) => l.includes('rpm-ostree is busy with another transaction; retrying')));
   await host.kill();
