@@ -36,18 +36,12 @@ export function writeTempBeside(path: string, data: Uint8Array | string, options
   return temp;
 }
 
-/** copyFileSync does not fsync; this makes a copied file durable. */
-export function fsyncFile(path: string): void {
+/**
+ * fsync by path: a file whose bytes were written without it (copyFileSync, a batch of temps),
+ * or a directory, which makes the renames and unlinks in it durable.
+ */
+export function fsyncPath(path: string): void {
   const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-export function fsyncDir(dir: string): void {
-  const fd = openSync(dir, 'r');
   try {
     fsyncSync(fd);
   } finally {
@@ -58,7 +52,7 @@ export function fsyncDir(dir: string): void {
 /** Renames into place and makes the rename durable. */
 export function commitRename(temp: string, path: string): void {
   renameSync(temp, path);
-  fsyncDir(dirname(path));
+  fsyncPath(dirname(path));
 }
 
 export function writeFileAtomic(path: string, data: Uint8Array | string, options: WriteOptions = {}): void {
@@ -73,6 +67,6 @@ export function unlinkDurable(path: string): boolean {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw err;
   }
-  fsyncDir(dirname(path));
+  fsyncPath(dirname(path));
   return true;
 }

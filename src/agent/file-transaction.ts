@@ -15,7 +15,7 @@
 import { copyFileSync, linkSync, lstatSync, mkdirSync, readFileSync, readlinkSync, renameSync, symlinkSync, unlinkSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
-import { fsyncDir, fsyncFile, writeTempBeside } from './durable-fs.ts';
+import { fsyncPath, writeTempBeside } from './durable-fs.ts';
 import type { BackupRecord, FileOp, Journal } from './journal.ts';
 import type { Failpoints } from './failpoints.ts';
 
@@ -92,10 +92,10 @@ export class FileTransaction {
     for (const [hostPath, record] of Object.entries(backupsToAdd)) {
       if (record.kind === 'file') {
         copyFileSync(hostPath, record.backupFile!);
-        fsyncFile(record.backupFile!);
+        fsyncPath(record.backupFile!);
       }
     }
-    fsyncDir(this.journal.backupDir);
+    fsyncPath(this.journal.backupDir);
     const made = new Set<string>();
     const written: string[] = [];
     for (const [i, op] of ops.entries()) {
@@ -120,8 +120,8 @@ export class FileTransaction {
       this.failpoints.hit('staging-file', i);
     }
     // fsync after all writes rather than after each: the filesystem batches the work.
-    for (const temp of written) fsyncFile(temp);
-    for (const dir of made) fsyncDir(dir);
+    for (const temp of written) fsyncPath(temp);
+    for (const dir of made) fsyncPath(dir);
 
     // 3. The point of no return: from here a crash rolls forward.
     this.journal.update((s) => { s.pending!.step = 'committing'; });
@@ -138,7 +138,7 @@ export class FileTransaction {
       if (op.action === 'delete') removeIfExists(op.hostPath);
       this.failpoints.hit('commit-file', i);
     }
-    for (const dir of new Set(ops.map((op) => dirname(op.hostPath)))) fsyncDir(dir);
+    for (const dir of new Set(ops.map((op) => dirname(op.hostPath)))) fsyncPath(dir);
     this.journal.update((s) => {
       for (const [path, record] of Object.entries(s.pending!.backupsToAdd ?? {})) s.backups[path] = record;
       for (const path of s.pending!.backupsToDrop ?? []) {
@@ -177,7 +177,7 @@ export class FileTransaction {
       if (op.undo && lexists(op.undo)) renameSync(op.undo, op.hostPath);
       else if (!op.undo) removeIfExists(op.hostPath);
     }
-    for (const dir of new Set(ops.map((op) => dirname(op.hostPath)))) fsyncDir(dir);
+    for (const dir of new Set(ops.map((op) => dirname(op.hostPath)))) fsyncPath(dir);
   }
 
   /** The update is applied: the undo links are no longer needed. */
