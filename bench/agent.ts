@@ -23,7 +23,7 @@ import { ms, report } from './harness.ts';
 
 const FILES = 1000;
 const UNITS = 50;
-const RUNS = Number(process.env.BENCH_RUNS ?? 5);
+const RUNS = Number(process.env.BENCH_RUNS ?? 9);
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 function files(dir: string, version: number): DesiredFile[] {
