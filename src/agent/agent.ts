@@ -179,8 +179,9 @@ export class Agent {
     } catch {
       return;
     }
+    // Enablement and masks have no file to hash: the drift carries the expected and actual state.
     this.drift.watch(files, async () => (await unitMismatches(this.#systemd, spec)).map((m) => ({
-      path: m.split(':')[0]!, kind: 'unit' as const, expectedHash: m, actualHash: '', detectedUnixMs: Date.now(),
+      path: m.unit, kind: 'unit' as const, expectedHash: m.expected, actualHash: m.actual, detectedUnixMs: Date.now(),
     })));
   }
 

@@ -116,7 +116,9 @@ export class DriftMonitor {
   }
 }
 
+/** A file (or unit file) drift names both hashes; a unit's state drift names both states. */
 export function describeDrift(d: Drift): string {
+  if (!d.path.startsWith('/')) return `unit ${d.path} changed outside the agent (expected ${d.expectedHash}, systemd says ${d.actualHash})`;
   return `${d.kind} ${d.path} changed outside the agent (expected sha256 ${d.expectedHash.slice(0, 12)}, found ${d.actualHash ? d.actualHash.slice(0, 12) : 'it missing'})`;
 }
 

@@ -71,15 +71,26 @@ export async function runActions(systemd: SystemdClient, actions: DisruptionActi
   }
 }
 
-/** Unit mismatches for validation: enablement and masks as systemd reports them. */
-export async function unitMismatches(systemd: SystemdClient, spec: MachineConfigSpec): Promise<string[]> {
-  const out: string[] = [];
+export interface UnitMismatch {
+  unit: string;
+  expected: 'masked' | 'not masked' | 'enabled' | 'disabled';
+  /** The unit file state systemd reports. */
+  actual: string;
+}
+
+/** Enablement and masks that differ from the config, as systemd reports them. */
+export async function unitMismatches(systemd: SystemdClient, spec: MachineConfigSpec): Promise<UnitMismatch[]> {
+  const out: UnitMismatch[] = [];
   for (const unit of spec.config.systemd.units) {
-    const state = await systemd.unitFileState(unit.name);
-    if (unit.mask && state !== 'masked') out.push(`unit ${unit.name}: expected masked, systemd says ${state}`);
-    else if (!unit.mask && state === 'masked') out.push(`unit ${unit.name}: expected not masked, systemd says masked`);
-    else if (unit.enabled === true && !state.startsWith('enabled')) out.push(`unit ${unit.name}: expected enabled, systemd says ${state}`);
-    else if (unit.enabled === false && state.startsWith('enabled')) out.push(`unit ${unit.name}: expected disabled, systemd says ${state}`);
+    const actual = await systemd.unitFileState(unit.name);
+    if (unit.mask && actual !== 'masked') out.push({ unit: unit.name, expected: 'masked', actual });
+    else if (!unit.mask && actual === 'masked') out.push({ unit: unit.name, expected: 'not masked', actual });
+    else if (unit.enabled === true && !actual.startsWith('enabled')) out.push({ unit: unit.name, expected: 'enabled', actual });
+    else if (unit.enabled === false && actual.startsWith('enabled')) out.push({ unit: unit.name, expected: 'disabled', actual });
   }
   return out;
+}
+
+export function describeUnitMismatch(m: UnitMismatch): string {
+  return `unit ${m.unit}: expected ${m.expected}, systemd says ${m.actual}`;
 }

@@ -34,7 +34,7 @@ import { applyPasswordHash, LOCKED, passwordHashOf, shadowHashOfCore } from './p
 import type { Rebooter } from './reboot.ts';
 import type { RpmOstree } from './rpm-ostree.ts';
 import type { SystemdClient } from './systemd-client.ts';
-import { applyUnitStates, retireRemovedUnits, runActions, unitMismatches } from './unit-operations.ts';
+import { applyUnitStates, describeUnitMismatch, retireRemovedUnits, runActions, unitMismatches } from './unit-operations.ts';
 
 export interface Assignment {
   config: string;
@@ -297,7 +297,7 @@ export class UpdateEngine {
     for (const f of desiredFiles(p.toSpec, this.#layout)) {
       if (!matchesOnDisk(f)) mismatches.push(`${f.object}: on disk differs from the config (content, mode or owner)`);
     }
-    mismatches.push(...(await unitMismatches(this.#d.systemd, p.toSpec)));
+    mismatches.push(...(await unitMismatches(this.#d.systemd, p.toSpec)).map(describeUnitMismatch));
     const hash = shadowHashOfCore(this.#layout.root);
     const wanted = passwordHashOf(p.toSpec) || (passwordHashOf(j.state.currentSpec) ? LOCKED : undefined);
     if (wanted !== undefined && hash !== undefined && hash !== wanted) mismatches.push('password of core: /etc/shadow does not hold the configured hash');

@@ -192,3 +192,14 @@ test('the core password hash is set with usermod, without a reboot; dropping it 
   await untilNode(c, [host], 'host-a', (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
   assert.equal(shadow(), '*');
 });
+
+test('a unit disabled behind the agent\'s back is drift naming the unit and both states', { skip }, async () => {
+  host.systemd.systemctl('disable', 'demo.service');
+  const node = await untilNode(c, [host], 'host-a', (n) => n.status!.state === 'Degraded', 10_000);
+  assert.equal(node.status!.phase, 'drift');
+  assert.equal(node.status!.reason, 'drift: unit demo.service changed outside the agent (expected enabled, systemd says disabled)');
+  assert.deepEqual(node.status!.drift.map((d) => [d.kind, d.path, d.expectedHash, d.actualHash]), [['unit', 'demo.service', 'enabled', 'disabled']]);
+  await call(c, c.config.reapplyNode.bind(c.config), { name: 'host-a' }, 'reapply');
+  await untilNode(c, [host], 'host-a', (n) => n.status!.state === 'Done' && n.status!.drift.length === 0, 20_000);
+  assert.equal(host.systemd.systemctl('is-enabled', 'demo.service').stdout.trim(), 'enabled');
+});
