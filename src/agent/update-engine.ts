@@ -292,6 +292,7 @@ export class UpdateEngine {
   async #validateAndFinish(): Promise<void> {
     const j = this.#d.journal;
     const p = j.state.pending!;
+    if (p.step !== 'validating') j.update((s) => { s.pending!.step = 'validating'; });
     this.#report('Working', 'validate');
     const mismatches: string[] = [];
     for (const f of desiredFiles(p.toSpec, this.#layout)) {
@@ -330,9 +331,10 @@ export class UpdateEngine {
     const j = this.#d.journal;
     j.update((s) => {
       s.failure = { state, phase: e.step, reason: e.message };
-      // An update that failed before its files were committed leaves nothing to resume.
-      if (s.pending && (s.pending.step === 'check' || s.pending.step === 'staging')) s.pending = null;
-      if (s.pending && ['files-done', 'units-done', 'os-done', 'actions-done'].includes(s.pending.step) && e.step !== 'validate') s.pending = null;
+      // Only a reboot still to happen or a validation still to pass is worth resuming; at every
+      // other step the files were never committed or have been rolled back, and resuming would
+      // replay the commit over the restored ones.
+      if (s.pending && s.pending.step !== 'rebooting' && s.pending.step !== 'validating') s.pending = null;
     });
     this.#report(state, e.step, e.message);
   }
