@@ -218,7 +218,6 @@ export class ControlPlane {
     }]);
     this.sessions.attach(reg.nodeName, stream);
     const node = this.state.nodes.get(reg.nodeName)!;
-    node.connected = true;
     this.log.info({ node: reg.nodeName, pool: node.pool || undefined, poolError: node.poolError, bootId: reg.bootId, current: status.currentConfig || undefined, new: !existing }, 'node registered');
     stream.write({ registered: { pool: node.pool } });
     this.sessions.sendAssignment(reg.nodeName);

@@ -30,16 +30,19 @@ export function configService(cp: ControlPlane, auth: Authorizer, log: Logger): 
       if (!stored) throw new NotFoundError('MachineConfig', req.name);
       return machineConfigToWire(stored);
     }),
-    ListRenderedConfigs: admin((req: { pool: string }) => ({
-      renderedConfigs: [...cp.state.rendered.values()]
-        .filter((r) => !req.pool || r.value.pool === req.pool)
-        .sort((a, b) => a.value.pool.localeCompare(b.value.pool) || b.createdAt - a.createdAt)
-        .map((r) => renderedToWire(r, cp, false)),
-    })),
+    ListRenderedConfigs: admin((req: { pool: string }) => {
+      const references = cp.render.referencedConfigs();
+      return {
+        renderedConfigs: [...cp.state.rendered.values()]
+          .filter((r) => !req.pool || r.value.pool === req.pool)
+          .sort((a, b) => a.value.pool.localeCompare(b.value.pool) || b.createdAt - a.createdAt)
+          .map((r) => renderedToWire(r, references, false)),
+      };
+    }),
     GetRenderedConfig: admin((req: { name: string }) => {
       const stored = cp.state.rendered.get(req.name);
       if (!stored) throw new NotFoundError('RenderedConfig', req.name);
-      return renderedToWire(stored, cp, true);
+      return renderedToWire(stored, cp.render.referencedConfigs(), true);
     }),
     SetPoolPaused: admin(async (req: { name: string; paused: boolean }) => {
       await cp.setPoolPaused(req.name, req.paused);

@@ -7,7 +7,6 @@ import type { MachineConfigPool } from '../../runtime/generated/mcplane/v1/Machi
 import type { Node } from '../../runtime/generated/mcplane/v1/Node.ts';
 import type { RenderedConfig } from '../../runtime/generated/mcplane/v1/RenderedConfig.ts';
 import type { StoredObject } from '../store/store.ts';
-import type { ControlPlane } from '../control-plane.ts';
 import type { NodeEntry, PoolRecord, StoredRendered } from '../cluster-state.ts';
 
 export function poolToWire(stored: StoredObject<PoolRecord>, status: PoolStatus | undefined): MachineConfigPool {
@@ -53,13 +52,14 @@ export function machineConfigToWire(stored: StoredObject<DomainMachineConfig>): 
   };
 }
 
-export function renderedToWire(stored: StoredObject<StoredRendered>, cp: ControlPlane, withSpec: boolean): RenderedConfig {
+/** `references` is RenderController.referencedConfigs(), computed once per request. */
+export function renderedToWire(stored: StoredObject<StoredRendered>, references: Map<string, string[]>, withSpec: boolean): RenderedConfig {
   return {
     name: stored.name,
     pool: stored.value.pool,
     specJson: withSpec ? JSON.stringify(stored.value.spec) : '',
     sources: stored.value.sources,
     creationTimeUnixMs: stored.createdAt,
-    referencedBy: cp.render.referencedConfigs().get(stored.name) ?? [],
+    referencedBy: references.get(stored.name) ?? [],
   };
 }
