@@ -4,6 +4,7 @@ import type { StatusServiceHandlers } from '../../runtime/generated/mcplane/v1/S
 import type { WatchEvent } from '../../runtime/generated/mcplane/v1/WatchEvent.ts';
 import type { WatchRequest__Output } from '../../runtime/generated/mcplane/v1/WatchRequest.ts';
 import type { Logger } from '../../runtime/logger.ts';
+import { VERSION } from '../../runtime/version.ts';
 import type { ControlPlane } from '../control-plane.ts';
 import type { WatchNotice } from '../watch-hub.ts';
 import type { Authorizer } from './authorization.ts';
@@ -35,6 +36,9 @@ export function statusService(cp: ControlPlane, auth: Authorizer, log: Logger): 
         .map(nodeToWire),
     })),
     GetNode: admin((req: { name: string }) => node(req.name)),
+    // Interim, until replicas exist: the one process is the only replica and the leader.
+    ListReplicas: admin(() => ({ replicas: [{ name: 'local', address: '', leader: true, lastHeartbeatUnixMs: Date.now(), version: VERSION, startedUnixMs: 0, agentsConnected: cp.sessions.size }] })),
+    GetServerInfo: admin(() => ({ version: VERSION, replica: 'local', store: 'sqlite', leader: true })),
     Watch(call: ServerWritableStream<WatchRequest__Output, WatchEvent>) {
       try {
         auth.requireAdmin(call);
