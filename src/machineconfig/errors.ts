@@ -74,6 +74,16 @@ export class ConflictError extends McplaneError {
   }
 }
 
+/** A commit broke one of the store's limits (operations per commit, bytes per request). */
+export class StoreLimitError extends McplaneError {
+  override readonly code = 'MCPLANE_STORE_LIMIT';
+}
+
+/** The store could not be reached or did not answer in time; the operation may be retried. */
+export class StoreUnavailableError extends McplaneError {
+  override readonly code = 'MCPLANE_STORE_UNAVAILABLE';
+}
+
 /** The caller is authenticated but not allowed to do this. */
 export class PermissionDeniedError extends McplaneError {
   override readonly code = 'MCPLANE_PERMISSION_DENIED';
