@@ -1,80 +1,149 @@
-// The open agent streams, one per node. A node that reconnects replaces its old stream (the old
-// one may not have noticed the network is gone yet); messages go only to the stream that
-// authenticated as that node.
+// The agent streams this replica holds, and their session records in the store. A session
+// record lives on the replica's lease, so "connected" means a replica that is alive holds the
+// stream, whichever replica that is. The record's revision is the session's epoch: status
+// writes check it, so a replica that lost a node (the agent moved to another replica) cannot
+// overwrite the newer session's status.
+//
+// A node that reconnects replaces its old stream, here or on another replica: the replica
+// that sees its session taken over ends its own stream.
 
+import { ConflictError, StoreUnavailableError, type Labels, type NodeStatus } from '../machineconfig/index.ts';
 import type { ServerMessage } from '../runtime/generated/mcplane/v1/ServerMessage.ts';
-import type { ClusterState } from './cluster-state.ts';
 import type { Logger } from '../runtime/logger.ts';
+import type { CacheChange, ClusterCache } from './cluster-cache.ts';
+import { NodeStatusWriter } from './node-status-writer.ts';
+import type { Replica } from './replica.ts';
+import type { WriteOp } from './store/store.ts';
+import type { AgentSessionRecord, NodeRecordValue, NodeStatusRecord } from './stored-records.ts';
 
 export interface AgentStream {
   write(message: ServerMessage): boolean;
   end(): void;
 }
 
-export class AgentSessions {
-  readonly #streams = new Map<string, AgentStream>();
+export interface LocalSession {
+  node: string;
+  stream: AgentStream;
+  /** The session record's resourceVersion when this replica wrote it. */
+  epoch: string;
+  /** What was last sent, so an unchanged assignment is not sent twice. */
+  lastAssignment?: string;
+}
 
-  constructor(private readonly state: ClusterState, private readonly log: Logger) {}
+export interface SessionOpening {
+  nodeName: string;
+  labels: Labels;
+  bootId: string;
+  status: NodeStatus;
+}
+
+export class AgentSessions {
+  readonly #local = new Map<string, LocalSession>();
+  readonly writer: NodeStatusWriter;
+
+  constructor(private readonly cache: ClusterCache, private readonly replica: Replica, private readonly log: Logger) {
+    this.writer = new NodeStatusWriter(cache, log, (node, epoch) => this.#sessionLost(node, epoch));
+    cache.on('change', (change) => this.#onChange(change));
+    replica.on('lost', () => this.closeAll());
+  }
 
   get size(): number {
-    return this.#streams.size;
+    return this.#local.size;
   }
 
-  isConnected(node: string): boolean {
-    return this.#streams.has(node);
+  get(node: string): LocalSession | undefined {
+    return this.#local.get(node);
   }
 
-  attach(node: string, stream: AgentStream): void {
-    const previous = this.#streams.get(node);
-    if (previous && previous !== stream) {
-      this.log.info({ node }, 'node reconnected; closing its previous stream');
-      previous.end();
+  local(): IterableIterator<LocalSession> {
+    return this.#local.values();
+  }
+
+  /**
+   * Records the node (identity, status, a session on this replica's lease) in one commit and
+   * takes over its stream. Resolves once the cache shows the session.
+   */
+  async open(opening: SessionOpening, stream: AgentStream): Promise<LocalSession> {
+    const lease = this.replica.lease;
+    if (!lease) throw new StoreUnavailableError(`replica ${this.replica.name} has lost its store lease and cannot hold agent streams now; connect to another replica`);
+    const { nodeName: name } = opening;
+    const now = Date.now();
+    const record = this.cache.nodeRecords.get(name);
+    const ops: WriteOp[] = [];
+    if (!record || JSON.stringify(record.value.labels) !== JSON.stringify(opening.labels)) {
+      const value: NodeRecordValue = { ...record?.value, labels: opening.labels };
+      ops.push({ type: 'put', kind: 'Node', name, value, ...(record ? { createdAt: record.createdAt } : {}) });
     }
-    this.#streams.set(node, stream);
+    const status = this.cache.nodeStatuses.get(name);
+    ops.push({ type: 'put', kind: 'NodeStatus', name, value: { status: opening.status, lastSeen: now } satisfies NodeStatusRecord, ...(status ? { createdAt: status.createdAt } : {}) });
+    const session: AgentSessionRecord = { replica: this.replica.name, since: now, bootId: opening.bootId };
+    ops.push({ type: 'put', kind: 'AgentSession', name, value: session, lease: lease.id });
+    const { objects, revision } = await this.cache.store.commit(ops);
+    const epoch = objects.find((o) => o.kind === 'AgentSession')!.resourceVersion;
+    await this.cache.waitForRevision(revision);
+
+    const previous = this.#local.get(name);
+    if (previous && previous.stream !== stream) {
+      this.log.info({ node: name }, 'node reconnected; closing its previous stream');
+      previous.stream.end();
+    }
+    const local: LocalSession = { node: name, stream, epoch };
+    this.#local.set(name, local);
+    return local;
   }
 
-  /** Returns true when `stream` was the node's current stream. */
-  detach(node: string, stream: AgentStream): boolean {
-    if (this.#streams.get(node) !== stream) return false;
-    this.#streams.delete(node);
+  /** The agent sent a status report: stored with the next batch, if the session still holds. */
+  report(node: string, status: NodeStatus): void {
+    const local = this.#local.get(node);
+    if (local) this.writer.enqueue(node, local.epoch, status);
+  }
+
+  /** The stream ended. Removes the session record unless a newer session replaced it. */
+  async close(node: string, stream: AgentStream): Promise<boolean> {
+    const local = this.#local.get(node);
+    if (!local || local.stream !== stream) return false;
+    this.#local.delete(node);
+    await this.writer.flush();
+    await this.cache.store.commit([{ type: 'delete', kind: 'AgentSession', name: node, expectedVersion: local.epoch }])
+      .catch((err: unknown) => {
+        if (!(err instanceof ConflictError)) this.log.warn({ err, node }, 'could not remove the session record; it ends with this replica\'s lease');
+      });
     return true;
   }
 
   send(node: string, message: ServerMessage): boolean {
-    const stream = this.#streams.get(node);
-    if (!stream) return false;
-    stream.write(message);
+    const local = this.#local.get(node);
+    if (!local) return false;
+    local.stream.write(message);
     return true;
   }
 
-  /** Sends the node's desired config with everything needed to apply it. */
-  sendAssignment(node: string): boolean {
-    const message = this.assignmentFor(node);
-    return message ? this.send(node, message) : false;
-  }
-
-  assignmentFor(node: string): ServerMessage | undefined {
-    const entry = this.state.nodes.get(node);
-    if (!entry?.desiredConfig) return undefined;
-    const rendered = this.state.renderedConfig(entry.desiredConfig);
-    if (!rendered) {
-      this.log.error({ node, config: entry.desiredConfig }, 'desired config missing from the store');
-      return undefined;
-    }
-    const pool = this.state.pools.get(rendered.pool)?.value.pool;
-    return {
-      assignment: {
-        renderedConfig: rendered.name,
-        specJson: rendered.specJson,
-        pool: rendered.pool,
-        disruptionPolicyJson: pool?.spec.disruptionPolicy ? JSON.stringify(pool.spec.disruptionPolicy) : '',
-        driftPolicy: pool?.spec.driftPolicy ?? 'Degrade',
-      },
-    };
-  }
-
+  /** Ends every stream (shutdown, or the replica lost its lease): agents reconnect elsewhere. */
   closeAll(): void {
-    for (const stream of this.#streams.values()) stream.end();
-    this.#streams.clear();
+    for (const s of this.#local.values()) s.stream.end();
+    this.#local.clear();
+  }
+
+  #onChange(change: CacheChange): void {
+    const names = change.resync ? [...this.#local.keys()] : [...(change.changed.get('AgentSession') ?? [])];
+    for (const node of names) {
+      const local = this.#local.get(node);
+      if (!local) continue;
+      const record = this.cache.sessions.get(node);
+      if (record?.resourceVersion === local.epoch) continue;
+      // Only a newer session replaces a record, and only this replica deletes its own (after
+      // forgetting the stream): anything else means the node is no longer ours.
+      if (record && Number(record.resourceVersion) < Number(local.epoch)) continue;
+      this.#sessionLost(node, local.epoch);
+    }
+  }
+
+  #sessionLost(node: string, epoch: string): void {
+    const local = this.#local.get(node);
+    if (!local || local.epoch !== epoch) return;
+    const holder = this.cache.sessions.get(node)?.value.replica;
+    this.log.info({ node, now: holder ?? 'nobody' }, 'node\'s session moved away from this replica; ending its stream here');
+    this.#local.delete(node);
+    local.stream.end();
   }
 }

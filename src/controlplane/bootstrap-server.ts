@@ -14,10 +14,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import { hostname } from 'node:os';
 import { stringify } from 'yaml';
-import { encodeDataUrl, toIgnitionV2, type IgnitionConfig, type IgnitionFile, type MachineConfigPool } from '../machineconfig/index.ts';
+import { ConflictError, encodeDataUrl, toIgnitionV2, type IgnitionConfig, type IgnitionFile, type MachineConfigPool } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { ROLE_NODE, signCertificateRequest, type KeyPairPem } from '../runtime/pki.ts';
 import type { ControlPlane } from './control-plane.ts';
+import type { NodeRecordValue } from './stored-records.ts';
 
 export const DEFAULT_BOOTSTRAP_PORT = 22623;
 export const ENROLLMENT_TOKEN_TTL_MS = 24 * 3600_000;
@@ -89,20 +90,21 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
       log.warn({ pool: poolName, remote: req.socket.remoteAddress }, 'bootstrap request with an invalid token');
       return reply(res, 403, { error: 'the bootstrap token is not valid' });
     }
-    const stored = cp.state.pools.get(poolName);
+    const stored = cp.cache.pools.get(poolName);
     if (!stored) return reply(res, 404, { error: `MachineConfigPool/${poolName} does not exist` });
-    const rendered = stored.value.target ? cp.state.renderedConfig(stored.value.target) : undefined;
+    const target = cp.cache.poolTarget(poolName);
+    const rendered = target ? cp.cache.renderedConfig(target) : undefined;
     if (!rendered) return reply(res, 503, { error: `MachineConfigPool/${poolName} has no rendered config yet` });
     const version = negotiateVersion(req.headers.accept);
     if (!version) return reply(res, 406, { error: 'no acceptable Ignition version: this server serves 2.2.0 and 3.0.0-3.5.0' });
 
     const token = randomBytes(32).toString('base64url');
     const now = Date.now();
-    await cp.state.commit([{
+    await cp.store.commit([{
       type: 'put', kind: 'EnrollmentToken', name: hashToken(token), expectedVersion: null,
       value: { pool: poolName, issuedAt: now, expiresAt: now + ENROLLMENT_TOKEN_TTL_MS } satisfies EnrollmentToken,
     }]);
-    const ignition = withBootstrapFiles(rendered.spec.config, stored.value.pool, token, { ...options, bootstrapAddress });
+    const ignition = withBootstrapFiles(rendered.spec.config, stored.value, token, { ...options, bootstrapAddress });
     const body = version === '2.2.0' ? toIgnitionV2(ignition) : { ...ignition, ignition: { version } };
     log.info({ pool: poolName, config: rendered.name, version, remote: req.socket.remoteAddress }, 'served bootstrap Ignition');
     res.setHeader('Content-Type', `${IGNITION_MEDIA_TYPE}; version=${version}`);
@@ -120,23 +122,30 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(nodeName)) {
       return reply(res, 400, { error: `nodeName "${nodeName}" is not a DNS subdomain (lowercase letters, digits, "-", ".")` });
     }
-    const stored = await cp.state.store.get<EnrollmentToken>('EnrollmentToken', hashToken(token));
+    const stored = await cp.store.get<EnrollmentToken>('EnrollmentToken', hashToken(token));
     if (!stored) return reply(res, 403, { error: 'the enrollment token is not valid' });
     if (stored.value.usedBy) return reply(res, 403, { error: `the enrollment token was already used by node ${stored.value.usedBy}` });
     if (stored.value.expiresAt < Date.now()) return reply(res, 403, { error: 'the enrollment token has expired; fetch the Ignition config again' });
-    if (cp.state.nodes.has(nodeName)) {
-      return reply(res, 409, { error: `Node/${nodeName} is already registered; a new host cannot take its identity (delete the node first: mcctl delete node ${nodeName})` });
-    }
+    const taken = (): void => reply(res, 409, { error: `Node/${nodeName} is already registered; a new host cannot take its identity (delete the node first: mcctl delete node ${nodeName})` });
+    if (cp.cache.nodeRecords.has(nodeName)) return taken();
     let certificate: string;
     try {
       certificate = await signCertificateRequest(options.ca, csr, { commonName: nodeName, organization: ROLE_NODE, usage: 'client' });
     } catch (err) {
       return reply(res, 400, { error: `the certificate request is not valid: ${(err as Error).message}` });
     }
-    await cp.state.commit([{
-      type: 'put', kind: 'EnrollmentToken', name: stored.name, expectedVersion: stored.resourceVersion,
-      value: { ...stored.value, usedBy: nodeName, usedAt: Date.now() } satisfies EnrollmentToken,
-    }]);
+    // One commit spends the token and reserves the name, on whichever replica: two hosts
+    // enrolling as one name, or one token used twice, get one certificate between them.
+    try {
+      await cp.store.commit([
+        { type: 'put', kind: 'EnrollmentToken', name: stored.name, expectedVersion: stored.resourceVersion, value: { ...stored.value, usedBy: nodeName, usedAt: Date.now() } satisfies EnrollmentToken },
+        { type: 'put', kind: 'Node', name: nodeName, expectedVersion: null, value: { labels: poolLabels(cp.cache.pools.get(stored.value.pool)?.value), enrolledFor: stored.value.pool } satisfies NodeRecordValue },
+      ]);
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+      if (err.kind === 'Node') return taken();
+      return reply(res, 403, { error: 'the enrollment token was already used' });
+    }
     log.info({ node: nodeName, pool: stored.value.pool }, 'node enrolled');
     reply(res, 200, { certificate, ca: options.ca.certPem });
   };
@@ -171,12 +180,18 @@ export function negotiateVersion(accept: string | undefined): string | undefined
   return undefined;
 }
 
-function withBootstrapFiles(config: IgnitionConfig, pool: MachineConfigPool, token: string, options: BootstrapOptions & { bootstrapAddress: string }): IgnitionConfig {
-  const labels: Record<string, string> = { ...(pool.spec.nodeSelector?.matchLabels ?? {}) };
-  for (const req of pool.spec.nodeSelector?.matchExpressions ?? []) {
+/** Labels that make a host match the pool's nodeSelector. */
+function poolLabels(pool: MachineConfigPool | undefined): Record<string, string> {
+  const labels: Record<string, string> = { ...(pool?.spec.nodeSelector?.matchLabels ?? {}) };
+  for (const req of pool?.spec.nodeSelector?.matchExpressions ?? []) {
     if (req.operator === 'Exists') labels[req.key] = '';
     if (req.operator === 'In' && req.values?.[0] !== undefined) labels[req.key] = req.values[0];
   }
+  return labels;
+}
+
+function withBootstrapFiles(config: IgnitionConfig, pool: MachineConfigPool, token: string, options: BootstrapOptions & { bootstrapAddress: string }): IgnitionConfig {
+  const labels = poolLabels(pool);
   const agentConfig = stringify({
     server: options.grpcAddress,
     tls: { ca: HOST_PATHS.ca, cert: HOST_PATHS.cert, key: HOST_PATHS.key },

@@ -1,33 +1,46 @@
-// The control plane without its transports: objects in, decisions and status out. The gRPC
-// services and the bootstrap endpoint are thin layers over this class, and tests drive it
-// through them over real sockets.
+// One replica of the control plane without its transports: the cache fed by the store's watch,
+// the replica's lease and the election, the controllers (leader-only ones run only while this
+// replica leads), the agent sessions it holds and the dispatcher that sends to them. The gRPC
+// services and the bootstrap endpoint are thin layers over this class.
+//
+// Every write goes to the store and comes back through the watch; reads come from the cache.
+// With SQLite the store is in this process and this replica is the only one, with the same code.
 
 import {
   canonicalJson,
+  ConflictError,
+  configsForPool,
   defaultPools,
   InvalidDocumentError,
   MASTER_POOL,
   NodeNotConnectedError,
   NotFoundError,
+  parseDocuments,
   PermissionDeniedError,
   readDocuments,
-  parseDocuments,
+  StoreUnavailableError,
   WORKER_POOL,
+  type MachineConfig,
   type MachineConfigPool,
   type NodeState,
   type NodeStatus,
   type Problem,
 } from '../machineconfig/index.ts';
-import { AgentSessions, type AgentStream } from './agent-sessions.ts';
-import { ClusterState, type NodeEntry, type PoolRecord } from './cluster-state.ts';
+import { EventEmitter } from 'node:events';
 import type { Logger } from '../runtime/logger.ts';
-import { PoolMembershipController } from './pool-membership-controller.ts';
-import { PoolStatusTracker } from './pool-status-tracker.ts';
-import { ReconcileLoop } from './reconcile-loop.ts';
+import { AgentSessions, type AgentStream, type LocalSession } from './agent-sessions.ts';
+import { AssignmentDispatcher } from './assignment-dispatcher.ts';
+import { ClusterCache } from './cluster-cache.ts';
+import { ControllerManager } from './controller-manager.ts';
+import { LeaderElection } from './leader-election.ts';
+import { LeaderWriter } from './leader-writer.ts';
+import { poolFor, PoolMembershipController } from './pool-membership-controller.ts';
+import { PoolStatusController } from './pool-status-controller.ts';
 import { RenderController } from './render-controller.ts';
+import { Replica } from './replica.ts';
 import { RolloutController } from './rollout-controller.ts';
 import type { Store, WriteOp } from './store/store.ts';
-import { WatchHub } from './watch-hub.ts';
+import type { ReapplyRequestRecord } from './stored-records.ts';
 
 export interface AppliedObject {
   kind: string;
@@ -43,66 +56,104 @@ export interface NodeRegistration {
   status: NodeStatus;
 }
 
+export interface ControlPlaneOptions {
+  replicaName: string;
+  /** The gRPC address this replica advertises. */
+  address: string;
+  /** The replica's lease: a leader that dies is replaced after at most this long. */
+  leaseTtlMs?: number;
+  heartbeatMs?: number;
+  /** How long Apply waits for the leader to render what it stored. */
+  renderWaitMs?: number;
+}
+
 const NODE_STATES: readonly NodeState[] = ['Done', 'Working', 'Degraded', 'Unreconcilable'];
 
 export class ControlPlane {
+  /** 'shutdown': the server is about to stop; long-lived calls end with a status that says so. */
+  readonly lifecycle = new EventEmitter<{ shutdown: [] }>().setMaxListeners(0);
   readonly sessions: AgentSessions;
-  readonly hub = new WatchHub();
-  readonly render: RenderController;
-  readonly statuses: PoolStatusTracker;
-  readonly #membership: PoolMembershipController;
-  readonly #loop: ReconcileLoop;
+  readonly dispatcher: AssignmentDispatcher;
+  readonly election: LeaderElection;
+  readonly #controllers: ControllerManager;
+  readonly #renderWaitMs: number;
 
-  private constructor(readonly state: ClusterState, private readonly log: Logger) {
-    this.sessions = new AgentSessions(state, log);
-    this.render = new RenderController(state, log);
-    this.#membership = new PoolMembershipController(state, log);
-    const rollout = new RolloutController(state, this.sessions, log);
-    this.statuses = new PoolStatusTracker(state, this.render);
-    let renderNeeded = true;
-    let membershipNeeded = true;
-    state.on('change', (change) => {
-      if (change.kinds.has('MachineConfig') || change.kinds.has('MachineConfigPool')) renderNeeded = true;
-      if (change.kinds.has('MachineConfigPool')) membershipNeeded = true;
-      for (const node of change.nodes) this.hub.publish({ type: 'MODIFIED', kind: 'node', name: node });
-      this.#loop.schedule();
-    });
-    this.#loop = new ReconcileLoop([
-      { name: 'render', run: async () => { if (renderNeeded) { renderNeeded = false; await this.render.reconcile(); } } },
-      { name: 'membership', run: async () => { if (membershipNeeded) { membershipNeeded = false; await this.#membership.reconcile(); } } },
-      { name: 'rollout', run: () => rollout.reconcile() },
-      { name: 'status', run: () => { for (const name of this.statuses.refresh()) this.hub.publish({ type: 'MODIFIED', kind: 'pool', name }); } },
-    ], log);
+  private constructor(readonly cache: ClusterCache, readonly replica: Replica, options: ControlPlaneOptions, private readonly log: Logger) {
+    this.#renderWaitMs = options.renderWaitMs ?? 15_000;
+    this.election = new LeaderElection(cache, replica, log);
+    this.sessions = new AgentSessions(cache, replica, log);
+    this.dispatcher = new AssignmentDispatcher(cache, this.sessions, log);
+    const writer = new LeaderWriter(cache, this.election);
+    this.#controllers = new ControllerManager([
+      new RenderController(cache, writer, log),
+      new PoolMembershipController(cache, writer, log),
+      new RolloutController(cache, writer, log),
+      new PoolStatusController(cache, writer),
+    ], cache, log);
+    this.election.on('leading', (leading) => this.#controllers.setLeading(leading));
   }
 
-  static async start(store: Store, log: Logger): Promise<ControlPlane> {
-    const state = await ClusterState.load(store);
-    const missing = defaultPools().filter((p) => !state.pools.has(p.metadata.name));
-    if (missing.length) {
-      await state.commit(missing.map((pool) => ({
-        type: 'put', kind: 'MachineConfigPool', name: pool.metadata.name,
-        value: { pool, target: '', targetSources: [] } satisfies PoolRecord, expectedVersion: null,
-      })));
+  static async start(store: Store, options: ControlPlaneOptions, log: Logger): Promise<ControlPlane> {
+    const cache = await ClusterCache.start(store, log);
+    let cp: ControlPlane | undefined;
+    const replica = new Replica(store, cache, {
+      name: options.replicaName,
+      address: options.address,
+      leaseTtlMs: options.leaseTtlMs ?? 5000,
+      heartbeatMs: options.heartbeatMs ?? 5000,
+      agents: () => cp?.sessions.size ?? 0,
+    }, log);
+    cp = new ControlPlane(cache, replica, options, log);
+    try {
+      await cp.#createDefaultPools();
+      await replica.start();
+      cp.election.start();
+      await cp.#controllers.settle();
+    } catch (err) {
+      await cp.stop();
+      throw err;
     }
-    const cp = new ControlPlane(state, log);
-    await cp.#loop.runNow();
     return cp;
   }
 
-  /** Waits for pending reconciles (tests and shutdown). */
-  async settle(): Promise<void> {
-    await this.#loop.runNow();
+  get store(): Store {
+    return this.cache.store;
   }
 
+  get leading(): boolean {
+    return this.election.leading;
+  }
+
+  /** Waits for pending reconciles on this replica (tests and shutdown). */
+  async settle(): Promise<void> {
+    await this.#controllers.settle();
+  }
+
+  /** Ends this replica's part: streams closed, leadership and lease given up, watch stopped. */
   async stop(): Promise<void> {
-    await this.#loop.stop();
+    await this.#controllers.stop();
     this.sessions.closeAll();
-    await this.state.flushNodes();
+    await this.sessions.writer.flush();
+    await this.election.resign();
+    await this.replica.stop();
+    this.cache.stop();
+  }
+
+  async #createDefaultPools(): Promise<void> {
+    const missing = defaultPools().filter((p) => !this.cache.pools.has(p.metadata.name));
+    for (const pool of missing) {
+      // Another replica starting at the same moment may create it first; that is fine.
+      await this.store.commit([{ type: 'put', kind: 'MachineConfigPool', name: pool.metadata.name, value: pool, expectedVersion: null }])
+        .catch((err: unknown) => { if (!(err instanceof ConflictError)) throw err; });
+    }
   }
 
   // ---- configuration ---------------------------------------------------------------------------
 
-  /** Validates every document first; stores all of them or none. */
+  /**
+   * Validates every document first; stores all of them or none, in one commit. Answers once the
+   * commit is durable and the leader has rendered the pools it touched (seen through the watch).
+   */
   async apply(manifests: { source: string; text: string }[], dryRun = false): Promise<AppliedObject[]> {
     const problems: Problem[] = [];
     const documents = manifests.flatMap(({ source, text }) => {
@@ -119,129 +170,148 @@ export class ControlPlane {
 
     const ops: WriteOp[] = [];
     const results: AppliedObject[] = [];
+    const touchedConfigs: MachineConfig[] = [];
+    const touchedPools = new Set<string>();
     for (const mc of parsed.configs) {
-      const existing = this.state.configs.get(mc.metadata.name);
+      const existing = this.cache.configs.get(mc.metadata.name);
       const action = !existing ? 'created' : canonicalJson(existing.value) === canonicalJson(mc) ? 'unchanged' : 'configured';
       results.push({ kind: 'MachineConfig', name: mc.metadata.name, action });
-      if (action !== 'unchanged') ops.push({ type: 'put', kind: 'MachineConfig', name: mc.metadata.name, value: mc, expectedVersion: existing?.resourceVersion ?? null });
+      if (action === 'unchanged') continue;
+      ops.push({ type: 'put', kind: 'MachineConfig', name: mc.metadata.name, value: mc, expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}) });
+      touchedConfigs.push(mc, ...(existing ? [existing.value] : []));
     }
     for (const pool of parsed.pools) {
-      const existing = this.state.pools.get(pool.metadata.name);
-      const action = !existing ? 'created' : canonicalJson(existing.value.pool) === canonicalJson(pool) ? 'unchanged' : 'configured';
+      const existing = this.cache.pools.get(pool.metadata.name);
+      const action = !existing ? 'created' : canonicalJson(existing.value) === canonicalJson(pool) ? 'unchanged' : 'configured';
       results.push({ kind: 'MachineConfigPool', name: pool.metadata.name, action });
       if (action === 'unchanged') continue;
-      const value: PoolRecord = { pool, target: existing?.value.target ?? '', targetSources: existing?.value.targetSources ?? [] };
-      ops.push({ type: 'put', kind: 'MachineConfigPool', name: pool.metadata.name, value, expectedVersion: existing?.resourceVersion ?? null });
+      ops.push({ type: 'put', kind: 'MachineConfigPool', name: pool.metadata.name, value: pool, expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}) });
+      touchedPools.add(pool.metadata.name);
     }
-    if (!dryRun && ops.length) {
-      await this.state.commit(ops);
-      this.log.info({ objects: results.filter((r) => r.action !== 'unchanged') }, 'applied');
-    }
+    if (dryRun || ops.length === 0) return results;
+    const { revision } = await this.store.commit(ops);
+    this.log.info({ objects: results.filter((r) => r.action !== 'unchanged') }, 'applied');
+    for (const name of this.#poolsSelecting(touchedConfigs, parsed.pools)) touchedPools.add(name);
+    await this.#waitForRender(touchedPools, revision);
     return results;
   }
 
   async delete(kind: string, name: string): Promise<void> {
+    let touchedPools = new Set<string>();
+    let revision: number;
     if (kind === 'MachineConfig') {
-      const existing = this.state.configs.get(name);
+      const existing = this.cache.configs.get(name);
       if (!existing) throw new NotFoundError(kind, name);
-      await this.state.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]);
+      ({ revision } = await this.store.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]));
+      touchedPools = this.#poolsSelecting([existing.value], []);
     } else if (kind === 'MachineConfigPool') {
       if (name === MASTER_POOL || name === WORKER_POOL) {
         throw new PermissionDeniedError(`MachineConfigPool/${name} is built in and cannot be deleted (MCO recreates it too); pause it instead`);
       }
-      const existing = this.state.pools.get(name);
+      const existing = this.cache.pools.get(name);
       if (!existing) throw new NotFoundError(kind, name);
-      await this.state.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]);
-      this.hub.publish({ type: 'DELETED', kind: 'pool', name });
+      ({ revision } = await this.store.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]));
     } else if (kind === 'Node') {
-      const node = this.state.nodes.get(name);
+      const node = this.cache.nodes.get(name);
       if (!node) throw new NotFoundError(kind, name);
       if (node.connected) throw new PermissionDeniedError(`Node/${name} is connected; stop its agent (or retire the host) before deleting it`);
-      await this.state.commit([{ type: 'delete', kind, name }]);
-      this.hub.publish({ type: 'DELETED', kind: 'node', name });
+      ({ revision } = await this.store.commit([
+        // Refused if the agent connected since the check above.
+        { type: 'check', kind: 'AgentSession', name, expectedVersion: null },
+        ...(['Node', 'NodeAssignment', 'NodeStatus', 'ReapplyRequest'] as const).map((k) => ({ type: 'delete' as const, kind: k, name })),
+      ]));
     } else {
       throw new InvalidDocumentError([{ object: `${kind}/${name}`, field: 'kind', rule: 'unknown-kind', message: `cannot delete kind "${kind}": use MachineConfig, MachineConfigPool or Node` }]);
     }
+    await this.cache.waitForRevision(revision);
+    await this.#waitForRender(touchedPools, revision);
     this.log.info({ kind, name }, 'deleted');
   }
 
   async setPoolPaused(name: string, paused: boolean): Promise<void> {
-    const existing = this.state.pools.get(name);
+    const existing = this.cache.pools.get(name);
     if (!existing) throw new NotFoundError('MachineConfigPool', name);
-    if (existing.value.pool.spec.paused === paused) return;
-    const pool: MachineConfigPool = structuredClone(existing.value.pool);
+    if (existing.value.spec.paused === paused) return;
+    const pool: MachineConfigPool = structuredClone(existing.value);
     pool.spec.paused = paused;
-    await this.state.commit([{ type: 'put', kind: 'MachineConfigPool', name, value: { ...existing.value, pool }, expectedVersion: existing.resourceVersion }]);
+    const { revision } = await this.store.commit([{ type: 'put', kind: 'MachineConfigPool', name, value: pool, expectedVersion: existing.resourceVersion, createdAt: existing.createdAt }]);
     this.log.info({ pool: name, paused }, paused ? 'pool paused' : 'pool resumed');
+    await this.#waitForRender(new Set([name]), revision);
   }
 
-  reapplyNode(name: string, requestedBy: string): void {
-    if (!this.state.nodes.has(name)) throw new NotFoundError('Node', name);
-    if (!this.sessions.send(name, { command: { forceReapply: { requestedBy } } })) {
+  /** Stores a re-apply request; the replica holding the node's stream delivers it. */
+  async reapplyNode(name: string, requestedBy: string): Promise<void> {
+    const node = this.cache.nodes.get(name);
+    if (!node) throw new NotFoundError('Node', name);
+    const session = this.cache.sessions.get(name);
+    if (!session) {
       throw new NodeNotConnectedError(`Node/${name} is not connected; the re-apply cannot be delivered (it gets its assignment again when it reconnects)`);
     }
-    this.log.info({ node: name, requestedBy }, 'forced re-apply sent');
+    const value: ReapplyRequestRecord = { requestedBy, requestedAt: Date.now() };
+    const { revision } = await this.store.commit([
+      { type: 'check', kind: 'AgentSession', name, expectedVersion: session.resourceVersion },
+      { type: 'put', kind: 'ReapplyRequest', name, value },
+    ]).catch((err: unknown) => {
+      if (err instanceof ConflictError) throw new NodeNotConnectedError(`Node/${name} disconnected while the re-apply was being requested; try again when it is back`);
+      throw err;
+    });
+    await this.cache.waitForRevision(revision);
+    this.log.info({ node: name, requestedBy, replica: session.value.replica }, 'forced re-apply requested');
+  }
+
+  /** Pools whose rendered config may change with these configs (or that are these pools). */
+  #poolsSelecting(configs: readonly MachineConfig[], pools: readonly MachineConfigPool[]): Set<string> {
+    const names = new Set(pools.map((p) => p.metadata.name));
+    if (configs.length === 0) return names;
+    for (const [name, stored] of this.cache.pools) {
+      if (configsForPool(stored.value, configs).length > 0) names.add(name);
+    }
+    return names;
+  }
+
+  /** Resolves once the leader has rendered each pool from a store revision at or after `revision`. */
+  async #waitForRender(pools: Set<string>, revision: number): Promise<void> {
+    await this.cache.waitForRevision(revision);
+    const pending = (): string[] => [...pools].filter((p) => this.cache.pools.has(p) && (this.cache.poolStatuses.get(p)?.value.renderedRevision ?? 0) < revision);
+    if (pending().length === 0) return;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.cache.off('change', check);
+        const leader = this.cache.leader?.value.replica;
+        reject(new StoreUnavailableError(`stored, but pool${pending().length === 1 ? '' : 's'} ${pending().join(', ')} ${pending().length === 1 ? 'was' : 'were'} not rendered within ${this.#renderWaitMs} ms (${leader ? `leader: ${leader}` : 'no replica leads right now'}); the leader renders ${pending().length === 1 ? 'it' : 'them'} when it can`));
+      }, this.#renderWaitMs);
+      const check = (): void => {
+        if (pending().length > 0) return;
+        clearTimeout(timer);
+        this.cache.off('change', check);
+        resolve();
+      };
+      this.cache.on('change', check);
+    });
   }
 
   // ---- agents ----------------------------------------------------------------------------------
 
-  async registerNode(reg: NodeRegistration, stream: AgentStream): Promise<NodeEntry> {
-    const now = Date.now();
-    const membership = this.#membership.poolFor(reg.nodeName, reg.labels);
+  async registerNode(reg: NodeRegistration, stream: AgentStream): Promise<LocalSession> {
     const status = sanitizeStatus(reg.status);
-    const existing = this.state.nodes.get(reg.nodeName);
-    const created: NodeEntry = {
-      name: reg.nodeName,
-      labels: reg.labels,
-      pool: membership.pool,
-      registeredAt: now,
-      // A host bootstrapped from the Ignition endpoint already runs its pool's config.
-      desiredConfig: status.currentConfig && this.state.rendered.has(status.currentConfig) ? status.currentConfig : '',
-      status,
-      lastSeen: now,
-      connected: true,
-      resourceVersion: '',
-      ...(membership.poolError ? { poolError: membership.poolError } : {}),
-    };
-    await this.state.putNodes([{
-      name: reg.nodeName,
-      create: created,
-      update: (n) => {
-        n.labels = reg.labels;
-        n.pool = membership.pool;
-        if (membership.poolError) n.poolError = membership.poolError;
-        else delete n.poolError;
-        n.status = status;
-        n.lastSeen = now;
-        n.connected = true;
-      },
-    }]);
-    this.sessions.attach(reg.nodeName, stream);
-    const node = this.state.nodes.get(reg.nodeName)!;
-    this.log.info({ node: reg.nodeName, pool: node.pool || undefined, poolError: node.poolError, bootId: reg.bootId, current: status.currentConfig || undefined, new: !existing }, 'node registered');
-    stream.write({ registered: { pool: node.pool } });
-    this.sessions.sendAssignment(reg.nodeName);
-    this.hub.publish({ type: existing ? 'MODIFIED' : 'ADDED', kind: 'node', name: reg.nodeName });
-    return node;
+    const isNew = !this.cache.nodeRecords.has(reg.nodeName);
+    const session = await this.sessions.open({ nodeName: reg.nodeName, labels: reg.labels, bootId: reg.bootId, status }, stream);
+    // The leader decides the pool; the answer here is the same rule applied to what this
+    // replica sees now, for the agent's log.
+    const membership = poolFor(this.cache, reg.nodeName, reg.labels);
+    this.log.info({ node: reg.nodeName, pool: membership.pool || undefined, poolError: membership.poolError, bootId: reg.bootId, current: status.currentConfig || undefined, new: isNew }, 'node registered');
+    stream.write({ registered: { pool: membership.pool } });
+    this.dispatcher.sendAssignment(session, true);
+    await this.dispatcher.deliverReapply(session);
+    return session;
   }
 
   reportStatus(nodeName: string, status: NodeStatus): void {
-    const clean = sanitizeStatus(status);
-    this.state.updateNode(nodeName, (n) => {
-      n.status = clean;
-      n.lastSeen = Date.now();
-    });
+    this.sessions.report(nodeName, sanitizeStatus(status));
   }
 
-  heartbeat(nodeName: string): void {
-    const node = this.state.nodes.get(nodeName);
-    if (node) node.lastSeen = Date.now();
-  }
-
-  disconnect(nodeName: string, stream: AgentStream): void {
-    if (!this.sessions.detach(nodeName, stream)) return;
-    this.state.updateNode(nodeName, (n) => { n.connected = false; });
-    this.log.info({ node: nodeName }, 'node disconnected');
+  async disconnect(nodeName: string, stream: AgentStream): Promise<void> {
+    if (await this.sessions.close(nodeName, stream)) this.log.info({ node: nodeName }, 'node disconnected');
   }
 }
 

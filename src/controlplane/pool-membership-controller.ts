@@ -1,40 +1,56 @@
-// Keeps every node's primary pool current as pools and labels change.
+// Keeps every node's primary pool current as pools and labels change, and gives a new node its
+// assignment record. A host bootstrapped from the Ignition endpoint already runs its pool's
+// config, so that config becomes its desired one and it is not updated again.
 
-import { PoolConflictError, primaryPoolForNode } from '../machineconfig/index.ts';
-import type { ClusterState } from './cluster-state.ts';
+import { PoolConflictError, primaryPoolForNode, type Labels } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
+import type { CacheChange, ClusterCache } from './cluster-cache.ts';
+import type { Controller } from './controller.ts';
+import type { LeaderWriter } from './leader-writer.ts';
+import type { WriteOp } from './store/store.ts';
+import type { NodeAssignmentRecord } from './stored-records.ts';
 
-export class PoolMembershipController {
-  constructor(private readonly state: ClusterState, private readonly log: Logger) {}
+export class PoolMembershipController implements Controller {
+  readonly name = 'membership';
+  readonly leaderOnly = true;
 
-  /** The pool a node with these labels belongs to, and why none when it has none. */
-  poolFor(name: string, labels: Record<string, string>): { pool: string; poolError?: string } {
-    const pools = [...this.state.pools.values()].map((o) => o.value.pool);
-    try {
-      const pool = primaryPoolForNode(name, labels, pools);
-      return pool ? { pool: pool.metadata.name } : { pool: '', poolError: 'no MachineConfigPool nodeSelector matches the node\'s labels' };
-    } catch (err) {
-      if (err instanceof PoolConflictError) return { pool: '', poolError: err.message };
-      throw err;
-    }
+  constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly log: Logger) {}
+
+  interestedIn(change: CacheChange): boolean {
+    return change.changed.has('Node') || change.changed.has('MachineConfigPool') || change.changed.has('NodeAssignment');
   }
 
   async reconcile(): Promise<void> {
-    const changes: { name: string; update: (n: { pool: string; poolError?: string }) => void }[] = [];
-    for (const node of this.state.nodes.values()) {
-      const next = this.poolFor(node.name, node.labels);
-      if (next.pool !== node.pool || next.poolError !== node.poolError) {
-        this.log.info({ node: node.name, from: node.pool || undefined, to: next.pool || undefined, reason: next.poolError }, 'node pool changed');
-        changes.push({
-          name: node.name,
-          update: (n) => {
-            n.pool = next.pool;
-            if (next.poolError) n.poolError = next.poolError;
-            else delete n.poolError;
-          },
-        });
-      }
+    const ops: WriteOp[] = [];
+    for (const [name, record] of this.cache.nodeRecords) {
+      const next = poolFor(this.cache, name, record.value.labels);
+      const existing = this.cache.assignments.get(name);
+      if (existing && existing.value.pool === next.pool && existing.value.poolError === next.poolError) continue;
+      const value: NodeAssignmentRecord = { pool: next.pool, desiredConfig: existing?.value.desiredConfig ?? this.#initialDesired(name) };
+      if (next.poolError) value.poolError = next.poolError;
+      if (existing) this.log.info({ node: name, from: existing.value.pool || undefined, to: next.pool || undefined, reason: next.poolError }, 'node pool changed');
+      ops.push({
+        type: 'put', kind: 'NodeAssignment', name, value,
+        expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}),
+      });
     }
-    if (changes.length) await this.state.putNodes(changes);
+    await this.writer.commitEach(ops);
+  }
+
+  #initialDesired(name: string): string {
+    const current = this.cache.nodeStatuses.get(name)?.value.status.currentConfig ?? '';
+    return current && this.cache.rendered.has(current) ? current : '';
+  }
+}
+
+/** The pool a node with these labels belongs to, and why none when it has none. */
+export function poolFor(cache: ClusterCache, name: string, labels: Labels): { pool: string; poolError?: string } {
+  const pools = [...cache.pools.values()].map((o) => o.value);
+  try {
+    const pool = primaryPoolForNode(name, labels, pools);
+    return pool ? { pool: pool.metadata.name } : { pool: '', poolError: 'no MachineConfigPool nodeSelector matches the node\'s labels' };
+  } catch (err) {
+    if (err instanceof PoolConflictError) return { pool: '', poolError: err.message };
+    throw err;
   }
 }

@@ -1,34 +1,44 @@
-// Hands each pool's target to its nodes within maxUnavailable (decideRollout has the rules),
-// persisting every decision before the assignment leaves for the agent.
+// Hands each pool's target to its nodes within maxUnavailable (decideRollout has the rules) by
+// writing the nodes' desired config into the store. It sends nothing: the replica holding each
+// node's stream sees the write and sends the assignment. Because the decision rests on stored
+// state only, a node assigned a config it has not reached counts against the budget whoever
+// assigned it, across a failover too.
 
 import { decideRollout } from '../machineconfig/index.ts';
-import type { AgentSessions } from './agent-sessions.ts';
-import type { ClusterState } from './cluster-state.ts';
 import type { Logger } from '../runtime/logger.ts';
+import type { CacheChange, ClusterCache } from './cluster-cache.ts';
+import type { Controller } from './controller.ts';
+import type { LeaderWriter } from './leader-writer.ts';
+import type { WriteOp } from './store/store.ts';
 
-export class RolloutController {
-  constructor(
-    private readonly state: ClusterState,
-    private readonly sessions: AgentSessions,
-    private readonly log: Logger,
-  ) {}
+const RELEVANT = ['PoolStatus', 'MachineConfigPool', 'NodeAssignment', 'NodeStatus', 'AgentSession', 'Node'] as const;
+
+export class RolloutController implements Controller {
+  readonly name = 'rollout';
+  readonly leaderOnly = true;
+
+  constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly log: Logger) {}
+
+  interestedIn(change: CacheChange): boolean {
+    return RELEVANT.some((k) => change.changed.has(k));
+  }
 
   async reconcile(): Promise<void> {
-    const assigned: string[] = [];
-    const changes: { name: string; update: (n: { desiredConfig: string }) => void }[] = [];
-    for (const [name, stored] of this.state.pools) {
-      const { pool, target } = stored.value;
+    const ops: WriteOp[] = [];
+    for (const [name, stored] of this.cache.pools) {
+      const target = this.cache.poolTarget(name);
       if (!target) continue;
-      const decision = decideRollout(pool, target, this.state.nodesInPool(name));
+      const decision = decideRollout(stored.value, target, this.cache.nodesInPool(name));
       if (decision.assign.length === 0) continue;
-      this.log.info({ pool: name, target, nodes: decision.assign, maxUnavailable: decision.maxUnavailable, waiting: decision.waiting }, 'assigning config');
+      this.log.info({ pool: name, target, nodes: decision.assign.length <= 20 ? decision.assign : `${decision.assign.length} nodes`, maxUnavailable: decision.maxUnavailable, waiting: decision.waiting }, 'assigning config');
       for (const node of decision.assign) {
-        changes.push({ name: node, update: (n) => { n.desiredConfig = target; } });
-        assigned.push(node);
+        const assignment = this.cache.assignments.get(node)!;
+        ops.push({
+          type: 'put', kind: 'NodeAssignment', name: node, value: { ...assignment.value, desiredConfig: target },
+          expectedVersion: assignment.resourceVersion, createdAt: assignment.createdAt,
+        });
       }
     }
-    if (changes.length === 0) return;
-    await this.state.putNodes(changes);
-    for (const node of assigned) this.sessions.sendAssignment(node);
+    await this.writer.commitEach(ops);
   }
 }

@@ -7,11 +7,17 @@ import { createLogger, type Logger } from '../runtime/logger.ts';
 import { isLoopbackHost, parseHostPort, readTlsFiles, serverCredentials, type TlsFiles } from '../runtime/tls.ts';
 import { reachableAddress, startBootstrapServer } from './bootstrap-server.ts';
 import { ControlPlane } from './control-plane.ts';
-import { startGrpcServer, SERVICE_NAMES } from './grpc/grpc-server.ts';
-import { SqliteStore } from './store/sqlite-store.ts';
+import { startGrpcServer, SERVICE_NAMES, type GrpcServerHandle } from './grpc/grpc-server.ts';
+import { openStore, type StoreOptions } from './store/open-store.ts';
 
 export interface ServerOptions {
   dataDir: string;
+  /** etcd endpoints and TLS; absent: SQLite in dataDir. */
+  etcd?: StoreOptions['etcd'];
+  /** This replica's name among several (default: host name and gRPC port). */
+  replicaName?: string;
+  /** Lease TTL of this replica (leader failover time); tests shorten it. */
+  leaseTtlMs?: number;
   /** host:port for gRPC; port 0 picks a free one. */
   listen: string;
   tls?: TlsFiles;
@@ -48,12 +54,26 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
   }
   const tls = options.tls && !options.insecure ? readTlsFiles(options.tls, 'server TLS') : undefined;
 
-  const store = new SqliteStore(options.dataDir);
+  const store = await openStore({ dataDir: options.dataDir, ...(options.etcd ? { etcd: options.etcd } : {}), log });
   let cp: ControlPlane | undefined;
   let bootstrap: HttpsServer | undefined;
+  let grpc: GrpcServerHandle | undefined;
   try {
-    cp = await ControlPlane.start(store, log);
-    const grpc = await startGrpcServer(cp, options.listen, serverCredentials(tls), tls !== undefined, log);
+    // The port is bound first: the replica advertises the address it really listens on.
+    grpc = await startGrpcServer(options.listen, serverCredentials(tls), log);
+    const address = reachableAddress(host, grpc.port);
+    cp = await ControlPlane.start(store, {
+      replicaName: options.replicaName ?? address,
+      address,
+      ...(options.leaseTtlMs ? { leaseTtlMs: options.leaseTtlMs } : {}),
+    }, log);
+    grpc.serve(cp, tls !== undefined);
+    const health = grpc.health;
+    const setServing = (serving: boolean): void => {
+      for (const s of ['', ...SERVICE_NAMES]) health.setStatus(s, serving ? 'SERVING' : 'NOT_SERVING');
+    };
+    cp.replica.on('lost', () => setServing(false));
+    cp.replica.on('ready', () => setServing(true));
     if (options.bootstrap) {
       if (!tls) throw new ConfigurationError('the bootstrap endpoint needs TLS; it cannot run with --insecure');
       const b = parseHostPort(options.bootstrap.listen, '--bootstrap-listen');
@@ -68,27 +88,30 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       }, b.host.replace(/^\[|\]$/g, ''), b.port, log);
     }
     const bootstrapPort = bootstrap ? (bootstrap.address() as { port: number }).port : undefined;
-    log.info({ grpc: `${host}:${grpc.port}`, tls: tls !== undefined, bootstrapPort, dataDir: options.dataDir }, 'mcplane-server ready');
+    log.info({ grpc: `${host}:${grpc.port}`, tls: tls !== undefined, bootstrapPort, store: store.backend, replica: cp.replica.name, leader: cp.leading, ...(options.etcd ? {} : { dataDir: options.dataDir }) }, 'mcplane-server ready');
 
     const controlPlane = cp;
+    const server = grpc;
     let closing: Promise<void> | undefined;
     return {
       controlPlane,
       grpcPort: grpc.port,
       bootstrapPort,
-      close(graceMs = 5000) {
+      close(graceMs = 1500) {
         closing ??= (async () => {
           log.info('shutting down: no new calls, finishing in-flight ones');
-          for (const s of ['', ...SERVICE_NAMES]) grpc.health.setStatus(s, 'NOT_SERVING');
+          setServing(false);
           bootstrap?.close();
-          // Agent streams never end on their own; end them so agents reconnect elsewhere.
+          // Long-lived calls never end on their own: Watch streams get a status saying why, agent
+          // streams end so agents reconnect elsewhere.
+          controlPlane.lifecycle.emit('shutdown');
           controlPlane.sessions.closeAll();
           await new Promise<void>((resolve) => {
             const force = setTimeout(() => {
-              grpc.server.forceShutdown();
+              server.server.forceShutdown();
               resolve();
             }, graceMs);
-            grpc.server.tryShutdown(() => {
+            server.server.tryShutdown(() => {
               clearTimeout(force);
               resolve();
             });
@@ -103,6 +126,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
     };
   } catch (err) {
     bootstrap?.close();
+    grpc?.server.forceShutdown();
     await cp?.stop();
     await store.close();
     throw err;

@@ -153,3 +153,8 @@ function summarize(what: string, problems: Problem[]): string {
   const lines = problems.map((p) => `  - ${formatProblem(p)}`);
   return `${what}: ${problems.length} problem${problems.length === 1 ? '' : 's'}\n${lines.join('\n')}`;
 }
+
+/** This replica stopped leading (or never did) while a leader-only write was under way. */
+export class NotLeaderError extends McplaneError {
+  override readonly code = 'MCPLANE_NOT_LEADER';
+}

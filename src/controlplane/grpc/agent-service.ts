@@ -67,15 +67,17 @@ export function agentService(cp: ControlPlane, auth: Authorizer, log: Logger): A
             agentVersion: reg.agentVersion,
             status: statusFromWire(reg.status, reg.bootId, reg.agentVersion),
           }, stream);
+          // The stream may have ended while the session was being recorded.
+          if (closed) await cp.disconnect(nodeName, stream);
           return;
         }
         if (!nodeName) throw new PermissionDeniedError('the first message on an agent stream must be register');
+        // Heartbeats need no answer: the stream being open is what keeps the session.
         if (message.status?.status) cp.reportStatus(nodeName, statusFromWire(message.status.status));
-        else if (message.heartbeat) cp.heartbeat(nodeName);
       };
       const gone = (): void => {
         closed = true;
-        if (nodeName) cp.disconnect(nodeName, stream);
+        if (nodeName) void cp.disconnect(nodeName, stream).catch((err: unknown) => log.warn({ err, node: nodeName }, 'ending the node\'s session failed'));
       };
       call.on('end', () => {
         gone();

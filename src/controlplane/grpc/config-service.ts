@@ -2,6 +2,7 @@ import { NotFoundError } from '../../machineconfig/index.ts';
 import type { ConfigServiceHandlers } from '../../runtime/generated/mcplane/v1/ConfigService.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { ControlPlane } from '../control-plane.ts';
+import { referencedConfigs } from '../render-controller.ts';
 import type { Authorizer } from './authorization.ts';
 import { unary } from './status-errors.ts';
 import { machineConfigToWire, poolToWire, renderedToWire } from './to-wire.ts';
@@ -12,45 +13,41 @@ export function configService(cp: ControlPlane, auth: Authorizer, log: Logger): 
     return fn(req, auth.identify(call)?.commonName ?? 'local');
   });
   return {
-    Apply: admin(async (req: { manifests: { source: string; text: string }[]; dryRun: boolean }) => {
-      const objects = await cp.apply(req.manifests, req.dryRun);
-      await cp.settle();
-      return { objects };
-    }),
+    Apply: admin(async (req: { manifests: { source: string; text: string }[]; dryRun: boolean }) => ({
+      objects: await cp.apply(req.manifests, req.dryRun),
+    })),
     Delete: admin(async (req: { kind: string; name: string }) => {
       await cp.delete(req.kind, req.name);
-      await cp.settle();
       return {};
     }),
     ListMachineConfigs: admin(() => ({
-      machineConfigs: [...cp.state.configs.values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map(machineConfigToWire),
+      machineConfigs: [...cp.cache.configs.values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map(machineConfigToWire),
     })),
     GetMachineConfig: admin((req: { name: string }) => {
-      const stored = cp.state.configs.get(req.name);
+      const stored = cp.cache.configs.get(req.name);
       if (!stored) throw new NotFoundError('MachineConfig', req.name);
       return machineConfigToWire(stored);
     }),
     ListRenderedConfigs: admin((req: { pool: string }) => {
-      const references = cp.render.referencedConfigs();
+      const references = referencedConfigs(cp.cache);
       return {
-        renderedConfigs: [...cp.state.rendered.values()]
+        renderedConfigs: [...cp.cache.rendered.values()]
           .filter((r) => !req.pool || r.value.pool === req.pool)
           .sort((a, b) => a.value.pool.localeCompare(b.value.pool) || b.createdAt - a.createdAt)
           .map((r) => renderedToWire(r, references, false)),
       };
     }),
     GetRenderedConfig: admin((req: { name: string }) => {
-      const stored = cp.state.rendered.get(req.name);
+      const stored = cp.cache.rendered.get(req.name);
       if (!stored) throw new NotFoundError('RenderedConfig', req.name);
-      return renderedToWire(stored, cp.render.referencedConfigs(), true);
+      return renderedToWire(stored, referencedConfigs(cp.cache), true);
     }),
     SetPoolPaused: admin(async (req: { name: string; paused: boolean }) => {
       await cp.setPoolPaused(req.name, req.paused);
-      await cp.settle();
-      return poolToWire(cp.state.pools.get(req.name)!, cp.statuses.status(req.name));
+      return poolToWire(cp.cache.pools.get(req.name)!, cp.cache.poolStatuses.get(req.name)?.value.status);
     }),
-    ReapplyNode: admin((req: { name: string }, who) => {
-      cp.reapplyNode(req.name, who);
+    ReapplyNode: admin(async (req: { name: string }, who) => {
+      await cp.reapplyNode(req.name, who);
       return {};
     }),
   };

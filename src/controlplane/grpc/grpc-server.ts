@@ -19,20 +19,33 @@ export interface GrpcServerHandle {
   server: Server;
   health: HealthImplementation;
   port: number;
+  /** Adds mcplane's services, backed by this replica. */
+  serve(cp: ControlPlane, tls: boolean): void;
 }
 
-export async function startGrpcServer(cp: ControlPlane, address: string, creds: ServerCredentials, tls: boolean, log: Logger): Promise<GrpcServerHandle> {
+/**
+ * Binds the port with health and reflection only (health says NOT_SERVING until `serve`), so a
+ * replica knows the address it advertises before it joins the others.
+ */
+export async function startGrpcServer(address: string, creds: ServerCredentials, log: Logger): Promise<GrpcServerHandle> {
   const { definition, grpc } = loadMcplaneProto();
-  const auth = createAuthorizer(tls);
   const server = new Server(SERVER_CHANNEL_OPTIONS);
-  server.addService(grpc.mcplane.v1.AgentService.service, agentService(cp, auth, log));
-  server.addService(grpc.mcplane.v1.StatusService.service, statusService(cp, auth, log));
-  server.addService(grpc.mcplane.v1.ConfigService.service, configService(cp, auth, log));
-  const health = new HealthImplementation(Object.fromEntries(['', ...SERVICE_NAMES].map((s) => [s, 'SERVING'])));
+  const health = new HealthImplementation(Object.fromEntries(['', ...SERVICE_NAMES].map((s) => [s, 'NOT_SERVING'])));
   health.addToServer(server);
   new ReflectionService(definition).addToServer(server);
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(address, creds, (err, boundPort) => (err ? reject(err) : resolve(boundPort)));
   });
-  return { server, health, port };
+  return {
+    server,
+    health,
+    port,
+    serve(cp, tls) {
+      const auth = createAuthorizer(tls);
+      server.addService(grpc.mcplane.v1.AgentService.service, agentService(cp, auth, log));
+      server.addService(grpc.mcplane.v1.StatusService.service, statusService(cp, auth, log));
+      server.addService(grpc.mcplane.v1.ConfigService.service, configService(cp, auth, log));
+      for (const s of ['', ...SERVICE_NAMES]) health.setStatus(s, 'SERVING');
+    },
+  };
 }

@@ -1,44 +1,60 @@
-import type { ServerWritableStream } from '@grpc/grpc-js';
-import { NotFoundError } from '../../machineconfig/index.ts';
+// StatusService: reads from this replica's cache only, so status reads never wait for the
+// controllers or the store, on any replica.
+
+import { status as Status, type ServerWritableStream } from '@grpc/grpc-js';
+import { InvalidDocumentError, NotFoundError } from '../../machineconfig/index.ts';
+import type { Node } from '../../runtime/generated/mcplane/v1/Node.ts';
 import type { StatusServiceHandlers } from '../../runtime/generated/mcplane/v1/StatusService.ts';
 import type { WatchEvent } from '../../runtime/generated/mcplane/v1/WatchEvent.ts';
 import type { WatchRequest__Output } from '../../runtime/generated/mcplane/v1/WatchRequest.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { VERSION } from '../../runtime/version.ts';
+import type { CacheChange } from '../cluster-cache.ts';
 import type { ControlPlane } from '../control-plane.ts';
-import type { WatchNotice } from '../watch-hub.ts';
 import type { Authorizer } from './authorization.ts';
 import { toServiceError, unary } from './status-errors.ts';
 import { nodeToWire, poolToWire } from './to-wire.ts';
 
+/** The status a server ends Watch streams with when it shuts down. */
+export const SHUTDOWN_DETAILS = 'the server is shutting down; reconnect (to another replica if there is one)';
+
 export function statusService(cp: ControlPlane, auth: Authorizer, log: Logger): StatusServiceHandlers {
+  const { cache } = cp;
   const pool = (name: string) => {
-    const stored = cp.state.pools.get(name);
+    const stored = cache.pools.get(name);
     if (!stored) throw new NotFoundError('MachineConfigPool', name);
-    return poolToWire(stored, cp.statuses.status(name));
+    return poolToWire(stored, cache.poolStatuses.get(name)?.value.status);
   };
   const node = (name: string) => {
-    const entry = cp.state.nodes.get(name);
-    if (!entry) throw new NotFoundError('Node', name);
-    return nodeToWire(entry);
+    const view = cache.nodes.get(name);
+    if (!view) throw new NotFoundError('Node', name);
+    return nodeToWire(view);
   };
   const admin = <Req, Res>(fn: (req: Req) => Res) => unary<Req, Res>(log, (req, call) => {
     auth.requireAdmin(call);
     return fn(req);
   });
   return {
-    ListPools: admin(() => ({ pools: [...cp.state.pools.keys()].sort().map(pool) })),
+    ListPools: admin(() => ({ pools: [...cache.pools.keys()].sort().map(pool) })),
     GetPool: admin((req: { name: string }) => pool(req.name)),
-    ListNodes: admin((req: { pool: string }) => ({
-      nodes: [...cp.state.nodes.values()]
-        .filter((n) => !req.pool || n.pool === req.pool)
-        .sort((a, b) => (a.name < b.name ? -1 : 1))
-        .map(nodeToWire),
-    })),
+    ListNodes: admin((req: { pool: string; limit: number; continueToken: string }) => listNodes(cp, req)),
     GetNode: admin((req: { name: string }) => node(req.name)),
-    // Interim, until replicas exist: the one process is the only replica and the leader.
-    ListReplicas: admin(() => ({ replicas: [{ name: 'local', address: '', leader: true, lastHeartbeatUnixMs: Date.now(), version: VERSION, startedUnixMs: 0, agentsConnected: cp.sessions.size }] })),
-    GetServerInfo: admin(() => ({ version: VERSION, replica: 'local', store: 'sqlite', leader: true })),
+    ListReplicas: admin(() => {
+      const leader = cache.leader?.value.replica;
+      return {
+        replicas: [...cache.replicas.values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map((r) => ({
+          name: r.name,
+          address: r.value.address,
+          leader: r.name === leader,
+          lastHeartbeatUnixMs: r.value.heartbeatAt,
+          version: r.value.version,
+          startedUnixMs: r.value.startedAt,
+          // This replica knows its own count now; the others' come from their last heartbeat.
+          agentsConnected: r.name === cp.replica.name ? cp.sessions.size : r.value.agents,
+        })),
+      };
+    }),
+    GetServerInfo: admin(() => ({ version: VERSION, replica: cp.replica.name, store: cp.store.backend, leader: cp.leading })),
     Watch(call: ServerWritableStream<WatchRequest__Output, WatchEvent>) {
       try {
         auth.requireAdmin(call);
@@ -48,26 +64,95 @@ export function statusService(cp: ControlPlane, auth: Authorizer, log: Logger): 
       }
       const wantPools = call.request.pools || !call.request.nodes;
       const wantNodes = call.request.nodes || !call.request.pools;
-      const send = (notice: WatchNotice): void => {
-        if (notice.kind === 'pool' && !wantPools) return;
-        if (notice.kind === 'node' && !wantNodes) return;
-        if (notice.type === 'DELETED') {
-          call.write({ type: 'DELETED', [notice.kind]: { name: notice.name } });
+      const sentPools = new Set<string>();
+      const sentNodes = new Set<string>();
+      const sendPool = (name: string): void => {
+        if (!cache.pools.has(name)) {
+          if (sentPools.delete(name)) call.write({ type: 'DELETED', pool: { name } });
           return;
         }
-        if (notice.kind === 'pool' && cp.state.pools.has(notice.name)) call.write({ type: notice.type, pool: pool(notice.name) });
-        if (notice.kind === 'node' && cp.state.nodes.has(notice.name)) call.write({ type: notice.type, node: node(notice.name) });
+        call.write({ type: sentPools.has(name) ? 'MODIFIED' : 'ADDED', pool: pool(name) });
+        sentPools.add(name);
       };
-      if (wantPools) for (const name of [...cp.state.pools.keys()].sort()) call.write({ type: 'ADDED', pool: pool(name) });
-      if (wantNodes) for (const name of [...cp.state.nodes.keys()].sort()) call.write({ type: 'ADDED', node: node(name) });
+      const sendNode = (name: string): void => {
+        if (!cache.nodes.has(name)) {
+          if (sentNodes.delete(name)) call.write({ type: 'DELETED', node: { name } });
+          return;
+        }
+        call.write({ type: sentNodes.has(name) ? 'MODIFIED' : 'ADDED', node: node(name) });
+        sentNodes.add(name);
+      };
+      const onChange = (change: CacheChange): void => {
+        if (wantPools) {
+          const names = change.resync
+            ? new Set([...cache.pools.keys(), ...sentPools])
+            : new Set([...(change.changed.get('MachineConfigPool') ?? []), ...(change.changed.get('PoolStatus') ?? [])]);
+          for (const name of [...names].sort()) sendPool(name);
+        }
+        if (wantNodes) {
+          const names = change.resync ? new Set([...cache.nodes.keys(), ...sentNodes]) : change.nodes;
+          for (const name of [...names].sort()) sendNode(name);
+        }
+      };
+      if (wantPools) for (const name of [...cache.pools.keys()].sort()) sendPool(name);
+      if (wantNodes) for (const name of cache.sortedNodeNames()) sendNode(name);
       call.write({ type: 'SYNCED' });
-      cp.hub.on('notice', send);
-      const stop = (): void => {
-        cp.hub.off('notice', send);
+      const onShutdown = (): void => {
+        stop();
+        call.emit('error', { code: Status.UNAVAILABLE, details: SHUTDOWN_DETAILS });
       };
+      const stop = (): void => {
+        cache.off('change', onChange);
+        cp.lifecycle.off('shutdown', onShutdown);
+      };
+      cache.on('change', onChange);
+      cp.lifecycle.once('shutdown', onShutdown);
       call.on('cancelled', stop);
       call.on('close', stop);
       call.on('error', stop);
     },
   };
+}
+
+/**
+ * Nodes in name order, paged like a Kubernetes list: the continue token names the last node of
+ * the previous page, so a page stays correct while nodes come and go between pages.
+ */
+function listNodes(cp: ControlPlane, req: { pool: string; limit: number; continueToken: string }): { nodes: Node[]; continueToken: string; remainingItemCount: number } {
+  if (req.limit < 0) {
+    throw new InvalidDocumentError([{ object: 'ListNodesRequest', field: 'limit', rule: 'non-negative', message: `limit must be 0 (everything) or more, not ${req.limit}` }]);
+  }
+  let after = '';
+  if (req.continueToken) {
+    after = Buffer.from(req.continueToken, 'base64url').toString('utf8');
+    if (!after.startsWith('n:')) {
+      throw new InvalidDocumentError([{ object: 'ListNodesRequest', field: 'continueToken', rule: 'continue-token', message: 'the continue token is not one this server issued; start the list again without it' }]);
+    }
+    after = after.slice(2);
+  }
+  const names = cp.cache.sortedNodeNames();
+  let start = 0;
+  if (after) {
+    // Binary search: the first name after the token's.
+    let lo = 0;
+    let hi = names.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (names[mid]! <= after) lo = mid + 1;
+      else hi = mid;
+    }
+    start = lo;
+  }
+  const nodes: Node[] = [];
+  let i = start;
+  for (; i < names.length && (req.limit === 0 || nodes.length < req.limit); i++) {
+    const view = cp.cache.nodes.get(names[i]!);
+    if (view && (!req.pool || view.pool === req.pool)) nodes.push(nodeToWire(view));
+  }
+  if (i >= names.length) return { nodes, continueToken: '', remainingItemCount: 0 };
+  const remaining = req.pool
+    ? names.slice(i).filter((n) => cp.cache.nodes.get(n)?.pool === req.pool).length
+    : names.length - i;
+  if (remaining === 0) return { nodes, continueToken: '', remainingItemCount: 0 };
+  return { nodes, continueToken: Buffer.from(`n:${nodes.at(-1)?.name ?? names[i - 1]}`).toString('base64url'), remainingItemCount: remaining };
 }

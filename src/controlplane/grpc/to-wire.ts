@@ -1,16 +1,17 @@
 // Domain objects to wire messages. Field names match on both sides (camelCase), so these are
 // mostly about JSON-encoding the parts the contract carries as JSON.
 
-import type { MachineConfig as DomainMachineConfig, PoolStatus } from '../../machineconfig/index.ts';
+import type { MachineConfig as DomainMachineConfig, MachineConfigPool as DomainPool, PoolStatus } from '../../machineconfig/index.ts';
 import type { MachineConfig } from '../../runtime/generated/mcplane/v1/MachineConfig.ts';
 import type { MachineConfigPool } from '../../runtime/generated/mcplane/v1/MachineConfigPool.ts';
 import type { Node } from '../../runtime/generated/mcplane/v1/Node.ts';
 import type { RenderedConfig } from '../../runtime/generated/mcplane/v1/RenderedConfig.ts';
+import type { NodeView } from '../cluster-cache.ts';
 import type { StoredObject } from '../store/store.ts';
-import type { NodeEntry, PoolRecord, StoredRendered } from '../cluster-state.ts';
+import type { StoredRendered } from '../stored-records.ts';
 
-export function poolToWire(stored: StoredObject<PoolRecord>, status: PoolStatus | undefined): MachineConfigPool {
-  const { pool } = stored.value;
+export function poolToWire(stored: StoredObject<DomainPool>, status: PoolStatus | undefined): MachineConfigPool {
+  const pool = stored.value;
   return {
     name: pool.metadata.name,
     specJson: JSON.stringify(pool.spec),
@@ -24,7 +25,19 @@ export function poolToWire(stored: StoredObject<PoolRecord>, status: PoolStatus 
   };
 }
 
-export function nodeToWire(node: NodeEntry): Node {
+const wireNodes = new WeakMap<NodeView, Node>();
+
+/** Node views are immutable, so each is converted once however often it is read. */
+export function nodeToWire(node: NodeView): Node {
+  let wire = wireNodes.get(node);
+  if (!wire) {
+    wire = convertNode(node);
+    wireNodes.set(node, wire);
+  }
+  return wire;
+}
+
+function convertNode(node: NodeView): Node {
   const reason = node.poolError && !node.status.reason ? `pool: ${node.poolError}` : node.status.reason;
   return {
     name: node.name,

@@ -1,0 +1,17 @@
+// What a controller is: it decides and writes to the store; it never sends to agents. The
+// manager runs it when a change it cares about reaches the cache, and again after
+// `requeueAfterMs` when it asks (time-driven work: windows, retries, heartbeats).
+
+import type { CacheChange } from './cluster-cache.ts';
+
+export interface ReconcileResult {
+  requeueAfterMs?: number;
+}
+
+export interface Controller {
+  readonly name: string;
+  /** Runs only on the elected leader (render, membership, rollout, GC, pool status). */
+  readonly leaderOnly: boolean;
+  interestedIn(change: CacheChange): boolean;
+  reconcile(): Promise<ReconcileResult | void>;
+}

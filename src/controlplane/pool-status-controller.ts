@@ -1,0 +1,50 @@
+// Computes every pool's counts and conditions from the stored nodes and writes them when they
+// change, so every replica serves the same status and a failover keeps the transition times.
+
+import { computePoolStatus, type PoolStatus } from '../machineconfig/index.ts';
+import type { CacheChange, ClusterCache } from './cluster-cache.ts';
+import type { Controller } from './controller.ts';
+import type { LeaderWriter } from './leader-writer.ts';
+import type { WriteOp } from './store/store.ts';
+import type { PoolStatusRecord } from './stored-records.ts';
+
+const RELEVANT = ['PoolStatus', 'MachineConfigPool', 'NodeAssignment', 'NodeStatus', 'AgentSession', 'Node'] as const;
+
+export class PoolStatusController implements Controller {
+  readonly name = 'pool-status';
+  readonly leaderOnly = true;
+
+  constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter) {}
+
+  interestedIn(change: CacheChange): boolean {
+    return RELEVANT.some((k) => change.changed.has(k));
+  }
+
+  async reconcile(): Promise<void> {
+    const ops: WriteOp[] = [];
+    for (const name of this.cache.pools.keys()) {
+      const record = this.cache.poolStatuses.get(name);
+      if (!record) continue; // the render controller creates it
+      const status = poolStatusFor(this.cache, name, record.value);
+      if (JSON.stringify(status) === JSON.stringify(record.value.status)) continue;
+      ops.push({ type: 'put', kind: 'PoolStatus', name, value: { ...record.value, status }, expectedVersion: record.resourceVersion, createdAt: record.createdAt });
+    }
+    await this.writer.commitEach(ops);
+  }
+}
+
+/** The status a pool record implies now, keeping the transition times of unchanged conditions. */
+export function poolStatusFor(cache: ClusterCache, pool: string, record: PoolStatusRecord, now = Date.now()): PoolStatus | undefined {
+  const spec = cache.pools.get(pool);
+  if (!spec) return undefined;
+  return computePoolStatus({
+    pool: spec.value,
+    target: record.target,
+    targetSources: record.targetSources,
+    nodes: cache.nodesInPool(pool),
+    renderProblems: record.renderProblems,
+    previous: record.status?.conditions,
+    now,
+  });
+}
+

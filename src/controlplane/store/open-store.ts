@@ -1,0 +1,23 @@
+// Chooses the backend: SQLite in the data directory for one machine (the default), or etcd for
+// several replicas.
+
+import { ConfigurationError } from '../../machineconfig/index.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import { SqliteStore } from './sqlite-store.ts';
+import type { Store } from './store.ts';
+
+export interface StoreOptions {
+  dataDir: string;
+  etcd?: {
+    endpoints: string[];
+    /** Key prefix, so several mcplane installations can share one etcd. */
+    prefix?: string;
+    tls?: { ca: Buffer; cert: Buffer; key: Buffer };
+  };
+  log: Logger;
+}
+
+export async function openStore(options: StoreOptions): Promise<Store> {
+  if (!options.etcd) return new SqliteStore(options.dataDir);
+  throw new ConfigurationError('the etcd backend is not available in this build');
+}
