@@ -14,6 +14,12 @@ import { startServer, type ServerOptions } from './server.ts';
 interface Flags {
   config?: string;
   dataDir?: string;
+  store?: string;
+  etcdCa?: string;
+  etcdCert?: string;
+  etcdKey?: string;
+  etcdPrefix?: string;
+  replicaName?: string;
   listen?: string;
   pkiDir?: string;
   tlsCa?: string;
@@ -52,6 +58,9 @@ export function resolveOptions(flags: Flags): ServerOptions & { logLevel?: strin
     insecure: f.insecure ?? false,
   };
   if (f.logLevel) options.logLevel = f.logLevel;
+  if (f.replicaName) options.replicaName = f.replicaName;
+  if (f.store) options.etcd = parseStoreUrl(f);
+  else if (f.etcdCa || f.etcdCert || f.etcdKey) throw new ConfigurationError('--etcd-ca/--etcd-cert/--etcd-key need --store etcd://HOST:PORT[,HOST:PORT...]');
   if (tlsCa || tlsCert || tlsKey) {
     if (!tlsCa || !tlsCert || !tlsKey) throw new ConfigurationError('--tls-ca, --tls-cert and --tls-key go together (or use --pki-dir)');
     options.tls = { ca: tlsCa, cert: tlsCert, key: tlsKey };
@@ -64,12 +73,43 @@ export function resolveOptions(flags: Flags): ServerOptions & { logLevel?: strin
   return options;
 }
 
+/** `etcd://HOST:PORT[,HOST:PORT...]`, with TLS files when etcd asks for client certificates. */
+function parseStoreUrl(f: Flags): NonNullable<ServerOptions['etcd']> {
+  const m = /^etcd:\/\/(.+)$/.exec(f.store!);
+  const endpoints = m ? m[1]!.split(',').map((e) => e.trim()).filter(Boolean) : [];
+  const bad = endpoints.filter((e) => !/^(\[[0-9a-fA-F:.]+\]|[^:/\s]+):\d{1,5}$/.test(e));
+  if (!m || endpoints.length === 0 || bad.length) {
+    throw new ConfigurationError(`--store ${f.store}: expected etcd://HOST:PORT[,HOST:PORT...]${bad.length ? ` (not HOST:PORT: ${bad.join(', ')})` : ''}; leave --store out for SQLite in --data-dir`);
+  }
+  const etcd: NonNullable<ServerOptions['etcd']> = { endpoints };
+  if (f.etcdPrefix) etcd.prefix = f.etcdPrefix;
+  const files = [f.etcdCa, f.etcdCert, f.etcdKey];
+  if (files.some(Boolean)) {
+    if (!files.every(Boolean)) throw new ConfigurationError('--etcd-ca, --etcd-cert and --etcd-key go together');
+    const read = (file: string, what: string): Buffer => {
+      try {
+        return readFileSync(file);
+      } catch (err) {
+        throw new ConfigurationError(`${what} ${file}: ${(err as Error).message}`);
+      }
+    };
+    etcd.tls = { ca: read(f.etcdCa!, '--etcd-ca'), cert: read(f.etcdCert!, '--etcd-cert'), key: read(f.etcdKey!, '--etcd-key') };
+  }
+  return etcd;
+}
+
 export async function main(argv: string[]): Promise<void> {
   const program = new Command('mcplane-server')
     .description('mcplane control plane: stores MachineConfigs, renders pools, rolls out configs over gRPC')
     .version(VERSION, '--version')
     .option('--config <file>', 'YAML config file (keys are the flags in camelCase)')
     .option('--data-dir <dir>', 'where the SQLite store lives (default /var/lib/mcplane)')
+    .option('--store <url>', 'etcd://HOST:PORT[,HOST:PORT...] to run as one of several replicas on etcd (default: SQLite in --data-dir)')
+    .option('--etcd-ca <file>', 'CA that etcd\'s certificate chains to')
+    .option('--etcd-cert <file>', 'client certificate for etcd')
+    .option('--etcd-key <file>', 'client key for etcd')
+    .option('--etcd-prefix <prefix>', 'key prefix in etcd (default /mcplane/), to share one etcd')
+    .option('--replica-name <name>', 'this replica\'s name among several (default: host name and gRPC port)')
     .option('--listen <host:port>', 'gRPC address (default 0.0.0.0:7443)')
     .option('--pki-dir <dir>', 'directory made by `mcctl pki init` (ca.crt, server.crt, server.key, ca.key, bootstrap-token)')
     .option('--tls-ca <file>', 'CA that client certificates must chain to')
