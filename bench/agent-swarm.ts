@@ -1,41 +1,63 @@
 // A separate process holding N simulated agents, each with its own node certificate and its own
-// TLS connection, speaking the real AgentService protocol. Driven over stdin/stdout by
-// bench/controlplane.ts: it prints JSON lines, and on "arm" it reports when every agent has
-// received a config it did not have before.
+// TLS connection, speaking the real AgentService protocol. Agent i connects to address i mod the
+// number of addresses; when its stream breaks it re-registers on the next address, as the real
+// agent does. Driven over stdin/stdout by bench/controlplane.ts: it prints JSON lines; on "arm"
+// it reports when every agent has received a config it did not have before, and it reports each
+// re-registration after a broken stream.
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { CLIENT_CHANNEL_OPTIONS } from '../src/runtime/grpc-options.ts';
 import { issueCertificate, ROLE_NODE } from '../src/runtime/pki.ts';
 import { silenceIpServernameWarning } from '../src/runtime/process-warnings.ts';
 import { loadMcplaneProto } from '../src/runtime/proto.ts';
 import { clientCredentials } from '../src/runtime/tls.ts';
+import type { AgentMessage } from '../src/runtime/generated/mcplane/v1/AgentMessage.ts';
+import type { AgentServiceClient } from '../src/runtime/generated/mcplane/v1/AgentService.ts';
 import type { ServerMessage__Output } from '../src/runtime/generated/mcplane/v1/ServerMessage.ts';
 
 silenceIpServernameWarning();
-const [address, pkiDir, countText] = process.argv.slice(2);
+const [addressList, pkiDir, countText] = process.argv.slice(2);
+const addresses = addressList!.split(',');
 const count = Number(countText);
 const ca = { certPem: readFileSync(join(pkiDir!, 'ca.crt'), 'utf8'), keyPem: readFileSync(join(pkiDir!, 'ca.key'), 'utf8') };
 const { grpc } = loadMcplaneProto();
 const say = (o: object): void => { process.stdout.write(JSON.stringify(o) + '\n'); };
 
-interface Agent { name: string; config: string; armedFrom: string | undefined; done: boolean }
+interface Agent {
+  name: string;
+  zone: string;
+  config: string;
+  armedFrom: string | undefined;
+  done: boolean;
+  address: number;
+  clients: Map<number, AgentServiceClient>;
+  creds: ReturnType<typeof clientCredentials>;
+  stream?: ClientDuplexStream<AgentMessage, ServerMessage__Output>;
+}
 const agents: Agent[] = [];
 let armed = false;
 let remaining = 0;
+let reconnected = 0;
 
-async function start(i: number): Promise<void> {
-  const name = `bench-${String(i).padStart(5, '0')}`;
-  const pair = await issueCertificate(ca, { commonName: name, organization: ROLE_NODE, usage: 'client' });
-  const creds = clientCredentials({ ca: Buffer.from(ca.certPem), cert: Buffer.from(pair.certPem), key: Buffer.from(pair.keyPem) });
-  const client = new grpc.mcplane.v1.AgentService(address!, creds, CLIENT_CHANNEL_OPTIONS);
+function open(agent: Agent, isReconnect: boolean): Promise<void> {
+  let client = agent.clients.get(agent.address);
+  if (!client) {
+    client = new grpc.mcplane.v1.AgentService(addresses[agent.address]!, agent.creds, CLIENT_CHANNEL_OPTIONS);
+    agent.clients.set(agent.address, client);
+  }
   const stream = client.connect();
-  const agent: Agent = { name, config: '', armedFrom: undefined, done: false };
-  agents.push(agent);
-  await new Promise<void>((resolve, reject) => {
+  agent.stream = stream;
+  return new Promise<void>((resolve, reject) => {
+    let registered = false;
     stream.on('data', (m: ServerMessage__Output) => {
-      if (m.registered) resolve();
+      if (m.registered) {
+        registered = true;
+        if (isReconnect) say({ event: 'reconnected', count: ++reconnected, at: Date.now() });
+        resolve();
+      }
       if (!m.assignment) return;
       const config = m.assignment.renderedConfig;
       agent.config = config;
@@ -45,9 +67,39 @@ async function start(i: number): Promise<void> {
         if (--remaining === 0) say({ event: 'fanout-done', at: Date.now() });
       }
     });
-    stream.on('error', (err: Error) => reject(err));
-    stream.write({ register: { nodeName: name, labels: { 'node-role.kubernetes.io/worker': '', 'topology.kubernetes.io/zone': `zone-${i % 3}` }, bootId: 'b', agentVersion: 'bench', status: { state: 'Done' } } });
+    const broken = (err?: Error): void => {
+      if (agent.stream !== stream) return;
+      agent.stream = undefined;
+      if (!registered) reject(err ?? new Error('stream ended before registration'));
+      // Like the agent: the next address, after a short jittered pause.
+      agent.address = (agent.address + 1) % addresses.length;
+      setTimeout(() => void reopen(agent), 50 + Math.random() * 200);
+    };
+    stream.on('error', broken);
+    stream.on('end', () => broken());
+    stream.write({ register: { nodeName: agent.name, labels: { 'node-role.kubernetes.io/worker': '', 'topology.kubernetes.io/zone': agent.zone }, bootId: 'b', agentVersion: 'bench', status: { state: 'Done', currentConfig: agent.config, desiredConfig: agent.config } } });
   });
+}
+
+async function reopen(agent: Agent): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await open(agent, true);
+      return;
+    } catch {
+      agent.address = (agent.address + 1) % addresses.length;
+      await new Promise((r) => setTimeout(r, Math.min(1000, 100 * (attempt + 1))));
+    }
+  }
+}
+
+async function start(i: number): Promise<void> {
+  const name = `bench-${String(i).padStart(5, '0')}`;
+  const pair = await issueCertificate(ca, { commonName: name, organization: ROLE_NODE, usage: 'client' });
+  const creds = clientCredentials({ ca: Buffer.from(ca.certPem), cert: Buffer.from(pair.certPem), key: Buffer.from(pair.keyPem) });
+  const agent: Agent = { name, zone: `zone-${i % 3}`, config: '', armedFrom: undefined, done: false, address: i % addresses.length, clients: new Map(), creds };
+  agents.push(agent);
+  await open(agent, false);
 }
 
 const CONCURRENCY = 64;
@@ -55,11 +107,14 @@ let next = 0;
 await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
   while (next < count) await start(next++);
 }));
-say({ event: 'connected', count: agents.length });
+say({ event: 'connected', count: agents.length, perAddress: addresses.map((_, i) => agents.filter((a) => a.address === i).length) });
 
 createInterface({ input: process.stdin }).on('line', (line) => {
   if (line === 'arm') {
-    for (const a of agents) a.armedFrom = a.config;
+    for (const a of agents) {
+      a.armedFrom = a.config;
+      a.done = false;
+    }
     remaining = agents.length;
     armed = true;
     say({ event: 'armed' });

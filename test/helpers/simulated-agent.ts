@@ -15,6 +15,10 @@ import type { ServerMessage__Output } from '../../src/runtime/generated/mcplane/
 
 export interface SimulatedAgentOptions {
   address: string;
+  /** Other replicas: when the stream breaks, the agent re-registers on the next one. */
+  failover?: string[];
+  /** Delay before reporting Done after an assignment (with autoDone). */
+  doneAfterMs?: number;
   tls: { ca: string; cert: string; key: string };
   name: string;
   labels?: Record<string, string>;
@@ -28,48 +32,103 @@ export interface SimulatedAgentOptions {
 let assignmentSequence = 0;
 
 export class SimulatedAgent {
-  readonly assignments: (Assignment__Output & { sequence: number })[] = [];
+  readonly assignments: (Assignment__Output & { sequence: number; receivedAt: number })[] = [];
+  /** When the agent first reported Done on each config. */
+  readonly doneAt = new Map<string, number>();
   readonly commands: ServerMessage__Output['command'][] = [];
   pool: string | undefined;
   error: ServiceError | undefined;
   /** The server ended the stream (cleanly or with an error). */
   ended = false;
   status: NodeStatus;
-  #client: AgentServiceClient;
+  /** The address of the replica the current stream goes to. */
+  connectedTo: string;
+  /** When each stream after the first was registered (failover tests measure the gap). */
+  readonly reconnects: { at: number; address: string }[] = [];
+  /** When a stream last broke. */
+  brokeAt = 0;
+  #clients = new Map<string, AgentServiceClient>();
+  #tls: { ca: Buffer; cert: Buffer; key: Buffer };
   #stream: ClientDuplexStream<AgentMessage, ServerMessage__Output> | undefined;
   #waiters: (() => void)[] = [];
+  #closed = false;
 
   constructor(readonly options: SimulatedAgentOptions) {
-    const { grpc } = loadMcplaneProto();
-    const tls = { ca: readFileSync(options.tls.ca), cert: readFileSync(options.tls.cert), key: readFileSync(options.tls.key) };
-    this.#client = new grpc.mcplane.v1.AgentService(options.address, clientCredentials(tls), CLIENT_CHANNEL_OPTIONS);
+    this.#tls = { ca: readFileSync(options.tls.ca), cert: readFileSync(options.tls.cert), key: readFileSync(options.tls.key) };
+    this.connectedTo = options.address;
     this.status = { currentConfig: options.currentConfig ?? '', desiredConfig: '', state: 'Done', phase: 'done', reason: '' };
   }
 
+  #client(address: string): AgentServiceClient {
+    let client = this.#clients.get(address);
+    if (!client) {
+      const { grpc } = loadMcplaneProto();
+      client = new grpc.mcplane.v1.AgentService(address, clientCredentials(this.#tls), CLIENT_CHANNEL_OPTIONS);
+      this.#clients.set(address, client);
+    }
+    return client;
+  }
+
   /** Opens the stream and registers; resolves when the server says which pool, or on error. */
-  connect(): Promise<void> {
-    const stream = this.#client.connect();
+  connect(address = this.connectedTo): Promise<void> {
+    this.connectedTo = address;
+    this.pool = undefined;
+    const stream = this.#client(address).connect();
     this.#stream = stream;
     stream.on('data', (m: ServerMessage__Output) => {
+      if (stream !== this.#stream) return;
       if (m.registered) this.pool = m.registered.pool;
       if (m.assignment) {
-        this.assignments.push({ ...m.assignment, sequence: ++assignmentSequence });
-        if (this.options.autoDone) this.report({ currentConfig: m.assignment.renderedConfig, desiredConfig: m.assignment.renderedConfig, state: 'Done', phase: 'done' });
+        this.assignments.push({ ...m.assignment, sequence: ++assignmentSequence, receivedAt: Date.now() });
+        const { renderedConfig } = m.assignment;
+        const done = (): void => {
+          if (this.#closed || this.lastAssignment?.renderedConfig !== renderedConfig) return;
+          if (!this.doneAt.has(renderedConfig)) this.doneAt.set(renderedConfig, Date.now());
+          this.report({ currentConfig: renderedConfig, desiredConfig: renderedConfig, state: 'Done', phase: 'done' });
+        };
+        if (this.options.autoDone && this.status.currentConfig !== renderedConfig) {
+          if (this.options.doneAfterMs) {
+            this.report({ desiredConfig: renderedConfig, state: 'Working', phase: 'apply' });
+            setTimeout(done, this.options.doneAfterMs);
+          } else {
+            done();
+          }
+        }
       }
       if (m.command) this.commands.push(m.command);
       this.#notify();
     });
-    stream.on('error', (err: ServiceError) => {
-      this.error = err;
+    const broken = (err?: ServiceError): void => {
+      if (stream !== this.#stream) return;
+      if (err) this.error = err;
       this.ended = true;
+      this.#stream = undefined;
+      this.brokeAt = Date.now();
       this.#notify();
-    });
-    stream.on('end', () => {
-      this.ended = true;
-      this.#notify();
-    });
+      if (this.options.failover?.length && !this.#closed) setTimeout(() => void this.#failover(), 50 + Math.random() * 100);
+    };
+    stream.on('error', (err: ServiceError) => broken(err));
+    stream.on('end', () => broken());
     stream.write({ register: { nodeName: this.options.registerAs ?? this.options.name, labels: this.options.labels ?? { 'node-role.kubernetes.io/worker': '' }, bootId: 'boot-1', agentVersion: 'simulated', status: this.status } });
     return this.waitFor(() => this.pool !== undefined || this.error !== undefined, 10_000);
+  }
+
+  /** The next address after the one that broke, round the list, until one takes us. */
+  async #failover(): Promise<void> {
+    const all = [this.options.address, ...(this.options.failover ?? [])];
+    let i = all.indexOf(this.connectedTo);
+    while (!this.#closed) {
+      i = (i + 1) % all.length;
+      this.error = undefined;
+      this.ended = false;
+      await this.connect(all[i]).catch(() => undefined);
+      if (this.pool !== undefined && !this.ended) {
+        this.reconnects.push({ at: Date.now(), address: all[i]! });
+        this.#notify();
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
 
   report(status: Partial<NodeStatus>): void {
@@ -98,9 +157,10 @@ export class SimulatedAgent {
   }
 
   close(): void {
+    this.#closed = true;
     this.#stream?.end();
     this.#stream?.cancel();
-    this.#client.close();
+    for (const client of this.#clients.values()) client.close();
   }
 
   #notify(): void {
