@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -18,6 +18,7 @@ import type { ChangeEvent, Store, WriteOp } from '../../src/controlplane/store/s
 import { createLogger, type Logger } from '../../src/runtime/logger.ts';
 import { startEtcdCluster, type EtcdCluster } from '../helpers/etcd-cluster.ts';
 import { REPO_ROOT } from '../helpers/run-cli.ts';
+import { testPki } from '../helpers/test-pki.ts';
 
 const logLines: string[] = [];
 const log: Logger = createLogger({ level: 'info', write: (line) => logLines.push(line) });
@@ -452,6 +453,27 @@ describe('etcd only: members fail', () => {
       return true;
     });
     assert.ok(Date.now() - start < 2_000);
+  });
+
+  test('TLS: with a client certificate the store works; without one, or in plaintext, etcd refuses it', async () => {
+    const pki = await testPki();
+    const files = await pki.client('etcd-client', 'mcplane-server', 'mcplane');
+    const server = { cert: join(pki.dir, 'server.crt'), key: join(pki.dir, 'server.key') };
+    const cluster = await startEtcdCluster({ members: 1, tls: { ca: files.ca, server, client: files } });
+    try {
+      const ca = readFileSync(files.ca);
+      const store = await EtcdStore.connect({ endpoints: cluster.endpoints, prefix: freshPrefix(), log, tls: { ca, cert: readFileSync(files.cert), key: readFileSync(files.key) } });
+      const { revision } = await store.commit([put('Node', 'n', { tls: true })]);
+      const w = record(store, revision - 1);
+      await w.waitFor('the put', () => w.events().length === 1);
+      assert.deepEqual((await store.get('Node', 'n'))!.value, { tls: true });
+      w.cancel();
+      await store.close();
+      await assert.rejects(EtcdStore.connect({ endpoints: cluster.endpoints, log, tls: { ca }, deadlineMs: 1_000 }), StoreUnavailableError);
+      await assert.rejects(EtcdStore.connect({ endpoints: cluster.endpoints, log, deadlineMs: 1_000 }), StoreUnavailableError);
+    } finally {
+      await cluster.stop();
+    }
   });
 
   test('kill -9 of the only member during a burst: every acknowledged write is there after its restart', async () => {

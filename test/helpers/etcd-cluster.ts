@@ -5,7 +5,9 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
+import { get as httpGet } from 'node:http';
+import { get as httpsGet } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +20,11 @@ export interface EtcdClusterOptions {
   /** Milliseconds; etcd's defaults are 100 and 1000. */
   heartbeatMs?: number;
   electionMs?: number;
+  /**
+   * PEM files: the members serve clients over TLS with the server pair and require a client
+   * certificate the CA signed (--client-cert-auth); the helper's own calls use the client pair.
+   */
+  tls?: { ca: string; server: { cert: string; key: string }; client: { cert: string; key: string } };
 }
 
 export interface EtcdCluster {
@@ -64,6 +71,7 @@ export async function startEtcdCluster(options: EtcdClusterOptions): Promise<Etc
     members.push({ name: `m${i}`, clientPort: await freePort(), peerPort: await freePort(), dataDir: join(dir, `m${i}.etcd`), logFile: join(dir, `m${i}.log`) });
   }
   const initialCluster = members.map((m) => `${m.name}=http://127.0.0.1:${m.peerPort}`).join(',');
+  const scheme = options.tls ? 'https' : 'http';
   const heartbeat = options.heartbeatMs ?? 50;
   const election = options.electionMs ?? 500;
   writeFileSync(join(dir, 'README'), `etcd test cluster ${token}\n`);
@@ -72,8 +80,9 @@ export async function startEtcdCluster(options: EtcdClusterOptions): Promise<Etc
     const args = [
       `--name=${m.name}`,
       `--data-dir=${m.dataDir}`,
-      `--listen-client-urls=http://127.0.0.1:${m.clientPort}`,
-      `--advertise-client-urls=http://127.0.0.1:${m.clientPort}`,
+      `--listen-client-urls=${scheme}://127.0.0.1:${m.clientPort}`,
+      `--advertise-client-urls=${scheme}://127.0.0.1:${m.clientPort}`,
+      ...(options.tls ? [`--cert-file=${options.tls.server.cert}`, `--key-file=${options.tls.server.key}`, `--trusted-ca-file=${options.tls.ca}`, '--client-cert-auth'] : []),
       `--listen-peer-urls=http://127.0.0.1:${m.peerPort}`,
       `--initial-advertise-peer-urls=http://127.0.0.1:${m.peerPort}`,
       `--initial-cluster=${initialCluster}`,
@@ -99,9 +108,7 @@ export async function startEtcdCluster(options: EtcdClusterOptions): Promise<Etc
     for (;;) {
       if (!alive(m)) throw new Error(`etcd member ${m.name} exited while starting; see ${m.logFile}`);
       try {
-        const res = await fetch(`http://127.0.0.1:${m.clientPort}/health`, { signal: AbortSignal.timeout(1_000) });
-        const body = (await res.json()) as { health?: string };
-        if (body.health === 'true') return;
+        if ((await health(m.clientPort, options.tls)) === 'true') return;
       } catch { /* not up yet */ }
       if (Date.now() > until) throw new Error(`etcd member ${m.name} not healthy after ${timeoutMs} ms; see ${m.logFile}`);
       await new Promise((r) => setTimeout(r, 50));
@@ -127,7 +134,7 @@ export async function startEtcdCluster(options: EtcdClusterOptions): Promise<Etc
 
   const withConnection = async <T>(fn: (c: EtcdConnection) => Promise<T>): Promise<T> => {
     const live = members.filter(alive).map((m) => `127.0.0.1:${m.clientPort}`);
-    const connection = new EtcdConnection(live.length ? live : endpoints, undefined, 10_000);
+    const connection = new EtcdConnection(live.length ? live : endpoints, tlsBuffers(options.tls), 10_000);
     try {
       return await fn(connection);
     } finally {
@@ -153,7 +160,7 @@ export async function startEtcdCluster(options: EtcdClusterOptions): Promise<Etc
     async leader() {
       for (let i = 0; i < members.length; i++) {
         if (!alive(members[i]!)) continue;
-        const c = new EtcdConnection([endpoints[i]!], undefined, 5_000);
+        const c = new EtcdConnection([endpoints[i]!], tlsBuffers(options.tls), 5_000);
         try {
           const res = await c.unary<{ header: { member_id: string }; leader: string }>('Maintenance', 'Status', {}, 'Status');
           if (res.leader !== '0' && res.leader === res.header.member_id) return i;
@@ -168,4 +175,30 @@ export async function startEtcdCluster(options: EtcdClusterOptions): Promise<Etc
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+function tlsBuffers(tls: EtcdClusterOptions['tls']): { ca: Buffer; cert: Buffer; key: Buffer } | undefined {
+  return tls && { ca: readFileSync(tls.ca), cert: readFileSync(tls.client.cert), key: readFileSync(tls.client.key) };
+}
+
+/** etcd's /health answer ("true" once the member has a leader), over TLS when the member uses it. */
+function health(port: number, tls: EtcdClusterOptions['tls']): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const onResponse = (res: import('node:http').IncomingMessage) => {
+      let body = '';
+      res.on('data', (chunk) => (body += chunk));
+      res.on('end', () => {
+        try {
+          resolve((JSON.parse(body) as { health?: string }).health);
+        } catch (err) {
+          reject(err);
+        }
+      });
+    };
+    const req = tls
+      ? httpsGet({ host: '127.0.0.1', port, path: '/health', timeout: 1_000, ...tlsBuffers(tls) }, onResponse)
+      : httpGet({ host: '127.0.0.1', port, path: '/health', timeout: 1_000 }, onResponse);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+  });
 }
