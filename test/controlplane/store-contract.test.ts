@@ -302,7 +302,7 @@ for (const backend of BACKENDS) {
       again.cancel();
     });
 
-    withStore("limits: 129 writes or a 1.6 MiB commit are refused with StoreLimitError; etcd's own limit (one write per object) too", async ({ store }) => {
+    withStore("limits: 129 writes or a 1.6 MiB commit are refused with StoreLimitError", async ({ store }) => {
       const ops = Array.from({ length: 129 }, (_, i) => put('Node', `n${i}`, i));
       await assert.rejects(store.commit(ops), (err: unknown) => err instanceof StoreLimitError && /at most 128 writes.*129 writes/.test(err.message));
       assert.deepEqual((await store.list(['Node'])).items, [], 'nothing of a refused commit is written');
@@ -621,6 +621,15 @@ describe('etcd only: members fail', () => {
       w.cancel();
       await lease.revoke();
       assert.equal(await store.get('Replica', 'r1'), undefined);
+      // A second member lost: no quorum. The last one cannot answer, and says so within the deadline.
+      const second = [0, 1, 2].find((i) => i !== leader)!;
+      await cluster.kill(second);
+      const start = Date.now();
+      await assert.rejects(store.commit([put('Node', 'n3', 3)]), (err: unknown) => err instanceof StoreUnavailableError && /DEADLINE_EXCEEDED|UNAVAILABLE/.test(err.message));
+      assert.ok(Date.now() - start < 5_000 + 500, `failed after ${Date.now() - start} ms`);
+      await cluster.restart(second);
+      await store.commit([put('Node', 'n3', 3)]);
+      assert.equal((await store.get('Node', 'n3'))!.value, 3);
       await store.close();
     } finally {
       await cluster.stop();

@@ -40,7 +40,10 @@ export function isRetryable(err: unknown): boolean {
 
 export function describeGrpcError(err: unknown): string {
   const e = err as ServiceError;
-  return e && typeof e.code === 'number' ? `${status[e.code]}: ${e.details || e.message}` : String(err);
+  if (!e || typeof e.code !== 'number') return String(err);
+  // grpc-js appends an empty "Resolution note" to connection failures.
+  const details = (e.details || e.message).replace(/\.?\s*Resolution note:\s*$/, '');
+  return `${status[e.code]}: ${details}`;
 }
 
 interface Member {

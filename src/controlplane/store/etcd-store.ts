@@ -168,7 +168,8 @@ export class EtcdStore implements Store {
   async #commit(ops: WriteOp[]): Promise<CommitResult> {
     // A put without createdAt keeps the existing object's: read them first, then write only if
     // they are still the ones read (a guard compare per object), else read again and retry.
-    const needCreatedAt = ops.filter((o): o is PutOp => o.type === 'put' && o.createdAt === undefined);
+    // A create (expectedVersion null) needs no read: its compare already says the object is new.
+    const needCreatedAt = ops.filter((o): o is PutOp => o.type === 'put' && o.createdAt === undefined && o.expectedVersion !== null);
     let current = needCreatedAt.length ? await this.#readCurrent(needCreatedAt) : new Map<string, Current>();
     for (let attempt = 0; ; attempt++) {
       const now = Date.now();
