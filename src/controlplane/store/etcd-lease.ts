@@ -6,7 +6,8 @@
 // isAlive before acting never acts on a lease etcd may already have expired (given clocks that
 // run at the same rate; no synchronisation is needed).
 
-import type { ClientDuplexStream } from '@grpc/grpc-js';
+import { status, type ClientDuplexStream } from '@grpc/grpc-js';
+import { StoreUnavailableError } from '../../machineconfig/index.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { describeGrpcError, type EtcdConnection } from './etcd-connection.ts';
 import type { LeaseKeepAliveResponse } from './etcd-proto.ts';
@@ -72,8 +73,9 @@ export class EtcdLease implements Lease {
       await this.connection.unary('Lease', 'LeaseRevoke', { ID: this.id }, `LeaseRevoke ${this.id}`);
     } catch (err) {
       // Already expired or revoked: what was attached is gone, which is what revoke wants.
-      if ((err as { code?: number }).code === 5 /* NOT_FOUND */) return;
-      throw err;
+      if ((err as { code?: unknown }).code === status.NOT_FOUND) return;
+      if (err instanceof StoreUnavailableError) throw err;
+      throw new StoreUnavailableError(`etcd LeaseRevoke ${this.id} failed: ${describeGrpcError(err)}`, { cause: err });
     }
   }
 
