@@ -1,0 +1,204 @@
+// Real etcd members (Debian's etcd-server, /usr/bin/etcd) for tests and bench scripts: loopback
+// ports picked by binding port 0, a temp data dir each, `--initial-cluster` for three. Elections
+// are fast (50 ms heartbeats, 500 ms election timeout) so a killed leader is replaced in about a
+// second; etcd's minimum lease TTL then is ceil(1.5 x 0.5 s) = 1 s instead of 2 s.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
+import { get as httpGet } from 'node:http';
+import { get as httpsGet } from 'node:https';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EtcdConnection } from '../../src/controlplane/store/etcd-connection.ts';
+
+export const ETCD_BINARY = process.env.MCPLANE_ETCD ?? '/usr/bin/etcd';
+
+export interface EtcdClusterOptions {
+  members: 1 | 3;
+  /** Milliseconds; etcd's defaults are 100 and 1000. */
+  heartbeatMs?: number;
+  electionMs?: number;
+  /**
+   * PEM files: the members serve clients over TLS with the server pair and require a client
+   * certificate the CA signed (--client-cert-auth); the helper's own calls use the client pair.
+   */
+  tls?: { ca: string; server: { cert: string; key: string }; client: { cert: string; key: string } };
+}
+
+export interface EtcdCluster {
+  /** Client endpoints, host:port, member i at index i. */
+  endpoints: string[];
+  dir: string;
+  /** SIGKILL member i and wait until it is gone. */
+  kill(i: number): Promise<void>;
+  /** Start member i again on its data dir and ports; resolves once it reports healthy. */
+  restart(i: number): Promise<void>;
+  /** Compacts etcd's history up to `revision` (the Compact RPC, waiting for the physical one). */
+  compact(revision: number): Promise<void>;
+  /** The index of the member that is the Raft leader now. */
+  leader(): Promise<number>;
+  /** Kills every member and removes the data dirs. */
+  stop(): Promise<void>;
+}
+
+interface MemberProcess {
+  name: string;
+  clientPort: number;
+  peerPort: number;
+  dataDir: string;
+  logFile: string;
+  child?: ChildProcess;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as { port: number }).port;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startEtcdCluster(options: EtcdClusterOptions): Promise<EtcdCluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'mcplane-etcd-'));
+  const token = `mcplane-test-${randomBytes(4).toString('hex')}`;
+  const members: MemberProcess[] = [];
+  for (let i = 0; i < options.members; i++) {
+    members.push({ name: `m${i}`, clientPort: await freePort(), peerPort: await freePort(), dataDir: join(dir, `m${i}.etcd`), logFile: join(dir, `m${i}.log`) });
+  }
+  const initialCluster = members.map((m) => `${m.name}=http://127.0.0.1:${m.peerPort}`).join(',');
+  const scheme = options.tls ? 'https' : 'http';
+  const heartbeat = options.heartbeatMs ?? 50;
+  const election = options.electionMs ?? 500;
+  writeFileSync(join(dir, 'README'), `etcd test cluster ${token}\n`);
+
+  const start = (m: MemberProcess): void => {
+    const args = [
+      `--name=${m.name}`,
+      `--data-dir=${m.dataDir}`,
+      `--listen-client-urls=${scheme}://127.0.0.1:${m.clientPort}`,
+      `--advertise-client-urls=${scheme}://127.0.0.1:${m.clientPort}`,
+      ...(options.tls ? [`--cert-file=${options.tls.server.cert}`, `--key-file=${options.tls.server.key}`, `--trusted-ca-file=${options.tls.ca}`, '--client-cert-auth'] : []),
+      `--listen-peer-urls=http://127.0.0.1:${m.peerPort}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${m.peerPort}`,
+      `--initial-cluster=${initialCluster}`,
+      `--initial-cluster-token=${token}`,
+      '--initial-cluster-state=new',
+      `--heartbeat-interval=${heartbeat}`,
+      `--election-timeout=${election}`,
+      '--logger=zap',
+      '--log-outputs=stderr',
+      '--log-level=warn',
+    ];
+    const log = createWriteStream(m.logFile, { flags: 'a' });
+    const child = spawn(ETCD_BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    child.stderr!.pipe(log);
+    child.on('error', () => { /* reported by waitHealthy */ });
+    m.child = child;
+  };
+
+  const alive = (m: MemberProcess) => m.child !== undefined && m.child.exitCode === null && m.child.signalCode === null;
+
+  const waitHealthy = async (m: MemberProcess, timeoutMs = 30_000): Promise<void> => {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      if (!alive(m)) throw new Error(`etcd member ${m.name} exited while starting; see ${m.logFile}`);
+      try {
+        if ((await health(m.clientPort, options.tls)) === 'true') return;
+      } catch { /* not up yet */ }
+      if (Date.now() > until) throw new Error(`etcd member ${m.name} not healthy after ${timeoutMs} ms; see ${m.logFile}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+
+  const killMember = async (m: MemberProcess): Promise<void> => {
+    const child = m.child;
+    if (!child || !alive(m)) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+  };
+
+  for (const m of members) start(m);
+  try {
+    await Promise.all(members.map((m) => waitHealthy(m)));
+  } catch (err) {
+    await Promise.all(members.map(killMember));
+    throw err;
+  }
+  const endpoints = members.map((m) => `127.0.0.1:${m.clientPort}`);
+
+  const withConnection = async <T>(fn: (c: EtcdConnection) => Promise<T>): Promise<T> => {
+    const live = members.filter(alive).map((m) => `127.0.0.1:${m.clientPort}`);
+    const connection = new EtcdConnection(live.length ? live : endpoints, tlsBuffers(options.tls), 10_000);
+    try {
+      return await fn(connection);
+    } finally {
+      connection.close();
+    }
+  };
+
+  return {
+    endpoints,
+    dir,
+    async kill(i) {
+      await killMember(members[i]!);
+    },
+    async restart(i) {
+      const m = members[i]!;
+      await killMember(m);
+      start(m);
+      await waitHealthy(m);
+    },
+    async compact(revision) {
+      await withConnection((c) => c.unary('KV', 'Compact', { revision: String(revision), physical: true }, `Compact ${revision}`));
+    },
+    async leader() {
+      for (let i = 0; i < members.length; i++) {
+        if (!alive(members[i]!)) continue;
+        const c = new EtcdConnection([endpoints[i]!], tlsBuffers(options.tls), 5_000);
+        try {
+          const res = await c.unary<{ header: { member_id: string }; leader: string }>('Maintenance', 'Status', {}, 'Status');
+          if (res.leader !== '0' && res.leader === res.header.member_id) return i;
+        } catch { /* try the next */ } finally {
+          c.close();
+        }
+      }
+      throw new Error('no etcd member is the leader');
+    },
+    async stop() {
+      await Promise.all(members.map(killMember));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function tlsBuffers(tls: EtcdClusterOptions['tls']): { ca: Buffer; cert: Buffer; key: Buffer } | undefined {
+  return tls && { ca: readFileSync(tls.ca), cert: readFileSync(tls.client.cert), key: readFileSync(tls.client.key) };
+}
+
+/** etcd's /health answer ("true" once the member has a leader), over TLS when the member uses it. */
+function health(port: number, tls: EtcdClusterOptions['tls']): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const onResponse = (res: import('node:http').IncomingMessage) => {
+      let body = '';
+      res.on('data', (chunk) => (body += chunk));
+      res.on('end', () => {
+        try {
+          resolve((JSON.parse(body) as { health?: string }).health);
+        } catch (err) {
+          reject(err);
+        }
+      });
+    };
+    const req = tls
+      ? httpsGet({ host: '127.0.0.1', port, path: '/health', timeout: 1_000, ...tlsBuffers(tls) }, onResponse)
+      : httpGet({ host: '127.0.0.1', port, path: '/health', timeout: 1_000 }, onResponse);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+  });
+}
