@@ -134,6 +134,7 @@ export class SimulatedAgent {
   report(status: Partial<NodeStatus>): void {
     this.status = { ...this.status, ...status };
     this.#stream?.write({ status: { status: this.status } });
+    this.#notify();
   }
 
   get lastAssignment(): Assignment__Output | undefined {
