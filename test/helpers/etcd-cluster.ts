@@ -124,6 +124,10 @@ export async function startEtcdCluster(options: EtcdClusterOptions): Promise<Etc
   };
 
   for (const m of members) start(m);
+  // A test process that dies without stop() must not leave etcd members running.
+  process.once('exit', () => {
+    for (const m of members) if (alive(m)) m.child!.kill('SIGKILL');
+  });
   try {
     await Promise.all(members.map((m) => waitHealthy(m)));
   } catch (err) {

@@ -1,10 +1,12 @@
 // A real mcplane-server in this process: gRPC over loopback TLS on port 0, SQLite in a temp dir.
 
+import { createHash } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type Clients } from '../../src/cli/client/connection.ts';
-import { startServer, type ServerHandle } from '../../src/controlplane/server.ts';
+import { startServer, type ServerHandle, type ServerOptions } from '../../src/controlplane/server.ts';
+import { startEtcdCluster, type EtcdCluster } from './etcd-cluster.ts';
 import { createLogger } from '../../src/runtime/logger.ts';
 import { silenceIpServernameWarning } from '../../src/runtime/process-warnings.ts';
 
@@ -21,12 +23,27 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
+/**
+ * MCPLANE_TEST_STORE=etcd runs every test server on a real etcd (one member per test process),
+ * each under its own key prefix, so the whole suite runs on both backends.
+ */
+const STORE = process.env.MCPLANE_TEST_STORE ?? 'sqlite';
+let sharedEtcd: Promise<EtcdCluster> | undefined;
+
+function etcdFor(dataDir: string): Promise<ServerOptions['etcd']> {
+  sharedEtcd ??= startEtcdCluster({ members: 1 });
+  // The prefix follows the data dir, so a test that restarts a server on its data dir finds
+  // its objects again, as it would with SQLite.
+  return sharedEtcd.then((etcd) => ({ endpoints: etcd.endpoints, prefix: `/mcplane-test/${createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}/` }));
+}
+
 export async function startTestServer(options: { dataDir?: string; bootstrap?: boolean } = {}): Promise<TestServer> {
   const pki = await testPki();
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'mcplane-data-'));
   const logs: string[] = [];
   const handle = await startServer({
     dataDir,
+    ...(STORE === 'etcd' ? { etcd: await etcdFor(dataDir) } : {}),
     listen: '127.0.0.1:0',
     tls: { ca: join(pki.dir, 'ca.crt'), cert: join(pki.dir, 'server.crt'), key: join(pki.dir, 'server.key') },
     ...(options.bootstrap
