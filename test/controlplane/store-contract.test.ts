@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, before, describe, test } from 'node:test';
 import { ConflictError, StoreLimitError, StoreUnavailableError } from '../../src/machineconfig/index.ts';
+import { EtcdConnection } from '../../src/controlplane/store/etcd-connection.ts';
 import { EtcdStore } from '../../src/controlplane/store/etcd-store.ts';
 import { SqliteStore } from '../../src/controlplane/store/sqlite-store.ts';
 import type { ChangeEvent, Store, WriteOp } from '../../src/controlplane/store/store.ts';
@@ -67,6 +68,7 @@ const BACKENDS: Backend[] = [
     },
     async tearDown() {
       await sharedEtcd?.stop();
+      sharedEtcd = undefined;
     },
     async open() {
       const cluster = sharedEtcd!;
@@ -579,6 +581,27 @@ describe('etcd only: members fail', () => {
       }
       await store.close();
     } finally {
+      await cluster.stop();
+    }
+  });
+
+  test('a lease revoked behind the holder\'s back (etcd says TTL 0 on the next keep-alive) is lost at once', async () => {
+    const cluster = await startEtcdCluster({ members: 1 });
+    const store = await EtcdStore.connect({ endpoints: cluster.endpoints, prefix: freshPrefix(), log });
+    try {
+      const lease = await store.grantLease(3_000);
+      const lost = new Promise<string>((resolve) => lease.onLost(resolve));
+      const admin = new EtcdConnection(cluster.endpoints, undefined, 5_000);
+      const revokedAt = Date.now();
+      await admin.unary('Lease', 'LeaseRevoke', { ID: lease.id }, 'LeaseRevoke');
+      admin.close();
+      const reason = await lost;
+      assert.match(reason, new RegExp(`etcd says lease ${lease.id} expired or does not exist`));
+      assert.ok(Date.now() - revokedAt <= lease.ttlMs / 3 + 500, 'found on the next keep-alive, not at the end of the TTL');
+      assert.equal(lease.isAlive(), false);
+      await lease.revoke(); // already gone: harmless
+    } finally {
+      await store.close();
       await cluster.stop();
     }
   });

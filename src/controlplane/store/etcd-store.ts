@@ -122,8 +122,10 @@ export class EtcdStore implements Store {
         } catch (err) {
           // A page over gRPC's 4 MiB receive limit (a few large rendered configs): smaller pages.
           // One object always fits, since etcd takes no request over 1.5 MiB.
-          if ((err as ServiceError).code === status.RESOURCE_EXHAUSTED && limit > 1) {
-            limit = Math.max(1, Math.floor(limit / 2));
+          const details = (err as ServiceError).details ?? '';
+          if ((err as ServiceError).code === status.RESOURCE_EXHAUSTED && /larger than max/.test(details) && limit > 1) {
+            limit = await this.#pageLimitUnder(details, { key, range_end: range.range_end, limit, revision: String(revision) });
+            this.#log.debug({ limit }, 'etcd list page over the receive limit; smaller pages');
             continue;
           }
           throw err;
@@ -144,6 +146,19 @@ export class EtcdStore implements Store {
       revision = Number(res.header.revision);
     }
     return { items, revision };
+  }
+
+  /**
+   * A page limit whose response fits: grpc-js says how large the refused one was, and a
+   * keys-only read of the same page says how many keys it held. Halving instead would fetch
+   * the oversized page again and again.
+   */
+  async #pageLimitUnder(details: string, page: { key: Buffer; range_end: Buffer; limit: number; revision: string }): Promise<number> {
+    const sizes = /\((\d+) vs\.? ?(\d+)\)/.exec(details);
+    if (!sizes) return Math.max(1, Math.floor(page.limit / 2));
+    const keys = await this.#connection.unary<RangeResponse>('KV', 'Range', { ...page, keys_only: true }, 'Range (list page size)');
+    const perKey = Number(sizes[1]) / Math.max(1, keys.kvs.length);
+    return Math.max(1, Math.min(Math.floor(page.limit / 2), Math.floor((Number(sizes[2]) * 0.8) / perKey)));
   }
 
   async commit(ops: WriteOp[]): Promise<CommitResult> {
