@@ -161,6 +161,12 @@ export class EtcdStore implements Store {
     return Math.max(1, Math.min(Math.floor(page.limit / 2), Math.floor((Number(sizes[2]) * 0.8) / perKey)));
   }
 
+  /**
+   * One Txn. Like any etcd client, a Txn sent again on another member after a timeout may have
+   * been applied the first time: a conditional commit then fails its compare on its own write
+   * (a ConflictError the caller resolves by reading again, as for any conflict); an
+   * unconditional one is written twice with the same content.
+   */
   async commit(ops: WriteOp[]): Promise<CommitResult> {
     checkCommitLimits(ops);
     checkOneWritePerObject(ops);

@@ -102,9 +102,12 @@ export class EtcdWatch {
       const compacted = Number(res.compact_revision);
       if (compacted > 0) {
         this.log.warn({ endpoint, compactRevision: compacted, fromRevision: this.#lastDelivered + 1 }, 'etcd watch start revision was compacted');
-        const handlers = this.handlers;
         this.cancel();
-        handlers.onCompacted(compacted);
+        try {
+          this.handlers.onCompacted(compacted);
+        } catch (err) {
+          this.log.error({ err }, 'a watch onCompacted handler threw');
+        }
         return;
       }
       this.#broken(endpoint, `watch cancelled by etcd: ${res.cancel_reason || 'no reason given'}`);
