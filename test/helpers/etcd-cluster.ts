@@ -52,6 +52,20 @@ interface MemberProcess {
   child?: ChildProcess;
 }
 
+/** Members still running: killed when this process exits, so a crashed test leaves none behind. */
+const running = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+function track(child: ChildProcess): void {
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once('exit', () => {
+    for (const c of running) c.kill('SIGKILL');
+  });
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -98,6 +112,7 @@ export async function startEtcdCluster(options: EtcdClusterOptions): Promise<Etc
     const child = spawn(ETCD_BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     child.stderr!.pipe(log);
     child.on('error', () => { /* reported by waitHealthy */ });
+    track(child);
     m.child = child;
   };
 
