@@ -308,8 +308,18 @@ for (const backend of BACKENDS) {
       const ops = Array.from({ length: 129 }, (_, i) => put('Node', `n${i}`, i));
       await assert.rejects(store.commit(ops), (err: unknown) => err instanceof StoreLimitError && /at most 128 writes.*129 writes/.test(err.message));
       assert.deepEqual((await store.list(['Node'])).items, [], 'nothing of a refused commit is written');
-      await store.commit(ops.slice(0, 128));
+      const created = await store.commit(ops.slice(0, 128));
       assert.equal((await store.list(['Node'])).items.length, 128);
+      // 128 updates each with its version: 128 compares, within etcd's limit.
+      const updated = await store.commit(created.objects.map((o) => put('Node', o.name, 'v2', { expectedVersion: o.resourceVersion })));
+      assert.equal(updated.objects.length, 128);
+      assert.equal(updated.objects[5]!.createdAt, created.objects[5]!.createdAt);
+      // 128 checks beside 128 writes without versions.
+      const mixed = await store.commit([
+        ...Array.from({ length: 128 }, (_, i): WriteOp => ({ type: 'check', kind: 'MachineConfig', name: `absent-${i}`, expectedVersion: null })),
+        ...created.objects.map((o) => put('Node', o.name, 'v3')),
+      ]);
+      assert.equal(mixed.objects[127]!.createdAt, created.objects[127]!.createdAt);
       const big = 'x'.repeat(1.6 * 1024 * 1024);
       await assert.rejects(store.commit([put('RenderedConfig', 'too-big', big)]), (err: unknown) => err instanceof StoreLimitError && /RenderedConfig\/too-big/.test(err.message));
       assert.equal(await store.get('RenderedConfig', 'too-big'), undefined);

@@ -21,7 +21,7 @@ import { EtcdLease } from './etcd-lease.ts';
 import type { Compare, KeyValue, LeaseGrantResponse, RangeResponse, RequestOp, StatusResponse, TxnResponse } from './etcd-proto.ts';
 import { EtcdWatch } from './etcd-watch.ts';
 import { checkCommitLimits } from './store-limits.ts';
-import type { CommitResult, Lease, ListResult, PutOp, Store, StoredKind, StoredObject, WatchHandlers, WriteOp } from './store.ts';
+import { STORE_LIMITS, type CommitResult, type Lease, type ListResult, type PutOp, type Store, type StoredKind, type StoredObject, type WatchHandlers, type WriteOp } from './store.ts';
 
 export interface EtcdStoreOptions {
   /** Client endpoints of the etcd members, host:port. */
@@ -187,23 +187,26 @@ export class EtcdStore implements Store {
   }
 
   async #commit(ops: WriteOp[]): Promise<CommitResult> {
-    // A put without createdAt keeps the existing object's: read them first, then write only if
-    // they are still the ones read (a guard compare per object), else read again and retry.
-    // A create (expectedVersion null) needs no read: its compare already says the object is new.
+    // A put without createdAt keeps the existing object's: read them first. A put with an
+    // expectedVersion is then safe already (if the object changed since, its compare fails); a
+    // put without one gets a guard compare on the version read, and the commit reads again and
+    // retries when something wrote the object in between. A create (expectedVersion null) needs
+    // no read: its compare already says the object is new.
     const needCreatedAt = ops.filter((o): o is PutOp => o.type === 'put' && o.createdAt === undefined && o.expectedVersion !== null);
-    let current = needCreatedAt.length ? await this.#readCurrent(needCreatedAt) : new Map<string, Current>();
+    const userChecks = ops.filter((o) => o.expectedVersion !== undefined);
+    let guarded = needCreatedAt.filter((o) => o.expectedVersion === undefined);
+    // etcd takes at most 128 compares (--max-txn-ops). Past that the guards are left out: a put
+    // then keeps the createdAt read just before, even if the object was re-created in between.
+    if (userChecks.length + guarded.length > STORE_LIMITS.maxOpsPerCommit) guarded = [];
     for (let attempt = 0; ; attempt++) {
+      const current = needCreatedAt.length ? await this.#readCurrent(needCreatedAt) : new Map<string, Current>();
       const now = Date.now();
       const compare: Compare[] = [];
       const success: RequestOp[] = [];
-      const checked = new Map<string, Buffer>();
       const createdAts: number[] = [];
       for (const op of ops) {
         const key = this.keys.key(op.kind, op.name);
-        if (op.expectedVersion !== undefined) {
-          compare.push(versionCompare(key, op.expectedVersion));
-          checked.set(key.toString(), key);
-        }
+        if (op.expectedVersion !== undefined) compare.push(versionCompare(key, op.expectedVersion));
         if (op.type === 'put') {
           const createdAt = op.createdAt ?? current.get(key.toString())?.createdAt ?? now;
           createdAts.push(createdAt);
@@ -212,14 +215,14 @@ export class EtcdStore implements Store {
           success.push({ request_delete_range: { key } });
         }
       }
-      for (const op of needCreatedAt) {
+      for (const op of guarded) {
         const key = this.keys.key(op.kind, op.name);
         compare.push(versionCompare(key, current.get(key.toString())?.modRevision ?? null));
-        checked.set(key.toString(), key);
       }
-      // When a compare fails, the failure branch reads every compared key at that same revision:
-      // the ConflictError names the real culprit without another round trip.
-      const failure: RequestOp[] = [...checked.values()].map((key) => ({ request_range: { key } }));
+      // When a compare fails, the failure branch reads the caller's checked objects at that same
+      // revision: the ConflictError names the real culprit without another round trip.
+      const checkedKeys = new Map(userChecks.map((o) => { const k = this.keys.key(o.kind, o.name); return [k.toString(), k] as const; }));
+      const failure: RequestOp[] = [...checkedKeys.values()].map((key) => ({ request_range: { key } }));
       const res = await this.#connection.unary<TxnResponse>('KV', 'Txn', { compare, success, failure }, 'Txn (commit)');
       const revision = Number(res.header.revision);
       if (res.succeeded) {
@@ -233,25 +236,18 @@ export class EtcdStore implements Store {
       }
       const found = new Map<string, KeyValue>();
       for (const r of res.responses) for (const kv of r.response_range?.kvs ?? []) found.set(kv.key.toString(), kv);
-      for (const op of ops) {
-        if (op.expectedVersion === undefined) continue;
+      for (const op of userChecks) {
         const kv = found.get(this.keys.key(op.kind, op.name).toString());
         const actual = kv ? String(kv.mod_revision) : null;
         if (actual !== op.expectedVersion) throw new ConflictError(op.kind, op.name, op.expectedVersion ?? '<absent>', actual ?? '<absent>');
       }
-      // Only a createdAt guard failed: somebody wrote one of these objects since we read it.
-      const next = new Map<string, Current>();
-      for (const op of needCreatedAt) {
-        const k = this.keys.key(op.kind, op.name).toString();
-        const kv = found.get(k);
-        next.set(k, kv ? { modRevision: String(kv.mod_revision), createdAt: decodeEnvelope(kv.value).createdAt } : { modRevision: null });
-      }
+      // Only a guard failed: somebody keeps writing one of these objects. Read again and retry.
       if (attempt >= CREATED_AT_RETRIES) {
-        const changed = needCreatedAt.find((o) => current.get(this.keys.key(o.kind, o.name).toString())?.modRevision !== next.get(this.keys.key(o.kind, o.name).toString())?.modRevision) ?? needCreatedAt[0]!;
-        const k = this.keys.key(changed.kind, changed.name).toString();
-        throw new ConflictError(changed.kind, changed.name, current.get(k)?.modRevision ?? '<absent>', next.get(k)?.modRevision ?? '<absent>');
+        const op = guarded[0]!;
+        const now = await this.#readCurrent([op]);
+        const k = this.keys.key(op.kind, op.name).toString();
+        throw new ConflictError(op.kind, op.name, current.get(k)?.modRevision ?? '<absent>', now.get(k)?.modRevision ?? '<absent>');
       }
-      current = next;
     }
   }
 
