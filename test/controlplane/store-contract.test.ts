@@ -390,6 +390,19 @@ for (const backend of BACKENDS) {
       assert.equal(wins + conflicts, 30);
       assert.equal((await store.get<number>('PoolStatus', 'counter'))!.value, wins);
     });
+
+    withStore('concurrent writers without versions: every put lands and the object keeps its createdAt', async ({ store }) => {
+      const [first] = (await store.commit([put('NodeStatus', 'n', { writer: -1, i: -1 })])).objects;
+      const results = await Promise.all(Array.from({ length: 6 }, async (_, writer) => {
+        const written = [];
+        for (let i = 0; i < 8; i++) written.push((await store.commit([put('NodeStatus', 'n', { writer, i })])).objects[0]!);
+        return written;
+      }));
+      for (const o of results.flat()) assert.equal(o.createdAt, first!.createdAt);
+      const final = (await store.get('NodeStatus', 'n'))!;
+      assert.equal(final.createdAt, first!.createdAt);
+      assert.equal(new Set(results.flat().map((o) => o.resourceVersion)).size, 48, 'each put its own revision');
+    });
   });
 }
 

@@ -40,11 +40,13 @@ export const DEFAULT_ETCD_DEADLINE_MS = 5_000;
 
 /** Keys per list page: with small objects a page is a few hundred KiB. */
 const PAGE_KEYS = 500;
-/** Commits retried when an object changed between reading its createdAt and writing it. */
+/** Commits retried when an object was re-created between reading its createdAt and writing it. */
 const CREATED_AT_RETRIES = 5;
 
 interface Current {
-  modRevision: string | null;
+  /** etcd's create_revision: it changes only when the object is deleted and created again. */
+  createRevision: string;
+  modRevision?: string;
   createdAt?: number;
 }
 
@@ -189,9 +191,10 @@ export class EtcdStore implements Store {
   async #commit(ops: WriteOp[]): Promise<CommitResult> {
     // A put without createdAt keeps the existing object's: read them first. A put with an
     // expectedVersion is then safe already (if the object changed since, its compare fails); a
-    // put without one gets a guard compare on the version read, and the commit reads again and
-    // retries when something wrote the object in between. A create (expectedVersion null) needs
-    // no read: its compare already says the object is new.
+    // put without one gets a guard compare on the create_revision read, which only a delete and
+    // re-create in between changes (other writers' updates do not, so concurrent plain puts never
+    // fail); then the commit reads again and retries. A create (expectedVersion null) needs no
+    // read: its compare already says the object is new.
     const needCreatedAt = ops.filter((o): o is PutOp => o.type === 'put' && o.createdAt === undefined && o.expectedVersion !== null);
     const userChecks = ops.filter((o) => o.expectedVersion !== undefined);
     let guarded = needCreatedAt.filter((o) => o.expectedVersion === undefined);
@@ -217,7 +220,7 @@ export class EtcdStore implements Store {
       }
       for (const op of guarded) {
         const key = this.keys.key(op.kind, op.name);
-        compare.push(versionCompare(key, current.get(key.toString())?.modRevision ?? null));
+        compare.push({ result: 'EQUAL', target: 'CREATE', key, create_revision: current.get(key.toString())?.createRevision ?? '0' });
       }
       // When a compare fails, the failure branch reads the caller's checked objects at that same
       // revision: the ConflictError names the real culprit without another round trip.
@@ -241,12 +244,12 @@ export class EtcdStore implements Store {
         const actual = kv ? String(kv.mod_revision) : null;
         if (actual !== op.expectedVersion) throw new ConflictError(op.kind, op.name, op.expectedVersion ?? '<absent>', actual ?? '<absent>');
       }
-      // Only a guard failed: somebody keeps writing one of these objects. Read again and retry.
+      // Only a guard failed: one of these objects was deleted or created since it was read.
+      // Read again and retry; objects re-created over and over are a conflict in the end.
       if (attempt >= CREATED_AT_RETRIES) {
         const op = guarded[0]!;
-        const now = await this.#readCurrent([op]);
-        const k = this.keys.key(op.kind, op.name).toString();
-        throw new ConflictError(op.kind, op.name, current.get(k)?.modRevision ?? '<absent>', now.get(k)?.modRevision ?? '<absent>');
+        const latest = await this.get(op.kind, op.name);
+        throw new ConflictError(op.kind, op.name, current.get(this.keys.key(op.kind, op.name).toString())?.modRevision ?? '<absent>', latest?.resourceVersion ?? '<absent>');
       }
     }
   }
@@ -256,10 +259,10 @@ export class EtcdStore implements Store {
     const keys = [...new Map(ops.map((o) => { const k = this.keys.key(o.kind, o.name); return [k.toString(), k] as const; })).values()];
     const res = await this.#connection.unary<TxnResponse>('KV', 'Txn', { compare: [], success: keys.map((key) => ({ request_range: { key } })), failure: [] }, 'Txn (read before commit)');
     const current = new Map<string, Current>();
-    for (const key of keys) current.set(key.toString(), { modRevision: null });
+    for (const key of keys) current.set(key.toString(), { createRevision: '0' });
     for (const r of res.responses) {
       for (const kv of r.response_range?.kvs ?? []) {
-        current.set(kv.key.toString(), { modRevision: String(kv.mod_revision), createdAt: decodeEnvelope(kv.value).createdAt });
+        current.set(kv.key.toString(), { createRevision: String(kv.create_revision), modRevision: String(kv.mod_revision), createdAt: decodeEnvelope(kv.value).createdAt });
       }
     }
     return current;
