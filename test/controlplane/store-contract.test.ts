@@ -608,6 +608,32 @@ describe('etcd only: members fail', () => {
     }
   });
 
+  test("an idle watch resumes after etcd's last progress notification, so compaction of other keys' history does not end it", async () => {
+    const cluster = await startEtcdCluster({ members: 1, progressNotifyMs: 200 });
+    try {
+      const store = await EtcdStore.connect({ endpoints: cluster.endpoints, prefix: freshPrefix(), log, deadlineMs: 2_000 });
+      const other = await EtcdStore.connect({ endpoints: cluster.endpoints, prefix: freshPrefix(), log });
+      const { revision } = await store.list();
+      const w = record(store, revision);
+      // Another prefix (another mcplane installation) writes; this watch sees nothing of it.
+      let latest = 0;
+      for (let i = 0; i < 5; i++) latest = (await other.commit([put('Node', `x${i}`, i)])).revision;
+      await sleep(600); // a few progress notifications
+      await cluster.compact(latest);
+      await cluster.kill(0);
+      await cluster.restart(0);
+      const mine = await store.commit([put('Node', 'mine', 1)]);
+      await w.waitFor('the put after the restart', () => w.events().length > 0 || w.compactions.length > 0, 15_000);
+      assert.deepEqual(w.compactions, [], 'the resume started after the compacted revision');
+      assert.deepEqual(w.batches.map((b) => b.revision), [mine.revision]);
+      w.cancel();
+      await other.close();
+      await store.close();
+    } finally {
+      await cluster.stop();
+    }
+  });
+
   test('a lease revoked behind the holder\'s back (etcd says TTL 0 on the next keep-alive) is lost at once', async () => {
     const cluster = await startEtcdCluster({ members: 1 });
     const store = await EtcdStore.connect({ endpoints: cluster.endpoints, prefix: freshPrefix(), log });

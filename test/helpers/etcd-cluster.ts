@@ -20,6 +20,8 @@ export interface EtcdClusterOptions {
   /** Milliseconds; etcd's defaults are 100 and 1000. */
   heartbeatMs?: number;
   electionMs?: number;
+  /** How often etcd tells idle watches how far they are (--experimental-watch-progress-notify-interval). */
+  progressNotifyMs?: number;
   /**
    * PEM files: the members serve clients over TLS with the server pair and require a client
    * certificate the CA signed (--client-cert-auth); the helper's own calls use the client pair.
@@ -104,6 +106,7 @@ export async function startEtcdCluster(options: EtcdClusterOptions): Promise<Etc
       '--initial-cluster-state=new',
       `--heartbeat-interval=${heartbeat}`,
       `--election-timeout=${election}`,
+      ...(options.progressNotifyMs ? [`--experimental-watch-progress-notify-interval=${options.progressNotifyMs}ms`] : []),
       '--logger=zap',
       '--log-outputs=stderr',
       '--log-level=warn',

@@ -17,6 +17,8 @@ const MAX_BACKOFF_MS = 1_000;
 
 export class EtcdWatch {
   #lastDelivered: number;
+  /** etcd's progress notifications: nothing for this watch up to here, so resume after it. */
+  #progress = 0;
   #stream: ClientDuplexStream<object, WatchResponse> | undefined;
   #endpoint: string | undefined;
   #fragments: WatchEvent[] = [];
@@ -89,7 +91,7 @@ export class EtcdWatch {
       create_request: {
         key: this.keys.prefixKey,
         range_end: this.keys.prefixEnd,
-        start_revision: String(this.#lastDelivered + 1),
+        start_revision: String(Math.max(this.#lastDelivered, this.#progress) + 1),
         prev_kv: true,
         fragment: true,
         progress_notify: true,
@@ -113,7 +115,12 @@ export class EtcdWatch {
       this.#broken(endpoint, `watch cancelled by etcd: ${res.cancel_reason || 'no reason given'}`);
       return;
     }
-    if (res.events.length === 0 && this.#fragments.length === 0) return;
+    if (res.events.length === 0 && this.#fragments.length === 0) {
+      // A progress notification (etcd sends one only once the watcher has caught up): a resume
+      // can start after it, which keeps an idle watch clear of compaction.
+      if (!res.created) this.#progress = Math.max(this.#progress, Number(res.header.revision));
+      return;
+    }
     this.#fragments.push(...res.events);
     if (res.fragment) return;
     const events = this.#fragments;
