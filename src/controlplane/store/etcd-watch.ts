@@ -25,6 +25,8 @@ export class EtcdWatch {
   #createTimer: NodeJS.Timeout | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #failures = 0;
+  /** When the current stream was confirmed; a stream that lasted a while resets the backoff. */
+  #upSince: number | undefined;
   #ended = false;
   /** When the current stream broke, for the resume time in the log. */
   #brokeAt: number | undefined;
@@ -68,7 +70,7 @@ export class EtcdWatch {
       if (res.created && !res.canceled) {
         created = true;
         clearTimeout(this.#createTimer);
-        this.#failures = 0;
+        this.#upSince = Date.now();
         if (this.#brokeAt !== undefined) {
           this.log.info({ endpoint, fromRevision: this.#lastDelivered + 1, resumeMs: Date.now() - this.#brokeAt }, 'etcd watch resumed');
           this.#brokeAt = undefined;
@@ -172,8 +174,10 @@ export class EtcdWatch {
     this.#closeStream();
     this.connection.markFailed(endpoint);
     this.#brokeAt ??= Date.now();
+    if (this.#upSince !== undefined && Date.now() - this.#upSince > 2_000) this.#failures = 0;
+    this.#upSince = undefined;
     this.#failures++;
-    this.log.warn({ endpoint, why, resumeFrom: this.#lastDelivered + 1 }, 'etcd watch stream broke; resuming on the next member');
+    this.log.warn({ endpoint, why, resumeFrom: Math.max(this.#lastDelivered, this.#progress) + 1 }, 'etcd watch stream broke; resuming on the next member');
     // The first retry goes straight to the next member; after a full round of failures, back off.
     const delay = this.#failures <= 1 ? 0 : Math.min(MAX_BACKOFF_MS, 50 * 2 ** Math.min(this.#failures, 6));
     this.#retryTimer = setTimeout(() => this.#open(), delay);
