@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, before, describe, test } from 'node:test';
 import { ConflictError, StoreLimitError, StoreUnavailableError } from '../../src/machineconfig/index.ts';
+import { EtcdConnection } from '../../src/controlplane/store/etcd-connection.ts';
 import { EtcdStore } from '../../src/controlplane/store/etcd-store.ts';
 import { SqliteStore } from '../../src/controlplane/store/sqlite-store.ts';
 import type { ChangeEvent, Store, WriteOp } from '../../src/controlplane/store/store.ts';
@@ -67,6 +68,7 @@ const BACKENDS: Backend[] = [
     },
     async tearDown() {
       await sharedEtcd?.stop();
+      sharedEtcd = undefined;
     },
     async open() {
       const cluster = sharedEtcd!;
@@ -306,8 +308,18 @@ for (const backend of BACKENDS) {
       const ops = Array.from({ length: 129 }, (_, i) => put('Node', `n${i}`, i));
       await assert.rejects(store.commit(ops), (err: unknown) => err instanceof StoreLimitError && /at most 128 writes.*129 writes/.test(err.message));
       assert.deepEqual((await store.list(['Node'])).items, [], 'nothing of a refused commit is written');
-      await store.commit(ops.slice(0, 128));
+      const created = await store.commit(ops.slice(0, 128));
       assert.equal((await store.list(['Node'])).items.length, 128);
+      // 128 updates each with its version: 128 compares, within etcd's limit.
+      const updated = await store.commit(created.objects.map((o) => put('Node', o.name, 'v2', { expectedVersion: o.resourceVersion })));
+      assert.equal(updated.objects.length, 128);
+      assert.equal(updated.objects[5]!.createdAt, created.objects[5]!.createdAt);
+      // 128 checks beside 128 writes without versions.
+      const mixed = await store.commit([
+        ...Array.from({ length: 128 }, (_, i): WriteOp => ({ type: 'check', kind: 'MachineConfig', name: `absent-${i}`, expectedVersion: null })),
+        ...created.objects.map((o) => put('Node', o.name, 'v3')),
+      ]);
+      assert.equal(mixed.objects[127]!.createdAt, created.objects[127]!.createdAt);
       const big = 'x'.repeat(1.6 * 1024 * 1024);
       await assert.rejects(store.commit([put('RenderedConfig', 'too-big', big)]), (err: unknown) => err instanceof StoreLimitError && /RenderedConfig\/too-big/.test(err.message));
       assert.equal(await store.get('RenderedConfig', 'too-big'), undefined);
@@ -377,6 +389,19 @@ for (const backend of BACKENDS) {
       }));
       assert.equal(wins + conflicts, 30);
       assert.equal((await store.get<number>('PoolStatus', 'counter'))!.value, wins);
+    });
+
+    withStore('concurrent writers without versions: every put lands and the object keeps its createdAt', async ({ store }) => {
+      const [first] = (await store.commit([put('NodeStatus', 'n', { writer: -1, i: -1 })])).objects;
+      const results = await Promise.all(Array.from({ length: 6 }, async (_, writer) => {
+        const written = [];
+        for (let i = 0; i < 8; i++) written.push((await store.commit([put('NodeStatus', 'n', { writer, i })])).objects[0]!);
+        return written;
+      }));
+      for (const o of results.flat()) assert.equal(o.createdAt, first!.createdAt);
+      const final = (await store.get('NodeStatus', 'n'))!;
+      assert.equal(final.createdAt, first!.createdAt);
+      assert.equal(new Set(results.flat().map((o) => o.resourceVersion)).size, 48, 'each put its own revision');
     });
   });
 }
@@ -579,6 +604,53 @@ describe('etcd only: members fail', () => {
       }
       await store.close();
     } finally {
+      await cluster.stop();
+    }
+  });
+
+  test("an idle watch resumes after etcd's last progress notification, so compaction of other keys' history does not end it", async () => {
+    const cluster = await startEtcdCluster({ members: 1, progressNotifyMs: 200 });
+    try {
+      const store = await EtcdStore.connect({ endpoints: cluster.endpoints, prefix: freshPrefix(), log, deadlineMs: 2_000 });
+      const other = await EtcdStore.connect({ endpoints: cluster.endpoints, prefix: freshPrefix(), log });
+      const { revision } = await store.list();
+      const w = record(store, revision);
+      // Another prefix (another mcplane installation) writes; this watch sees nothing of it.
+      let latest = 0;
+      for (let i = 0; i < 5; i++) latest = (await other.commit([put('Node', `x${i}`, i)])).revision;
+      await sleep(600); // a few progress notifications
+      await cluster.compact(latest);
+      await cluster.kill(0);
+      await cluster.restart(0);
+      const mine = await store.commit([put('Node', 'mine', 1)]);
+      await w.waitFor('the put after the restart', () => w.events().length > 0 || w.compactions.length > 0, 15_000);
+      assert.deepEqual(w.compactions, [], 'the resume started after the compacted revision');
+      assert.deepEqual(w.batches.map((b) => b.revision), [mine.revision]);
+      w.cancel();
+      await other.close();
+      await store.close();
+    } finally {
+      await cluster.stop();
+    }
+  });
+
+  test('a lease revoked behind the holder\'s back (etcd says TTL 0 on the next keep-alive) is lost at once', async () => {
+    const cluster = await startEtcdCluster({ members: 1 });
+    const store = await EtcdStore.connect({ endpoints: cluster.endpoints, prefix: freshPrefix(), log });
+    try {
+      const lease = await store.grantLease(3_000);
+      const lost = new Promise<string>((resolve) => lease.onLost(resolve));
+      const admin = new EtcdConnection(cluster.endpoints, undefined, 5_000);
+      const revokedAt = Date.now();
+      await admin.unary('Lease', 'LeaseRevoke', { ID: lease.id }, 'LeaseRevoke');
+      admin.close();
+      const reason = await lost;
+      assert.match(reason, new RegExp(`etcd says lease ${lease.id} expired or does not exist`));
+      assert.ok(Date.now() - revokedAt <= lease.ttlMs / 3 + 500, 'found on the next keep-alive, not at the end of the TTL');
+      assert.equal(lease.isAlive(), false);
+      await lease.revoke(); // already gone: harmless
+    } finally {
+      await store.close();
       await cluster.stop();
     }
   });

@@ -20,6 +20,8 @@ export interface EtcdClusterOptions {
   /** Milliseconds; etcd's defaults are 100 and 1000. */
   heartbeatMs?: number;
   electionMs?: number;
+  /** How often etcd tells idle watches how far they are (--experimental-watch-progress-notify-interval). */
+  progressNotifyMs?: number;
   /**
    * PEM files: the members serve clients over TLS with the server pair and require a client
    * certificate the CA signed (--client-cert-auth); the helper's own calls use the client pair.
@@ -50,6 +52,20 @@ interface MemberProcess {
   dataDir: string;
   logFile: string;
   child?: ChildProcess;
+}
+
+/** Members still running: killed when this process exits, so a crashed test leaves none behind. */
+const running = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+function track(child: ChildProcess): void {
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once('exit', () => {
+    for (const c of running) c.kill('SIGKILL');
+  });
 }
 
 export async function freePort(): Promise<number> {
@@ -90,6 +106,7 @@ export async function startEtcdCluster(options: EtcdClusterOptions): Promise<Etc
       '--initial-cluster-state=new',
       `--heartbeat-interval=${heartbeat}`,
       `--election-timeout=${election}`,
+      ...(options.progressNotifyMs ? [`--experimental-watch-progress-notify-interval=${options.progressNotifyMs}ms`] : []),
       '--logger=zap',
       '--log-outputs=stderr',
       '--log-level=warn',
@@ -98,6 +115,7 @@ export async function startEtcdCluster(options: EtcdClusterOptions): Promise<Etc
     const child = spawn(ETCD_BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     child.stderr!.pipe(log);
     child.on('error', () => { /* reported by waitHealthy */ });
+    track(child);
     m.child = child;
   };
 

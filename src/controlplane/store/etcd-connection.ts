@@ -31,11 +31,25 @@ const CHANNEL_OPTIONS: ChannelOptions = {
   'grpc.max_send_message_length': 2 * 1024 * 1024,
 };
 
-/** Codes after which another member may answer. */
-const RETRYABLE = new Set([status.UNAVAILABLE, status.DEADLINE_EXCEEDED]);
-
+/**
+ * Answers after which another member (or the same one, a moment later) may answer: the member
+ * is down, has no leader, timed out; etcd gives UNKNOWN "context deadline exceeded" when the
+ * deadline it was sent runs out inside it, and RESOURCE_EXHAUSTED "too many requests" when its
+ * apply queue is full.
+ */
 export function isRetryable(err: unknown): boolean {
-  return RETRYABLE.has((err as ServiceError)?.code);
+  const e = err as ServiceError;
+  switch (e?.code) {
+    case status.UNAVAILABLE:
+    case status.DEADLINE_EXCEEDED:
+      return true;
+    case status.UNKNOWN:
+      return /context deadline exceeded|context canceled/.test(e.details ?? '');
+    case status.RESOURCE_EXHAUSTED:
+      return /too many requests/.test(e.details ?? '');
+    default:
+      return false;
+  }
 }
 
 export function describeGrpcError(err: unknown): string {

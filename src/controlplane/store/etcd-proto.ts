@@ -65,6 +65,8 @@ export interface RangeRequest {
   limit?: number;
   revision?: Int64 | number;
   serializable?: boolean;
+  keys_only?: boolean;
+  count_only?: boolean;
 }
 
 export interface RangeResponse {

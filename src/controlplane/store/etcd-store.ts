@@ -21,7 +21,7 @@ import { EtcdLease } from './etcd-lease.ts';
 import type { Compare, KeyValue, LeaseGrantResponse, RangeResponse, RequestOp, StatusResponse, TxnResponse } from './etcd-proto.ts';
 import { EtcdWatch } from './etcd-watch.ts';
 import { checkCommitLimits } from './store-limits.ts';
-import type { CommitResult, Lease, ListResult, PutOp, Store, StoredKind, StoredObject, WatchHandlers, WriteOp } from './store.ts';
+import { STORE_LIMITS, type CommitResult, type Lease, type ListResult, type PutOp, type Store, type StoredKind, type StoredObject, type WatchHandlers, type WriteOp } from './store.ts';
 
 export interface EtcdStoreOptions {
   /** Client endpoints of the etcd members, host:port. */
@@ -40,11 +40,13 @@ export const DEFAULT_ETCD_DEADLINE_MS = 5_000;
 
 /** Keys per list page: with small objects a page is a few hundred KiB. */
 const PAGE_KEYS = 500;
-/** Commits retried when an object changed between reading its createdAt and writing it. */
+/** Commits retried when an object was re-created between reading its createdAt and writing it. */
 const CREATED_AT_RETRIES = 5;
 
 interface Current {
-  modRevision: string | null;
+  /** etcd's create_revision: it changes only when the object is deleted and created again. */
+  createRevision: string;
+  modRevision?: string;
   createdAt?: number;
 }
 
@@ -122,8 +124,10 @@ export class EtcdStore implements Store {
         } catch (err) {
           // A page over gRPC's 4 MiB receive limit (a few large rendered configs): smaller pages.
           // One object always fits, since etcd takes no request over 1.5 MiB.
-          if ((err as ServiceError).code === status.RESOURCE_EXHAUSTED && limit > 1) {
-            limit = Math.max(1, Math.floor(limit / 2));
+          const details = (err as ServiceError).details ?? '';
+          if ((err as ServiceError).code === status.RESOURCE_EXHAUSTED && /larger than max/.test(details) && limit > 1) {
+            limit = await this.#pageLimitUnder(details, { key, range_end: range.range_end, limit, revision: String(revision) });
+            this.#log.debug({ limit }, 'etcd list page over the receive limit; smaller pages');
             continue;
           }
           throw err;
@@ -146,6 +150,25 @@ export class EtcdStore implements Store {
     return { items, revision };
   }
 
+  /**
+   * A page limit whose response fits: grpc-js says how large the refused one was, and a
+   * keys-only read of the same page says how many keys it held. Halving instead would fetch
+   * the oversized page again and again.
+   */
+  async #pageLimitUnder(details: string, page: { key: Buffer; range_end: Buffer; limit: number; revision: string }): Promise<number> {
+    const sizes = /\((\d+) vs\.? ?(\d+)\)/.exec(details);
+    if (!sizes) return Math.max(1, Math.floor(page.limit / 2));
+    const keys = await this.#connection.unary<RangeResponse>('KV', 'Range', { ...page, keys_only: true }, 'Range (list page size)');
+    const perKey = Number(sizes[1]) / Math.max(1, keys.kvs.length);
+    return Math.max(1, Math.min(Math.floor(page.limit / 2), Math.floor((Number(sizes[2]) * 0.8) / perKey)));
+  }
+
+  /**
+   * One Txn. Like any etcd client, a Txn sent again on another member after a timeout may have
+   * been applied the first time: a conditional commit then fails its compare on its own write
+   * (a ConflictError the caller resolves by reading again, as for any conflict); an
+   * unconditional one is written twice with the same content.
+   */
   async commit(ops: WriteOp[]): Promise<CommitResult> {
     checkCommitLimits(ops);
     checkOneWritePerObject(ops);
@@ -166,23 +189,27 @@ export class EtcdStore implements Store {
   }
 
   async #commit(ops: WriteOp[]): Promise<CommitResult> {
-    // A put without createdAt keeps the existing object's: read them first, then write only if
-    // they are still the ones read (a guard compare per object), else read again and retry.
-    // A create (expectedVersion null) needs no read: its compare already says the object is new.
+    // A put without createdAt keeps the existing object's: read them first. A put with an
+    // expectedVersion is then safe already (if the object changed since, its compare fails); a
+    // put without one gets a guard compare on the create_revision read, which only a delete and
+    // re-create in between changes (other writers' updates do not, so concurrent plain puts never
+    // fail); then the commit reads again and retries. A create (expectedVersion null) needs no
+    // read: its compare already says the object is new.
     const needCreatedAt = ops.filter((o): o is PutOp => o.type === 'put' && o.createdAt === undefined && o.expectedVersion !== null);
-    let current = needCreatedAt.length ? await this.#readCurrent(needCreatedAt) : new Map<string, Current>();
+    const userChecks = ops.filter((o) => o.expectedVersion !== undefined);
+    let guarded = needCreatedAt.filter((o) => o.expectedVersion === undefined);
+    // etcd takes at most 128 compares (--max-txn-ops). Past that the guards are left out: a put
+    // then keeps the createdAt read just before, even if the object was re-created in between.
+    if (userChecks.length + guarded.length > STORE_LIMITS.maxOpsPerCommit) guarded = [];
     for (let attempt = 0; ; attempt++) {
+      const current = needCreatedAt.length ? await this.#readCurrent(needCreatedAt) : new Map<string, Current>();
       const now = Date.now();
       const compare: Compare[] = [];
       const success: RequestOp[] = [];
-      const checked = new Map<string, Buffer>();
       const createdAts: number[] = [];
       for (const op of ops) {
         const key = this.keys.key(op.kind, op.name);
-        if (op.expectedVersion !== undefined) {
-          compare.push(versionCompare(key, op.expectedVersion));
-          checked.set(key.toString(), key);
-        }
+        if (op.expectedVersion !== undefined) compare.push(versionCompare(key, op.expectedVersion));
         if (op.type === 'put') {
           const createdAt = op.createdAt ?? current.get(key.toString())?.createdAt ?? now;
           createdAts.push(createdAt);
@@ -191,14 +218,14 @@ export class EtcdStore implements Store {
           success.push({ request_delete_range: { key } });
         }
       }
-      for (const op of needCreatedAt) {
+      for (const op of guarded) {
         const key = this.keys.key(op.kind, op.name);
-        compare.push(versionCompare(key, current.get(key.toString())?.modRevision ?? null));
-        checked.set(key.toString(), key);
+        compare.push({ result: 'EQUAL', target: 'CREATE', key, create_revision: current.get(key.toString())?.createRevision ?? '0' });
       }
-      // When a compare fails, the failure branch reads every compared key at that same revision:
-      // the ConflictError names the real culprit without another round trip.
-      const failure: RequestOp[] = [...checked.values()].map((key) => ({ request_range: { key } }));
+      // When a compare fails, the failure branch reads the caller's checked objects at that same
+      // revision: the ConflictError names the real culprit without another round trip.
+      const checkedKeys = new Map(userChecks.map((o) => { const k = this.keys.key(o.kind, o.name); return [k.toString(), k] as const; }));
+      const failure: RequestOp[] = [...checkedKeys.values()].map((key) => ({ request_range: { key } }));
       const res = await this.#connection.unary<TxnResponse>('KV', 'Txn', { compare, success, failure }, 'Txn (commit)');
       const revision = Number(res.header.revision);
       if (res.succeeded) {
@@ -212,25 +239,18 @@ export class EtcdStore implements Store {
       }
       const found = new Map<string, KeyValue>();
       for (const r of res.responses) for (const kv of r.response_range?.kvs ?? []) found.set(kv.key.toString(), kv);
-      for (const op of ops) {
-        if (op.expectedVersion === undefined) continue;
+      for (const op of userChecks) {
         const kv = found.get(this.keys.key(op.kind, op.name).toString());
         const actual = kv ? String(kv.mod_revision) : null;
         if (actual !== op.expectedVersion) throw new ConflictError(op.kind, op.name, op.expectedVersion ?? '<absent>', actual ?? '<absent>');
       }
-      // Only a createdAt guard failed: somebody wrote one of these objects since we read it.
-      const next = new Map<string, Current>();
-      for (const op of needCreatedAt) {
-        const k = this.keys.key(op.kind, op.name).toString();
-        const kv = found.get(k);
-        next.set(k, kv ? { modRevision: String(kv.mod_revision), createdAt: decodeEnvelope(kv.value).createdAt } : { modRevision: null });
-      }
+      // Only a guard failed: one of these objects was deleted or created since it was read.
+      // Read again and retry; objects re-created over and over are a conflict in the end.
       if (attempt >= CREATED_AT_RETRIES) {
-        const changed = needCreatedAt.find((o) => current.get(this.keys.key(o.kind, o.name).toString())?.modRevision !== next.get(this.keys.key(o.kind, o.name).toString())?.modRevision) ?? needCreatedAt[0]!;
-        const k = this.keys.key(changed.kind, changed.name).toString();
-        throw new ConflictError(changed.kind, changed.name, current.get(k)?.modRevision ?? '<absent>', next.get(k)?.modRevision ?? '<absent>');
+        const op = guarded[0]!;
+        const latest = await this.get(op.kind, op.name);
+        throw new ConflictError(op.kind, op.name, current.get(this.keys.key(op.kind, op.name).toString())?.modRevision ?? '<absent>', latest?.resourceVersion ?? '<absent>');
       }
-      current = next;
     }
   }
 
@@ -239,10 +259,10 @@ export class EtcdStore implements Store {
     const keys = [...new Map(ops.map((o) => { const k = this.keys.key(o.kind, o.name); return [k.toString(), k] as const; })).values()];
     const res = await this.#connection.unary<TxnResponse>('KV', 'Txn', { compare: [], success: keys.map((key) => ({ request_range: { key } })), failure: [] }, 'Txn (read before commit)');
     const current = new Map<string, Current>();
-    for (const key of keys) current.set(key.toString(), { modRevision: null });
+    for (const key of keys) current.set(key.toString(), { createRevision: '0' });
     for (const r of res.responses) {
       for (const kv of r.response_range?.kvs ?? []) {
-        current.set(kv.key.toString(), { modRevision: String(kv.mod_revision), createdAt: decodeEnvelope(kv.value).createdAt });
+        current.set(kv.key.toString(), { createRevision: String(kv.create_revision), modRevision: String(kv.mod_revision), createdAt: decodeEnvelope(kv.value).createdAt });
       }
     }
     return current;

@@ -17,12 +17,16 @@ const MAX_BACKOFF_MS = 1_000;
 
 export class EtcdWatch {
   #lastDelivered: number;
+  /** etcd's progress notifications: nothing for this watch up to here, so resume after it. */
+  #progress = 0;
   #stream: ClientDuplexStream<object, WatchResponse> | undefined;
   #endpoint: string | undefined;
   #fragments: WatchEvent[] = [];
   #createTimer: NodeJS.Timeout | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #failures = 0;
+  /** When the current stream was confirmed; a stream that lasted a while resets the backoff. */
+  #upSince: number | undefined;
   #ended = false;
   /** When the current stream broke, for the resume time in the log. */
   #brokeAt: number | undefined;
@@ -66,7 +70,7 @@ export class EtcdWatch {
       if (res.created && !res.canceled) {
         created = true;
         clearTimeout(this.#createTimer);
-        this.#failures = 0;
+        this.#upSince = Date.now();
         if (this.#brokeAt !== undefined) {
           this.log.info({ endpoint, fromRevision: this.#lastDelivered + 1, resumeMs: Date.now() - this.#brokeAt }, 'etcd watch resumed');
           this.#brokeAt = undefined;
@@ -89,7 +93,7 @@ export class EtcdWatch {
       create_request: {
         key: this.keys.prefixKey,
         range_end: this.keys.prefixEnd,
-        start_revision: String(this.#lastDelivered + 1),
+        start_revision: String(Math.max(this.#lastDelivered, this.#progress) + 1),
         prev_kv: true,
         fragment: true,
         progress_notify: true,
@@ -102,15 +106,23 @@ export class EtcdWatch {
       const compacted = Number(res.compact_revision);
       if (compacted > 0) {
         this.log.warn({ endpoint, compactRevision: compacted, fromRevision: this.#lastDelivered + 1 }, 'etcd watch start revision was compacted');
-        const handlers = this.handlers;
         this.cancel();
-        handlers.onCompacted(compacted);
+        try {
+          this.handlers.onCompacted(compacted);
+        } catch (err) {
+          this.log.error({ err }, 'a watch onCompacted handler threw');
+        }
         return;
       }
       this.#broken(endpoint, `watch cancelled by etcd: ${res.cancel_reason || 'no reason given'}`);
       return;
     }
-    if (res.events.length === 0 && this.#fragments.length === 0) return;
+    if (res.events.length === 0 && this.#fragments.length === 0) {
+      // A progress notification (etcd sends one only once the watcher has caught up): a resume
+      // can start after it, which keeps an idle watch clear of compaction.
+      if (!res.created) this.#progress = Math.max(this.#progress, Number(res.header.revision));
+      return;
+    }
     this.#fragments.push(...res.events);
     if (res.fragment) return;
     const events = this.#fragments;
@@ -162,8 +174,10 @@ export class EtcdWatch {
     this.#closeStream();
     this.connection.markFailed(endpoint);
     this.#brokeAt ??= Date.now();
+    if (this.#upSince !== undefined && Date.now() - this.#upSince > 2_000) this.#failures = 0;
+    this.#upSince = undefined;
     this.#failures++;
-    this.log.warn({ endpoint, why, resumeFrom: this.#lastDelivered + 1 }, 'etcd watch stream broke; resuming on the next member');
+    this.log.warn({ endpoint, why, resumeFrom: Math.max(this.#lastDelivered, this.#progress) + 1 }, 'etcd watch stream broke; resuming on the next member');
     // The first retry goes straight to the next member; after a full round of failures, back off.
     const delay = this.#failures <= 1 ? 0 : Math.min(MAX_BACKOFF_MS, 50 * 2 ** Math.min(this.#failures, 6));
     this.#retryTimer = setTimeout(() => this.#open(), delay);
