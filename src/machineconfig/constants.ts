@@ -39,6 +39,13 @@ export const LINKED_INTO_VAR_ROOTS = ['/usr/local', '/opt'] as const;
 
 /** etcd's default request size limit: MCO cannot store a rendered config above it, nor do we. */
 export const MAX_RENDERED_CONFIG_BYTES = 1.5 * 1024 * 1024;
+/** One file's decoded (and decompressed) contents: a file above it could never render anyway. */
+export const MAX_FILE_CONTENTS_BYTES = MAX_RENDERED_CONFIG_BYTES;
+/** All files of one MachineConfig, decoded: the same bound, for the same reason. */
+export const MAX_CONFIG_CONTENTS_BYTES = MAX_RENDERED_CONFIG_BYTES;
+/** All MachineConfigs of one Apply, decoded: no more than the largest request could carry plainly
+ * (the server's receive limit), so gzip cannot multiply what a request costs the server. */
+export const MAX_APPLY_CONTENTS_BYTES = 16 * 1024 * 1024;
 
 /** Ignition's default file mode when a config gives none. */
 export const DEFAULT_FILE_MODE = 0o644;

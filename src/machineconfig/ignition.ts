@@ -4,15 +4,17 @@
 // is refused here, which is where MCO's render controller refuses it too.
 
 import { createHash } from 'node:crypto';
-import { gunzipSync } from 'node:zlib';
 import {
   DEFAULT_FILE_MODE,
   INTERNAL_IGNITION_VERSION,
+  MAX_FILE_CONTENTS_BYTES,
   MAX_FILE_MODE,
   SUPPORTED_IGNITION_VERSIONS,
   SYSTEMD_UNIT_SUFFIXES,
 } from './constants.ts';
-import { CANONICAL_DATA_URL_PREFIX, decodeDataUrl, encodeDataUrl, isValidBase64 } from './data-url.ts';
+import { gunzipBounded } from './bounded-gunzip.ts';
+import { configBudget, describeBytes, type ContentsBudget } from './contents-budget.ts';
+import { base64DecodedLength, CANONICAL_DATA_URL_PREFIX, decodeDataUrlBounded, encodeDataUrl, isValidBase64 } from './data-url.ts';
 import { managedPathViolation } from './paths.ts';
 import { isNonEmpty, join, ProblemCollector } from './problem-collector.ts';
 import type {
@@ -55,7 +57,7 @@ export function emptyIgnitionConfig(): IgnitionConfig {
  * Converts a MachineConfig's spec.config to the internal form, reporting every problem into `c`.
  * Returns undefined when the config cannot be converted at all (wrong type, unknown version).
  */
-export function parseIgnition(raw: unknown, c: ProblemCollector, field: string): IgnitionConfig | undefined {
+export function parseIgnition(raw: unknown, c: ProblemCollector, field: string, budget: ContentsBudget = configBudget()): IgnitionConfig | undefined {
   if (raw === undefined || raw === null) return emptyIgnitionConfig();
   const config = c.record(raw, field);
   if (!config) return undefined;
@@ -89,7 +91,7 @@ export function parseIgnition(raw: unknown, c: ProblemCollector, field: string):
   }
 
   out.passwd.users = parsePasswd(config.passwd, c, join(field, 'passwd'));
-  out.storage.files = parseStorage(config.storage, c, join(field, 'storage'), spec2);
+  out.storage.files = parseStorage(config.storage, c, join(field, 'storage'), spec2, budget);
   out.systemd.units = parseSystemd(config.systemd, c, join(field, 'systemd'), spec2);
   return out;
 }
@@ -143,7 +145,7 @@ function parsePasswd(raw: unknown, c: ProblemCollector, field: string): Ignition
   return out;
 }
 
-function parseStorage(raw: unknown, c: ProblemCollector, field: string, spec2: boolean): IgnitionFile[] {
+function parseStorage(raw: unknown, c: ProblemCollector, field: string, spec2: boolean, budget: ContentsBudget): IgnitionFile[] {
   const storage = c.record(raw, field);
   if (!storage) return [];
   c.onlyKeys(storage, field, spec2 ? KEYS.storage2 : KEYS.storage3);
@@ -155,7 +157,7 @@ function parseStorage(raw: unknown, c: ProblemCollector, field: string, spec2: b
     }
   }
   return parseKeyedList(c.array(storage.files, field, 'files') ?? [], `${field}.files`, spec2, {
-    parse: (raw, f) => parseFile(raw, c, f, spec2),
+    parse: (raw, f) => parseFile(raw, c, f, spec2, budget),
     key: (file) => file.path,
     duplicate: (file, f) => c.add(join(f, 'path'), 'duplicate-path', `path ${file.path} appears more than once in this config`),
   });
@@ -187,7 +189,7 @@ function parseKeyedList<T>(
   return [...byKey.values()];
 }
 
-function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean): IgnitionFile | undefined {
+function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean, budget: ContentsBudget): IgnitionFile | undefined {
   const file = c.record(raw, f);
   if (!file) return undefined;
   const before = c.problems.length;
@@ -223,7 +225,7 @@ function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean)
     mode = rawMode;
   }
 
-  const source = parseContents(file.contents, c, f);
+  const source = parseContents(file.contents, c, f, budget, path);
   const user = file.user == null ? undefined : parseOwner(file.user, c, join(f, 'user'));
   const group = file.group == null ? undefined : parseOwner(file.group, c, join(f, 'group'));
   if (c.problems.length > before || path === undefined || source === undefined) return undefined;
@@ -235,8 +237,9 @@ function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean)
 }
 
 /** Returns the canonical data URL for the file's bytes, or undefined after reporting. `file` is the
- * file's field path; the contents' own path is built only when reporting a problem. */
-function parseContents(raw: unknown, c: ProblemCollector, file: string): string | undefined {
+ * file's field path; the contents' own path is built only when reporting a problem. Decoding
+ * stops at the tighter of the per-file limit and what is left of `budget`. */
+function parseContents(raw: unknown, c: ProblemCollector, file: string, budget: ContentsBudget, path = ''): string | undefined {
   const contents = c.record(raw, file, 'contents');
   if (!contents) return CANONICAL_DATA_URL_PREFIX; // a file with no contents is an empty file
   c.onlyKeys(contents, file, KEYS.contents, 'contents');
@@ -253,13 +256,27 @@ function parseContents(raw: unknown, c: ProblemCollector, file: string): string 
   }
   if (source === '') return CANONICAL_DATA_URL_PREFIX;
 
+  const room = budget.tightest();
+  const limit = Math.min(MAX_FILE_CONTENTS_BYTES, room.left);
+  const tooLarge = (what: string): undefined => {
+    c.add(join(file, 'contents.source'), 'contents-size', `file ${path}: ${what}, above the limit of ` + (limit === MAX_FILE_CONTENTS_BYTES
+      ? `${describeBytes(MAX_FILE_CONTENTS_BYTES)} for one file`
+      : `${describeBytes(room.budget.limit)} for ${room.budget.scope} (${describeBytes(room.budget.limit - room.left)} already used before this file)`));
+    return undefined;
+  };
+
   // Fast path: base64 with nothing to verify or decompress only needs its media type dropped;
   // decoding and re-encoding would give the same text at a large cost on big configs.
   if (compression === '' && !expectedHash && source.startsWith('data:')) {
     const comma = source.indexOf(',');
     if (comma > 0 && source.slice(comma - 7, comma) === ';base64') {
       const data = source.slice(comma + 1);
-      if (isValidBase64(data)) return comma === CANONICAL_DATA_URL_PREFIX.length - 1 ? source : CANONICAL_DATA_URL_PREFIX + data;
+      if (isValidBase64(data)) {
+        const size = base64DecodedLength(data);
+        if (size > limit) return tooLarge(`contents are ${describeBytes(size)}`);
+        budget.charge(size);
+        return comma === CANONICAL_DATA_URL_PREFIX.length - 1 ? source : CANONICAL_DATA_URL_PREFIX + data;
+      }
     }
   }
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(source)?.[1]?.toLowerCase();
@@ -269,7 +286,10 @@ function parseContents(raw: unknown, c: ProblemCollector, file: string): string 
       '(remote http, https, s3, gs, tftp and arn sources would be fetched at apply time, unhashed)');
     return undefined;
   }
-  const decoded = decodeDataUrl(source);
+  // Compressed contents may decode to more than the limit and still inflate to less, so only the
+  // inflated size is bounded by it; the compressed form can be no larger than the request itself.
+  const decoded = decodeDataUrlBounded(source, compression === 'gzip' ? Infinity : limit);
+  if ('tooLarge' in decoded) return tooLarge(`contents decode to more than ${describeBytes(limit)}`);
   if ('error' in decoded) {
     c.add(join(file, 'contents.source'), 'data-url', decoded.error);
     return undefined;
@@ -283,13 +303,18 @@ function parseContents(raw: unknown, c: ProblemCollector, file: string): string 
   }
   let bytes = decoded.bytes;
   if (compression === 'gzip') {
-    try {
-      bytes = gunzipSync(bytes);
-    } catch (err) {
-      c.add(join(file, 'contents.compression'), 'compression', `contents are not valid gzip: ${(err as Error).message}`);
+    const inflated = gunzipBounded(bytes, limit);
+    if ('tooLarge' in inflated) {
+      return tooLarge(`${describeBytes(bytes.length)} of gzip contents expand past ${describeBytes(limit)} (decompression stopped there)`);
+    }
+    if ('error' in inflated) {
+      c.add(join(file, 'contents.compression'), 'compression', `contents are not valid gzip: ${inflated.error}`);
       return undefined;
     }
+    bytes = inflated.bytes;
   }
+  if (bytes.length > limit) return tooLarge(`contents are ${describeBytes(bytes.length)}`);
+  budget.charge(bytes.length);
   return encodeDataUrl(bytes);
 }
 

@@ -1,0 +1,105 @@
+// Limits on what anyone can send: every one is checked through ConfigService.Apply (or the agent
+// stream) over real gRPC/TLS against a real server, and each must end in a clear, whole status.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { gzipSync } from 'node:zlib';
+import { status as Status } from '@grpc/grpc-js';
+import { call } from '../../src/cli/client/call.ts';
+import { connect, type Clients } from '../../src/cli/client/connection.ts';
+import { RemoteCallError, type Problem } from '../../src/machineconfig/index.ts';
+import { spawnServer } from '../helpers/server-process.ts';
+import { testPki } from '../helpers/test-pki.ts';
+import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+
+const MIB = 1024 * 1024;
+
+let server: TestServer;
+let c: Clients;
+before(async () => {
+  server = await startTestServer();
+  c = server.admin();
+});
+after(() => server.close());
+
+function mcJson(name: string, files: unknown[], units: unknown[] = []): string {
+  return JSON.stringify({
+    apiVersion: 'machineconfiguration.openshift.io/v1',
+    kind: 'MachineConfig',
+    metadata: { name, labels: { 'machineconfiguration.openshift.io/role': 'worker' } },
+    spec: { config: { ignition: { version: '3.4.0' }, storage: { files }, systemd: { units } } },
+  });
+}
+
+const gzFile = (path: string, gz: Buffer) => ({ path, mode: 420, contents: { source: 'data:;base64,' + gz.toString('base64'), compression: 'gzip' } });
+const plainFile = (path: string, bytes: number) => ({ path, mode: 420, contents: { source: 'data:;base64,' + Buffer.alloc(bytes, 'a').toString('base64') } });
+
+/** Applies and returns the refusal; fails the test if the Apply was accepted. */
+async function refusal(cl: Clients, text: string): Promise<RemoteCallError> {
+  try {
+    await call(cl, cl.config.apply.bind(cl.config), { manifests: [{ source: 'limits.json', text }], dryRun: false }, 'apply');
+  } catch (err) {
+    assert.ok(err instanceof RemoteCallError, String(err));
+    return err;
+  }
+  assert.fail('the Apply was accepted');
+}
+
+function only(problems: Problem[], rule: string): Problem {
+  const matching = problems.filter((p) => p.rule === rule);
+  assert.equal(matching.length, 1, JSON.stringify(problems, null, 2));
+  return matching[0]!;
+}
+
+test('gzip contents that expand past 1.5 MiB are refused at Apply, naming the path, the size and the limit', async () => {
+  const err = await refusal(c, mcJson('50-gzip-big', [gzFile('/etc/big.conf', gzipSync(Buffer.alloc(2 * MIB, 'x')))]));
+  assert.equal(err.grpcCode, Status.INVALID_ARGUMENT);
+  const p = only(err.problems, 'contents-size');
+  assert.equal(p.object, 'MachineConfig/50-gzip-big');
+  assert.equal(p.field, 'spec.config.storage.files[0].contents.source');
+  assert.match(p.message, /\/etc\/big\.conf/);
+  assert.match(p.message, /expand past 1\.5 MiB \(1572864 bytes\)/);
+  assert.match(p.message, /limit of 1\.5 MiB \(1572864 bytes\) for one file/);
+  // Just under the limit is fine.
+  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'ok.json', text: mcJson('50-gzip-ok', [gzFile('/etc/ok.conf', gzipSync(Buffer.alloc(MIB, 'x')))]) }], dryRun: true }, 'apply');
+});
+
+test('the decoded contents of all files of one MachineConfig are bounded together', async () => {
+  const err = await refusal(c, mcJson('50-many', [plainFile('/etc/one', MIB), plainFile('/etc/two', MIB)]));
+  assert.equal(err.grpcCode, Status.INVALID_ARGUMENT);
+  const p = only(err.problems, 'contents-size');
+  assert.equal(p.field, 'spec.config.storage.files[1].contents.source');
+  assert.match(p.message, /\/etc\/two: contents are 1 MiB \(1048576 bytes\), above the limit of 1\.5 MiB \(1572864 bytes\) for all files of one MachineConfig/);
+});
+
+test('a 4 MB Apply that would expand to gigabytes is refused while the server stays under 1 GiB', async () => {
+  // Concatenated gzip members decode as one stream: 46 copies of 64 MiB of zeros, 2.9 GiB in all.
+  const member = gzipSync(Buffer.alloc(64 * MIB), { level: 9 });
+  const bomb = Buffer.concat(Array.from({ length: 46 }, () => member));
+  const text = mcJson('50-bomb', [gzFile('/etc/bomb', bomb)]);
+  assert.ok(text.length > 3.9e6 && text.length < 4.2e6, `request is ${text.length} bytes`);
+
+  const pki = await testPki();
+  const proc = await spawnServer(['--data-dir', mkdtempSync(join(tmpdir(), 'mcplane-limits-')), '--listen', '127.0.0.1:0', '--pki-dir', pki.dir, '--no-bootstrap']);
+  const pc = connect({ server: proc.address, pkiDir: pki.dir, config: '/dev/null' });
+  try {
+    const err = await refusal(pc, text);
+    assert.equal(err.grpcCode, Status.INVALID_ARGUMENT);
+    const p = only(err.problems, 'contents-size');
+    assert.match(p.message, /\/etc\/bomb: 2\.86 MiB \(\d+ bytes\) of gzip contents expand past 1\.5 MiB/);
+
+    const status = readFileSync(`/proc/${proc.child.pid}/status`, 'utf8');
+    const hwmKiB = Number(/^VmHWM:\s+(\d+) kB$/m.exec(status)![1]);
+    assert.ok(hwmKiB * 1024 < 1024 * MIB, `server peak RSS ${hwmKiB} KiB`);
+
+    const { pools } = await call(pc, pc.status.listPools.bind(pc.status), {}, 'list');
+    assert.ok(pools.length >= 2);
+  } finally {
+    pc.close();
+    proc.child.kill('SIGKILL');
+    await proc.exited;
+  }
+});
