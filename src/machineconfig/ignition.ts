@@ -15,6 +15,7 @@ import {
 import { gunzipBounded } from './bounded-gunzip.ts';
 import { configBudget, describeBytes, type ContentsBudget } from './contents-budget.ts';
 import { base64DecodedLength, CANONICAL_DATA_URL_PREFIX, decodeDataUrlBounded, encodeDataUrl, isValidBase64 } from './data-url.ts';
+import { controlCharacterViolation, quote } from './control-characters.ts';
 import { managedPathViolation } from './paths.ts';
 import { isNonEmpty, join, ProblemCollector } from './problem-collector.ts';
 import type {
@@ -159,7 +160,7 @@ function parseStorage(raw: unknown, c: ProblemCollector, field: string, spec2: b
   return parseKeyedList(c.array(storage.files, field, 'files') ?? [], `${field}.files`, spec2, {
     parse: (raw, f) => parseFile(raw, c, f, spec2, budget),
     key: (file) => file.path,
-    duplicate: (file, f) => c.add(join(f, 'path'), 'duplicate-path', `path ${file.path} appears more than once in this config`),
+    duplicate: (file, f) => c.add(join(f, 'path'), 'duplicate-path', `path ${quote(file.path)} appears more than once in this config`),
   });
 }
 
@@ -344,7 +345,7 @@ function parseSystemd(raw: unknown, c: ProblemCollector, field: string, spec2: b
   return parseKeyedList(c.array(systemd.units, field, 'units') ?? [], `${field}.units`, spec2, {
     parse: (raw, f) => parseUnit(raw, c, f, spec2),
     key: (unit) => unit.name,
-    duplicate: (unit, f) => c.add(join(f, 'name'), 'duplicate-unit', `unit ${unit.name} appears more than once in this config`),
+    duplicate: (unit, f) => c.add(join(f, 'name'), 'duplicate-unit', `unit ${quote(unit.name)} appears more than once in this config`),
   });
 }
 
@@ -377,8 +378,13 @@ function parseUnit(raw: unknown, c: ProblemCollector, f: string, spec2: boolean)
       c.add(join(df, 'name'), 'required', 'a dropin needs a name');
       return;
     }
+    const control = controlCharacterViolation(dname);
+    if (control) {
+      c.add(join(df, 'name'), 'control-character', `dropin name ${quote(dname)} ${control}`);
+      return;
+    }
     if (!/^[^/]+\.conf$/.test(dname)) {
-      c.add(join(df, 'name'), 'dropin-name', `dropin name "${dname}" must end in ".conf" and contain no "/"`);
+      c.add(join(df, 'name'), 'dropin-name', `dropin name ${quote(dname)} must end in ".conf" and contain no "/"`);
       return;
     }
     const dropin: IgnitionDropin = { name: dname };
@@ -391,10 +397,25 @@ function parseUnit(raw: unknown, c: ProblemCollector, f: string, spec2: boolean)
   return c.problems.length > before ? undefined : out;
 }
 
+// systemd's own set (unit_name_is_valid): anything else, a space included, systemd refuses, and
+// the agent would only find out on the host, half-way through an update.
+const UNIT_NAME_CHARACTERS = /^[A-Za-z0-9:_.\\@-]*$/;
+
 function checkUnitName(name: string, c: ProblemCollector, f: string): void {
+  const control = controlCharacterViolation(name);
+  if (control) {
+    c.add(f, 'control-character', `unit name ${quote(name)} ${control}`);
+    return;
+  }
   const valid = !name.includes('/') && SYSTEMD_UNIT_SUFFIXES.some((s) => name.endsWith(s) && name.length > s.length);
   if (!valid) {
-    c.add(f, 'unit-name', `unit name "${name}" must end in one of ${SYSTEMD_UNIT_SUFFIXES.join(' ')} and contain no "/"`);
+    c.add(f, 'unit-name', `unit name ${quote(name)} must end in one of ${SYSTEMD_UNIT_SUFFIXES.join(' ')} and contain no "/"`);
+    return;
+  }
+  const bad = [...name].find((ch) => !UNIT_NAME_CHARACTERS.test(ch));
+  if (bad !== undefined) {
+    c.add(f, 'unit-name-characters', `unit name ${quote(name)} contains ${bad === ' ' ? 'a space' : quote(bad)}; systemd unit names ` +
+      'may contain only letters, digits and ":-_.\\@" (write other characters as \\xNN escapes, as systemd-escape does)');
   }
 }
 

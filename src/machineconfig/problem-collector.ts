@@ -1,3 +1,4 @@
+import { controlCharacterViolation, quote } from './control-characters.ts';
 import type { Problem } from './errors.ts';
 
 type Json = unknown;
@@ -75,7 +76,10 @@ export class ProblemCollector {
   onlyKeys(value: Record<string, Json>, field: string, known: readonly string[], prefix?: string): void {
     for (const key in value) {
       if (!known.includes(key)) {
-        this.add(join(join(field, prefix), key), 'unknown-field', `unknown field "${key}" (expected one of: ${known.join(', ')})`);
+        // A key is the sender's text: quote it where it could break a field path or a line.
+        const safe = controlCharacterViolation(key) || key.length > 100 || /[.[\]"\s]/.test(key) ? `[${quote(key, 100)}]` : key;
+        const base = join(field, prefix);
+        this.add(safe === key ? join(base, key) : base + safe, 'unknown-field', `unknown field ${quote(key, 100)} (expected one of: ${known.join(', ')})`);
       }
     }
   }

@@ -103,3 +103,27 @@ test('a 4 MB Apply that would expand to gigabytes is refused while the server st
     await proc.exited;
   }
 });
+
+test('control characters in paths, unit and dropin names, and spaces in unit names, are refused naming object, field and rule', async () => {
+  const paths = ['/etc/a\u0000b', '/etc/a\nb', '/etc/\u001b[2Jx', '/etc/del\u007f', '/etc/tab\there'];
+  const units = [
+    { name: 'bad\nname.service' },
+    { name: 'nul\u0000.service' },
+    { name: 'has space.service' },
+    { name: 'ok.service', dropins: [{ name: 'x\r.conf', contents: '' }] },
+  ];
+  const err = await refusal(c, mcJson('50-control', paths.map((p) => plainFile(p, 1)), units));
+  assert.equal(err.grpcCode, Status.INVALID_ARGUMENT);
+  const got = err.problems.map((p) => `${p.object} ${p.field} ${p.rule}`);
+  assert.deepEqual(got, [
+    ...paths.map((_, i) => `MachineConfig/50-control spec.config.storage.files[${i}].path control-character`),
+    'MachineConfig/50-control spec.config.systemd.units[0].name control-character',
+    'MachineConfig/50-control spec.config.systemd.units[1].name control-character',
+    'MachineConfig/50-control spec.config.systemd.units[2].name unit-name-characters',
+    'MachineConfig/50-control spec.config.systemd.units[3].dropins[0].name control-character',
+  ]);
+  // The offending text is shown escaped, never raw: a newline in a message would forge a line.
+  for (const p of err.problems) assert.doesNotMatch(p.message, /[\u0000-\u001f\u007f]/, p.message);
+  assert.match(err.problems[1]!.message, /path "\/etc\/a\\nb" contains the control character U\+000A at offset 6/);
+  assert.match(err.problems[7]!.message, /unit name "has space\.service" contains a space/);
+});
