@@ -36,6 +36,9 @@ export const SUPPORTED_EXTENSIONS = [
 export const WRITABLE_ROOTS = ['/etc', '/var'] as const;
 /** CoreOS links these into /var; the agent re-checks the resolved path on the host itself. */
 export const LINKED_INTO_VAR_ROOTS = ['/usr/local', '/opt'] as const;
+/** The agent's own config (its credential) and state (its journal): a MachineConfig that could
+ * write there could take over the node's identity or rewrite what the agent believes it did. */
+export const AGENT_OWNED_ROOTS = ['/etc/mcplane', '/var/lib/mcplane'] as const;
 
 /** etcd's default request size limit: MCO cannot store a rendered config above it, nor do we. */
 export const MAX_RENDERED_CONFIG_BYTES = 1.5 * 1024 * 1024;

@@ -127,3 +127,18 @@ test('control characters in paths, unit and dropin names, and spaces in unit nam
   assert.match(err.problems[1]!.message, /path "\/etc\/a\\nb" contains the control character U\+000A at offset 6/);
   assert.match(err.problems[7]!.message, /unit name "has space\.service" contains a space/);
 });
+
+test("a MachineConfig cannot write the agent's own files, however the path is spelled; units are not affected", async () => {
+  const paths = [
+    '/etc/mcplane/agent.yaml', '/etc/mcplane/tls/node.key', '/var/lib/mcplane/journal.json', '/etc/mcplane',
+    '/etc//mcplane/x', '/etc/./mcplane', '/etc/mcplane/../mcplane/x', '/var/lib/./mcplane/../mcplane/state', '/var/lib',
+  ];
+  const err = await refusal(c, mcJson('50-takeover', paths.map((p) => plainFile(p, 8)), [{ name: 'mcplane-agent.service', enabled: true }]));
+  assert.equal(err.grpcCode, Status.INVALID_ARGUMENT);
+  assert.deepEqual(err.problems.map((p) => `${p.object} ${p.field} ${p.rule}`),
+    paths.map((_, i) => `MachineConfig/50-takeover spec.config.storage.files[${i}].path path-agent-owned`));
+  assert.match(err.problems[0]!.message, /path "\/etc\/mcplane\/agent\.yaml" is under \/etc\/mcplane, which belongs to mcplane-agent itself/);
+  assert.match(err.problems[8]!.message, /would replace the directory that holds \/var\/lib\/mcplane/);
+  // Neighbours with a shared prefix are not the agent's.
+  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'ok.json', text: mcJson('50-neighbours', [plainFile('/etc/mcplane-other/x', 8), plainFile('/var/lib/mcplanex', 8)]) }], dryRun: true }, 'apply');
+});
