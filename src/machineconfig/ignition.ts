@@ -226,9 +226,10 @@ function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean,
     mode = rawMode;
   }
 
-  const source = parseContents(file.contents, c, f, budget, path);
+  const source = parseContents(file.contents, c, f, budget);
   const user = file.user == null ? undefined : parseOwner(file.user, c, join(f, 'user'));
   const group = file.group == null ? undefined : parseOwner(file.group, c, join(f, 'group'));
+  if (path !== undefined) c.nameEntry(before, `file ${quote(path)}`, join(f, 'path'));
   if (c.problems.length > before || path === undefined || source === undefined) return undefined;
 
   const out: IgnitionFile = { path, mode, overwrite: true, contents: { source } };
@@ -240,7 +241,7 @@ function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean,
 /** Returns the canonical data URL for the file's bytes, or undefined after reporting. `file` is the
  * file's field path; the contents' own path is built only when reporting a problem. Decoding
  * stops at the tighter of the per-file limit and what is left of `budget`. */
-function parseContents(raw: unknown, c: ProblemCollector, file: string, budget: ContentsBudget, path = ''): string | undefined {
+function parseContents(raw: unknown, c: ProblemCollector, file: string, budget: ContentsBudget): string | undefined {
   const contents = c.record(raw, file, 'contents');
   if (!contents) return CANONICAL_DATA_URL_PREFIX; // a file with no contents is an empty file
   c.onlyKeys(contents, file, KEYS.contents, 'contents');
@@ -260,7 +261,7 @@ function parseContents(raw: unknown, c: ProblemCollector, file: string, budget: 
   const room = budget.tightest();
   const limit = Math.min(MAX_FILE_CONTENTS_BYTES, room.left);
   const tooLarge = (what: string): undefined => {
-    c.add(join(file, 'contents.source'), 'contents-size', `file ${path}: ${what}, above the limit of ` + (limit === MAX_FILE_CONTENTS_BYTES
+    c.add(join(file, 'contents.source'), 'contents-size', `${what}, above the limit of ` + (limit === MAX_FILE_CONTENTS_BYTES
       ? `${describeBytes(MAX_FILE_CONTENTS_BYTES)} for one file`
       : `${describeBytes(room.budget.limit)} for ${room.budget.scope} (${describeBytes(room.budget.limit - room.left)} already used before this file)`));
     return undefined;
@@ -368,10 +369,7 @@ function parseUnit(raw: unknown, c: ProblemCollector, f: string, spec2: boolean)
 
   const dropins = c.array(unit.dropins, f, 'dropins') ?? [];
   const byName = new Map<string, IgnitionDropin>();
-  dropins.forEach((rawDropin, j) => {
-    const df = `${f}.dropins[${j}]`;
-    const d = c.record(rawDropin, df);
-    if (!d) return;
+  const parseDropin = (d: Raw, df: string): void => {
     c.onlyKeys(d, df, ['name', 'contents']);
     const dname = c.string(d.name, df, 'name');
     if (dname === undefined) {
@@ -392,8 +390,17 @@ function parseUnit(raw: unknown, c: ProblemCollector, f: string, spec2: boolean)
     if (dcontents !== undefined) dropin.contents = dcontents;
     byName.delete(dname);
     byName.set(dname, dropin);
+  };
+  dropins.forEach((rawDropin, j) => {
+    const df = `${f}.dropins[${j}]`;
+    const d = c.record(rawDropin, df);
+    if (!d) return;
+    const start = c.problems.length;
+    parseDropin(d, df);
+    if (typeof d.name === 'string') c.nameEntry(start, `dropin ${quote(d.name)}`, join(df, 'name'));
   });
   if (byName.size > 0) out.dropins = [...byName.values()];
+  if (name !== undefined) c.nameEntry(before, `unit ${quote(name)}`, join(f, 'name'));
   return c.problems.length > before ? undefined : out;
 }
 

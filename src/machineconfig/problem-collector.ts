@@ -19,6 +19,18 @@ export class ProblemCollector {
     this.problems.push(p);
   }
 
+  /**
+   * Prefixes the problems found since `since` with the entry they belong to, e.g. `file "/etc/a": `:
+   * "storage.files[3]" alone makes a user count list entries in a config they may not have
+   * written. Problems about the naming field itself already quote the name and are left alone.
+   */
+  nameEntry(since: number, label: string, namingField: string): void {
+    for (let i = since; i < this.problems.length; i++) {
+      const p = this.problems[i]!;
+      if (p.field !== namingField) p.message = `${label}: ${p.message}`;
+    }
+  }
+
   get ok(): boolean {
     return this.problems.length === 0;
   }

@@ -60,7 +60,7 @@ test('gzip contents that expand past 1.5 MiB are refused at Apply, naming the pa
   const p = only(err.problems, 'contents-size');
   assert.equal(p.object, 'MachineConfig/50-gzip-big');
   assert.equal(p.field, 'spec.config.storage.files[0].contents.source');
-  assert.match(p.message, /\/etc\/big\.conf/);
+  assert.match(p.message, /^file "\/etc\/big\.conf": /);
   assert.match(p.message, /expand past 1\.5 MiB \(1572864 bytes\)/);
   assert.match(p.message, /limit of 1\.5 MiB \(1572864 bytes\) for one file/);
   // Just under the limit is fine.
@@ -72,7 +72,7 @@ test('the decoded contents of all files of one MachineConfig are bounded togethe
   assert.equal(err.grpcCode, Status.INVALID_ARGUMENT);
   const p = only(err.problems, 'contents-size');
   assert.equal(p.field, 'spec.config.storage.files[1].contents.source');
-  assert.match(p.message, /\/etc\/two: contents are 1 MiB \(1048576 bytes\), above the limit of 1\.5 MiB \(1572864 bytes\) for all files of one MachineConfig/);
+  assert.match(p.message, /^file "\/etc\/two": contents are 1 MiB \(1048576 bytes\), above the limit of 1\.5 MiB \(1572864 bytes\) for all files of one MachineConfig/);
 });
 
 test('a 4 MB Apply that would expand to gigabytes is refused while the server stays under 1 GiB', async () => {
@@ -89,7 +89,7 @@ test('a 4 MB Apply that would expand to gigabytes is refused while the server st
     const err = await refusal(pc, text);
     assert.equal(err.grpcCode, Status.INVALID_ARGUMENT);
     const p = only(err.problems, 'contents-size');
-    assert.match(p.message, /\/etc\/bomb: 2\.86 MiB \(\d+ bytes\) of gzip contents expand past 1\.5 MiB/);
+    assert.match(p.message, /^file "\/etc\/bomb": 2\.86 MiB \(\d+ bytes\) of gzip contents expand past 1\.5 MiB/);
 
     const status = readFileSync(`/proc/${proc.child.pid}/status`, 'utf8');
     const hwmKiB = Number(/^VmHWM:\s+(\d+) kB$/m.exec(status)![1]);
@@ -141,4 +141,22 @@ test("a MachineConfig cannot write the agent's own files, however the path is sp
   assert.match(err.problems[8]!.message, /would replace the directory that holds \/var\/lib\/mcplane/);
   // Neighbours with a shared prefix are not the agent's.
   await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'ok.json', text: mcJson('50-neighbours', [plainFile('/etc/mcplane-other/x', 8), plainFile('/var/lib/mcplanex', 8)]) }], dryRun: true }, 'apply');
+});
+
+test('a problem in a list entry names the entry: the file path for storage.files[3], the unit name for units[2]', async () => {
+  const files = [plainFile('/etc/f0', 1), plainFile('/etc/f1', 1), plainFile('/etc/f2', 1),
+    { path: '/etc/chrony.conf', mode: 0o4755, contents: { source: 'data:;base64,not base64!' } }];
+  const units = [{ name: 'a.service' }, { name: 'b.service' },
+    { name: 'chronyd.service', enabled: 'yes', dropins: [{ name: '10-x.conf', contents: 7 }] }];
+  const err = await refusal(c, mcJson('50-named', files, units));
+  assert.equal(err.grpcCode, Status.INVALID_ARGUMENT);
+  assert.deepEqual(err.problems.map((p) => [p.field, p.rule, p.message.split(': ')[0]]), [
+    ['spec.config.storage.files[3].mode', 'file-mode-range', 'file "/etc/chrony.conf"'],
+    ['spec.config.storage.files[3].contents.source', 'data-url', 'file "/etc/chrony.conf"'],
+    ['spec.config.systemd.units[2].enabled', 'type', 'unit "chronyd.service"'],
+    ['spec.config.systemd.units[2].dropins[0].contents', 'type', 'unit "chronyd.service"'],
+  ]);
+  assert.match(err.problems[3]!.message, /^unit "chronyd\.service": dropin "10-x\.conf": must be a string, got number 7$/);
+  // The CLI's rendering of the status carries the names too.
+  assert.match(err.message, /files\[3\]\.contents\.source: file "\/etc\/chrony\.conf": malformed data URL/);
 });
