@@ -15,6 +15,7 @@ export { parseDocuments, parseManifests, readDocuments, type ParsedManifests, ty
 export { managedPathViolation, isUnder } from './paths.ts';
 export { configsForPool, isCustomPool, poolSelectsNode, primaryPoolForNode } from './pool-membership.ts';
 export { ProblemCollector } from './problem-collector.ts';
+export { boundDetails, boundProblems, PROBLEMS_TRAILER_BUDGET, STATUS_DETAILS_BUDGET, type BoundedProblems } from './problem-budget.ts';
 export { mergeSpecs, renderPool, renderedConfigJson, renderedConfigManifest, renderedConfigName } from './render.ts';
 export { isDegraded, isReady, isUpdated, unavailableReason } from './node-availability.ts';
 export { computePoolStatus, conditionOf, type PoolStatusInput } from './pool-status.ts';

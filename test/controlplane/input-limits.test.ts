@@ -7,9 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { status as Status } from '@grpc/grpc-js';
+import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
 import { call } from '../../src/cli/client/call.ts';
 import { connect, type Clients } from '../../src/cli/client/connection.ts';
+import { PROBLEMS_TOTAL_TRAILER, PROBLEMS_TRAILER } from '../../src/controlplane/grpc/status-errors.ts';
 import { RemoteCallError, type Problem } from '../../src/machineconfig/index.ts';
 import { spawnServer } from '../helpers/server-process.ts';
 import { testPki } from '../helpers/test-pki.ts';
@@ -159,4 +160,50 @@ test('a problem in a list entry names the entry: the file path for storage.files
   assert.match(err.problems[3]!.message, /^unit "chronyd\.service": dropin "10-x\.conf": must be a string, got number 7$/);
   // The CLI's rendering of the status carries the names too.
   assert.match(err.message, /files\[3\]\.contents\.source: file "\/etc\/chrony\.conf": malformed data URL/);
+});
+
+/** Apply without the CLI's interpretation: the raw status, details and trailers as they arrive. */
+function rawApply(text: string): Promise<ServiceError> {
+  return new Promise((resolve, reject) => {
+    const apply = c.config.apply.bind(c.config) as unknown as (req: unknown, md: Metadata, opts: object, cb: (err: ServiceError | null) => void) => void;
+    apply({ manifests: [{ source: 'many.json', text }], dryRun: true }, new Metadata(), { deadline: Date.now() + 30_000 }, (err) =>
+      err ? resolve(err) : reject(new Error('the Apply was accepted')));
+  });
+}
+
+function trailerBytes(err: ServiceError): number {
+  return Object.entries(err.metadata.toHttp2Headers()).reduce((n, [k, v]) => n + k.length + String(v).length, 0) + encodeURI(err.details).length;
+}
+
+test('an Apply with 5,000 problems still gets a whole status: the code, the first problems and the total', async () => {
+  const files = Array.from({ length: 5000 }, (_, i) => ({ path: `/etc/many/file-${i}.conf`, mode: 0o4755 }));
+  const err = await rawApply(mcJson('50-many-problems', files));
+  assert.equal(err.code, Status.INVALID_ARGUMENT);
+  const problems = JSON.parse(Buffer.from(err.metadata.get(PROBLEMS_TRAILER)[0] as Buffer).toString('utf8')) as Problem[];
+  assert.ok(problems.length >= 5, `only ${problems.length} problems fit`);
+  assert.deepEqual(problems.map((p) => p.field), problems.map((_, i) => `spec.config.storage.files[${i}].mode`));
+  assert.ok(problems.every((p) => p.rule === 'file-mode-range'));
+  assert.equal(err.metadata.get(PROBLEMS_TOTAL_TRAILER)[0], '5000');
+  assert.match(err.details, /^invalid document: 5000 problems\n/);
+  assert.match(err.details, /… cut here: \d+ more characters in \d+ lines$/);
+  assert.ok(trailerBytes(err) < 8 * 1024, `trailers are ${trailerBytes(err)} bytes`);
+  // The CLI's path reads the same status into a sentence with the problems that came.
+  const viaCli = await refusal(c, mcJson('50-many-problems', files));
+  assert.equal(viaCli.problems.length, problems.length);
+});
+
+test('one enormous problem is cut, not dropped, and the status stays small', async () => {
+  const name = 'x'.repeat(100_000);
+  const err = await rawApply(JSON.stringify({ apiVersion: 'v1', kind: 'Secret\ud800', metadata: { name } }));
+  assert.equal(err.code, Status.INVALID_ARGUMENT);
+  const problems = JSON.parse(Buffer.from(err.metadata.get(PROBLEMS_TRAILER)[0] as Buffer).toString('utf8')) as Problem[];
+  assert.ok(problems.length >= 1);
+  assert.equal(problems[0]!.rule, 'unknown-kind');
+  assert.match(problems[0]!.object, /^Secret\ud800\/x+… \(99608 more characters\)$/);
+  // A lone surrogate would make grpc-js's encodeURI throw while sending the status.
+  assert.match(err.details, /^invalid document: 1 problem\n  - many\.json#0: Secret\uFFFD\/x+\n… cut here: \d+ more characters$/);
+  assert.ok(trailerBytes(err) < 8 * 1024, `trailers are ${trailerBytes(err)} bytes`);
+  // Still serving.
+  const { pools } = await call(c, c.status.listPools.bind(c.status), {}, 'list');
+  assert.ok(pools.length >= 2);
 });
