@@ -7,9 +7,9 @@
 import type { Problem } from './errors.ts';
 
 /** Bytes of problem JSON in the trailer (base64 on the wire: 4/3 of this). */
-export const PROBLEMS_TRAILER_BUDGET = 3 * 1024;
+export const PROBLEMS_TRAILER_BUDGET = 4 * 1024;
 /** Bytes of the status message after grpc-js percent-encodes it. */
-export const STATUS_DETAILS_BUDGET = 2 * 1024;
+export const STATUS_DETAILS_BUDGET = 1536;
 /** No single problem's text may crowd out the others. */
 const MAX_PROBLEM_TEXT = 400;
 

@@ -113,8 +113,12 @@ test('control characters in paths, unit and dropin names, and spaces in unit nam
     { name: 'has space.service' },
     { name: 'ok.service', dropins: [{ name: 'x\r.conf', contents: '' }] },
   ];
-  const err = await refusal(c, mcJson('50-control', paths.map((p) => plainFile(p, 1)), units));
-  assert.equal(err.grpcCode, Status.INVALID_ARGUMENT);
+  // Two applies: a refusal carries only the first problems that fit its trailer budget.
+  const errFiles = await refusal(c, mcJson('50-control', paths.map((p) => plainFile(p, 1))));
+  const errUnits = await refusal(c, mcJson('50-control', [], units));
+  assert.equal(errFiles.grpcCode, Status.INVALID_ARGUMENT);
+  assert.equal(errUnits.grpcCode, Status.INVALID_ARGUMENT);
+  const err = { problems: [...errFiles.problems, ...errUnits.problems] };
   const got = err.problems.map((p) => `${p.object} ${p.field} ${p.rule}`);
   assert.deepEqual(got, [
     ...paths.map((_, i) => `MachineConfig/50-control spec.config.storage.files[${i}].path control-character`),
@@ -134,12 +138,17 @@ test("a MachineConfig cannot write the agent's own files, however the path is sp
     '/etc/mcplane/agent.yaml', '/etc/mcplane/tls/node.key', '/var/lib/mcplane/journal.json', '/etc/mcplane',
     '/etc//mcplane/x', '/etc/./mcplane', '/etc/mcplane/../mcplane/x', '/var/lib/./mcplane/../mcplane/state', '/var/lib',
   ];
-  const err = await refusal(c, mcJson('50-takeover', paths.map((p) => plainFile(p, 8)), [{ name: 'mcplane-agent.service', enabled: true }]));
-  assert.equal(err.grpcCode, Status.INVALID_ARGUMENT);
-  assert.deepEqual(err.problems.map((p) => `${p.object} ${p.field} ${p.rule}`),
-    paths.map((_, i) => `MachineConfig/50-takeover spec.config.storage.files[${i}].path path-agent-owned`));
-  assert.match(err.problems[0]!.message, /path "\/etc\/mcplane\/agent\.yaml" is under \/etc\/mcplane, which belongs to mcplane-agent itself/);
-  assert.match(err.problems[8]!.message, /would replace the directory that holds \/var\/lib\/mcplane/);
+  // One path per apply: a refusal carries only the first problems that fit its trailer budget.
+  const problems: Problem[] = [];
+  for (const path of paths) {
+    const err = await refusal(c, mcJson('50-takeover', [plainFile(path, 8)], [{ name: 'mcplane-agent.service', enabled: true }]));
+    assert.equal(err.grpcCode, Status.INVALID_ARGUMENT);
+    problems.push(...err.problems);
+  }
+  assert.deepEqual(problems.map((p) => `${p.object} ${p.field} ${p.rule}`),
+    paths.map(() => 'MachineConfig/50-takeover spec.config.storage.files[0].path path-agent-owned'));
+  assert.match(problems[0]!.message, /path "\/etc\/mcplane\/agent\.yaml" is under \/etc\/mcplane, which belongs to mcplane-agent itself/);
+  assert.match(problems[8]!.message, /would replace the directory that holds \/var\/lib\/mcplane/);
   // Neighbours with a shared prefix are not the agent's.
   await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'ok.json', text: mcJson('50-neighbours', [plainFile('/etc/mcplane-other/x', 8), plainFile('/var/lib/mcplanex', 8)]) }], dryRun: true }, 'apply');
 });
