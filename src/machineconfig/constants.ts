@@ -47,8 +47,9 @@ export const MAX_FILE_CONTENTS_BYTES = MAX_RENDERED_CONFIG_BYTES;
 /** All files of one MachineConfig, decoded: the same bound, for the same reason. */
 export const MAX_CONFIG_CONTENTS_BYTES = MAX_RENDERED_CONFIG_BYTES;
 /** All MachineConfigs of one Apply, decoded: no more than the largest request could carry plainly
- * (the server's receive limit), so gzip cannot multiply what a request costs the server. */
-export const MAX_APPLY_CONTENTS_BYTES = 16 * 1024 * 1024;
+ * (the server's receive limit, MAX_SERVER_RECEIVE_BYTES), so gzip cannot multiply what a request
+ * costs the server. */
+export const MAX_APPLY_CONTENTS_BYTES = 8 * 1024 * 1024;
 
 /** Ignition's default file mode when a config gives none. */
 export const DEFAULT_FILE_MODE = 0o644;

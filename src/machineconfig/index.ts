@@ -17,6 +17,7 @@ export { configsForPool, isCustomPool, poolSelectsNode, primaryPoolForNode } fro
 export { ProblemCollector } from './problem-collector.ts';
 export { boundDetails, boundProblems, PROBLEMS_TRAILER_BUDGET, STATUS_DETAILS_BUDGET, type BoundedProblems } from './problem-budget.ts';
 export { mergeSpecs, renderPool, renderedConfigJson, renderedConfigManifest, renderedConfigName } from './render.ts';
+export { boundNodeStatus, MAX_DRIFT_ENTRIES, MAX_REASON_CHARS } from './node-status-limits.ts';
 export { isDegraded, isReady, isUpdated, unavailableReason } from './node-availability.ts';
 export { computePoolStatus, conditionOf, type PoolStatusInput } from './pool-status.ts';
 export { decideRollout, rolloutOrder, type RolloutDecision } from './rollout.ts';

@@ -13,6 +13,7 @@ import { connect, type Clients } from '../../src/cli/client/connection.ts';
 import { PROBLEMS_TOTAL_TRAILER, PROBLEMS_TRAILER } from '../../src/controlplane/grpc/status-errors.ts';
 import { RemoteCallError, type Problem } from '../../src/machineconfig/index.ts';
 import { spawnServer } from '../helpers/server-process.ts';
+import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { testPki } from '../helpers/test-pki.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
@@ -213,6 +214,49 @@ test('one enormous problem is cut, not dropped, and the status stays small', asy
   assert.match(err.details, /^invalid document: 1 problem\n  - many\.json#0: Secret\uFFFD\/x+\n… cut here: \d+ more characters$/);
   assert.ok(trailerBytes(err) < 8 * 1024, `trailers are ${trailerBytes(err)} bytes`);
   // Still serving.
+  const { pools } = await call(c, c.status.listPools.bind(c.status), {}, 'list');
+  assert.ok(pools.length >= 2);
+});
+
+test("a node's report is bounded: a 1 MiB reason and 10,000 drift entries come back cut, and ListNodes works", async () => {
+  const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node('noisy'), name: 'noisy' });
+  await agent.connect();
+  const drift = Array.from({ length: 10_000 }, (_, i) => ({ path: `/etc/drift/${i}`, kind: 'file', expectedHash: 'a'.repeat(64), actualHash: 'b'.repeat(64), detectedUnixMs: 1_700_000_000_000 + i }));
+  const os = { bootedImage: 'i'.repeat(100_000), bootedChecksum: 'c', kernelArguments: Array.from({ length: 5000 }, (_, i) => `k${i}=1`), kernelType: 'default', extensions: [], stagedImage: '', fips: false };
+  agent.report({ state: 'Degraded', phase: 'validate', reason: 'r'.repeat(MIB), drift, os });
+  const list = async () => (await call(c, c.status.listNodes.bind(c.status), { pool: '', limit: 0, continueToken: '' }, 'list')).nodes.find((n) => n.name === 'noisy');
+  await eventually(async () => (await list())?.status?.state === 'Degraded', 10_000, 'the report');
+  const node = (await list())!;
+  const st = node.status!;
+  assert.ok(st.reason.length <= 4096 && st.reason.length > 4000, `reason of ${st.reason.length}`);
+  assert.match(st.reason, /^r+ … \[cut: \d+ more characters\]$/);
+  assert.equal(Number(/cut: (\d+)/.exec(st.reason)![1]) + st.reason.indexOf(' …'), MIB);
+  assert.equal(st.drift.length, 101);
+  assert.deepEqual(st.drift.slice(0, 100).map((d) => d.path), drift.slice(0, 100).map((d) => d.path));
+  assert.match(st.drift[100]!.path, /^… and 9900 more drifted files and units \(10000 in all/);
+  assert.ok(st.os!.bootedImage.length <= 1024 && st.os!.bootedImage.endsWith(' more characters]'));
+  assert.equal(st.os!.kernelArguments.length, 257);
+  assert.equal(st.os!.kernelArguments[256], '… and 4744 more');
+  const got = await call(c, c.status.getNode.bind(c.status), { name: 'noisy' }, 'get');
+  assert.equal(got.status!.reason, st.reason);
+  agent.close();
+});
+
+test('a 9 MiB message from a node is refused on its own stream; the server keeps serving', async () => {
+  const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node('flood'), name: 'flood' });
+  await agent.connect();
+  agent.report({ reason: 'z'.repeat(9 * MIB) });
+  await agent.waitFor(() => agent.error !== undefined, 10_000);
+  assert.equal(agent.error!.code, Status.RESOURCE_EXHAUSTED);
+  assert.match(agent.error!.details, /message larger than max/i);
+  agent.close();
+  // Nothing of it was stored, and everyone else is still served.
+  const node = await call(c, c.status.getNode.bind(c.status), { name: 'flood' }, 'get');
+  assert.equal(node.status!.reason, '');
+  const other = new SimulatedAgent({ address: server.address, tls: await server.pki.node('calm'), name: 'calm' });
+  await other.connect();
+  assert.equal(other.pool, 'worker');
+  other.close();
   const { pools } = await call(c, c.status.listPools.bind(c.status), {}, 'list');
   assert.ok(pools.length >= 2);
 });
