@@ -36,9 +36,20 @@ export const SUPPORTED_EXTENSIONS = [
 export const WRITABLE_ROOTS = ['/etc', '/var'] as const;
 /** CoreOS links these into /var; the agent re-checks the resolved path on the host itself. */
 export const LINKED_INTO_VAR_ROOTS = ['/usr/local', '/opt'] as const;
+/** The agent's own config (its credential) and state (its journal): a MachineConfig that could
+ * write there could take over the node's identity or rewrite what the agent believes it did. */
+export const AGENT_OWNED_ROOTS = ['/etc/mcplane', '/var/lib/mcplane'] as const;
 
 /** etcd's default request size limit: MCO cannot store a rendered config above it, nor do we. */
 export const MAX_RENDERED_CONFIG_BYTES = 1.5 * 1024 * 1024;
+/** One file's decoded (and decompressed) contents: a file above it could never render anyway. */
+export const MAX_FILE_CONTENTS_BYTES = MAX_RENDERED_CONFIG_BYTES;
+/** All files of one MachineConfig, decoded: the same bound, for the same reason. */
+export const MAX_CONFIG_CONTENTS_BYTES = MAX_RENDERED_CONFIG_BYTES;
+/** All MachineConfigs of one Apply, decoded: no more than the largest request could carry plainly
+ * (the server's receive limit, MAX_SERVER_RECEIVE_BYTES), so gzip cannot multiply what a request
+ * costs the server. */
+export const MAX_APPLY_CONTENTS_BYTES = 8 * 1024 * 1024;
 
 /** Ignition's default file mode when a config gives none. */
 export const DEFAULT_FILE_MODE = 0o644;

@@ -4,6 +4,8 @@
 export const CANONICAL_DATA_URL_PREFIX = 'data:;base64,';
 
 export type DataUrlResult = { bytes: Buffer } | { error: string };
+/** `tooLarge`: the decoded bytes would exceed the caller's limit; nothing was decoded past it. */
+export type BoundedDataUrlResult = DataUrlResult | { tooLarge: true };
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
@@ -11,7 +13,18 @@ export function isValidBase64(text: string): boolean {
   return text.length % 4 === 0 && BASE64.test(text);
 }
 
+/** How many bytes valid padded base64 text decodes to, without decoding it. */
+export function base64DecodedLength(text: string): number {
+  const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
+  return (text.length / 4) * 3 - padding;
+}
+
 export function decodeDataUrl(url: string): DataUrlResult {
+  return decodeDataUrlBounded(url, Infinity) as DataUrlResult;
+}
+
+/** Decodes at most `maxBytes`: what a user sends is decoded before anyone has checked its size. */
+export function decodeDataUrlBounded(url: string, maxBytes: number): BoundedDataUrlResult {
   if (!url.startsWith('data:')) return { error: 'not a data URL (must start with "data:")' };
   const comma = url.indexOf(',');
   if (comma < 0) return { error: 'malformed data URL: no "," between the media type and the data' };
@@ -20,9 +33,10 @@ export function decodeDataUrl(url: string): DataUrlResult {
   const data = url.slice(comma + 1);
   if (isBase64) {
     if (!isValidBase64(data)) return { error: 'malformed data URL: the data is not valid padded base64' };
+    if (base64DecodedLength(data) > maxBytes) return { tooLarge: true };
     return { bytes: Buffer.from(data, 'base64') };
   }
-  return percentDecode(data);
+  return percentDecode(data, maxBytes);
 }
 
 export function encodeDataUrl(bytes: Uint8Array): string {
@@ -30,10 +44,13 @@ export function encodeDataUrl(bytes: Uint8Array): string {
 }
 
 /** Decodes %XX escapes into raw bytes; unlike decodeURIComponent it accepts non-UTF-8 bytes. */
-function percentDecode(data: string): DataUrlResult {
-  if (!data.includes('%')) return { bytes: Buffer.from(data, 'utf8') };
+function percentDecode(data: string, maxBytes: number): BoundedDataUrlResult {
+  if (!data.includes('%')) {
+    return Buffer.byteLength(data, 'utf8') > maxBytes ? { tooLarge: true } : { bytes: Buffer.from(data, 'utf8') };
+  }
   const out: number[] = [];
   for (let i = 0; i < data.length; i++) {
+    if (out.length > maxBytes) return { tooLarge: true };
     const ch = data.charCodeAt(i);
     if (ch === 0x25 /* % */) {
       const hex = data.slice(i + 1, i + 3);
@@ -50,5 +67,5 @@ function percentDecode(data: string): DataUrlResult {
       if (cp > 0xffff) i++;
     }
   }
-  return { bytes: Buffer.from(out) };
+  return out.length > maxBytes ? { tooLarge: true } : { bytes: Buffer.from(out) };
 }

@@ -4,15 +4,18 @@
 // is refused here, which is where MCO's render controller refuses it too.
 
 import { createHash } from 'node:crypto';
-import { gunzipSync } from 'node:zlib';
 import {
   DEFAULT_FILE_MODE,
   INTERNAL_IGNITION_VERSION,
+  MAX_FILE_CONTENTS_BYTES,
   MAX_FILE_MODE,
   SUPPORTED_IGNITION_VERSIONS,
   SYSTEMD_UNIT_SUFFIXES,
 } from './constants.ts';
-import { CANONICAL_DATA_URL_PREFIX, decodeDataUrl, encodeDataUrl, isValidBase64 } from './data-url.ts';
+import { gunzipBounded } from './bounded-gunzip.ts';
+import { configBudget, describeBytes, type ContentsBudget } from './contents-budget.ts';
+import { base64DecodedLength, CANONICAL_DATA_URL_PREFIX, decodeDataUrlBounded, encodeDataUrl, isValidBase64 } from './data-url.ts';
+import { controlCharacterViolation, quote } from './control-characters.ts';
 import { managedPathViolation } from './paths.ts';
 import { isNonEmpty, join, ProblemCollector } from './problem-collector.ts';
 import type {
@@ -55,7 +58,7 @@ export function emptyIgnitionConfig(): IgnitionConfig {
  * Converts a MachineConfig's spec.config to the internal form, reporting every problem into `c`.
  * Returns undefined when the config cannot be converted at all (wrong type, unknown version).
  */
-export function parseIgnition(raw: unknown, c: ProblemCollector, field: string): IgnitionConfig | undefined {
+export function parseIgnition(raw: unknown, c: ProblemCollector, field: string, budget: ContentsBudget = configBudget()): IgnitionConfig | undefined {
   if (raw === undefined || raw === null) return emptyIgnitionConfig();
   const config = c.record(raw, field);
   if (!config) return undefined;
@@ -89,7 +92,7 @@ export function parseIgnition(raw: unknown, c: ProblemCollector, field: string):
   }
 
   out.passwd.users = parsePasswd(config.passwd, c, join(field, 'passwd'));
-  out.storage.files = parseStorage(config.storage, c, join(field, 'storage'), spec2);
+  out.storage.files = parseStorage(config.storage, c, join(field, 'storage'), spec2, budget);
   out.systemd.units = parseSystemd(config.systemd, c, join(field, 'systemd'), spec2);
   return out;
 }
@@ -143,7 +146,7 @@ function parsePasswd(raw: unknown, c: ProblemCollector, field: string): Ignition
   return out;
 }
 
-function parseStorage(raw: unknown, c: ProblemCollector, field: string, spec2: boolean): IgnitionFile[] {
+function parseStorage(raw: unknown, c: ProblemCollector, field: string, spec2: boolean, budget: ContentsBudget): IgnitionFile[] {
   const storage = c.record(raw, field);
   if (!storage) return [];
   c.onlyKeys(storage, field, spec2 ? KEYS.storage2 : KEYS.storage3);
@@ -155,9 +158,9 @@ function parseStorage(raw: unknown, c: ProblemCollector, field: string, spec2: b
     }
   }
   return parseKeyedList(c.array(storage.files, field, 'files') ?? [], `${field}.files`, spec2, {
-    parse: (raw, f) => parseFile(raw, c, f, spec2),
+    parse: (raw, f) => parseFile(raw, c, f, spec2, budget),
     key: (file) => file.path,
-    duplicate: (file, f) => c.add(join(f, 'path'), 'duplicate-path', `path ${file.path} appears more than once in this config`),
+    duplicate: (file, f) => c.add(join(f, 'path'), 'duplicate-path', `path ${quote(file.path)} appears more than once in this config`),
   });
 }
 
@@ -187,7 +190,7 @@ function parseKeyedList<T>(
   return [...byKey.values()];
 }
 
-function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean): IgnitionFile | undefined {
+function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean, budget: ContentsBudget): IgnitionFile | undefined {
   const file = c.record(raw, f);
   if (!file) return undefined;
   const before = c.problems.length;
@@ -223,9 +226,10 @@ function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean)
     mode = rawMode;
   }
 
-  const source = parseContents(file.contents, c, f);
+  const source = parseContents(file.contents, c, f, budget);
   const user = file.user == null ? undefined : parseOwner(file.user, c, join(f, 'user'));
   const group = file.group == null ? undefined : parseOwner(file.group, c, join(f, 'group'));
+  if (path !== undefined) c.nameEntry(before, `file ${quote(path)}`, join(f, 'path'));
   if (c.problems.length > before || path === undefined || source === undefined) return undefined;
 
   const out: IgnitionFile = { path, mode, overwrite: true, contents: { source } };
@@ -235,8 +239,9 @@ function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean)
 }
 
 /** Returns the canonical data URL for the file's bytes, or undefined after reporting. `file` is the
- * file's field path; the contents' own path is built only when reporting a problem. */
-function parseContents(raw: unknown, c: ProblemCollector, file: string): string | undefined {
+ * file's field path; the contents' own path is built only when reporting a problem. Decoding
+ * stops at the tighter of the per-file limit and what is left of `budget`. */
+function parseContents(raw: unknown, c: ProblemCollector, file: string, budget: ContentsBudget): string | undefined {
   const contents = c.record(raw, file, 'contents');
   if (!contents) return CANONICAL_DATA_URL_PREFIX; // a file with no contents is an empty file
   c.onlyKeys(contents, file, KEYS.contents, 'contents');
@@ -253,13 +258,27 @@ function parseContents(raw: unknown, c: ProblemCollector, file: string): string 
   }
   if (source === '') return CANONICAL_DATA_URL_PREFIX;
 
+  const room = budget.tightest();
+  const limit = Math.min(MAX_FILE_CONTENTS_BYTES, room.left);
+  const tooLarge = (what: string): undefined => {
+    c.add(join(file, 'contents.source'), 'contents-size', `${what}, above the limit of ` + (limit === MAX_FILE_CONTENTS_BYTES
+      ? `${describeBytes(MAX_FILE_CONTENTS_BYTES)} for one file`
+      : `${describeBytes(room.budget.limit)} for ${room.budget.scope} (${describeBytes(room.budget.limit - room.left)} already used before this file)`));
+    return undefined;
+  };
+
   // Fast path: base64 with nothing to verify or decompress only needs its media type dropped;
   // decoding and re-encoding would give the same text at a large cost on big configs.
   if (compression === '' && !expectedHash && source.startsWith('data:')) {
     const comma = source.indexOf(',');
     if (comma > 0 && source.slice(comma - 7, comma) === ';base64') {
       const data = source.slice(comma + 1);
-      if (isValidBase64(data)) return comma === CANONICAL_DATA_URL_PREFIX.length - 1 ? source : CANONICAL_DATA_URL_PREFIX + data;
+      if (isValidBase64(data)) {
+        const size = base64DecodedLength(data);
+        if (size > limit) return tooLarge(`contents are ${describeBytes(size)}`);
+        budget.charge(size);
+        return comma === CANONICAL_DATA_URL_PREFIX.length - 1 ? source : CANONICAL_DATA_URL_PREFIX + data;
+      }
     }
   }
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(source)?.[1]?.toLowerCase();
@@ -269,7 +288,10 @@ function parseContents(raw: unknown, c: ProblemCollector, file: string): string 
       '(remote http, https, s3, gs, tftp and arn sources would be fetched at apply time, unhashed)');
     return undefined;
   }
-  const decoded = decodeDataUrl(source);
+  // Compressed contents may decode to more than the limit and still inflate to less, so only the
+  // inflated size is bounded by it; the compressed form can be no larger than the request itself.
+  const decoded = decodeDataUrlBounded(source, compression === 'gzip' ? Infinity : limit);
+  if ('tooLarge' in decoded) return tooLarge(`contents decode to more than ${describeBytes(limit)}`);
   if ('error' in decoded) {
     c.add(join(file, 'contents.source'), 'data-url', decoded.error);
     return undefined;
@@ -283,13 +305,18 @@ function parseContents(raw: unknown, c: ProblemCollector, file: string): string 
   }
   let bytes = decoded.bytes;
   if (compression === 'gzip') {
-    try {
-      bytes = gunzipSync(bytes);
-    } catch (err) {
-      c.add(join(file, 'contents.compression'), 'compression', `contents are not valid gzip: ${(err as Error).message}`);
+    const inflated = gunzipBounded(bytes, limit);
+    if ('tooLarge' in inflated) {
+      return tooLarge(`${describeBytes(bytes.length)} of gzip contents expand past ${describeBytes(limit)} (decompression stopped there)`);
+    }
+    if ('error' in inflated) {
+      c.add(join(file, 'contents.compression'), 'compression', `contents are not valid gzip: ${inflated.error}`);
       return undefined;
     }
+    bytes = inflated.bytes;
   }
+  if (bytes.length > limit) return tooLarge(`contents are ${describeBytes(bytes.length)}`);
+  budget.charge(bytes.length);
   return encodeDataUrl(bytes);
 }
 
@@ -319,7 +346,7 @@ function parseSystemd(raw: unknown, c: ProblemCollector, field: string, spec2: b
   return parseKeyedList(c.array(systemd.units, field, 'units') ?? [], `${field}.units`, spec2, {
     parse: (raw, f) => parseUnit(raw, c, f, spec2),
     key: (unit) => unit.name,
-    duplicate: (unit, f) => c.add(join(f, 'name'), 'duplicate-unit', `unit ${unit.name} appears more than once in this config`),
+    duplicate: (unit, f) => c.add(join(f, 'name'), 'duplicate-unit', `unit ${quote(unit.name)} appears more than once in this config`),
   });
 }
 
@@ -342,18 +369,20 @@ function parseUnit(raw: unknown, c: ProblemCollector, f: string, spec2: boolean)
 
   const dropins = c.array(unit.dropins, f, 'dropins') ?? [];
   const byName = new Map<string, IgnitionDropin>();
-  dropins.forEach((rawDropin, j) => {
-    const df = `${f}.dropins[${j}]`;
-    const d = c.record(rawDropin, df);
-    if (!d) return;
+  const parseDropin = (d: Raw, df: string): void => {
     c.onlyKeys(d, df, ['name', 'contents']);
     const dname = c.string(d.name, df, 'name');
     if (dname === undefined) {
       c.add(join(df, 'name'), 'required', 'a dropin needs a name');
       return;
     }
+    const control = controlCharacterViolation(dname);
+    if (control) {
+      c.add(join(df, 'name'), 'control-character', `dropin name ${quote(dname)} ${control}`);
+      return;
+    }
     if (!/^[^/]+\.conf$/.test(dname)) {
-      c.add(join(df, 'name'), 'dropin-name', `dropin name "${dname}" must end in ".conf" and contain no "/"`);
+      c.add(join(df, 'name'), 'dropin-name', `dropin name ${quote(dname)} must end in ".conf" and contain no "/"`);
       return;
     }
     const dropin: IgnitionDropin = { name: dname };
@@ -361,15 +390,39 @@ function parseUnit(raw: unknown, c: ProblemCollector, f: string, spec2: boolean)
     if (dcontents !== undefined) dropin.contents = dcontents;
     byName.delete(dname);
     byName.set(dname, dropin);
+  };
+  dropins.forEach((rawDropin, j) => {
+    const df = `${f}.dropins[${j}]`;
+    const d = c.record(rawDropin, df);
+    if (!d) return;
+    const start = c.problems.length;
+    parseDropin(d, df);
+    if (typeof d.name === 'string') c.nameEntry(start, `dropin ${quote(d.name)}`, join(df, 'name'));
   });
   if (byName.size > 0) out.dropins = [...byName.values()];
+  if (name !== undefined) c.nameEntry(before, `unit ${quote(name)}`, join(f, 'name'));
   return c.problems.length > before ? undefined : out;
 }
 
+// systemd's own set (unit_name_is_valid): anything else, a space included, systemd refuses, and
+// the agent would only find out on the host, half-way through an update.
+const UNIT_NAME_CHARACTERS = /^[A-Za-z0-9:_.\\@-]*$/;
+
 function checkUnitName(name: string, c: ProblemCollector, f: string): void {
+  const control = controlCharacterViolation(name);
+  if (control) {
+    c.add(f, 'control-character', `unit name ${quote(name)} ${control}`);
+    return;
+  }
   const valid = !name.includes('/') && SYSTEMD_UNIT_SUFFIXES.some((s) => name.endsWith(s) && name.length > s.length);
   if (!valid) {
-    c.add(f, 'unit-name', `unit name "${name}" must end in one of ${SYSTEMD_UNIT_SUFFIXES.join(' ')} and contain no "/"`);
+    c.add(f, 'unit-name', `unit name ${quote(name)} must end in one of ${SYSTEMD_UNIT_SUFFIXES.join(' ')} and contain no "/"`);
+    return;
+  }
+  const bad = [...name].find((ch) => !UNIT_NAME_CHARACTERS.test(ch));
+  if (bad !== undefined) {
+    c.add(f, 'unit-name-characters', `unit name ${quote(name)} contains ${bad === ' ' ? 'a space' : quote(bad)}; systemd unit names ` +
+      'may contain only letters, digits and ":-_.\\@" (write other characters as \\xNN escapes, as systemd-escape does)');
   }
 }
 

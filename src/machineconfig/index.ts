@@ -15,7 +15,9 @@ export { parseDocuments, parseManifests, readDocuments, type ParsedManifests, ty
 export { managedPathViolation, isUnder } from './paths.ts';
 export { configsForPool, isCustomPool, poolSelectsNode, primaryPoolForNode } from './pool-membership.ts';
 export { ProblemCollector } from './problem-collector.ts';
+export { boundDetails, boundProblems, PROBLEMS_TRAILER_BUDGET, STATUS_DETAILS_BUDGET, type BoundedProblems } from './problem-budget.ts';
 export { mergeSpecs, renderPool, renderedConfigJson, renderedConfigManifest, renderedConfigName } from './render.ts';
+export { boundNodeStatus, MAX_DRIFT_ENTRIES, MAX_REASON_CHARS } from './node-status-limits.ts';
 export { isDegraded, isReady, isUpdated, unavailableReason } from './node-availability.ts';
 export { computePoolStatus, conditionOf, type PoolStatusInput } from './pool-status.ts';
 export { decideRollout, rolloutOrder, type RolloutDecision } from './rollout.ts';

@@ -5,6 +5,7 @@ import {
   SUPPORTED_EXTENSIONS,
   type KernelType,
 } from './constants.ts';
+import { configBudget, type ContentsBudget } from './contents-budget.ts';
 import { parseIgnition } from './ignition.ts';
 import { checkApiVersion, parseObjectMeta } from './object-meta.ts';
 import type { ProblemCollector } from './problem-collector.ts';
@@ -14,14 +15,15 @@ const SPEC_KEYS = [
   'config', 'kernelArguments', 'kernelType', 'fips', 'extensions', 'osImageURL', 'baseOSExtensionsContainerImage',
 ];
 
-/** Validates and normalizes one MachineConfig document; every problem goes into `c`. */
-export function parseMachineConfig(doc: Record<string, unknown>, c: ProblemCollector): MachineConfig | undefined {
+/** Validates and normalizes one MachineConfig document; every problem goes into `c`. `applyBudget`
+ * bounds the decoded contents of every config parsed with it together (one request's). */
+export function parseMachineConfig(doc: Record<string, unknown>, c: ProblemCollector, applyBudget?: ContentsBudget): MachineConfig | undefined {
   checkApiVersion(doc, c);
   const metadata = parseObjectMeta(doc.metadata, c);
   const rawSpec = c.record(doc.spec, 'spec') ?? {};
   c.onlyKeys(rawSpec, 'spec', SPEC_KEYS);
 
-  const config = parseIgnition(rawSpec.config, c, 'spec.config');
+  const config = parseIgnition(rawSpec.config, c, 'spec.config', configBudget(applyBudget));
 
   const kernelArguments = c.stringList(rawSpec.kernelArguments, 'spec.kernelArguments') ?? [];
   kernelArguments.forEach((karg, i) => {

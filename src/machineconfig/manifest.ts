@@ -3,6 +3,7 @@
 
 import { parseAllDocuments } from 'yaml';
 import { KIND_MACHINE_CONFIG, KIND_MACHINE_CONFIG_POOL } from './constants.ts';
+import { applyBudget } from './contents-budget.ts';
 import type { Problem } from './errors.ts';
 import { parseMachineConfig } from './machine-config.ts';
 import { parseMachineConfigPool } from './machine-config-pool.ts';
@@ -76,6 +77,7 @@ function parseText(text: string, sourceName: string, problems: Problem[]): unkno
 export function parseDocuments(documents: RawDocument[]): ParsedManifests {
   const out: ParsedManifests = { configs: [], pools: [], problems: [] };
   const seen = new Map<string, string>();
+  const budget = applyBudget();
   for (const { source, value } of documents) {
     const ref = objectRef(value, 'document');
     const c = new ProblemCollector(ref, source);
@@ -85,7 +87,7 @@ export function parseDocuments(documents: RawDocument[]): ParsedManifests {
     }
     seen.set(ref, source);
     if (value.kind === KIND_MACHINE_CONFIG) {
-      const mc = parseMachineConfig(value, c);
+      const mc = parseMachineConfig(value, c, budget);
       if (mc && c.ok) out.configs.push(mc);
     } else if (value.kind === KIND_MACHINE_CONFIG_POOL) {
       const pool = parseMachineConfigPool(value, c);

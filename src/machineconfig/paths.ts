@@ -1,27 +1,53 @@
-import { LINKED_INTO_VAR_ROOTS, WRITABLE_ROOTS } from './constants.ts';
+import { posix } from 'node:path';
+import { AGENT_OWNED_ROOTS, LINKED_INTO_VAR_ROOTS, WRITABLE_ROOTS } from './constants.ts';
+import { controlCharacterViolation, quote } from './control-characters.ts';
 
 const DOT_SEGMENT = /\/\.\.?(\/|$)/;
 
 /** Why a path may not be managed, or undefined when it may be. Pure string rules only: the
  * agent re-checks the path after resolving symlinks on the host itself. */
 export function managedPathViolation(path: string): { rule: string; message: string } | undefined {
+  const control = controlCharacterViolation(path);
+  if (control) return { rule: 'control-character', message: `path ${quote(path)} ${control}` };
   if (!path.startsWith('/')) {
-    return { rule: 'path-absolute', message: `path "${path}" is relative; it must be absolute` };
+    return { rule: 'path-absolute', message: `path ${quote(path)} is relative; it must be absolute` };
+  }
+  // Checked on the normalized path, before the spelling rules below, so that "/etc//mcplane/x",
+  // "/etc/./mcplane" and "/etc/mcplane/../mcplane/x" name the rule that matters.
+  const owned = agentOwnedRoot(posix.normalize(path));
+  if (owned) {
+    return {
+      rule: 'path-agent-owned',
+      message: `path ${quote(path)} ${owned.replacing ? `would replace the directory that holds ${owned.root}` : `is ${owned.exact ? '' : 'under '}${owned.root}`}, which ` +
+        'belongs to mcplane-agent itself (its configuration and credential in /etc/mcplane, its journal in /var/lib/mcplane); ' +
+        'a MachineConfig may not write there',
+    };
   }
   if (DOT_SEGMENT.test(path)) {
-    return { rule: 'path-dot-segment', message: `path "${path}" has a "." or ".." segment; write the path it means` };
+    return { rule: 'path-dot-segment', message: `path ${quote(path)} has a "." or ".." segment; write the path it means` };
   }
   if (path.includes('//') || path.endsWith('/')) {
-    return { rule: 'path-empty-segment', message: `path "${path}" has an empty segment or a trailing "/"; it must name a file` };
+    return { rule: 'path-empty-segment', message: `path ${quote(path)} has an empty segment or a trailing "/"; it must name a file` };
   }
   if (isUnder(path, WRITABLE_ROOTS) || isUnder(path, LINKED_INTO_VAR_ROOTS)) return undefined;
   return {
     rule: 'path-writable-root',
     message:
-      `path "${path}" is outside /etc and /var: on an image-based host the rest of the tree is the ` +
+      `path ${quote(path)} is outside /etc and /var: on an image-based host the rest of the tree is the ` +
       `read-only OS image (ostree) and would be replaced on the next update; /usr/local and /opt are ` +
       `also accepted because CoreOS links them into /var`,
   };
+}
+
+function agentOwnedRoot(normalized: string): { root: string; replacing: boolean; exact: boolean } | undefined {
+  const path = normalized.length > 1 ? normalized.replace(/\/+$/, '') : normalized;
+  for (const root of AGENT_OWNED_ROOTS) {
+    if (path === root || path.startsWith(root + '/')) return { root, replacing: false, exact: path === root };
+    // A file at /var/lib would have to replace the directory the journal lives in. (/etc and /var
+    // themselves are refused by the writable-root rule, which says more.)
+    if (root.startsWith(path + '/') && isUnder(path, WRITABLE_ROOTS)) return { root, replacing: true, exact: false };
+  }
+  return undefined;
 }
 
 export function isUnder(path: string, roots: readonly string[]): boolean {

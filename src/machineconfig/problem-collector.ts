@@ -1,3 +1,4 @@
+import { controlCharacterViolation, quote } from './control-characters.ts';
 import type { Problem } from './errors.ts';
 
 type Json = unknown;
@@ -16,6 +17,18 @@ export class ProblemCollector {
     const p: Problem = { object: this.object, field, rule, message };
     if (this.source !== undefined) p.source = this.source;
     this.problems.push(p);
+  }
+
+  /**
+   * Prefixes the problems found since `since` with the entry they belong to, e.g. `file "/etc/a": `:
+   * "storage.files[3]" alone makes a user count list entries in a config they may not have
+   * written. Problems about the naming field itself already quote the name and are left alone.
+   */
+  nameEntry(since: number, label: string, namingField: string): void {
+    for (let i = since; i < this.problems.length; i++) {
+      const p = this.problems[i]!;
+      if (p.field !== namingField) p.message = `${label}: ${p.message}`;
+    }
   }
 
   get ok(): boolean {
@@ -75,7 +88,10 @@ export class ProblemCollector {
   onlyKeys(value: Record<string, Json>, field: string, known: readonly string[], prefix?: string): void {
     for (const key in value) {
       if (!known.includes(key)) {
-        this.add(join(join(field, prefix), key), 'unknown-field', `unknown field "${key}" (expected one of: ${known.join(', ')})`);
+        // A key is the sender's text: quote it where it could break a field path or a line.
+        const safe = controlCharacterViolation(key) || key.length > 100 || /[.[\]"\s]/.test(key) ? `[${quote(key, 100)}]` : key;
+        const base = join(field, prefix);
+        this.add(safe === key ? join(base, key) : base + safe, 'unknown-field', `unknown field ${quote(key, 100)} (expected one of: ${known.join(', ')})`);
       }
     }
   }

@@ -6,6 +6,7 @@ import type { ChannelOptions } from '@grpc/grpc-js';
 
 export const KEEPALIVE_TIME_MS = 60_000;
 export const KEEPALIVE_TIMEOUT_MS = 20_000;
+export const MAX_SERVER_RECEIVE_BYTES = 8 * 1024 * 1024;
 
 export const SERVER_CHANNEL_OPTIONS: ChannelOptions = {
   'grpc.keepalive_time_ms': KEEPALIVE_TIME_MS,
@@ -15,7 +16,10 @@ export const SERVER_CHANNEL_OPTIONS: ChannelOptions = {
   'grpc.keepalive_permit_without_calls': 1,
   // Never recycle a healthy agent stream for age.
   'grpc.max_connection_age_ms': 2 ** 31 - 1,
-  'grpc.max_receive_message_length': 16 * 1024 * 1024,
+  // One limit for every method (grpc-js has no per-method one). 8 MiB is five times the largest
+  // rendered config (1.5 MiB) for an Apply, and refuses a runaway agent's status report with
+  // RESOURCE_EXHAUSTED on that stream before the server buffers or parses it.
+  'grpc.max_receive_message_length': MAX_SERVER_RECEIVE_BYTES,
 };
 
 export const CLIENT_CHANNEL_OPTIONS: ChannelOptions = {

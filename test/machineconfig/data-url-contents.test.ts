@@ -71,3 +71,21 @@ test('equal bytes in different spellings normalize to one source', () => {
   assert.equal(a, b);
   assert.equal(a, 'data:;base64,aGk=');
 });
+
+test('one apply cannot multiply its size with gzip: all its configs share an 8 MiB decoded budget', () => {
+  // Each config holds 1.4 MiB (under its own limit) in a few kilobytes of gzip.
+  const gz = gzipSync(Buffer.alloc(1.4 * 1024 * 1024)).toString('base64');
+  const docs = Array.from({ length: 12 }, (_, i) =>
+    mcDoc(`c${i}`, 'worker', { config: ign('3.4.0', { storage: { files: [{ path: '/etc/z', contents: { source: 'data:;base64,' + gz, compression: 'gzip' } }] } }) }));
+  const problems = problemsOf(...docs);
+  // Five fit (7 MiB); each later one finds less than 1.4 MiB left.
+  assert.deepEqual(problems.map((p) => [p.object, p.rule]), [5, 6, 7, 8, 9, 10, 11].map((i) => [`MachineConfig/c${i}`, 'contents-size']));
+  assert.match(problems[0]!.message, /limit of 8 MiB \(8388608 bytes\) for all MachineConfigs of one apply \(7 MiB \(7340030 bytes\) already used before this file\)/);
+});
+
+test('decoding stops at the limit for base64 and percent-encoded data too', () => {
+  const big = 'x'.repeat(1.5 * 1024 * 1024 + 1);
+  assert.equal(problemsOf(withSource('data:,' + big))[0]!.rule, 'contents-size');
+  assert.equal(problemsOf(withSource('data:;base64,' + Buffer.from(big).toString('base64')))[0]!.rule, 'contents-size');
+  assert.equal(problemsOf(withSource('data:text/plain;base64,' + Buffer.from(big).toString('base64'), { verification: { hash: 'sha256-00' } }))[0]!.rule, 'contents-size');
+});

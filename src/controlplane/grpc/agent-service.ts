@@ -2,7 +2,7 @@
 // client certificate names; after that the stream speaks only for that node.
 
 import type { ServerDuplexStream, ServiceError } from '@grpc/grpc-js';
-import { InvalidDocumentError, PermissionDeniedError, type NodeStatus } from '../../machineconfig/index.ts';
+import { boundNodeStatus, InvalidDocumentError, PermissionDeniedError, type NodeStatus } from '../../machineconfig/index.ts';
 import type { AgentMessage__Output } from '../../runtime/generated/mcplane/v1/AgentMessage.ts';
 import type { AgentServiceHandlers } from '../../runtime/generated/mcplane/v1/AgentService.ts';
 import type { NodeStatus__Output } from '../../runtime/generated/mcplane/v1/NodeStatus.ts';
@@ -91,7 +91,7 @@ export function agentService(cp: ControlPlane, auth: Authorizer, log: Logger): A
 }
 
 function statusFromWire(s: NodeStatus__Output | null, bootId = '', agentVersion = ''): NodeStatus {
-  return {
+  return boundNodeStatus({
     currentConfig: s?.currentConfig ?? '',
     desiredConfig: s?.desiredConfig ?? '',
     state: (s?.state || 'Done') as NodeStatus['state'],
@@ -102,5 +102,5 @@ function statusFromWire(s: NodeStatus__Output | null, bootId = '', agentVersion 
     bootId: s?.bootId || bootId,
     agentVersion: s?.agentVersion || agentVersion,
     lastDisruption: s?.lastDisruption ?? '',
-  };
+  });
 }

@@ -1,8 +1,9 @@
-// McplaneError codes to gRPC status codes, in one table. Problems travel in full in the
-// `mcplane-problems-bin` trailer (JSON) so clients can print them without parsing messages.
+// McplaneError codes to gRPC status codes, in one table. Problems travel in the
+// `mcplane-problems-bin` trailer (JSON) so clients can print them without parsing messages: the
+// first ones that fit a budget (see problem-budget.ts), with the total in `mcplane-problems-total`.
 
 import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
-import { InvalidDocumentError, McplaneError, RenderError } from '../../machineconfig/index.ts';
+import { boundDetails, boundProblems, InvalidDocumentError, McplaneError, RenderError } from '../../machineconfig/index.ts';
 import type { Logger } from '../../runtime/logger.ts';
 
 const STATUS_BY_CODE: Record<string, Status> = {
@@ -22,15 +23,20 @@ const STATUS_BY_CODE: Record<string, Status> = {
 
 export const PROBLEMS_TRAILER = 'mcplane-problems-bin';
 export const ERROR_CODE_TRAILER = 'mcplane-error-code';
+/** How many problems there were in all, when the problems trailer carries only the first ones. */
+export const PROBLEMS_TOTAL_TRAILER = 'mcplane-problems-total';
 
 export function toServiceError(err: unknown, log: Logger): Partial<ServiceError> {
   if (err instanceof McplaneError) {
     const metadata = new Metadata();
     metadata.set(ERROR_CODE_TRAILER, err.code);
     if (err instanceof InvalidDocumentError || err instanceof RenderError) {
-      metadata.set(PROBLEMS_TRAILER, Buffer.from(JSON.stringify(err.problems)));
+      const bounded = boundProblems(err.problems);
+      metadata.set(PROBLEMS_TRAILER, Buffer.from(bounded.json));
+      metadata.set(PROBLEMS_TOTAL_TRAILER, String(bounded.total));
     }
-    return { code: STATUS_BY_CODE[err.code] ?? Status.UNKNOWN, details: err.message, metadata };
+    // A message can quote what the caller sent (a name, a path): bounded like the problems.
+    return { code: STATUS_BY_CODE[err.code] ?? Status.UNKNOWN, details: boundDetails(err.message), metadata };
   }
   // Anything else is a bug: log it with its stack, tell the caller without leaking internals.
   log.error({ err }, 'internal error while handling a call');

@@ -1,8 +1,8 @@
 // Chooses the backend: SQLite in the data directory for one machine (the default), or etcd for
 // several replicas.
 
-import { ConfigurationError } from '../../machineconfig/index.ts';
 import type { Logger } from '../../runtime/logger.ts';
+import { EtcdStore } from './etcd-store.ts';
 import { SqliteStore } from './sqlite-store.ts';
 import type { Store } from './store.ts';
 
@@ -19,5 +19,5 @@ export interface StoreOptions {
 
 export async function openStore(options: StoreOptions): Promise<Store> {
   if (!options.etcd) return new SqliteStore(options.dataDir);
-  throw new ConfigurationError('the etcd backend is not available in this build');
+  return EtcdStore.connect({ ...options.etcd, log: options.log });
 }

@@ -1,0 +1,31 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { boundNodeStatus, type NodeStatus } from '../../src/machineconfig/index.ts';
+
+const base: NodeStatus = {
+  currentConfig: 'rendered-worker-1', desiredConfig: 'rendered-worker-2', state: 'Working', phase: 'apply', reason: 'writing files',
+  drift: [{ path: '/etc/a', kind: 'file', expectedHash: 'e', actualHash: 'a', detectedUnixMs: 5 }],
+  os: { bootedImage: 'img', bootedChecksum: 'sum', kernelArguments: ['a=1'], kernelType: 'default', extensions: ['usbguard'], stagedImage: '', fips: false },
+  bootId: 'b', agentVersion: '1', lastDisruption: '',
+};
+
+test('a status within the limits is returned unchanged', () => {
+  assert.deepEqual(boundNodeStatus(base), base);
+});
+
+test('every field is cut, and a cut never splits a surrogate pair', () => {
+  // One of the two prefixes puts a pair across the cut, whichever way the marker's length falls.
+  for (const prefix of ['a', 'aa']) {
+    const reason = prefix + '😀'.repeat(5000);
+    const out = boundNodeStatus({ ...base, reason });
+    assert.ok(out.reason.length <= 4096);
+    assert.doesNotMatch(out.reason, /\p{Cs}/u);
+    assert.match(out.reason, /^a+(😀)+ … \[cut: \d+ more characters\]$/);
+    const kept = out.reason.indexOf(' …');
+    assert.equal(kept + Number(/cut: (\d+)/.exec(out.reason)![1]), reason.length);
+  }
+  const out = boundNodeStatus({ ...base, state: 'X'.repeat(5000) as NodeStatus['state'], os: { ...base.os!, extensions: Array.from({ length: 300 }, (_, i) => `e${i}`) } });
+  assert.ok(out.state.length <= 1024);
+  assert.equal(out.os!.extensions.length, 257);
+  assert.equal(out.os!.extensions.at(-1), '… and 44 more');
+});
