@@ -220,9 +220,8 @@ for (const backend of BACKENDS) {
     });
 
     // etcd refuses a Txn that writes one key twice, and checks every compare against the state
-    // before the Txn. The SQLite store applies ops one after the other instead, so it accepts
-    // [delete X, put X expectedVersion: null] that etcd cannot do: the contract must pick one.
-    test('an object written twice in one commit is refused with StoreLimitError, naming it', { todo: backend.name === 'sqlite' ? 'SqliteStore accepts it (ops applied in order); the contract should say one write per object per commit' : false }, async () => {
+    // before the Txn: the contract says one write per object per commit, on both backends.
+    test('an object written twice in one commit is refused with StoreLimitError, naming it', async () => {
       const { store, close } = await backend.open();
       try {
         await store.commit([put('Node', 'x', 0)]);

@@ -171,7 +171,6 @@ export class EtcdStore implements Store {
    */
   async commit(ops: WriteOp[]): Promise<CommitResult> {
     checkCommitLimits(ops);
-    checkOneWritePerObject(ops);
     for (const op of ops) {
       if (op.type === 'put' && op.lease !== undefined && !/^\d+$/.test(op.lease)) {
         throw new StoreLimitError(`${op.kind}/${op.name}: lease ${op.lease} does not exist (an etcd lease id is a number)`);
@@ -302,17 +301,6 @@ function versionCompare(key: Buffer, expected: string | null): Compare {
   if (expected === null) return { result: 'EQUAL', target: 'CREATE', key, create_revision: '0' };
   // A resourceVersion that is not a revision can match nothing.
   return { result: 'EQUAL', target: 'MOD', key, mod_revision: /^\d+$/.test(expected) ? expected : '-1' };
-}
-
-/** etcd refuses a Txn that writes one key twice ("duplicate key given in txn request"). */
-function checkOneWritePerObject(ops: readonly WriteOp[]): void {
-  const seen = new Set<string>();
-  for (const op of ops) {
-    if (op.type === 'check') continue;
-    const id = `${op.kind}/${op.name}`;
-    if (seen.has(id)) throw new StoreLimitError(`${id}: a commit may write an object once; this one writes it twice (etcd refuses duplicate keys in a transaction)`);
-    seen.add(id);
-  }
 }
 
 /** etcd's answers as the contract's errors. */

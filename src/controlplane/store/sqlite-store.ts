@@ -108,9 +108,11 @@ export class SqliteStore implements Store {
     try {
       revision += 1;
       const now = Date.now();
-      for (const op of ops) {
-        const current = this.#stmt.get.get(op.kind, op.name) as Row | undefined;
-        checkVersion(op, current);
+      // Every version is checked against the state before the commit, as etcd compares do.
+      const currents = ops.map((op) => this.#stmt.get.get(op.kind, op.name) as Row | undefined);
+      ops.forEach((op, i) => checkVersion(op, currents[i]));
+      for (const [i, op] of ops.entries()) {
+        const current = currents[i];
         if (op.type === 'put') {
           const createdAt = op.createdAt ?? current?.created_at ?? now;
           this.#stmt.upsert.run(op.kind, op.name, JSON.stringify(op.value), revision, createdAt, op.lease ?? null);

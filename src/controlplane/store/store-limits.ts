@@ -12,6 +12,7 @@ export function opBytes(op: WriteOp): number {
 }
 
 export function checkCommitLimits(ops: readonly WriteOp[]): void {
+  checkOneWritePerObject(ops);
   const writes = ops.filter((o) => o.type !== 'check').length;
   const checks = ops.filter((o) => o.type === 'check' || o.expectedVersion !== undefined).length;
   const { maxOpsPerCommit, maxRequestBytes } = STORE_LIMITS;
@@ -44,4 +45,19 @@ export function splitIntoCommits(ops: readonly WriteOp[], maxOps = 100): WriteOp
   }
   if (current.length) batches.push(current);
   return batches;
+}
+
+/**
+ * One write per object per commit: etcd refuses a transaction that writes one key twice, and
+ * checks every version against the state before the commit, so "delete X then create X" has no
+ * meaning there. Both backends refuse it.
+ */
+function checkOneWritePerObject(ops: readonly WriteOp[]): void {
+  const seen = new Set<string>();
+  for (const op of ops) {
+    if (op.type === 'check') continue;
+    const id = `${op.kind}/${op.name}`;
+    if (seen.has(id)) throw new StoreLimitError(`${id}: a commit may write an object once; this one writes it twice (etcd refuses duplicate keys in a transaction)`);
+    seen.add(id);
+  }
 }
