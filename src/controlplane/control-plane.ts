@@ -18,6 +18,7 @@ import {
   parseDocuments,
   PermissionDeniedError,
   readDocuments,
+  StoreLimitError,
   StoreUnavailableError,
   WORKER_POOL,
   type MachineConfig,
@@ -189,7 +190,13 @@ export class ControlPlane {
       touchedPools.add(pool.metadata.name);
     }
     if (dryRun || ops.length === 0) return results;
-    const { revision } = await this.store.commit(ops);
+    const { revision } = await this.store.commit(ops).catch((err: unknown) => {
+      // All or nothing means one transaction, and a transaction has etcd's limits.
+      if (err instanceof StoreLimitError) {
+        throw new InvalidDocumentError([{ object: 'request', field: 'manifests', rule: 'apply-size', message: `an Apply is stored in one transaction, so all its objects together must fit in one: ${err.message}. Apply them in several smaller requests` }]);
+      }
+      throw err;
+    });
     this.log.info({ objects: results.filter((r) => r.action !== 'unchanged') }, 'applied');
     for (const name of this.#poolsSelecting(touchedConfigs, parsed.pools)) touchedPools.add(name);
     await this.#waitForRender(touchedPools, revision);

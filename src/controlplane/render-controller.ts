@@ -10,7 +10,8 @@ import type { CacheChange, ClusterCache } from './cluster-cache.ts';
 import type { Controller } from './controller.ts';
 import type { LeaderWriter } from './leader-writer.ts';
 import { poolStatusFor } from './pool-status-controller.ts';
-import type { WriteOp } from './store/store.ts';
+import { opBytes } from './store/store-limits.ts';
+import { STORE_LIMITS, type WriteOp } from './store/store.ts';
 import type { PoolStatusRecord, StoredRendered } from './stored-records.ts';
 
 /** Rendered configs kept per pool beyond the referenced ones, newest first. */
@@ -27,23 +28,27 @@ export class RenderController implements Controller {
   }
 
   async reconcile(): Promise<void> {
+    // The revision goes with the snapshot it describes: the cache moves on while this pass
+    // awaits its writes, and a render must not claim a revision whose configs it did not see.
+    const revision = this.cache.revision;
     const configs = [...this.cache.configs.values()];
     const configValues = configs.map((o) => o.value);
     const versions = new Map(configs.map((o) => [o.name, o.resourceVersion]));
-    for (const [name, stored] of this.cache.pools) {
+    for (const [name, stored] of [...this.cache.pools]) {
       const pool = stored.value;
       const selected = configsForPool(pool, configValues);
       const inputs = sha256Hex(JSON.stringify([stored.resourceVersion, selected.map((mc) => [mc.metadata.name, versions.get(mc.metadata.name)])]));
       const current = this.cache.poolStatuses.get(name);
       if (current?.value.renderedInputs === inputs) continue;
       const previous: PoolStatusRecord = current?.value ?? { target: '', targetSources: [], renderProblems: [], renderedInputs: '', renderedRevision: 0 };
-      const revision = this.cache.revision;
       let next: PoolStatusRecord;
       try {
         const rendered = renderPool(pool, configValues);
         if (!this.cache.rendered.has(rendered.name)) {
           const { specJson: _json, ...value } = rendered;
-          await this.writer.commit([{ type: 'put', kind: 'RenderedConfig', name: rendered.name, value: value satisfies StoredRendered }]);
+          const op: WriteOp = { type: 'put', kind: 'RenderedConfig', name: rendered.name, value: value satisfies StoredRendered };
+          checkRenderedSize(name, op);
+          await this.writer.commit([op]);
         }
         if (previous.target !== rendered.name) {
           this.log.info({ pool: name, from: previous.target || undefined, to: rendered.name, sources: rendered.sources.length }, 'pool target changed');
@@ -88,6 +93,24 @@ export class RenderController implements Controller {
     }
   }
 }
+
+/**
+ * A rendered config is one object in the store, so it must fit in one request (etcd's 1.5 MiB,
+ * which the SQLite store applies too). Too big is a render failure that names the cause and the
+ * way out, not a write that fails on every retry.
+ */
+function checkRenderedSize(pool: string, op: WriteOp): void {
+  const bytes = opBytes(op);
+  const limit = STORE_LIMITS.maxRequestBytes - RENDERED_SIZE_HEADROOM;
+  if (bytes <= limit) return;
+  throw new RenderError(pool, [{
+    object: `MachineConfigPool/${pool}`, field: 'status.configuration', rule: 'rendered-size',
+    message: `the rendered config would be ${bytes} bytes; one stored object may be at most ${limit} bytes (etcd's request limit): move large file contents out of MachineConfigs (into the OS image, or fetched by a unit) or split them over pools`,
+  }]);
+}
+
+/** Room in a request for the leader's fencing check and the envelope around the object. */
+const RENDERED_SIZE_HEADROOM = 4096;
 
 /** Names of the rendered configs that must be kept, with who needs each (`describe`, GC). */
 export function referencedConfigs(cache: ClusterCache): Map<string, string[]> {

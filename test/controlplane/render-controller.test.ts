@@ -1,6 +1,7 @@
 // Render failures keep the last good config and say why; rendered configs in use are never deleted.
 
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { afterEach, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import { RENDERED_HISTORY } from '../../src/controlplane/render-controller.ts';
@@ -64,4 +65,47 @@ test('rendered configs: the last few per pool are kept, and one a node uses is n
   assert.deepEqual(renderedConfigs.find((r) => r.name === pinned)!.referencedBy, ['node/slow'], 'a node that needs it for several reasons is listed once');
   assert.equal(names.length, RENDERED_HISTORY + 1, `history plus the pinned one: ${names.join(' ')}`);
   agent.close();
+});
+
+test('a rendered config close to the store\'s 1.5 MiB request limit is stored, read back and assigned', async () => {
+  server = await startTestServer();
+  const c = server.admin();
+  // Random bytes do not compress: 1,050 KiB of them are 1.37 MiB of base64 in the rendered spec.
+  const payload = randomBytes(1050 * 1024).toString('base64');
+  const doc = {
+    apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'MachineConfig',
+    metadata: { name: '50-near-limit', labels: { 'machineconfiguration.openshift.io/role': 'worker' } },
+    spec: { config: { ignition: { version: '3.4.0' }, storage: { files: [{ path: '/etc/near-limit.bin', contents: { source: `data:;base64,${payload}` } }] } } },
+  };
+  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'near-limit.json', text: JSON.stringify(doc) }], dryRun: false }, 'apply');
+  const pool = await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get');
+  assert.equal(pool.status!.conditions.find((x) => x.type === 'RenderDegraded')!.status, 'False');
+  const rendered = await call(c, c.config.getRenderedConfig.bind(c.config), { name: pool.status!.configuration }, 'get rendered');
+  assert.ok(rendered.specJson.length > 1.3 * 1024 * 1024, `rendered spec is ${rendered.specJson.length} bytes`);
+  assert.ok(rendered.specJson.includes(payload), 'the content comes back whole');
+  const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node('near-limit'), name: 'near-limit', autoDone: true });
+  await agent.connect();
+  await agent.waitFor(() => agent.lastAssignment?.renderedConfig === pool.status!.configuration);
+  assert.equal(agent.lastAssignment!.specJson, rendered.specJson);
+  agent.close();
+});
+
+test('an Apply too large for one transaction is refused whole, saying why and what to do', async () => {
+  server = await startTestServer();
+  const c = server.admin();
+  const manifests = ['a', 'b', 'c'].map((n) => ({
+    source: `${n}.json`,
+    text: JSON.stringify({
+      apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'MachineConfig',
+      metadata: { name: `50-${n}`, labels: { 'machineconfiguration.openshift.io/role': 'infra' } },
+      spec: { config: { ignition: { version: '3.4.0' }, storage: { files: [{ path: `/etc/${n}.bin`, contents: { source: `data:;base64,${randomBytes(600 * 1024).toString('base64')}` } }] } } },
+    }),
+  }));
+  await assert.rejects(call(c, c.config.apply.bind(c.config), { manifests, dryRun: false }, 'apply'), (err: Error) => {
+    assert.match(err.message, /apply-size/);
+    assert.match(err.message, /one transaction/);
+    return true;
+  });
+  const { machineConfigs } = await call(c, c.config.listMachineConfigs.bind(c.config), {}, 'list');
+  assert.deepEqual(machineConfigs.map((m) => m.name).filter((n) => /^50-[abc]$/.test(n)), [], 'nothing of it stored');
 });
