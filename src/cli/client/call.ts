@@ -13,19 +13,26 @@ type FullUnaryMethod<Req, Res> = (request: Req, metadata: Metadata, options: Cal
 export interface CallTarget {
   server: string;
   timeoutMs: number;
+  /** What was tried, for connection failures: address, TLS or not, which files. */
+  describe?: string;
 }
 
 export function call<Req, Res>(target: CallTarget, method: UnaryMethod<Req, Res>, request: Req, what: string): Promise<Res> {
   return new Promise((resolve, reject) => {
     const full = method as unknown as FullUnaryMethod<Req, Res>;
     full(request, new Metadata(), { deadline: new Date(Date.now() + target.timeoutMs) }, (err, res) => {
-      if (err) reject(explain(err, target.server, target.timeoutMs, what));
+      if (err) reject(explain(err, target.server, target.timeoutMs, what, target.describe));
       else resolve(res as Res);
     });
   });
 }
 
-export function explain(err: ServiceError, server: string, timeoutMs: number, what: string): RemoteCallError {
+/** A failure in a few plain words, for one line such as "lost the watch (...)". */
+export function describeFailure(err: Pick<ServiceError, 'code' | 'details'>): string {
+  return err.details;
+}
+
+export function explain(err: ServiceError, server: string, timeoutMs: number, what: string, _describe?: string): RemoteCallError {
   const problems = problemsOf(err.metadata);
   switch (err.code) {
     case Status.UNAVAILABLE:

@@ -28,6 +28,8 @@ export interface ConnectionFlags {
 export interface Clients {
   server: string;
   timeoutMs: number;
+  /** What was tried, for connection failures: address, TLS or not, which files. */
+  describe?: string;
   status: StatusServiceClient;
   config: ConfigServiceClient;
   agent: AgentServiceClient;
