@@ -10,6 +10,7 @@ import { connect, type Clients, type ConnectionFlags } from './client/connection
 import { renderCommand, validateCommand } from './commands/offline.ts';
 import { pkiInitCommand, pkiNodeCommand } from './commands/pki.ts';
 import { describeCommand, getCommand, type Io } from './commands/read.ts';
+import { parseDuration, waitCommand } from './commands/wait.ts';
 import { watchCommand } from './commands/watch.ts';
 import { applyCommand, deleteCommand, pauseCommand, reapplyCommand } from './commands/write.ts';
 import { parseGetFormat, type OutputFormat } from './output.ts';
@@ -42,6 +43,8 @@ export function buildProgram(io: Io): Command {
   /** Connection flags given before the verb, overridden by those given after it. */
   const flagsOf = (cmd: Command): ConnectionFlags => {
     const own = Object.fromEntries(Object.entries(cmd.opts()).filter(([, v]) => v !== undefined));
+    // A verb with --request-timeout uses --timeout for itself (wait, rollout status).
+    if (cmd.options.some((o) => o.long === '--request-timeout')) delete own.timeout;
     const merged = { ...program.opts<ConnectionFlags>(), ...own } as ConnectionFlags & { requestTimeout?: string };
     if (own.requestTimeout !== undefined) merged.timeout = own.requestTimeout as string;
     return merged;
@@ -108,6 +111,26 @@ export function buildProgram(io: Io): Command {
     .action((opts: { pools?: boolean; nodes?: boolean }) =>
       withClients((c) => watchCommand(c, write, { pools: opts.pools ?? false, nodes: opts.nodes ?? false })));
 
+  connectionOptions(program.command('wait'), '--request-timeout <seconds>')
+    .description('wait until a pool has a condition (like kubectl wait), showing the rollout meanwhile')
+    .argument('<pool/NAME>')
+    .requiredOption('--for <condition=NAME>', 'condition=Updated, condition=Degraded, or condition=NAME=False')
+    .option('--timeout <duration>', 'give up after this long (e.g. 30s, 10m; 0: never)', '30s')
+    .action((target: string, opts: { for: string; timeout: string }) => {
+      const timeoutMs = parseDuration(opts.timeout);
+      return withClients((c) => waitCommand(c, io, target, { for: opts.for, timeoutMs, tty: io.isTTY ?? false, rollout: false }));
+    });
+
+  const rollout = program.command('rollout').description('follow a pool\'s rollout');
+  connectionOptions(rollout.command('status'), '--request-timeout <seconds>')
+    .description('show the rollout of a pool until every node is on its config; fails when a node degrades')
+    .argument('<pool/NAME>')
+    .option('--timeout <duration>', 'give up after this long (e.g. 10m; 0: never)', '0')
+    .action((target: string, opts: { timeout: string }) => {
+      const timeoutMs = parseDuration(opts.timeout);
+      return withClients((c) => waitCommand(c, io, target, { for: 'condition=Updated', timeoutMs, tty: io.isTTY ?? false, rollout: true }));
+    });
+
   const node = program.command('node').description('node operations');
   connectionOptions(node.command('reapply')).description('force a full re-apply of the node\'s desired config (MCO\'s forcefile)')
     .argument('<name>')
@@ -133,7 +156,7 @@ export function buildProgram(io: Io): Command {
 
 export async function main(argv: string[]): Promise<number> {
   silenceIpServernameWarning();
-  const program = buildProgram({ out: (text) => process.stdout.write(text), err: (text) => process.stderr.write(text) });
+  const program = buildProgram({ out: (text) => process.stdout.write(text), err: (text) => process.stderr.write(text), isTTY: process.stdout.isTTY === true });
   try {
     await program.parseAsync(argv, { from: 'user' });
     return 0;

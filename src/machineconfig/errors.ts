@@ -143,3 +143,8 @@ function summarize(what: string, problems: Problem[]): string {
   const lines = problems.map((p) => `  - ${formatProblem(p)}`);
   return `${what}: ${problems.length} problem${problems.length === 1 ? '' : 's'}\n${lines.join('\n')}`;
 }
+
+/** `mcctl wait` / `rollout status`: the pool did not get there (degraded, render failed, deleted, out of time). */
+export class WaitFailedError extends McplaneError {
+  override readonly code = 'MCPLANE_WAIT_FAILED';
+}

@@ -18,6 +18,8 @@ export { resourceOf } from '../resources.ts';
 export interface Io {
   out(text: string): void;
   err(text: string): void;
+  /** stdout is a terminal: displays may redraw in place. */
+  isTTY?: boolean;
 }
 
 export interface GetOptions {
