@@ -105,11 +105,14 @@ export function buildProgram(io: Io): Command {
       .action((resource: string, name: string) => withClients((c) => pauseCommand(c, resource, name, paused)));
   }
 
-  connectionOptions(program.command('watch')).description('print pool and node changes as they happen (Ctrl-C to stop)')
+  connectionOptions(program.command('watch')).description('print pool and node changes as they happen, reconnecting after a server restart (Ctrl-C to stop)')
     .option('--pools', 'pools only')
     .option('--nodes', 'nodes only')
-    .action((opts: { pools?: boolean; nodes?: boolean }) =>
-      withClients((c) => watchCommand(c, write, { pools: opts.pools ?? false, nodes: opts.nodes ?? false })));
+    .option('--give-up-after <duration>', 'exit non-zero after this long without a connection (e.g. 5m, 1h)', '5m')
+    .action((opts: { pools?: boolean; nodes?: boolean; giveUpAfter: string }) => {
+      const giveUpAfterMs = parseDuration(opts.giveUpAfter, '--give-up-after');
+      return withClients((c) => watchCommand(c, io, { pools: opts.pools ?? false, nodes: opts.nodes ?? false, giveUpAfterMs }));
+    });
 
   connectionOptions(program.command('wait'), '--request-timeout <seconds>')
     .description('wait until a pool has a condition (like kubectl wait), showing the rollout meanwhile')
