@@ -10,6 +10,8 @@ import { connect, type Clients, type ConnectionFlags } from './client/connection
 import { renderCommand, validateCommand } from './commands/offline.ts';
 import { pkiInitCommand, pkiNodeCommand } from './commands/pki.ts';
 import { describeCommand, getCommand, type Io } from './commands/read.ts';
+import { completionScript } from './commands/completion.ts';
+import { versionCommand } from './commands/version.ts';
 import { parseDuration, waitCommand } from './commands/wait.ts';
 import { watchCommand } from './commands/watch.ts';
 import { applyCommand, deleteCommand, pauseCommand, reapplyCommand } from './commands/write.ts';
@@ -133,6 +135,15 @@ export function buildProgram(io: Io): Command {
       const timeoutMs = parseDuration(opts.timeout);
       return withClients((c) => waitCommand(c, io, target, { for: 'condition=Updated', timeoutMs, tty: io.isTTY ?? false, rollout: true }));
     });
+
+  connectionOptions(program.command('version'))
+    .description('print the client and server versions')
+    .addOption(new Option('-o, --output <format>', 'yaml or json').choices(['yaml', 'json']))
+    .action((opts: { output?: string }) => versionCommand(() => connect(flagsOf(current)), io, opts.output));
+
+  program.command('completion').description('print a shell completion script: source <(mcctl completion bash)')
+    .argument('<shell>', 'bash | zsh')
+    .action((shell: string) => write(completionScript(program, shell)));
 
   const node = program.command('node').description('node operations');
   connectionOptions(node.command('reapply')).description('force a full re-apply of the node\'s desired config (MCO\'s forcefile)')
