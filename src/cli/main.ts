@@ -93,7 +93,7 @@ export function buildProgram(io: Io): Command {
 
   files(connectionOptions(program.command('apply')).description('create or update MachineConfigs and pools (all or nothing)'))
     .option('--dry-run', 'validate and report what would change, store nothing')
-    .action((opts: { filename: string[]; dryRun?: boolean }) => withClients((c) => applyCommand(c, opts.filename, opts.dryRun ?? false)));
+    .action((opts: { filename: string[]; dryRun?: boolean }) => withClients((c) => applyCommand(c, opts.filename, opts.dryRun ?? false, io.err)));
 
   connectionOptions(program.command('delete')).description('delete a MachineConfig, a custom pool, or a retired node')
     .argument('<resource>', 'mc | pool | node')

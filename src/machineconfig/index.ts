@@ -19,3 +19,4 @@ export { mergeSpecs, renderPool, renderedConfigJson, renderedConfigManifest, ren
 export { isDegraded, isReady, isUpdated, unavailableReason } from './node-availability.ts';
 export { computePoolStatus, conditionOf, type PoolStatusInput } from './pool-status.ts';
 export { decideRollout, rolloutOrder, type RolloutDecision } from './rollout.ts';
+export { unselectedConfigs, unselectedConfigWarnings } from './unselected-configs.ts';

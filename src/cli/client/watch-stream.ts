@@ -60,7 +60,7 @@ export function watchWithReconnect(c: Clients, o: WatchOptions): WatchHandle {
 
   const lost = (failure: Failure): void => {
     if (stopped) return;
-    const err = explain(failure as ServiceError, c.server, c.timeoutMs, 'watch', c.describe);
+    const err = explain(failure, c, 'watch');
     // The first connection fails fast, like any other command: nothing was watched yet.
     if (FATAL.has(failure.code) || !everSynced) return finish(err);
     lostSince ||= Date.now();
@@ -69,14 +69,14 @@ export function watchWithReconnect(c: Clients, o: WatchOptions): WatchHandle {
     }
     attempt++;
     const delay = Math.round(Math.min(MAX_DELAY_MS, FIRST_DELAY_MS * 2 ** (attempt - 1)) * (0.8 + Math.random() * 0.4));
-    o.notice(`mcctl: lost the watch on ${c.server} (${describeFailure(failure)}); reconnecting in ${(delay / 1000).toFixed(1)}s (attempt ${attempt})\n`);
+    o.notice(`mcctl: lost the watch on ${c.server} (${describeFailure(failure, c)}); reconnecting in ${(delay / 1000).toFixed(1)}s (attempt ${attempt})\n`);
     timer = setTimeout(open, delay);
   };
 
+  // No waitForReady first: a stream on a channel that cannot connect fails at once with the
+  // socket's or TLS's own reason, which explain() turns into a likely cause.
   const open = (): void => {
-    c.status.waitForReady(new Date(Date.now() + c.timeoutMs), (readyErr) => {
-      if (stopped) return;
-      if (readyErr) return lost({ code: Status.UNAVAILABLE, details: readyErr.message });
+    {
       const s = c.status.watch({ pools: o.pools, nodes: o.nodes });
       stream = s;
       let snapshot: WatchEvent__Output[] | undefined = [];
@@ -101,7 +101,7 @@ export function watchWithReconnect(c: Clients, o: WatchOptions): WatchHandle {
       // CANCELLED here was not asked for by us (stop() sets `stopped` first): the server went away.
       s.on('error', (e: ServiceError) => end(e));
       s.on('end', () => end({ code: Status.UNAVAILABLE, details: 'the server closed the stream' }));
-    });
+    }
   };
 
   open();
