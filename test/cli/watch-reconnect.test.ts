@@ -47,7 +47,7 @@ test('mcctl watch reconnects after the server restarts, says so on stderr, and p
     assert.match(watch.out.stdout, /ADDED\s+pool\/worker .*Updated=True/);
 
     await stop(server);
-    await watch.until('stderr', /mcctl: lost the watch on 127\.0\.0\.1:\d+ \(.+\); reconnecting in \d+\.\ds \(attempt 1\)/);
+    await watch.until('stderr', /mcctl: lost the watch on 127\.0\.0\.1:\d+ \((the server closed the stream: restarting or stopping|nothing listens there.*)\); reconnecting in \d+\.\ds \(attempt 1\)/);
     // Changed while the watch was down: seen after the reconnect, as a change.
     server = await spawnServer(args(address));
     const paused = await runCliAsync([...conn, 'pause', 'pool', 'worker']);

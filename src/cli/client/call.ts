@@ -39,6 +39,8 @@ export function call<Req, Res>(target: CallTarget, method: UnaryMethod<Req, Res>
 /** A failure in a few plain words, for one line such as "lost the watch (...)". */
 export function describeFailure(err: Pick<ServiceError, 'code' | 'details'>, target?: CallTarget): string {
   if (err.code === Status.UNAVAILABLE) return connectionCause(err.details, target);
+  // The server ended the stream (a graceful stop, a restart) rather than us cancelling it.
+  if (err.code === Status.CANCELLED) return 'the server closed the stream: restarting or stopping';
   return err.details;
 }
 
