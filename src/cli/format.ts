@@ -1,6 +1,6 @@
-// Output helpers: kubectl-style ages and borderless tables like `oc get`.
-
-import Table from 'cli-table3';
+// Output helpers: kubectl-style ages and borderless tables like `oc get`. Tables are laid out
+// here rather than by a table library because `get -w` prints later rows under a table printed
+// earlier, and both must use the same column widths.
 
 /** kubectl's HumanDuration: 45s, 5m10s, 2h, 3d4h, 40d, 2y. */
 export function age(sinceUnixMs: number, now = Date.now()): string {
@@ -19,15 +19,23 @@ export function age(sinceUnixMs: number, now = Date.now()): string {
   return `${Math.floor(d / 365)}y`;
 }
 
-export function table(head: string[], rows: (string | number)[][]): string {
-  const t = new Table({
-    head,
-    chars: {
-      top: '', 'top-mid': '', 'top-left': '', 'top-right': '', bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '',
-      left: '', 'left-mid': '', mid: '', 'mid-mid': '', right: '', 'right-mid': '', middle: '   ',
-    },
-    style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0 },
-  });
-  for (const row of rows) t.push(row.map(String));
-  return t.toString().split('\n').map((line) => line.trimEnd()).join('\n') + '\n';
+const GAP = '   ';
+
+/** The width of each column: its widest cell, header included. */
+export function columnWidths(head: string[], rows: (string | number)[][]): number[] {
+  const widths = head.map((h) => h.length);
+  for (const row of rows) row.forEach((cell, i) => { widths[i] = Math.max(widths[i] ?? 0, String(cell).length); });
+  return widths;
+}
+
+/** One table line; a cell wider than its column pushes the rest right rather than being cut. */
+export function formatRow(cells: (string | number)[], widths: number[]): string {
+  return cells.map((cell, i) => String(cell).padEnd(widths[i] ?? 0)).join(GAP).trimEnd();
+}
+
+export function table(head: string[], rows: (string | number)[][], options: { headers?: boolean } = {}): string {
+  const widths = columnWidths(head, rows);
+  const lines = rows.map((row) => formatRow(row, widths));
+  if (options.headers !== false) lines.unshift(formatRow(head, widths));
+  return lines.length ? lines.join('\n') + '\n' : '';
 }

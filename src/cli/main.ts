@@ -9,30 +9,52 @@ import { VERSION } from '../runtime/version.ts';
 import { connect, type Clients, type ConnectionFlags } from './client/connection.ts';
 import { renderCommand, validateCommand } from './commands/offline.ts';
 import { pkiInitCommand, pkiNodeCommand } from './commands/pki.ts';
-import { describeCommand, getCommand, type ReadFormat } from './commands/read.ts';
+import { describeCommand, getCommand, type Io } from './commands/read.ts';
+import { completionScript } from './commands/completion.ts';
+import { versionCommand } from './commands/version.ts';
+import { parseDuration, waitCommand } from './commands/wait.ts';
 import { watchCommand } from './commands/watch.ts';
 import { applyCommand, deleteCommand, pauseCommand, reapplyCommand } from './commands/write.ts';
-import type { OutputFormat } from './output.ts';
+import { parseGetFormat, type OutputFormat } from './output.ts';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
-export function buildProgram(write: (text: string) => void): Command {
-  const program = new Command('mcctl')
-    .description('Configure fleets of image-based Linux hosts with MachineConfigs')
-    .version(VERSION, '--version')
+/** How to reach the server; on the program (before the verb) and on each remote verb (after it). */
+function connectionOptions(cmd: Command, timeoutFlag = '--timeout <seconds>'): Command {
+  return cmd
     .option('-s, --server <host:port>', 'mcplane-server gRPC address (or MCPLANE_SERVER)')
     .option('--pki-dir <dir>', 'use ca.crt, admin.crt and admin.key from this directory (mcctl pki init)')
     .option('--ca <file>', 'CA certificate the server\'s certificate must chain to')
     .option('--cert <file>', 'client certificate (O=mcplane:admins)')
     .option('--key <file>', 'client private key')
     .option('--insecure', 'plaintext, for a server started with --insecure on loopback')
-    .option('--timeout <seconds>', 'deadline for each call', '10')
-    .option('--config <file>', 'client config file (default ~/.config/mcplane/mcctl.yaml)')
+    .option(timeoutFlag, 'deadline for each call (default 10)')
+    .option('--config <file>', 'client config file (default ~/.config/mcplane/mcctl.yaml)');
+}
+
+export function buildProgram(io: Io): Command {
+  const write = io.out;
+  const program = connectionOptions(new Command('mcctl'))
+    .description('Configure fleets of image-based Linux hosts with MachineConfigs')
+    .version(VERSION, '--version')
+    // Options after the verb belong to the verb: `wait --timeout 10m` is the wait's own limit.
+    .enablePositionalOptions()
     .showHelpAfterError()
     .exitOverride();
 
+  /** Connection flags given before the verb, overridden by those given after it. */
+  const flagsOf = (cmd: Command): ConnectionFlags => {
+    const own = Object.fromEntries(Object.entries(cmd.opts()).filter(([, v]) => v !== undefined));
+    // A verb with --request-timeout uses --timeout for itself (wait, rollout status).
+    if (cmd.options.some((o) => o.long === '--request-timeout')) delete own.timeout;
+    const merged = { ...program.opts<ConnectionFlags>(), ...own } as ConnectionFlags & { requestTimeout?: string };
+    if (own.requestTimeout !== undefined) merged.timeout = own.requestTimeout as string;
+    return merged;
+  };
+  let current: Command = program;
+  program.hook('preAction', (_root, action) => { current = action; });
   const withClients = async (fn: (c: Clients) => Promise<string | void>): Promise<void> => {
-    const c = connect(program.opts<ConnectionFlags>());
+    const c = connect(flagsOf(current));
     try {
       const out = await fn(c);
       if (out) write(out);
@@ -41,7 +63,6 @@ export function buildProgram(write: (text: string) => void): Command {
     }
   };
   const output = (): Option => new Option('-o, --output <format>', 'output format').choices(['yaml', 'json']).default('yaml');
-  const readOutput = (): Option => new Option('-o, --output <format>', 'yaml or json instead of a table').choices(['yaml', 'json']);
   const files = (cmd: Command): Command => cmd.requiredOption('-f, --filename <path>', 'file or directory of manifests; repeatable; - for stdin', collect);
 
   files(program.command('render').description('print the rendered config of a pool from local files (no server)'))
@@ -52,43 +73,80 @@ export function buildProgram(write: (text: string) => void): Command {
   files(program.command('validate').description('check MachineConfig and MachineConfigPool files (no server)'))
     .action((opts: { filename: string[] }) => write(validateCommand(opts.filename)));
 
-  program.command('get').description('list pools (mcp), nodes, mc or rendered configs, or get one by name')
-    .argument('<resource>', 'pools | nodes | mc | rendered')
-    .argument('[name]')
+  connectionOptions(program.command('get'))
+    .description('list pools (mcp), nodes, mc, rendered configs or replicas, or get them by name')
+    .argument('<resource...>', 'TYPE [NAME...] | TYPE/NAME... (types: pools, nodes, mc, rendered, replicas)')
+    .option('-l, --selector <selector>', 'label selector, e.g. node-role.kubernetes.io/worker,topology.kubernetes.io/zone in (a,b)')
+    .option('-o, --output <format>', 'wide | name | yaml | json | jsonpath=TEMPLATE (kubectl\'s {.items[*].metadata.name} syntax)')
+    .option('-w, --watch', 'after the list, print a row for every change (pools and nodes)')
+    .option('--no-headers', 'no header row in tables')
     .option('--pool <name>', 'only nodes or rendered configs of this pool')
-    .addOption(readOutput())
-    .action((resource: string, name: string | undefined, opts: { pool?: string; output?: OutputFormat }) =>
-      withClients((c) => getCommand(c, resource, name, (opts.output ?? 'table') as ReadFormat, opts.pool)));
+    .action((args: string[], opts: { selector?: string; output?: string; watch?: boolean; headers: boolean; pool?: string }) => {
+      const format = parseGetFormat(opts.output);
+      return withClients((c) => getCommand(c, io, args, { format, selector: opts.selector, watch: opts.watch ?? false, headers: opts.headers, pool: opts.pool }));
+    });
 
-  program.command('describe').description('show a pool or a node in detail: conditions, reasons, drift')
+  connectionOptions(program.command('describe')).description('show a pool or a node in detail: conditions, reasons, drift')
     .argument('<resource>', 'pool | node')
     .argument('<name>')
     .action((resource: string, name: string) => withClients((c) => describeCommand(c, resource, name)));
 
-  files(program.command('apply').description('create or update MachineConfigs and pools (all or nothing)'))
+  files(connectionOptions(program.command('apply')).description('create or update MachineConfigs and pools (all or nothing)'))
     .option('--dry-run', 'validate and report what would change, store nothing')
-    .action((opts: { filename: string[]; dryRun?: boolean }) => withClients((c) => applyCommand(c, opts.filename, opts.dryRun ?? false)));
+    .action((opts: { filename: string[]; dryRun?: boolean }) => withClients((c) => applyCommand(c, opts.filename, opts.dryRun ?? false, io.err)));
 
-  program.command('delete').description('delete a MachineConfig, a custom pool, or a retired node')
+  connectionOptions(program.command('delete')).description('delete a MachineConfig, a custom pool, or a retired node')
     .argument('<resource>', 'mc | pool | node')
     .argument('<name>')
     .action((resource: string, name: string) => withClients((c) => deleteCommand(c, resource, name)));
 
   for (const [verb, paused] of [['pause', true], ['resume', false]] as const) {
-    program.command(verb).description(paused ? 'stop handing out new configs in a pool (it keeps rendering)' : 'let a paused pool roll out again')
+    connectionOptions(program.command(verb)).description(paused ? 'stop handing out new configs in a pool (it keeps rendering)' : 'let a paused pool roll out again')
       .argument('<resource>', 'pool')
       .argument('<name>')
       .action((resource: string, name: string) => withClients((c) => pauseCommand(c, resource, name, paused)));
   }
 
-  program.command('watch').description('print pool and node changes as they happen (Ctrl-C to stop)')
+  connectionOptions(program.command('watch')).description('print pool and node changes as they happen, reconnecting after a server restart (Ctrl-C to stop)')
     .option('--pools', 'pools only')
     .option('--nodes', 'nodes only')
-    .action((opts: { pools?: boolean; nodes?: boolean }) =>
-      withClients((c) => watchCommand(c, write, { pools: opts.pools ?? false, nodes: opts.nodes ?? false })));
+    .option('--give-up-after <duration>', 'exit non-zero after this long without a connection (e.g. 5m, 1h)', '5m')
+    .action((opts: { pools?: boolean; nodes?: boolean; giveUpAfter: string }) => {
+      const giveUpAfterMs = parseDuration(opts.giveUpAfter, '--give-up-after');
+      return withClients((c) => watchCommand(c, io, { pools: opts.pools ?? false, nodes: opts.nodes ?? false, giveUpAfterMs }));
+    });
+
+  connectionOptions(program.command('wait'), '--request-timeout <seconds>')
+    .description('wait until a pool has a condition (like kubectl wait), showing the rollout meanwhile')
+    .argument('<pool/NAME>')
+    .requiredOption('--for <condition=NAME>', 'condition=Updated, condition=Degraded, or condition=NAME=False')
+    .option('--timeout <duration>', 'give up after this long (e.g. 30s, 10m; 0: never)', '30s')
+    .action((target: string, opts: { for: string; timeout: string }) => {
+      const timeoutMs = parseDuration(opts.timeout);
+      return withClients((c) => waitCommand(c, io, target, { for: opts.for, timeoutMs, tty: io.isTTY ?? false, rollout: false }));
+    });
+
+  const rollout = program.command('rollout').description('follow a pool\'s rollout');
+  connectionOptions(rollout.command('status'), '--request-timeout <seconds>')
+    .description('show the rollout of a pool until every node is on its config; fails when a node degrades')
+    .argument('<pool/NAME>')
+    .option('--timeout <duration>', 'give up after this long (e.g. 10m; 0: never)', '0')
+    .action((target: string, opts: { timeout: string }) => {
+      const timeoutMs = parseDuration(opts.timeout);
+      return withClients((c) => waitCommand(c, io, target, { for: 'condition=Updated', timeoutMs, tty: io.isTTY ?? false, rollout: true }));
+    });
+
+  connectionOptions(program.command('version'))
+    .description('print the client and server versions')
+    .addOption(new Option('-o, --output <format>', 'yaml or json').choices(['yaml', 'json']))
+    .action((opts: { output?: string }) => versionCommand(() => connect(flagsOf(current)), io, opts.output));
+
+  program.command('completion').description('print a shell completion script: source <(mcctl completion bash)')
+    .argument('<shell>', 'bash | zsh')
+    .action((shell: string) => write(completionScript(program, shell)));
 
   const node = program.command('node').description('node operations');
-  node.command('reapply').description('force a full re-apply of the node\'s desired config (MCO\'s forcefile)')
+  connectionOptions(node.command('reapply')).description('force a full re-apply of the node\'s desired config (MCO\'s forcefile)')
     .argument('<name>')
     .action((name: string) => withClients((c) => reapplyCommand(c, name)));
 
@@ -100,8 +158,9 @@ export function buildProgram(write: (text: string) => void): Command {
     .action(async (dir: string, opts: { host: string[]; node: string[] }) => write(await pkiInitCommand(dir, opts.host, opts.node)));
   pki.command('node').description('issue a node certificate from an existing CA (give --pki-dir)')
     .argument('<name>')
-    .action(async (name: string) => {
-      const dir = program.opts<ConnectionFlags>().pkiDir;
+    .option('--pki-dir <dir>', 'the directory mcctl pki init wrote')
+    .action(async (name: string, opts: { pkiDir?: string }) => {
+      const dir = opts.pkiDir ?? program.opts<ConnectionFlags>().pkiDir;
       if (!dir) throw new ConfigurationError('mcctl pki node needs --pki-dir DIR, the directory mcctl pki init wrote');
       write(await pkiNodeCommand(dir, name));
     });
@@ -111,7 +170,7 @@ export function buildProgram(write: (text: string) => void): Command {
 
 export async function main(argv: string[]): Promise<number> {
   silenceIpServernameWarning();
-  const program = buildProgram((text) => process.stdout.write(text));
+  const program = buildProgram({ out: (text) => process.stdout.write(text), err: (text) => process.stderr.write(text), isTTY: process.stdout.isTTY === true });
   try {
     await program.parseAsync(argv, { from: 'user' });
     return 0;

@@ -3,7 +3,8 @@
 
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { ManifestReadError, readDocuments, type Problem, type RawDocument } from '../machineconfig/index.ts';
+import { ManifestReadError, readDocuments, YamlSyntaxError, type Problem, type RawDocument, type YamlSyntaxLocation } from '../machineconfig/index.ts';
+import { MANIFEST_YAML_OPTIONS, yamlSyntaxLocations } from './yaml-syntax.ts';
 
 const MANIFEST_EXTENSIONS = ['.yaml', '.yml', '.json'];
 
@@ -14,9 +15,14 @@ export interface LoadedDocuments {
   texts: { source: string; text: string }[];
 }
 
-/** Reads every manifest under `paths`; "-" is stdin. Directories are walked in name order. */
+/**
+ * Reads every manifest under `paths`; "-" is stdin. Directories are walked in name order. A YAML
+ * syntax error in any file stops here, naming file:line:column and showing the line, before
+ * anything is validated or sent.
+ */
 export function loadManifestFiles(paths: string[]): LoadedDocuments {
   const out: LoadedDocuments = { documents: [], problems: [], texts: [] };
+  const syntax: YamlSyntaxLocation[] = [];
   for (const path of paths) {
     for (const file of expand(path)) {
       let text: string;
@@ -26,12 +32,18 @@ export function loadManifestFiles(paths: string[]): LoadedDocuments {
         throw new ManifestReadError(file, err);
       }
       const source = file === '-' ? '<stdin>' : file;
+      const bad = yamlSyntaxLocations(text, source, MANIFEST_YAML_OPTIONS);
+      if (bad.length) {
+        syntax.push(...bad);
+        continue;
+      }
       const { documents, problems } = readDocuments(text, source);
       out.documents.push(...documents);
       out.problems.push(...problems);
       out.texts.push({ source, text });
     }
   }
+  if (syntax.length) throw new YamlSyntaxError(syntax);
   return out;
 }
 

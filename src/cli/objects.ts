@@ -5,6 +5,10 @@ import type { MachineConfig__Output } from '../runtime/generated/mcplane/v1/Mach
 import type { MachineConfigPool__Output } from '../runtime/generated/mcplane/v1/MachineConfigPool.ts';
 import type { Node__Output } from '../runtime/generated/mcplane/v1/Node.ts';
 import type { RenderedConfig__Output } from '../runtime/generated/mcplane/v1/RenderedConfig.ts';
+import type { Replica__Output } from '../runtime/generated/mcplane/v1/Replica.ts';
+
+/** mcplane's own kinds (Node, Replica) are not Kubernetes' and say so in their apiVersion. */
+export const MCPLANE_API_VERSION = 'mcplane.io/v1';
 
 const iso = (ms: number): string | undefined => (ms ? new Date(ms).toISOString() : undefined);
 
@@ -30,6 +34,7 @@ export function poolObject(p: MachineConfigPool__Output): Record<string, unknown
 export function nodeObject(n: Node__Output): Record<string, unknown> {
   const { lastSeenUnixMs, ...status } = n.status ?? ({} as NonNullable<Node__Output['status']>);
   return {
+    apiVersion: MCPLANE_API_VERSION,
     kind: 'Node',
     metadata: { name: n.name, labels: n.labels, resourceVersion: n.resourceVersion, creationTimestamp: iso(n.registrationTimeUnixMs) },
     pool: n.pool,
@@ -39,7 +44,7 @@ export function nodeObject(n: Node__Output): Record<string, unknown> {
 
 export function machineConfigObject(mc: MachineConfig__Output): Record<string, unknown> {
   const manifest = JSON.parse(mc.manifestJson) as { metadata: Record<string, unknown> };
-  return { ...manifest, metadata: { ...manifest.metadata, resourceVersion: mc.resourceVersion, creationTimestamp: iso(mc.creationTimeUnixMs) } };
+  return { apiVersion: API_VERSION, kind: 'MachineConfig', ...manifest, metadata: { ...manifest.metadata, resourceVersion: mc.resourceVersion, creationTimestamp: iso(mc.creationTimeUnixMs) } };
 }
 
 export function renderedObject(r: RenderedConfig__Output): Record<string, unknown> {
@@ -52,6 +57,15 @@ export function renderedObject(r: RenderedConfig__Output): Record<string, unknow
       annotations: { 'mcplane.io/pool': r.pool, 'mcplane.io/source-configs': r.sources.join(','), 'mcplane.io/referenced-by': r.referencedBy.join(',') },
     },
     ...(r.specJson ? { spec: JSON.parse(r.specJson) } : {}),
+  };
+}
+
+export function replicaObject(r: Replica__Output): Record<string, unknown> {
+  return {
+    apiVersion: MCPLANE_API_VERSION,
+    kind: 'Replica',
+    metadata: { name: r.name, creationTimestamp: iso(r.startedUnixMs) },
+    status: { address: r.address, leader: r.leader, agentsConnected: r.agentsConnected, version: r.version, lastHeartbeat: iso(r.lastHeartbeatUnixMs) },
   };
 }
 

@@ -158,3 +158,31 @@ function summarize(what: string, problems: Problem[]): string {
 export class NotLeaderError extends McplaneError {
   override readonly code = 'MCPLANE_NOT_LEADER';
 }
+
+/** `mcctl wait` / `rollout status`: the pool did not get there (degraded, render failed, deleted, out of time). */
+export class WaitFailedError extends McplaneError {
+  override readonly code = 'MCPLANE_WAIT_FAILED';
+}
+
+/** A YAML file does not parse; each location names the file, line and column, and shows the line. */
+export interface YamlSyntaxLocation {
+  file: string;
+  line: number;
+  column: number;
+  message: string;
+  /** The offending line, as written. */
+  sourceLine: string;
+}
+
+export class YamlSyntaxError extends McplaneError {
+  override readonly code = 'MCPLANE_YAML_SYNTAX';
+  constructor(readonly locations: YamlSyntaxLocation[]) {
+    super(locations.map(formatYamlSyntaxLocation).join('\n'));
+  }
+}
+
+/** `file:line:column: message`, then the line with a caret under the column, as compilers print. */
+export function formatYamlSyntaxLocation(l: YamlSyntaxLocation): string {
+  const gutter = String(l.line);
+  return `${l.file}:${l.line}:${l.column}: ${l.message}\n  ${gutter} | ${l.sourceLine}\n  ${' '.repeat(gutter.length)} | ${' '.repeat(Math.max(0, l.column - 1))}^`;
+}

@@ -21,3 +21,4 @@ export { boundNodeStatus, MAX_DRIFT_ENTRIES, MAX_REASON_CHARS } from './node-sta
 export { isDegraded, isReady, isUpdated, unavailableReason } from './node-availability.ts';
 export { computePoolStatus, conditionOf, type PoolStatusInput } from './pool-status.ts';
 export { decideRollout, rolloutOrder, type RolloutDecision } from './rollout.ts';
+export { unselectedConfigs, unselectedConfigWarnings } from './unselected-configs.ts';

@@ -6,7 +6,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { ConfigurationError } from '../../machineconfig/index.ts';
+import { ConfigurationError, YamlSyntaxError } from '../../machineconfig/index.ts';
+import { yamlSyntaxLocations } from '../yaml-syntax.ts';
 import { CLIENT_CHANNEL_OPTIONS } from '../../runtime/grpc-options.ts';
 import { loadMcplaneProto } from '../../runtime/proto.ts';
 import { clientCredentials, isLoopbackHost, parseHostPort, readTlsFiles } from '../../runtime/tls.ts';
@@ -28,6 +29,9 @@ export interface ConnectionFlags {
 export interface Clients {
   server: string;
   timeoutMs: number;
+  /** What was tried, for connection failures: address, TLS or not, which files. */
+  describe: string;
+  tls?: { ca: string; cert: string };
   status: StatusServiceClient;
   config: ConfigServiceClient;
   agent: AgentServiceClient;
@@ -45,11 +49,7 @@ export function resolveConnection(flags: ConnectionFlags): Required<Pick<Connect
   const configPath = flags.config ?? process.env.MCCTL_CONFIG ?? DEFAULT_CONFIG_PATH;
   let file: ConnectionFlags = {};
   if (existsSync(configPath)) {
-    try {
-      file = (parse(readFileSync(configPath, 'utf8')) ?? {}) as ConnectionFlags;
-    } catch (err) {
-      throw new ConfigurationError(`config file ${configPath}: ${(err as Error).message}`);
-    }
+    file = readConfigFile(configPath);
   } else if (flags.config) {
     throw new ConfigurationError(`config file ${flags.config} does not exist`);
   }
@@ -71,6 +71,48 @@ export function resolveConnection(flags: ConnectionFlags): Required<Pick<Connect
   };
 }
 
+/** The config file's keys: the flags' names in camelCase. */
+const CONFIG_KEYS: Record<string, 'string' | 'boolean' | 'number'> = {
+  server: 'string', pkiDir: 'string', ca: 'string', cert: 'string', key: 'string', insecure: 'boolean', timeout: 'number',
+};
+
+/** Reads mcctl.yaml strictly: a misspelt key would otherwise be ignored without a word. */
+export function readConfigFile(path: string): ConnectionFlags {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigurationError(`config file ${path}: ${(err as Error).message}`);
+  }
+  const syntax = yamlSyntaxLocations(text, path);
+  if (syntax.length) throw new YamlSyntaxError(syntax);
+  const value: unknown = parse(text) ?? {};
+  if (typeof value !== 'object' || Array.isArray(value)) throw new ConfigurationError(`config file ${path}: expected a mapping of ${Object.keys(CONFIG_KEYS).join(', ')}`);
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+    const type = CONFIG_KEYS[key];
+    if (!type) {
+      const near = Object.keys(CONFIG_KEYS).find((k) => editDistance(k.toLowerCase(), key.toLowerCase()) <= 2);
+      throw new ConfigurationError(`config file ${path}: unknown key "${key}"${near ? ` (did you mean "${near}"?)` : ''}; known keys: ${Object.keys(CONFIG_KEYS).join(', ')}`);
+    }
+    if (v === null || v === undefined) continue;
+    if (type === 'number' ? typeof v !== 'number' && !(typeof v === 'string' && Number(v) > 0) : typeof v !== type) {
+      throw new ConfigurationError(`config file ${path}: "${key}" must be a ${type}, got ${JSON.stringify(v)}`);
+    }
+    out[key] = type === 'number' ? String(v) : v;
+  }
+  return out as ConnectionFlags;
+}
+
+function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0]![j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+  }
+  return d[a.length]![b.length]!;
+}
+
 export function connect(flags: ConnectionFlags): Clients {
   const c = resolveConnection(flags);
   const { host } = parseHostPort(c.server, '--server');
@@ -86,12 +128,18 @@ export function connect(flags: ConnectionFlags): Clients {
   }
   const { grpc } = loadMcplaneProto();
   const v1 = grpc.mcplane.v1;
-  const status = new v1.StatusService(c.server, creds, CLIENT_CHANNEL_OPTIONS);
-  const config = new v1.ConfigService(c.server, creds, CLIENT_CHANNEL_OPTIONS);
-  const agent = new v1.AgentService(c.server, creds, CLIENT_CHANNEL_OPTIONS);
+  // mcctl backs off on its own (watch reconnects) and says so; the channel's own reconnect
+  // backoff (up to 2 minutes by default) would otherwise keep it failing long after the
+  // server is back.
+  const options = { ...CLIENT_CHANNEL_OPTIONS, 'grpc.initial_reconnect_backoff_ms': 500, 'grpc.max_reconnect_backoff_ms': 5_000 };
+  const status = new v1.StatusService(c.server, creds, options);
+  const config = new v1.ConfigService(c.server, creds, options);
+  const agent = new v1.AgentService(c.server, creds, options);
   return {
     server: c.server,
     timeoutMs: c.timeoutMs,
+    describe: c.insecure ? `${c.server} without TLS (--insecure)` : `${c.server} over TLS (CA ${c.ca}, client certificate ${c.cert})`,
+    ...(c.insecure ? {} : { tls: { ca: c.ca!, cert: c.cert! } }),
     status,
     config,
     agent,

@@ -1,81 +1,231 @@
-// mcctl get / describe: tables shaped like `oc get`, or objects with -o yaml|json.
+// mcctl get (kubectl's conventions: TYPE/NAME, several names, -l, -o wide|name|yaml|json|jsonpath,
+// --no-headers, -w) and mcctl describe.
 
-import { ConfigurationError, formatSelector } from '../../machineconfig/index.ts';
+import { ConfigurationError, formatSelector, matchesSelector, type LabelSelector } from '../../machineconfig/index.ts';
 import type { MachineConfigPool__Output } from '../../runtime/generated/mcplane/v1/MachineConfigPool.ts';
 import type { Node__Output } from '../../runtime/generated/mcplane/v1/Node.ts';
+import type { WatchEvent__Output } from '../../runtime/generated/mcplane/v1/WatchEvent.ts';
 import { call } from '../client/call.ts';
 import type { Clients } from '../client/connection.ts';
-import { age, table } from '../format.ts';
-import { condition, machineConfigObject, nodeObject, poolObject, renderedObject } from '../objects.ts';
-import { formatObject, type OutputFormat } from '../output.ts';
+import { watchWithReconnect } from '../client/watch-stream.ts';
+import { age, columnWidths, formatRow, table } from '../format.ts';
+import { parseSelectorFlag } from '../label-selector-flag.ts';
+import { formatOne, type GetFormat } from '../output.ts';
+import { RESOURCES, resourceOf, type Resource, type ResourceName } from '../resources.ts';
 
-export type ReadFormat = OutputFormat | 'table';
+export { resourceOf } from '../resources.ts';
 
-const RESOURCE_ALIASES: Record<string, 'pools' | 'nodes' | 'mc' | 'rendered'> = {
-  pools: 'pools', pool: 'pools', mcp: 'pools', machineconfigpool: 'pools', machineconfigpools: 'pools',
-  nodes: 'nodes', node: 'nodes',
-  mc: 'mc', machineconfig: 'mc', machineconfigs: 'mc',
-  rendered: 'rendered', renderedconfig: 'rendered', renderedconfigs: 'rendered',
-};
-
-export function resourceOf(name: string): 'pools' | 'nodes' | 'mc' | 'rendered' {
-  const r = RESOURCE_ALIASES[name.toLowerCase()];
-  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc or rendered`);
-  return r;
+export interface Io {
+  out(text: string): void;
+  err(text: string): void;
+  /** stdout is a terminal: displays may redraw in place. */
+  isTTY?: boolean;
 }
 
-const list = (items: Record<string, unknown>[], format: OutputFormat, single: boolean): string =>
-  formatObject(single ? items[0] : { apiVersion: 'v1', kind: 'List', items }, format);
+export interface GetOptions {
+  format: GetFormat;
+  selector?: string;
+  headers: boolean;
+  watch: boolean;
+  pool?: string;
+}
 
-export async function getCommand(c: Clients, resource: string, name: string | undefined, format: ReadFormat, pool?: string): Promise<string> {
-  const r = resourceOf(resource);
-  if (r === 'pools') {
-    const pools = name
-      ? [await call(c, c.status.getPool.bind(c.status), { name }, `get pool ${name}`)]
-      : (await call(c, c.status.listPools.bind(c.status), {}, 'list pools')).pools;
-    if (format !== 'table') return list(pools.map(poolObject), format, name !== undefined);
-    return table(
-      ['NAME', 'CONFIG', 'UPDATED', 'UPDATING', 'DEGRADED', 'MACHINECOUNT', 'READYMACHINECOUNT', 'UPDATEDMACHINECOUNT', 'DEGRADEDMACHINECOUNT', 'AGE'],
-      pools.map((p) => [p.name, p.status?.configuration ?? '', condition(p, 'Updated'), condition(p, 'Updating'), condition(p, 'Degraded'),
-        p.status?.machineCount ?? 0, p.status?.readyMachineCount ?? 0, p.status?.updatedMachineCount ?? 0, p.status?.degradedMachineCount ?? 0, age(p.creationTimeUnixMs)]),
-    );
+interface Target {
+  resource: ResourceName;
+  /** Empty: list them all. */
+  names: string[];
+}
+
+/** `nodes n1 n2`, `pool/worker node/n1`, `pools,nodes`: kubectl's ways to name what to get. */
+export function parseTargets(args: string[]): Target[] {
+  if (args.length === 0) throw new ConfigurationError('get needs a resource: pools (mcp), nodes, mc, rendered or replicas, or TYPE/NAME');
+  if (args[0]!.includes('/')) {
+    const targets: Target[] = [];
+    for (const arg of args) {
+      const slash = arg.indexOf('/');
+      if (slash <= 0 || slash === arg.length - 1) {
+        throw new ConfigurationError(`"${arg}": when the first argument is TYPE/NAME, every argument must be TYPE/NAME`);
+      }
+      const resource = resourceOf(arg.slice(0, slash));
+      const name = arg.slice(slash + 1);
+      const existing = targets.find((t) => t.resource === resource);
+      if (existing) existing.names.push(name);
+      else targets.push({ resource, names: [name] });
+    }
+    return targets;
   }
-  if (r === 'nodes') {
-    const nodes = name
-      ? [await call(c, c.status.getNode.bind(c.status), { name }, `get node ${name}`)]
-      : (await call(c, c.status.listNodes.bind(c.status), { pool: pool ?? '' }, 'list nodes')).nodes;
-    if (format !== 'table') return list(nodes.map(nodeObject), format, name !== undefined);
-    return table(
-      ['NAME', 'POOL', 'STATE', 'PHASE', 'CURRENTCONFIG', 'DESIREDCONFIG', 'CONNECTED', 'AGE'],
-      nodes.map((n) => [n.name, n.pool || '<none>', n.status?.state ?? '', n.status?.phase ?? '', n.status?.currentConfig || '<none>', n.status?.desiredConfig || '<none>',
-        n.status?.connected ? 'True' : 'False', age(n.registrationTimeUnixMs)]),
-    );
+  const [first, ...names] = args;
+  const slashed = names.find((n) => n.includes('/'));
+  if (slashed) throw new ConfigurationError(`"${slashed}": give either a resource type and names (get nodes n1 n2) or TYPE/NAME arguments (get node/n1), not both`);
+  const resources = [...new Set(first!.split(',').filter(Boolean).map(resourceOf))];
+  if (resources.length > 1 && names.length) throw new ConfigurationError(`names cannot follow several resource types ("${first}"): use TYPE/NAME for each`);
+  return resources.map((resource) => ({ resource, names }));
+}
+
+interface Fetched {
+  resource: Resource<unknown>;
+  items: unknown[];
+  /** Whether the user named objects (rather than listing). */
+  named: boolean;
+}
+
+export async function getCommand(c: Clients, io: Io, args: string[], options: GetOptions): Promise<void> {
+  const targets = parseTargets(args);
+  const selector = options.selector !== undefined ? parseSelectorFlag(options.selector) : undefined;
+  if (selector && targets.some((t) => t.names.length)) throw new ConfigurationError('--selector cannot be combined with names: give one or the other');
+  if (options.pool !== undefined && targets.some((t) => t.resource !== 'nodes' && t.resource !== 'rendered')) {
+    throw new ConfigurationError('--pool filters nodes and rendered configs only');
   }
-  if (r === 'mc') {
-    const mcs = name
-      ? [await call(c, c.config.getMachineConfig.bind(c.config), { name }, `get MachineConfig ${name}`)]
-      : (await call(c, c.config.listMachineConfigs.bind(c.config), {}, 'list MachineConfigs')).machineConfigs;
-    const objects = mcs.map(machineConfigObject);
-    if (format !== 'table') return list(objects, format, name !== undefined);
-    return table(['NAME', 'ROLE', 'FILES', 'UNITS', 'KERNELARGUMENTS', 'AGE'], objects.map((o, i) => {
-      const mc = o as { metadata: { labels?: Record<string, string> }; spec: { config: { storage: { files: unknown[] }; systemd: { units: unknown[] } }; kernelArguments: string[] } };
-      return [mcs[i]!.name, mc.metadata.labels?.['machineconfiguration.openshift.io/role'] ?? '', mc.spec.config.storage.files.length, mc.spec.config.systemd.units.length,
-        mc.spec.kernelArguments.join(' ') || '<none>', age(mcs[i]!.creationTimeUnixMs)];
-    }));
+  if (options.watch) return watchGet(c, io, targets, selector, options);
+
+  const fetched: Fetched[] = [];
+  const missing: string[] = [];
+  for (const t of targets) {
+    const resource = RESOURCES[t.resource];
+    if (t.names.length === 0) {
+      const items = (await resource.list(c, { pool: options.pool })).filter((item) => selects(resource, selector, item));
+      fetched.push({ resource, items, named: false });
+      continue;
+    }
+    const items: unknown[] = [];
+    for (const name of t.names) {
+      try {
+        items.push(await resource.get(c, name));
+      } catch (err) {
+        // kubectl prints what it found and names what it did not; a failure of another kind stops.
+        if ((err as { grpcCode?: number }).grpcCode === 5 || (err as { code?: string }).code === 'MCPLANE_NOT_FOUND') missing.push((err as Error).message);
+        else throw err;
+      }
+    }
+    fetched.push({ resource, items, named: true });
   }
-  const rendered = name
-    ? [await call(c, c.config.getRenderedConfig.bind(c.config), { name }, `get rendered config ${name}`)]
-    : (await call(c, c.config.listRenderedConfigs.bind(c.config), { pool: pool ?? '' }, 'list rendered configs')).renderedConfigs;
-  if (format !== 'table') return list(rendered.map(renderedObject), format, name !== undefined);
-  return table(['NAME', 'POOL', 'SOURCES', 'INUSEBY', 'AGE'],
-    rendered.map((r) => [r.name, r.pool, r.sources.length, new Set(r.referencedBy).size, age(r.creationTimeUnixMs)]));
+
+  io.out(print(fetched, options, targets.length > 1));
+  if (fetched.every((f) => f.items.length === 0) && missing.length === 0 && (options.format.kind === 'table' || options.format.kind === 'wide' || options.format.kind === 'name')) {
+    io.err('No resources found\n');
+  }
+  if (missing.length) throw new ConfigurationError(missing.join('\n'));
+}
+
+function selects(resource: Resource<unknown>, selector: LabelSelector | undefined, item: unknown): boolean {
+  if (!selector) return true;
+  const labels = resource.labels(item);
+  if (labels === undefined) {
+    throw new ConfigurationError(`--selector: the server does not send labels of ${resource.name}; label selectors work on nodes and MachineConfigs (mc)`);
+  }
+  return matchesSelector(selector, labels);
+}
+
+function columnsOf(resource: Resource<unknown>, wide: boolean): string[] {
+  return wide ? [...resource.columns, ...resource.wideColumns] : resource.columns;
+}
+
+function rowOf(resource: Resource<unknown>, item: unknown, wide: boolean, prefixType: boolean): (string | number)[] {
+  const row = resource.row(item, wide);
+  if (prefixType) row[0] = `${resource.typeName}/${row[0]}`;
+  return row;
+}
+
+function print(fetched: Fetched[], options: GetOptions, severalTypes: boolean): string {
+  const f = options.format;
+  if (f.kind === 'name') return fetched.flatMap((g) => g.items.map((i) => `${g.resource.typeName}/${g.resource.nameOf(i)}\n`)).join('');
+  if (f.kind === 'table' || f.kind === 'wide') {
+    const wide = f.kind === 'wide';
+    return fetched.filter((g) => g.items.length)
+      .map((g) => table(columnsOf(g.resource, wide), g.items.map((i) => rowOf(g.resource, i, wide, severalTypes)), { headers: options.headers }))
+      .join('\n');
+  }
+  const objects = fetched.flatMap((g) => g.items.map((i) => g.resource.object(i)));
+  // One object asked for by name prints as itself; anything else as a List, as kubectl does.
+  const single = fetched.length === 1 && fetched[0]!.named && objects.length === 1 && fetched[0]!.items.length === 1 && !severalTypes;
+  return formatOne(single ? objects[0] : { apiVersion: 'v1', kind: 'List', items: objects, metadata: { resourceVersion: '' } }, f);
+}
+
+/**
+ * get -w: the table (or objects) once, then one row per change in the order the server sent
+ * them. A row is printed only when it differs from the last one printed for that object (the
+ * server also reports changes no column shows, and a reconnect re-sends everything).
+ */
+function watchGet(c: Clients, io: Io, targets: Target[], selector: LabelSelector | undefined, options: GetOptions): Promise<void> {
+  if (targets.length !== 1) throw new ConfigurationError('--watch follows one resource type at a time');
+  const t = targets[0]!;
+  const resource = RESOURCES[t.resource];
+  if (!resource.watch) throw new ConfigurationError(`--watch works on pools and nodes; ${t.resource} has no watch`);
+  const f = options.format;
+  const wide = f.kind === 'wide';
+  const lineFormat = f.kind === 'table' || f.kind === 'wide';
+  const ageColumn = resource.columns.indexOf('AGE');
+  const wanted = (item: unknown): boolean => {
+    if (t.names.length && !t.names.includes(resource.nameOf(item))) return false;
+    if (options.pool !== undefined && (item as Node__Output).pool !== options.pool) return false;
+    return selects(resource, selector, item);
+  };
+  const itemOf = (e: WatchEvent__Output): unknown => (resource.watch === 'pool' ? e.pool : e.node);
+  /** What is printed for an object, and the part of it that counts as a change (not its AGE). */
+  const render = (item: unknown): { text: string; key: string } => {
+    if (f.kind === 'name') return { text: `${resource.typeName}/${resource.nameOf(item)}\n`, key: JSON.stringify(resource.object(item)) };
+    if (!lineFormat) {
+      const text = f.kind === 'yaml' ? `---\n${formatOne(resource.object(item), f)}` : formatOne(resource.object(item), f);
+      return { text: f.kind === 'jsonpath' && !text.endsWith('\n') ? text + '\n' : text, key: text };
+    }
+    const row = rowOf(resource, item, wide, false);
+    return { text: formatRow(row, widths) + '\n', key: JSON.stringify(row.filter((_, i) => i !== ageColumn)) };
+  };
+  let widths: number[] = [];
+  let printedTable = false;
+  const last = new Map<string, string>();
+  const show = (name: string, item: unknown): void => {
+    const { text, key } = render(item);
+    if (last.get(name) === key) return;
+    last.set(name, key);
+    io.out(text);
+  };
+  const deleted = (name: string): void => {
+    if (!last.has(name)) return;
+    last.delete(name);
+    if (lineFormat) io.out(formatRow([name, '<deleted>'], widths) + '\n');
+    else io.out(`${f.kind === 'yaml' ? '---\n' : ''}# deleted: ${resource.typeName}/${name}\n`);
+  };
+
+  const handle = watchWithReconnect(c, {
+    pools: resource.watch === 'pool',
+    nodes: resource.watch === 'node',
+    notice: io.err,
+    onSnapshot(events) {
+      const items = events.map(itemOf).filter((i): i is NonNullable<typeof i> => !!i && wanted(i));
+      if (!printedTable) {
+        printedTable = true;
+        if (lineFormat) {
+          const columns = columnsOf(resource, wide);
+          const rows = items.map((i) => rowOf(resource, i, wide, false));
+          widths = columnWidths(columns, rows);
+          if (options.headers && rows.length) io.out(formatRow(columns, widths) + '\n');
+        }
+        if (!items.length) io.err('No resources found\n');
+      }
+      const present = new Set(items.map((i) => resource.nameOf(i)));
+      // After a reconnect: objects deleted while the stream was down.
+      for (const name of [...last.keys()]) if (!present.has(name)) deleted(name);
+      for (const item of items) show(resource.nameOf(item), item);
+    },
+    onChange(e) {
+      const item = itemOf(e);
+      if (!item) return;
+      const name = resource.nameOf(item);
+      if (e.type === 'DELETED') return deleted(name);
+      if (wanted(item)) show(name, item);
+      else if (last.has(name)) deleted(name);
+    },
+  });
+  process.once('SIGINT', () => handle.stop());
+  return handle.done;
 }
 
 export async function describeCommand(c: Clients, resource: string, name: string): Promise<string> {
   const r = resourceOf(resource);
   if (r === 'pools') {
     const pool = await call(c, c.status.getPool.bind(c.status), { name }, `describe pool ${name}`);
-    const nodes = (await call(c, c.status.listNodes.bind(c.status), { pool: name }, 'list nodes')).nodes;
+    const nodes = (await RESOURCES.nodes.list(c, { pool: name })) as Node__Output[];
     return describePool(pool, nodes);
   }
   if (r === 'nodes') return describeNode(await call(c, c.status.getNode.bind(c.status), { name }, `describe node ${name}`));

@@ -1,10 +1,10 @@
 // mcctl watch: the current state, then one line per change, until interrupted.
 
-import { status as Status, type ServiceError } from '@grpc/grpc-js';
 import type { WatchEvent__Output } from '../../runtime/generated/mcplane/v1/WatchEvent.ts';
-import { explain } from '../client/call.ts';
 import type { Clients } from '../client/connection.ts';
+import { watchWithReconnect } from '../client/watch-stream.ts';
 import { condition } from '../objects.ts';
+import type { Io } from './read.ts';
 
 export function formatWatchEvent(e: WatchEvent__Output, now = new Date()): string | undefined {
   const time = now.toISOString().slice(11, 19);
@@ -27,25 +27,55 @@ export function formatWatchEvent(e: WatchEvent__Output, now = new Date()): strin
   return undefined;
 }
 
-export function watchCommand(c: Clients, write: (text: string) => void, options: { pools: boolean; nodes: boolean }): Promise<void> {
-  return new Promise((resolve, reject) => {
-    // Fail fast with the usual explanation when the server cannot be reached at all.
-    c.status.waitForReady(new Date(Date.now() + c.timeoutMs), (err) => {
-      if (err) {
-        reject(explain({ code: Status.UNAVAILABLE, details: err.message, metadata: undefined } as unknown as ServiceError, c.server, c.timeoutMs, 'watch'));
+export interface WatchCommandOptions {
+  pools: boolean;
+  nodes: boolean;
+  giveUpAfterMs: number;
+}
+
+/**
+ * The current state, then one line per change. A lost connection (a server restart, a network
+ * blip) is said on stderr and retried with backoff; after reconnecting, only what changed
+ * meanwhile is printed. It ends with a non-zero exit and the reason when it cannot go on.
+ */
+export function watchCommand(c: Clients, io: Io, options: WatchCommandOptions): Promise<void> {
+  // The last line printed per object, without its time: what a resync compares against.
+  const last = new Map<string, string>();
+  const keyOf = (e: WatchEvent__Output): string | undefined => (e.pool ? `pool/${e.pool.name}` : e.node ? `node/${e.node.name}` : undefined);
+  const print = (e: WatchEvent__Output): void => {
+    const line = formatWatchEvent(e);
+    const key = keyOf(e);
+    if (!line || !key) return;
+    const body = line.slice(10).replace(/^(ADDED|MODIFIED) +/, '');
+    if (e.type === 'DELETED') last.delete(key);
+    else if (last.get(key) === body) return;
+    else last.set(key, body);
+    io.out(line + '\n');
+  };
+  let synced = false;
+  const handle = watchWithReconnect(c, {
+    pools: options.pools,
+    nodes: options.nodes,
+    giveUpAfterMs: options.giveUpAfterMs,
+    notice: io.err,
+    onSnapshot(events) {
+      if (!synced) {
+        synced = true;
+        for (const e of events) print(e);
+        io.out(formatWatchEvent({ type: 'SYNCED' } as WatchEvent__Output) + '\n');
         return;
       }
-      const stream = c.status.watch({ pools: options.pools, nodes: options.nodes });
-      stream.on('data', (e: WatchEvent__Output) => {
-        const line = formatWatchEvent(e);
-        if (line) write(line + '\n');
-      });
-      stream.on('error', (e: ServiceError) => {
-        if (e.code === Status.CANCELLED) resolve();
-        else reject(explain(e, c.server, c.timeoutMs, 'watch'));
-      });
-      stream.on('end', resolve);
-      process.once('SIGINT', () => stream.cancel());
-    });
+      // A reconnect: report what changed while the stream was down, as changes.
+      const present = new Set(events.map(keyOf));
+      for (const key of [...last.keys()]) {
+        if (present.has(key)) continue;
+        const [kind, name] = key.split('/') as ['pool' | 'node', string];
+        print({ type: 'DELETED', [kind]: { name } } as unknown as WatchEvent__Output);
+      }
+      for (const e of events) print({ ...e, type: last.has(keyOf(e)!) ? 'MODIFIED' : 'ADDED' });
+    },
+    onChange: print,
   });
+  process.once('SIGINT', () => handle.stop());
+  return handle.done;
 }

@@ -4,14 +4,16 @@ import { ConfigurationError } from '../../machineconfig/index.ts';
 import { call } from '../client/call.ts';
 import type { Clients } from '../client/connection.ts';
 import { loadManifestFiles } from '../manifest-files.ts';
-import { resourceOf } from './read.ts';
+import { resourceOf } from '../resources.ts';
 
 const KIND_NAMES: Record<string, string> = { MachineConfig: 'machineconfig', MachineConfigPool: 'machineconfigpool' };
 
-export async function applyCommand(c: Clients, paths: string[], dryRun: boolean): Promise<string> {
-  // The server validates; reading here only gathers the texts (and reports unreadable files).
+export async function applyCommand(c: Clients, paths: string[], dryRun: boolean, warn: (text: string) => void = () => {}): Promise<string> {
+  // The server validates; reading here gathers the texts (and reports unreadable files and
+  // YAML syntax errors with their line, before any round trip).
   const { texts } = loadManifestFiles(paths);
   const res = await call(c, c.config.apply.bind(c.config), { manifests: texts, dryRun }, 'apply');
+  for (const w of res.warnings ?? []) warn(`Warning: ${w}\n`);
   const suffix = dryRun ? ' (dry run)' : '';
   return res.objects.map((o) => `${KIND_NAMES[o.kind] ?? o.kind}/${o.name} ${o.action}${suffix}\n`).join('');
 }

@@ -1,4 +1,4 @@
-import { NotFoundError } from '../../machineconfig/index.ts';
+import { NotFoundError, unselectedConfigWarnings } from '../../machineconfig/index.ts';
 import type { ConfigServiceHandlers } from '../../runtime/generated/mcplane/v1/ConfigService.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { ControlPlane } from '../control-plane.ts';
@@ -15,6 +15,7 @@ export function configService(cp: ControlPlane, auth: Authorizer, log: Logger): 
   return {
     Apply: admin(async (req: { manifests: { source: string; text: string }[]; dryRun: boolean }) => ({
       objects: await cp.apply(req.manifests, req.dryRun),
+      warnings: unselectedConfigWarnings(req.manifests, [...cp.cache.pools.values()].map((p) => p.value)),
     })),
     Delete: admin(async (req: { kind: string; name: string }) => {
       await cp.delete(req.kind, req.name);

@@ -1,0 +1,46 @@
+// mcctl version: this client's version and, over GetServerInfo, the server's. The client's is
+// printed even when the server cannot be reached, and then the exit is 1.
+
+import { McplaneError, RemoteCallError } from '../../machineconfig/index.ts';
+import { VERSION } from '../../runtime/version.ts';
+import { call } from '../client/call.ts';
+import type { Clients } from '../client/connection.ts';
+import { formatOne } from '../output.ts';
+import type { Io } from './read.ts';
+
+export async function versionCommand(connect: () => Clients, io: Io, output: string | undefined): Promise<void> {
+  let server: { version: string; replica: string; store: string; leader: boolean; address: string } | undefined;
+  let failure: McplaneError | undefined;
+  let c: Clients | undefined;
+  try {
+    c = connect();
+    const info = await call(c, c.status.getServerInfo.bind(c.status), {}, 'get the server version');
+    server = { ...info, address: c.server };
+  } catch (err) {
+    if (!(err instanceof McplaneError)) throw err;
+    failure = err;
+  } finally {
+    c?.close();
+  }
+  if (output === 'json' || output === 'yaml') {
+    io.out(formatOne({ clientVersion: VERSION, serverVersion: server ?? null, ...(failure ? { serverError: failure.message } : {}) }, { kind: output }));
+  } else {
+    io.out(`client: ${VERSION}\n`);
+    io.out(server
+      ? `server: ${server.version} (at ${server.address}, replica ${server.replica}${server.leader ? ', leader' : ''}, store ${server.store})\n`
+      : `server: unreachable (${shortReason(failure!)})\n`);
+  }
+  if (failure) throw failure;
+}
+
+/** The first sentence of the explanation: the details follow on stderr. */
+function shortReason(err: McplaneError): string {
+  const text = err instanceof RemoteCallError ? err.message.replace(/^cannot get the server version: /, '') : err.message;
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    if (text[i] === '(') depth++;
+    else if (text[i] === ')') depth--;
+    else if (depth === 0 && (text[i] === '\n' || (text[i] === '.' && text[i + 1] === ' '))) return text.slice(0, i);
+  }
+  return text.replace(/\.$/, '');
+}

@@ -1,0 +1,165 @@
+// What `mcctl get` can list: for each resource its names, how to fetch it, its table columns
+// (normal and -o wide), its Kubernetes-shaped object and its labels for -l.
+
+import { ConfigurationError, formatSelector, NotFoundError, type Labels } from '../machineconfig/index.ts';
+import type { MachineConfig__Output } from '../runtime/generated/mcplane/v1/MachineConfig.ts';
+import type { MachineConfigPool__Output } from '../runtime/generated/mcplane/v1/MachineConfigPool.ts';
+import type { Node__Output } from '../runtime/generated/mcplane/v1/Node.ts';
+import type { RenderedConfig__Output } from '../runtime/generated/mcplane/v1/RenderedConfig.ts';
+import type { Replica__Output } from '../runtime/generated/mcplane/v1/Replica.ts';
+import { call } from './client/call.ts';
+import type { Clients } from './client/connection.ts';
+import { age } from './format.ts';
+import { condition, machineConfigObject, nodeObject, poolObject, renderedObject, replicaObject } from './objects.ts';
+
+export type ResourceName = 'pools' | 'nodes' | 'mc' | 'rendered' | 'replicas';
+
+export interface Resource<T> {
+  name: ResourceName;
+  /** The TYPE of `-o name` (TYPE/NAME), kubectl's lower-case kind. */
+  typeName: string;
+  list(c: Clients, filter: { pool?: string }): Promise<T[]>;
+  get(c: Clients, name: string): Promise<T>;
+  nameOf(item: T): string;
+  object(item: T): Record<string, unknown>;
+  /** Labels for -l; undefined when the server does not send this resource's labels. */
+  labels(item: T): Labels | undefined;
+  columns: string[];
+  wideColumns: string[];
+  row(item: T, wide: boolean): (string | number)[];
+  /** Which side of StatusService.Watch carries this resource, for -w. */
+  watch?: 'pool' | 'node';
+}
+
+const ALIASES: Record<string, ResourceName> = {
+  pools: 'pools', pool: 'pools', mcp: 'pools', machineconfigpool: 'pools', machineconfigpools: 'pools',
+  nodes: 'nodes', node: 'nodes', no: 'nodes',
+  mc: 'mc', machineconfig: 'mc', machineconfigs: 'mc',
+  rendered: 'rendered', renderedconfig: 'rendered', renderedconfigs: 'rendered',
+  replicas: 'replicas', replica: 'replicas',
+};
+
+export function resourceOf(name: string): ResourceName {
+  const r = ALIASES[name.toLowerCase()];
+  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered or replicas`);
+  return r;
+}
+
+/** ListNodes in pages, as Kubernetes clients list: a fleet of 10,000 nodes is not one message. */
+export const NODE_PAGE_SIZE = 500;
+
+async function listAllNodes(c: Clients, pool: string): Promise<Node__Output[]> {
+  const nodes: Node__Output[] = [];
+  const seen = new Set<string>();
+  let continueToken = '';
+  for (;;) {
+    const page = await call(c, c.status.listNodes.bind(c.status), { pool, limit: NODE_PAGE_SIZE, continueToken }, 'list nodes');
+    nodes.push(...page.nodes);
+    // A token seen before would loop forever: stop rather than trust a confused server.
+    if (!page.continueToken || seen.has(page.continueToken)) return nodes;
+    seen.add(page.continueToken);
+    continueToken = page.continueToken;
+  }
+}
+
+const pools: Resource<MachineConfigPool__Output> = {
+  name: 'pools',
+  typeName: 'machineconfigpool',
+  list: async (c) => (await call(c, c.status.listPools.bind(c.status), {}, 'list pools')).pools,
+  get: (c, name) => call(c, c.status.getPool.bind(c.status), { name }, `get pool ${name}`),
+  nameOf: (p) => p.name,
+  object: poolObject,
+  labels: () => undefined,
+  columns: ['NAME', 'CONFIG', 'UPDATED', 'UPDATING', 'DEGRADED', 'MACHINECOUNT', 'READYMACHINECOUNT', 'UPDATEDMACHINECOUNT', 'DEGRADEDMACHINECOUNT', 'AGE'],
+  wideColumns: ['PAUSED', 'MAXUNAVAILABLE', 'NODESELECTOR'],
+  row: (p, wide) => {
+    const s = p.status;
+    const row: (string | number)[] = [p.name, s?.configuration || '', condition(p, 'Updated'), condition(p, 'Updating'), condition(p, 'Degraded'),
+      s?.machineCount ?? 0, s?.readyMachineCount ?? 0, s?.updatedMachineCount ?? 0, s?.degradedMachineCount ?? 0, age(p.creationTimeUnixMs)];
+    if (wide) {
+      const spec = JSON.parse(p.specJson || '{}') as { nodeSelector?: never };
+      row.push(p.paused ? 'True' : 'False', p.maxUnavailable || '1', formatSelector(spec.nodeSelector ?? null));
+    }
+    return row;
+  },
+  watch: 'pool',
+};
+
+const nodes: Resource<Node__Output> = {
+  name: 'nodes',
+  typeName: 'node',
+  list: (c, f) => listAllNodes(c, f.pool ?? ''),
+  get: (c, name) => call(c, c.status.getNode.bind(c.status), { name }, `get node ${name}`),
+  nameOf: (n) => n.name,
+  object: nodeObject,
+  labels: (n) => n.labels,
+  columns: ['NAME', 'POOL', 'STATE', 'PHASE', 'CURRENTCONFIG', 'DESIREDCONFIG', 'CONNECTED', 'AGE'],
+  wideColumns: ['ZONE', 'AGENT-VERSION', 'REASON'],
+  row: (n, wide) => {
+    const s = n.status;
+    const row: (string | number)[] = [n.name, n.pool || '<none>', s?.state ?? '', s?.phase || '', s?.currentConfig || '<none>', s?.desiredConfig || '<none>',
+      s?.connected ? 'True' : 'False', age(n.registrationTimeUnixMs)];
+    if (wide) row.push(n.labels['topology.kubernetes.io/zone'] || '<none>', s?.agentVersion || '<unknown>', s?.reason || '<none>');
+    return row;
+  },
+  watch: 'node',
+};
+
+interface McShape { metadata: { labels?: Labels }; spec: { config: { storage: { files: unknown[] }; systemd: { units: unknown[] } }; kernelArguments: string[]; kernelType?: string; osImageURL?: string } }
+
+const machineConfigs: Resource<MachineConfig__Output> = {
+  name: 'mc',
+  typeName: 'machineconfig',
+  list: async (c) => (await call(c, c.config.listMachineConfigs.bind(c.config), {}, 'list MachineConfigs')).machineConfigs,
+  get: (c, name) => call(c, c.config.getMachineConfig.bind(c.config), { name }, `get MachineConfig ${name}`),
+  nameOf: (mc) => mc.name,
+  object: machineConfigObject,
+  labels: (mc) => (JSON.parse(mc.manifestJson) as McShape).metadata.labels ?? {},
+  columns: ['NAME', 'ROLE', 'FILES', 'UNITS', 'KERNELARGUMENTS', 'AGE'],
+  wideColumns: ['KERNELTYPE', 'OSIMAGEURL'],
+  row: (item, wide) => {
+    const mc = JSON.parse(item.manifestJson) as McShape;
+    const row: (string | number)[] = [item.name, mc.metadata.labels?.['machineconfiguration.openshift.io/role'] ?? '', mc.spec.config.storage.files.length,
+      mc.spec.config.systemd.units.length, mc.spec.kernelArguments.join(' ') || '<none>', age(item.creationTimeUnixMs)];
+    if (wide) row.push(mc.spec.kernelType || 'default', mc.spec.osImageURL || '<none>');
+    return row;
+  },
+};
+
+const rendered: Resource<RenderedConfig__Output> = {
+  name: 'rendered',
+  typeName: 'machineconfig',
+  list: async (c, f) => (await call(c, c.config.listRenderedConfigs.bind(c.config), { pool: f.pool ?? '' }, 'list rendered configs')).renderedConfigs,
+  get: (c, name) => call(c, c.config.getRenderedConfig.bind(c.config), { name }, `get rendered config ${name}`),
+  nameOf: (r) => r.name,
+  object: renderedObject,
+  labels: () => ({}),
+  columns: ['NAME', 'POOL', 'SOURCES', 'INUSEBY', 'AGE'],
+  wideColumns: ['SOURCENAMES', 'NODES'],
+  row: (r, wide) => {
+    const row: (string | number)[] = [r.name, r.pool, r.sources.length, new Set(r.referencedBy).size, age(r.creationTimeUnixMs)];
+    if (wide) row.push(r.sources.join(',') || '<none>', [...new Set(r.referencedBy)].join(',') || '<none>');
+    return row;
+  },
+};
+
+const replicas: Resource<Replica__Output> = {
+  name: 'replicas',
+  typeName: 'replica',
+  list: async (c) => (await call(c, c.status.listReplicas.bind(c.status), {}, 'list replicas')).replicas,
+  get: async (c, name) => {
+    const found = (await call(c, c.status.listReplicas.bind(c.status), {}, 'list replicas')).replicas.find((r) => r.name === name);
+    if (!found) throw new NotFoundError('Replica', name);
+    return found;
+  },
+  nameOf: (r) => r.name,
+  object: replicaObject,
+  labels: () => undefined,
+  columns: ['NAME', 'ADDRESS', 'LEADER', 'AGENTS', 'LAST-HEARTBEAT', 'VERSION', 'AGE'],
+  wideColumns: [],
+  row: (r) => [r.name, r.address || '<none>', r.leader ? 'True' : 'False', r.agentsConnected, r.lastHeartbeatUnixMs ? `${age(r.lastHeartbeatUnixMs)} ago` : '<never>',
+    r.version || '<unknown>', age(r.startedUnixMs)],
+};
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export const RESOURCES: Record<ResourceName, Resource<any>> = { pools, nodes, mc: machineConfigs, rendered, replicas };
