@@ -70,6 +70,14 @@ test('--scripts: systemd post, preun and postun for the service', { skip }, () =
   assert.match(scripts, /postuninstall scriptlet[\s\S]*systemctl try-restart mcplane-agent\.service/);
 });
 
+test('the server RPM creates its own system user before install (sysusers.d, %pre)', { skip }, () => {
+  assert.ok(rpm('-qlp', serverRpm).split('\n').includes('/usr/lib/sysusers.d/mcplane-server.conf'));
+  const scripts = rpm('-qp', '--scripts', serverRpm);
+  assert.match(scripts, /preinstall scriptlet[^\n]*\n[\s\S]*systemd-sysusers --replace=\/usr\/lib\/sysusers\.d\/mcplane-server\.conf -/);
+  assert.match(scripts, /^u mcplane-server - "mcplane control plane" \/var\/lib\/mcplane-server -$/m, 'the definition is embedded in %pre');
+  assert.match(rpm('-qp', '--requires', serverRpm), /^systemd$/m);
+});
+
 test('the Node binary is not stripped', { skip }, () => {
   const out = rpm('-qp', '--dump', agentRpm).split('\n').find((l) => l.startsWith('/usr/lib/mcplane/agent/node '))!;
   const size = Number(out.split(' ')[1]);
