@@ -47,9 +47,10 @@ test('rpm -qlp: each carries its runtime under /usr/lib/mcplane/, the protos it 
   for (const f of ['/usr/bin/mcplane-server', '/usr/bin/mcctl', '/usr/lib/mcplane/server/node', '/usr/lib/mcplane/server/mcplane-server.cjs',
     '/usr/lib/mcplane/server/mcctl.cjs', '/usr/lib/mcplane/server/node_modules/grpc-health-check/proto/health/v1/health.proto',
     '/usr/lib/mcplane/server/node_modules/@grpc/reflection/build/proto/grpc/reflection/v1alpha/reflection.proto',
-    '/usr/lib/systemd/system/mcplane-server.service', '/etc/mcplane/server.yaml', '/var/lib/mcplane']) {
+    '/usr/lib/systemd/system/mcplane-server.service', '/etc/mcplane/server.yaml', '/var/lib/mcplane-server']) {
     assert.ok(server.includes(f), `server RPM has ${f}`);
   }
+  assert.ok(!server.includes('/var/lib/mcplane'), 'the server keeps no state in the agent\'s directory');
   assert.match(rpm('-qp', '--configfiles', agentRpm), /^\/etc\/mcplane\/agent\.yaml$/m);
   assert.match(rpm('-qp', '--configfiles', serverRpm), /^\/etc\/mcplane\/server\.yaml$/m);
 });
@@ -86,8 +87,11 @@ test('the Node binary is not stripped', { skip }, () => {
 
 test('installed into a temporary root, the programs run from there', { skip }, () => {
   rpm('--root', root, '-i', '--nodeps', '--noscripts', agentRpm, serverRpm);
-  assert.ok(existsSync(join(root, 'var/lib/mcplane')));
-  assert.equal(statSync(join(root, 'var/lib/mcplane')).mode & 0o777, 0o700);
+  for (const state of ['var/lib/mcplane', 'var/lib/mcplane-server']) {
+    assert.ok(existsSync(join(root, state)), state);
+    assert.equal(statSync(join(root, state)).mode & 0o777, 0o700, state);
+  }
+  assert.match(rpm('-qp', '--qf', '[%{FILENAMES} %{FILEUSERNAME}:%{FILEGROUPNAME}\\n]', serverRpm), /^\/var\/lib\/mcplane-server mcplane-server:mcplane-server$/m);
   for (const program of ['mcplane-agent', 'mcctl', 'mcplane-server']) {
     const r = spawnSync(join(root, 'usr/bin', program), ['--version'], { encoding: 'utf8' });
     assert.equal(r.status, 0, `${program}: ${r.stderr}`);
@@ -97,7 +101,7 @@ test('installed into a temporary root, the programs run from there', { skip }, (
 
 test('the installed server serves mcplane, health and reflection; the installed mcctl talks to it', { skip }, async () => {
   const pki = await testPki();
-  const server = spawn(join(root, 'usr/bin/mcplane-server'), ['--data-dir', join(root, 'var/lib/mcplane'), '--listen', '127.0.0.1:0', '--pki-dir', pki.dir, '--no-bootstrap'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const server = spawn(join(root, 'usr/bin/mcplane-server'), ['--data-dir', join(root, 'var/lib/mcplane-server'), '--listen', '127.0.0.1:0', '--pki-dir', pki.dir, '--no-bootstrap'], { stdio: ['ignore', 'pipe', 'pipe'] });
   const address = await new Promise<string>((resolve, reject) => {
     createInterface({ input: server.stdout! }).on('line', (l) => {
       const m = /"grpc":"([^"]+)".*ready/.exec(l);

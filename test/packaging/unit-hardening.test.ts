@@ -60,6 +60,9 @@ test('the server unit: its own user, its state in StateDirectory=, no MemoryDeny
   assert.deepEqual(values(unit, 'CapabilityBoundingSet'), ['']);
   assert.deepEqual(values(unit, 'MemoryDenyWriteExecute'), []);
   assert.match(unit, /Not MemoryDenyWriteExecute=yes: V8's JIT/);
+  // The sample config's store is exactly the directory systemd creates and owns for the user,
+  // apart from the agent's /var/lib/mcplane.
+  assert.equal(parse(unitText('server.yaml')).dataDir, '/var/lib/mcplane-server');
 });
 
 test('the agent unit: writable /etc, /var and core\'s SSH keys, nothing else; no capability beyond files', () => {
