@@ -16,6 +16,9 @@ import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../san
 import { buildBundles } from '../../scripts/build.ts';
 import { silenceIpServernameWarning } from '../../src/runtime/process-warnings.ts';
 import { REPO_ROOT } from '../helpers/run-cli.ts';
+import { untilNode } from '../helpers/converge.ts';
+import { applyIgnitionFiles, fetchIgnition } from '../../sandbox/ignition-files.ts';
+import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 
 const PACKAGING = join(REPO_ROOT, 'packaging');
 silenceIpServernameWarning();
@@ -119,7 +122,7 @@ function procStatus(pid: number): Record<string, string> {
   return Object.fromEntries(readFileSync(`/proc/${pid}/status`, 'utf8').trim().split('\n').map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]));
 }
 
-test('the server runs under its shipped unit: own user, no capabilities, seccomp, read-only root, store in StateDirectory', { skip: cannotRun, timeout: 120_000 }, async () => {
+test('the server runs under its shipped unit (own user, no capabilities, seccomp, read-only root, store in StateDirectory) and a host first-boots against it', { skip: cannotRun, timeout: 120_000 }, async () => {
   // The user the RPM's %pre creates, from the same file (idempotent on a host that has it).
   const users = spawnSync('systemd-sysusers', ['-'], { input: readFileSync(join(PACKAGING, 'mcplane-server.sysusers')), encoding: 'utf8' });
   assert.equal(users.status, 0, users.stderr);
@@ -167,10 +170,10 @@ StandardError=append:${log}
   let ready: RegExpExecArray | null = null;
   for (const deadline = Date.now() + 30_000; !ready && Date.now() < deadline;) {
     await new Promise((r) => setTimeout(r, 100));
-    ready = existsSync(log) ? /"grpc":"([^"]+)".*"dataDir":"([^"]+)".*mcplane-server ready/.exec(readFileSync(log, 'utf8')) : null;
+    ready = existsSync(log) ? /"grpc":"([^"]+)".*"bootstrapPort":(\d+).*"dataDir":"([^"]+)".*mcplane-server ready/.exec(readFileSync(log, 'utf8')) : null;
   }
   assert.ok(ready, `the server did not become ready:\n${existsSync(log) ? readFileSync(log, 'utf8') : ''}\n${sd.systemctl('status', 'mcplane-server.service', '--no-pager').stdout}`);
-  const [, address, dataDir] = ready;
+  const [, address, bootstrapPort, dataDir] = ready;
 
   const pid = Number(sd.systemctl('show', '-p', 'MainPID', '--value', 'mcplane-server.service').stdout.trim());
   const status = procStatus(pid);
@@ -189,6 +192,23 @@ StandardError=append:${log}
     await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'chrony.yaml', text }], dryRun: false }, 'apply');
     const pool = await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get');
     assert.match(pool.status!.configuration, /^rendered-worker-/);
+
+    // First boot against it, as test/packaging/first-boot.test.ts does against an in-process
+    // server: Ignition from the bootstrap endpoint, enrollment (the server signs the node's
+    // certificate with ca.key inside its sandbox), and a real agent converging.
+    const token = readFileSync(join(dir, 'pki/bootstrap-token'), 'utf8').trim();
+    const ignition = await fetchIgnition({ port: Number(bootstrapPort), ca: readFileSync(join(dir, 'pki/ca.crt')), token }, 'worker');
+    const host = new SandboxHost({ name: 'hardened-first-boot', server: address! });
+    try {
+      applyIgnitionFiles(ignition, host.root);
+      await host.startFromRoot();
+      const node = await untilNode(c, [host], 'hardened-first-boot', (n) => n.status!.currentConfig === pool.status!.configuration && n.status!.state === 'Done', 60_000);
+      assert.equal(node.pool, 'worker');
+      assert.ok(host.logs.some((l) => l.includes('enrolled: node certificate received')));
+    } finally {
+      await host.stop();
+      for (const d of [host.dir, host.systemd?.runtimeDir, host.systemd?.configHome]) if (d) rmSync(d, { recursive: true, force: true });
+    }
   } finally {
     c.close();
   }
