@@ -102,7 +102,7 @@ let systemd: UserSystemd | undefined;
 let dir = '';
 after(async () => {
   await systemd?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  for (const d of [dir, systemd?.runtimeDir, systemd?.configHome]) if (d) rmSync(d, { recursive: true, force: true });
 });
 
 /**
