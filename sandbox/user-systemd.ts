@@ -32,20 +32,24 @@ export async function startUserSystemd(): Promise<UserSystemd> {
   const child: ChildProcess = spawn('unshare', ['-m', 'sh', '-c', 'mount -t tmpfs tmpfs /run/systemd && mkdir -p /run/systemd/system && exec /lib/systemd/systemd --user'], {
     env, stdio: 'ignore', detached: false,
   });
+  // Taken at once: the manager may exit by itself (Ctrl-C reaches it too), and an 'exit' listener
+  // added after that would wait forever.
+  const exited = new Promise((r) => child.once('exit', r));
   const deadline = Date.now() + 10_000;
   const systemctl = (...args: string[]) => {
     const r = spawnSync('systemctl', ['--user', ...args], { env, encoding: 'utf8', timeout: 30_000 });
     return { status: r.status, stdout: r.stdout, stderr: r.stderr };
   };
   while (!existsSync(join(runtimeDir, 'bus')) || systemctl('is-system-running').stdout.trim() === '') {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`systemd --user exited while starting (${child.exitCode ?? child.signalCode})`);
     if (Date.now() > deadline) throw new Error('systemd --user did not start within 10 s');
     await new Promise((r) => setTimeout(r, 50));
   }
   return {
     runtimeDir, configHome, unitDir, busAddress, env, systemctl,
     async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
       systemctl('exit');
-      const exited = new Promise((r) => child.once('exit', r));
       const timer = setTimeout(() => child.kill('SIGKILL'), 3000);
       await exited;
       clearTimeout(timer);

@@ -1,9 +1,10 @@
 // npm run demo: a control plane and three hosts on this machine, bootstrapped the way real ones
 // are, then a rolling update you can watch. Every host is a real mcplane-agent process with its
 // own temporary root, its own systemd user manager, and the rpm-ostree and reboot stand-ins.
-// Ctrl-C (or the end) stops every process and removes every directory the demo made.
+// Ctrl-C (or the end) stops every process and removes every directory the demo made, within
+// five seconds.
 
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { call } from '../src/cli/client/call.ts';
@@ -42,18 +43,27 @@ const bold = (s: string): string => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m`
 const dim = (s: string): string => (process.stdout.isTTY ? `\x1b[2m${s}\x1b[0m` : s);
 const short = (config: string): string => (config ? config.replace(/^rendered-(\w+)-(\w{8})\w*$/, 'rendered-$1-$2…') : '<none>');
 const time = (): string => new Date().toISOString().slice(11, 19);
-const say = (line: string): void => { process.stdout.write(`${line}\n`); };
+/** Once interrupted, the demo only reports its own shutdown. */
+const say = (line: string): void => { if (!interrupted) process.stdout.write(`${line}\n`); };
+/** The columns of the progress lines, shared by the header and the lines. */
+const row = (t: string, node: string, state: string, phase: string, rest: string): string => `   ${t.padEnd(8)}  ${node.padEnd(9)} ${state.padEnd(8)} ${phase.padEnd(9)} ${rest}`;
 
 let dir = '';
 let server: ServerHandle | undefined;
 let clients: Clients | undefined;
 const hosts: SandboxHost[] = [];
+/** Hosts starting or "rebooting" (a new agent process); cleanup waits for them, or one could outlive it. */
+const inFlight: Promise<unknown>[] = [];
+let interrupted = false;
 let cleaning: Promise<void> | undefined;
 
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
     clients?.close();
-    for (const h of hosts) await h.stop().catch(() => undefined);
+    await Promise.allSettled(inFlight);
+    // In parallel: each host's agent gets SIGTERM and its systemd `exit`, which take about a
+    // second together; one after another they would not fit in the five seconds Ctrl-C allows.
+    await Promise.allSettled(hosts.map((h) => h.stop()));
     await server?.close(1000).catch(() => undefined);
     if (dir) rmSync(dir, { recursive: true, force: true });
   })();
@@ -68,11 +78,19 @@ async function main(): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  process.once('SIGINT', () => {
-    say('\ninterrupted: stopping every process and removing the demo\'s directories');
+  process.on('SIGINT', () => {
+    // Ctrl-C reaches the whole process group: the agents and their systemd managers get it too.
+    if (interrupted) return; // a second Ctrl-C must not cut the cleanup short
+    interrupted = true;
+    process.stdout.write('\ninterrupted: stopping every process and removing the demo\'s directories\n');
     void cleanup().then(() => process.exit(130));
   });
   dir = mkdtempSync(join(tmpdir(), 'mcplane-demo-'));
+  // Everything the demo makes goes under its one directory: each host's root (with its node key),
+  // its systemd's runtime and config directories, the agents' temporary files. The sandbox
+  // creates those with os.tmpdir(), which reads TMPDIR at each call; child processes inherit it.
+  process.env.TMPDIR = join(dir, 'tmp');
+  mkdirSync(process.env.TMPDIR);
 
   say(bold('1. A control plane'));
   await pkiInitCommand(join(dir, 'pki'), [], []);
@@ -93,20 +111,33 @@ async function main(): Promise<void> {
   say(`   mcctl apply -f examples/: ${applied.objects.map((o) => `${o.kind === 'MachineConfig' ? 'mc' : 'mcp'}/${o.name}`).join(', ')}`);
 
   say(bold('\n2. Three hosts boot from the bootstrap endpoint, enroll, and join their pools'));
+  say(dim('   Each line below is a change the control plane streams as it happens (StatusService.Watch, as'));
+  say(dim('   `mcctl watch` shows it): a node\'s STATE (Working, Done, Degraded), its PHASE in the update'));
+  say(dim('   (check, diff, plan, apply, actions or reboot, validate, done), its current rendered config'));
+  say(dim('   -> the one it is moving to, and a reason when there is one; "pool" lines count a pool\'s progress.'));
+  say(dim('   New hosts skip the queue: a host with no config yet serves nothing, so it gets its pool\'s'));
+  say(dim('   config at once without using maxUnavailable; both workers update together here. Step 3 queues.'));
+  say(row('TIME', 'NODE', 'STATE', 'PHASE', 'CURRENT -> DESIRED CONFIG  REASON'));
   const stopWatch = watch(c);
   const token = readFileSync(join(dir, 'pki/bootstrap-token'), 'utf8').trim();
   for (const h of HOSTS) {
     const ignition = await fetchIgnition({ port: server.bootstrapPort!, ca: readFileSync(join(dir, 'pki/ca.crt')), token }, h.pool);
+    if (interrupted) return;
     const host = new SandboxHost({ name: h.name, server: address });
     const files = applyIgnitionFiles(ignition, host.root);
     hosts.push(host);
     say(dim(`   ${h.name}: GET /config/${h.pool} (bootstrap token) -> Ignition ${ignition.ignition.version}, ${files.length} files; starting mcplane-agent`));
-    await host.startFromRoot();
+    const started = host.startFromRoot();
+    inFlight.push(started);
+    await started;
   }
   await untilUpdated(c, ['worker', 'infra']);
 
   say(bold('\n3. A change to the worker pool rolls out one node at a time (maxUnavailable: 1)'));
   say(dim('   mcctl apply -f 80-demo-banner.yaml (a file under /etc/mcplane-demo/: the pool policy restarts a unit, no reboot)'));
+  say(dim('   Both workers have a config now, so they take turns: the second waits until the first is Done. The'));
+  say(dim('   infra pool takes worker configs too and has its own maxUnavailable, so infra-a moves meanwhile.'));
+  say(row('TIME', 'NODE', 'STATE', 'PHASE', 'CURRENT -> DESIRED CONFIG  REASON'));
   await call(c, c.config.apply.bind(c.config), { manifests: [{ source: '80-demo-banner.yaml', text: CHANGE }], dryRun: false }, 'apply the change');
   await untilUpdated(c, ['worker', 'infra']);
   stopWatch();
@@ -150,7 +181,7 @@ function watch(c: Clients): () => void {
       seen.set(n.name, key);
       const target = s.desiredConfig && s.desiredConfig !== s.currentConfig ? ` -> ${short(s.desiredConfig)}` : '';
       const flag = !s.connected ? ' (disconnected: rebooting or starting)' : '';
-      say(`   ${time()}  ${n.name.padEnd(9)} ${s.state.padEnd(8)} ${(s.phase || '-').padEnd(9)} ${short(s.currentConfig)}${target}${flag}${s.reason ? `  ${s.reason}` : ''}`);
+      say(row(time(), n.name, s.state, s.phase || '-', `${short(s.currentConfig)}${target}${flag}${s.reason ? `  ${s.reason}` : ''}`));
     } else if (e.pool?.status && e.type !== 'ADDED') {
       const p = e.pool;
       const s = p.status!;
@@ -168,7 +199,13 @@ function watch(c: Clients): () => void {
 async function untilUpdated(c: Clients, pools: string[]): Promise<void> {
   const deadline = Date.now() + 180_000;
   for (;;) {
-    for (const h of hosts) await h.rebootIfRequested();
+    for (const h of hosts) {
+      if (interrupted) return;
+      const reboot = h.rebootIfRequested();
+      inFlight.push(reboot);
+      await reboot;
+    }
+    if (interrupted) return;
     const states = await Promise.all(pools.map((name) => call(c, c.status.getPool.bind(c.status), { name }, 'get pool')));
     const done = states.every((p) => p.status!.machineCount > 0 && p.status!.conditions.find((x) => x.type === 'Updated')?.status === 'True');
     if (done) return;
@@ -181,6 +218,8 @@ async function untilUpdated(c: Clients, pools: string[]): Promise<void> {
 
 main()
   .catch((err: unknown) => {
+    // After Ctrl-C, calls cut off by the shutdown fail; that is the interruption, not a failure.
+    if (interrupted) return;
     process.stderr.write(`demo failed: ${(err as Error).message}\n`);
     process.exitCode = 1;
   })

