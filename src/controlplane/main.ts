@@ -53,7 +53,7 @@ export function resolveOptions(flags: Flags): ServerOptions & { logLevel?: strin
   const caKey = f.caKey ?? (pki && join(pki, 'ca.key'));
   const tokenFile = f.bootstrapTokenFile ?? (pki && join(pki, 'bootstrap-token'));
   const options: ServerOptions & { logLevel?: string } = {
-    dataDir: f.dataDir ?? '/var/lib/mcplane',
+    dataDir: f.dataDir ?? '/var/lib/mcplane-server',
     listen: f.listen ?? '0.0.0.0:7443',
     insecure: f.insecure ?? false,
   };
@@ -103,7 +103,7 @@ export async function main(argv: string[]): Promise<void> {
     .description('mcplane control plane: stores MachineConfigs, renders pools, rolls out configs over gRPC')
     .version(VERSION, '--version')
     .option('--config <file>', 'YAML config file (keys are the flags in camelCase)')
-    .option('--data-dir <dir>', 'where the SQLite store lives (default /var/lib/mcplane)')
+    .option('--data-dir <dir>', 'where the SQLite store lives (default /var/lib/mcplane-server)')
     .option('--store <url>', 'etcd://HOST:PORT[,HOST:PORT...] to run as one of several replicas on etcd (default: SQLite in --data-dir)')
     .option('--etcd-ca <file>', 'CA that etcd\'s certificate chains to')
     .option('--etcd-cert <file>', 'client certificate for etcd')
