@@ -8,9 +8,10 @@ import { createHash } from 'node:crypto';
 import { decodeDataUrl, UpdateStepError, type IgnitionFileOwner, type MachineConfigSpec } from '../machineconfig/index.ts';
 import type { AgentConfig } from './agent-config.ts';
 import type { DesiredFile } from './file-transaction.ts';
-import { resolveManagedPath } from './host-paths.ts';
+import { resolveExisting, resolveManagedPath, resolveSshKeysDir } from './host-paths.ts';
 
 export const SSH_KEYS_FILE = 'ignition';
+export const SSH_KEYS_OBJECT = 'ssh keys of core';
 
 export interface HostLayout {
   root: string;
@@ -18,8 +19,13 @@ export interface HostLayout {
   sshKeysDir: string;
 }
 
+/**
+ * The root and the unit directory are the host's own (only root can change them): their
+ * symlinks are resolved once here, so every host path below is free of symlinks and the writes
+ * can refuse any they meet.
+ */
 export function layoutOf(config: AgentConfig): HostLayout {
-  return { root: config.paths.root, unitDir: config.paths.unitDir, sshKeysDir: config.paths.sshKeysDir };
+  return { root: resolveExisting(config.paths.root), unitDir: resolveExisting(config.paths.unitDir), sshKeysDir: config.paths.sshKeysDir };
 }
 
 export function desiredFiles(spec: MachineConfigSpec, layout: HostLayout): DesiredFile[] {
@@ -49,8 +55,10 @@ export function desiredFiles(spec: MachineConfigSpec, layout: HostLayout): Desir
   const keys = spec.config.passwd.users.find((u) => u.name === 'core')?.sshAuthorizedKeys ?? [];
   if (keys.length > 0) {
     const core = accounts.users.get('core');
+    const dir = resolveSshKeysDir(layout.sshKeysDir);
+    if (!dir.ok) throw new UpdateStepError('check', 'ssh keys of core', dir.reason);
     out.push({
-      hostPath: join(layout.sshKeysDir, SSH_KEYS_FILE), object: 'ssh keys of core', bytes: Buffer.from(keys.join('\n') + '\n'), mode: 0o600,
+      hostPath: join(dir.hostPath, SSH_KEYS_FILE), object: SSH_KEYS_OBJECT, bytes: Buffer.from(keys.join('\n') + '\n'), mode: 0o600,
       ...(core ? { uid: core.id, gid: core.gid } : {}),
     });
   }

@@ -11,8 +11,8 @@
 // A failure names the step, the object and the cause; a failed apply puts the old files back.
 
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { fchmodSync, fchownSync, readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import {
   diffSpecs,
   planDisruption,
@@ -24,7 +24,8 @@ import {
   type NodeState,
 } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
-import { desiredFiles, layoutOf, managedPaths, SSH_KEYS_FILE, type HostLayout } from './desired-files.ts';
+import { desiredFiles, layoutOf, managedPaths, SSH_KEYS_OBJECT, type HostLayout } from './desired-files.ts';
+import { openDirNoFollow } from './no-follow-fs.ts';
 import { FileTransaction, matchesOnDisk, type DesiredFile } from './file-transaction.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { AgentConfig } from './agent-config.ts';
@@ -176,6 +177,8 @@ export class UpdateEngine {
       if (p().step === 'actions-done' || p().step === 'validating') await this.#validateAndFinish();
     } catch (err) {
       await this.#fail(err);
+    } finally {
+      this.#files.release();
     }
   }
 
@@ -202,7 +205,9 @@ export class UpdateEngine {
     try {
       this.#files.stage(desired, previous, p.force);
     } catch (err) {
+      this.#files.cleanupErrors = [];
       this.#files.abandonStaged();
+      if (this.#files.cleanupErrors.length) this.#d.log.error({ errors: this.#files.cleanupErrors }, 'some staged files could not be removed');
       throw new UpdateStepError('apply', objectOf(err, desired), (err as Error).message);
     }
     try {
@@ -211,7 +216,7 @@ export class UpdateEngine {
       await this.#rollBack();
       throw new UpdateStepError('apply', objectOf(err, desired), (err as Error).message);
     }
-    secureSshDirectory(this.#layout, desired);
+    secureSshDirectory(desired);
   }
 
   async #applyUnits(): Promise<void> {
@@ -319,7 +324,9 @@ export class UpdateEngine {
 
   async #rollBack(): Promise<void> {
     this.#d.log.warn('apply failed; putting the old files back');
+    this.#files.cleanupErrors = [];
     this.#files.rollBack();
+    if (this.#files.cleanupErrors.length) this.#d.log.error({ errors: this.#files.cleanupErrors }, 'some old files could not be put back');
     await this.#d.systemd.reload().catch(() => undefined);
     await this.#d.rpmOstree.run(['cleanup', '-p']).catch(() => undefined);
   }
@@ -349,11 +356,17 @@ export class UpdateEngine {
 }
 
 /** sshd ignores keys in a directory others can write: authorized_keys.d is 0700, owned by core. */
-function secureSshDirectory(layout: HostLayout, desired: DesiredFile[]): void {
-  const keys = desired.find((f) => f.hostPath === join(layout.sshKeysDir, SSH_KEYS_FILE));
+/** Changed on the opened directory: core owns the home and could swap in a symlink by then. */
+function secureSshDirectory(desired: DesiredFile[]): void {
+  const keys = desired.find((f) => f.object === SSH_KEYS_OBJECT);
   if (!keys) return;
-  chmodSync(layout.sshKeysDir, 0o700);
-  if (keys.uid !== undefined) chownSync(layout.sshKeysDir, keys.uid, keys.gid ?? keys.uid);
+  const dir = openDirNoFollow(dirname(keys.hostPath));
+  try {
+    fchmodSync(dir.fd, 0o700);
+    if (keys.uid !== undefined) fchownSync(dir.fd, keys.uid, keys.gid ?? keys.uid);
+  } finally {
+    dir.close();
+  }
 }
 
 function objectOf(err: unknown, desired: { hostPath: string; object: string }[]): string {

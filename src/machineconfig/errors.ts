@@ -143,3 +143,15 @@ function summarize(what: string, problems: Problem[]): string {
   const lines = problems.map((p) => `  - ${formatProblem(p)}`);
   return `${what}: ${problems.length} problem${problems.length === 1 ? '' : 's'}\n${lines.join('\n')}`;
 }
+
+/**
+ * A path the agent checked turned out, when it came to write, to go through a symbolic link or a
+ * non-directory: the tree changed after the check, and following it could lead out of /etc and
+ * /var. `path` is the file, `component` the directory that changed.
+ */
+export class UnsafePathError extends McplaneError {
+  override readonly code = 'MCPLANE_UNSAFE_PATH';
+  constructor(readonly path: string, readonly component: string) {
+    super(`${component} is a symbolic link or not a directory (it changed after ${path} was checked); refusing to follow it`);
+  }
+}
