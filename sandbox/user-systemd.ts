@@ -22,9 +22,10 @@ export function canRunUserSystemd(): boolean {
   return process.getuid?.() === 0 && existsSync('/lib/systemd/systemd') && spawnSync('unshare', ['--help']).status === 0;
 }
 
-export async function startUserSystemd(): Promise<UserSystemd> {
+/** `configHome`: where its units live (XDG_CONFIG_HOME), e.g. inside a sandboxed host's root. */
+export async function startUserSystemd(options: { configHome?: string } = {}): Promise<UserSystemd> {
   const runtimeDir = mkdtempSync(join(tmpdir(), 'mcplane-xdg-run-'));
-  const configHome = mkdtempSync(join(tmpdir(), 'mcplane-xdg-cfg-'));
+  const configHome = options.configHome ?? mkdtempSync(join(tmpdir(), 'mcplane-xdg-cfg-'));
   const unitDir = join(configHome, 'systemd', 'user');
   mkdirSync(unitDir, { recursive: true });
   const busAddress = `unix:path=${join(runtimeDir, 'bus')}`;

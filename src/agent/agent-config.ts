@@ -36,6 +36,7 @@ export interface AgentConfig {
   jobTimeoutSeconds: number;
 }
 
+const PATH_KEYS = ['root', 'unitDir', 'stateDir', 'sshKeysDir', 'bootIdFile'];
 const KNOWN_KEYS = ['server', 'tls', 'insecure', 'enrollment', 'nodeName', 'labels', 'paths', 'systemdBus', 'rpmOstree', 'reboot', 'drift', 'heartbeatSeconds', 'logLevel', 'jobTimeoutSeconds'];
 
 export const DEFAULT_CONFIG_PATH = '/etc/mcplane/agent.yaml';
@@ -92,10 +93,20 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
   const r = raw as Record<string, any>;
   for (const key of Object.keys(r)) if (!KNOWN_KEYS.includes(key)) fail(key, `unknown field (expected one of: ${KNOWN_KEYS.join(', ')})`);
   if (typeof r.server !== 'string' || !/^.+:\d+$/.test(r.server)) fail('server', 'required, HOST:PORT of mcplane-server');
-  const root = r.paths?.root ?? hostRoot;
-  /** A host path named in the config, under the host root when there is one. */
-  const host = (p: string): string => (p && isAbsolute(p) && hostRoot !== '/' && !p.startsWith(hostRoot + '/') ? join(hostRoot, p) : p);
-  if (typeof root !== 'string' || !root.startsWith('/')) fail('paths.root', 'must be an absolute path');
+  /**
+   * A host path the config names: under --root DIR it is DIR + path, like rpm --root (the config
+   * describes the host, and DIR is where that host's tree is). Programs to run (rpmOstree,
+   * reboot.command) are this machine's and do not move.
+   */
+  const host = (p: string): string => (p && isAbsolute(p) && hostRoot !== '/' ? (p === '/' ? hostRoot : join(hostRoot, p)) : p);
+  const rawRoot = r.paths?.root ?? '/';
+  if (typeof rawRoot !== 'string' || !rawRoot.startsWith('/')) fail('paths.root', 'must be an absolute path');
+  const root = host(rawRoot);
+  const path = (v: unknown, field: string): string | undefined => {
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== 'string' || !isAbsolute(v)) fail(field, 'must be an absolute path');
+    return host(v as string);
+  };
   const under = (p: string): string => join(root, p);
   const str = (v: unknown, field: string, dflt: string): string => {
     if (v === undefined || v === null) return dflt;
@@ -114,6 +125,7 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
   if (tls && (!tls.ca || !tls.cert || !tls.key)) fail('tls', 'ca, cert and key are all required');
   let enrollment: AgentConfig['enrollment'] = null;
   if (r.enrollment) enrollment = { url: str(r.enrollment.url, 'enrollment.url', ''), tokenFile: host(str(r.enrollment.tokenFile, 'enrollment.tokenFile', '')) };
+  for (const key of Object.keys(r.paths ?? {})) if (!PATH_KEYS.includes(key)) fail(`paths.${key}`, `unknown field (expected one of: ${PATH_KEYS.join(', ')})`);
   const labels: Record<string, string> = {};
   for (const [k, v] of Object.entries(r.labels ?? {})) {
     if (v !== null && typeof v !== 'string') fail(`labels.${k}`, 'label values must be strings');
@@ -139,10 +151,11 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
     labels,
     paths: {
       root,
-      unitDir: str(r.paths?.unitDir, 'paths.unitDir', under('/etc/systemd/system')),
-      stateDir: str(r.paths?.stateDir, 'paths.stateDir', under('/var/lib/mcplane')),
-      sshKeysDir: str(r.paths?.sshKeysDir, 'paths.sshKeysDir', under('/home/core/.ssh/authorized_keys.d')),
-      bootIdFile: str(r.paths?.bootIdFile, 'paths.bootIdFile', '/proc/sys/kernel/random/boot_id'),
+      unitDir: path(r.paths?.unitDir, 'paths.unitDir') ?? under('/etc/systemd/system'),
+      stateDir: path(r.paths?.stateDir, 'paths.stateDir') ?? under('/var/lib/mcplane'),
+      sshKeysDir: path(r.paths?.sshKeysDir, 'paths.sshKeysDir') ?? under('/home/core/.ssh/authorized_keys.d'),
+      // The running kernel's, unless the config names another file (then under --root too).
+      bootIdFile: path(r.paths?.bootIdFile, 'paths.bootIdFile') ?? '/proc/sys/kernel/random/boot_id',
     },
     systemdBus: str(r.systemdBus, 'systemdBus', 'system'),
     rpmOstree: str(r.rpmOstree, 'rpmOstree', 'rpm-ostree'),

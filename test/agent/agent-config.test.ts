@@ -54,3 +54,24 @@ test('drop-ins in agent.yaml.d merge over agent.yaml in name order; --root resol
   assert.equal(c.paths.root, root);
   assert.equal(c.paths.stateDir, join(root, 'var/lib/mcplane'));
 });
+
+test('--root moves every path the config names (state, units, SSH keys, boot id, TLS, token), not the programs it runs', () => {
+  const c = parseAgentConfig({
+    ...minimal,
+    tls: { ca: '/etc/mcplane/ca.crt', cert: '/etc/mcplane/node.crt', key: '/etc/mcplane/node.key' },
+    enrollment: { url: 'https://mcplane:22623', tokenFile: '/etc/mcplane/token' },
+    paths: { stateDir: '/var/lib/alt', unitDir: '/etc/systemd/alt', sshKeysDir: '/var/home/core/.ssh/authorized_keys.d', bootIdFile: '/run/boot_id' },
+    rpmOstree: '/usr/bin/rpm-ostree',
+    reboot: { method: 'command', command: ['/usr/bin/systemctl', 'reboot'] },
+  }, 'agent.yaml', '/img');
+  assert.deepEqual(c.paths, { root: '/img', stateDir: '/img/var/lib/alt', unitDir: '/img/etc/systemd/alt', sshKeysDir: '/img/var/home/core/.ssh/authorized_keys.d', bootIdFile: '/img/run/boot_id' });
+  assert.deepEqual(c.tls, { ca: '/img/etc/mcplane/ca.crt', cert: '/img/etc/mcplane/node.crt', key: '/img/etc/mcplane/node.key' });
+  assert.equal(c.enrollment!.tokenFile, '/img/etc/mcplane/token');
+  assert.equal(c.rpmOstree, '/usr/bin/rpm-ostree');
+  assert.deepEqual(c.reboot, { method: 'command', command: ['/usr/bin/systemctl', 'reboot'] });
+  // The running kernel's boot id unless the config names a file; paths.root moves too.
+  assert.equal(parseAgentConfig({ ...minimal, paths: { root: '/sysroot' } }, 'a', '/img').paths.bootIdFile, '/proc/sys/kernel/random/boot_id');
+  assert.equal(parseAgentConfig({ ...minimal, paths: { root: '/sysroot' } }, 'a', '/img').paths.root, '/img/sysroot');
+  assert.throws(() => parseAgentConfig({ ...minimal, paths: { stateDir: 'relative' } }, 'agent.yaml'), /agent.yaml: paths.stateDir: must be an absolute path/);
+  assert.throws(() => parseAgentConfig({ ...minimal, paths: { stateDirectory: '/x' } }, 'agent.yaml'), /paths.stateDirectory: unknown field/);
+});
