@@ -175,7 +175,7 @@ test('a reboot that comes back on the old deployment fails validation, naming th
   assert.ok(healed.status!.os!.kernelArguments.includes('validate=me'));
 });
 
-test('the core password hash is set with usermod, without a reboot; dropping it locks password login', { skip }, async () => {
+test('the core password hash is set with chpasswd -e, without a reboot; dropping it locks password login', { skip }, async () => {
   await apply(config('changed')); // back to the baseline (drops the previous test's kernel argument)
   const base = await target();
   await untilNode(c, [host], 'host-a', (n) => n.status!.currentConfig === base && n.status!.state === 'Done');
