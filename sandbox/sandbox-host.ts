@@ -31,6 +31,8 @@ export interface HostOptions {
   usrLocalIsDirectory?: boolean;
   driftIntervalSeconds?: number;
   systemd?: UserSystemd;
+  /** Settings merged over the generated agent config (timeouts, for instance). */
+  config?: Record<string, unknown>;
   /** Run this instead of the agent from source, e.g. [node, 'dist/bundle/mcplane-agent.cjs']. */
   agentCommand?: string[];
 }
@@ -90,6 +92,7 @@ export class SandboxHost {
       drift: { intervalSeconds: this.options.driftIntervalSeconds ?? 1 },
       heartbeatSeconds: 5,
       jobTimeoutSeconds: 20,
+      ...this.options.config,
     }));
     this.spawnAgent(env);
   }

@@ -34,10 +34,19 @@ export interface AgentConfig {
   logLevel: string;
   /** How long to wait on one systemd job. */
   jobTimeoutSeconds: number;
+  /** How long any one D-Bus call may wait for its reply. */
+  dbusTimeoutSeconds: number;
+  /** How long one rpm-ostree command may run. */
+  rpmOstreeTimeoutSeconds: number;
+  /**
+   * How long one step of an update (apply, actions, validate, ...) may take before the node is
+   * Degraded naming the step; past it the watchdog is no longer fed.
+   */
+  stepTimeoutSeconds: number;
 }
 
 const PATH_KEYS = ['root', 'unitDir', 'stateDir', 'sshKeysDir', 'bootIdFile'];
-const KNOWN_KEYS = ['server', 'tls', 'insecure', 'enrollment', 'nodeName', 'labels', 'paths', 'systemdBus', 'rpmOstree', 'reboot', 'drift', 'heartbeatSeconds', 'logLevel', 'jobTimeoutSeconds'];
+const KNOWN_KEYS = ['server', 'tls', 'insecure', 'enrollment', 'nodeName', 'labels', 'paths', 'systemdBus', 'rpmOstree', 'reboot', 'drift', 'heartbeatSeconds', 'logLevel', 'jobTimeoutSeconds', 'dbusTimeoutSeconds', 'rpmOstreeTimeoutSeconds', 'stepTimeoutSeconds'];
 
 export const DEFAULT_CONFIG_PATH = '/etc/mcplane/agent.yaml';
 
@@ -164,5 +173,8 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
     heartbeatSeconds: num(r.heartbeatSeconds, 'heartbeatSeconds', 30),
     logLevel: str(r.logLevel, 'logLevel', 'info'),
     jobTimeoutSeconds: num(r.jobTimeoutSeconds, 'jobTimeoutSeconds', 90),
+    dbusTimeoutSeconds: num(r.dbusTimeoutSeconds, 'dbusTimeoutSeconds', 25),
+    rpmOstreeTimeoutSeconds: num(r.rpmOstreeTimeoutSeconds, 'rpmOstreeTimeoutSeconds', 1800),
+    stepTimeoutSeconds: num(r.stepTimeoutSeconds, 'stepTimeoutSeconds', 3600),
   };
 }

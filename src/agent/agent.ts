@@ -43,9 +43,9 @@ export class Agent {
 
   private constructor(readonly config: AgentConfig, private readonly log: Logger) {
     this.journal = new Journal(config.paths.stateDir);
-    this.#systemd = SystemdClient.connect(config.systemdBus, config.jobTimeoutSeconds * 1000);
+    this.#systemd = SystemdClient.connect(config.systemdBus, config.jobTimeoutSeconds * 1000, config.dbusTimeoutSeconds * 1000);
     this.#rpm = new RpmOstree(config.rpmOstree, log, (attempt, retryInMs) =>
-      this.engine.note(`rpm-ostree is busy with another transaction; retry ${attempt} in ${(retryInMs / 1000).toFixed(1)}s`));
+      this.engine.note(`rpm-ostree is busy with another transaction; retry ${attempt} in ${(retryInMs / 1000).toFixed(1)}s`), undefined, config.rpmOstreeTimeoutSeconds * 1000);
     this.drift = new DriftMonitor(log, config.drift.intervalSeconds * 1000, (found) => this.#onDrift(found));
     this.engine = new UpdateEngine({
       config, journal: this.journal, systemd: this.#systemd, rpmOstree: this.#rpm,

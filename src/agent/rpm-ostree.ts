@@ -47,6 +47,7 @@ export class RpmOstree {
     /** Told about every busy retry, so the node's status can say why it waits. */
     private readonly onBusy: (attempt: number, retryInMs: number) => void = () => undefined,
     private readonly retry = { attempts: 8, firstDelayMs: 500, maxDelayMs: 15_000 },
+    private readonly timeoutMs = 30 * 60_000,
   ) {}
 
   async status(): Promise<OstreeStatus> {
@@ -114,9 +115,10 @@ export class RpmOstree {
     for (let attempt = 1; ; attempt++) {
       try {
         return await new Promise<string>((resolve, reject) => {
-          execFile(this.binary, args, { timeout: 30 * 60_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+          execFile(this.binary, args, { timeout: this.timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
             if (!err) return resolve(stdout);
-            const detail = (stderr || err.message).trim().split('\n')[0];
+            const killed = (err as { killed?: boolean }).killed;
+            const detail = killed ? `did not finish within ${this.timeoutMs / 1000}s; killed` : (stderr || err.message).trim().split('\n')[0];
             reject(new RpmOstreeError(`rpm-ostree ${args.join(' ')}: ${detail}`, BUSY.test(stderr)));
           });
         });

@@ -69,6 +69,10 @@ export class UpdateEngine {
   readonly #files: FileTransaction;
   #running: Promise<void> | undefined;
   #next: { assignment: Assignment; force: boolean } | undefined;
+  /** The step running now, for its deadline. */
+  #step: { step: string; object: string; startedAt: number } | undefined;
+  /** Work that ran past its deadline and has still not returned (a hung call or command). */
+  #abandoned = new Map<Promise<unknown>, string>();
   progress: Progress;
 
   constructor(deps: EngineDeps) {
@@ -122,6 +126,46 @@ export class UpdateEngine {
         this.#next = undefined;
         if (next) this.assign(next.assignment, next.force);
       });
+  }
+
+  /**
+   * Why the update loop is stuck, or undefined: a step running past its deadline, or work given
+   * up at its deadline that has still not returned. The watchdog stops being fed while this
+   * holds, so systemd restarts the agent and the journal takes it from there.
+   */
+  stuck(): string | undefined {
+    const first = this.#abandoned.values().next();
+    if (!first.done) return first.value;
+    const limit = this.#d.config.stepTimeoutSeconds * 1000;
+    if (this.#step && Date.now() - this.#step.startedAt > limit) {
+      return `${this.#step.step}: ${this.#step.object}: running for ${Math.round((Date.now() - this.#step.startedAt) / 1000)}s, past its deadline of ${limit / 1000}s`;
+    }
+    return undefined;
+  }
+
+  /**
+   * Runs one step's work with a deadline (stepTimeoutSeconds). Past it the step fails, naming
+   * itself and the object, and the work is remembered as abandoned until it returns.
+   */
+  async #within<T>(step: string, object: string, work: () => Promise<T>): Promise<T> {
+    const limit = this.#d.config.stepTimeoutSeconds * 1000;
+    const outer = this.#step;
+    this.#step = { step, object, startedAt: Date.now() };
+    const running = work();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([running, new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          const what = `${step}: ${object}: gave up after ${limit / 1000}s (stepTimeoutSeconds) and it has not returned since`;
+          const tracked = running.then(() => undefined, () => undefined).finally(() => this.#abandoned.delete(tracked));
+          this.#abandoned.set(tracked, what);
+          reject(new UpdateStepError(step, object, `did not finish within ${limit / 1000}s (stepTimeoutSeconds)`));
+        }, limit);
+      })]);
+    } finally {
+      clearTimeout(timer);
+      this.#step = outer;
+    }
   }
 
   /** Says why a running step waits (rpm-ostree busy), without changing state or phase. */
@@ -201,7 +245,7 @@ export class UpdateEngine {
 
     this.#report('Working', 'apply');
     const previous = managedPaths(from, this.#layout);
-    await retireRemovedUnits(this.#d.systemd, from, p.toSpec);
+    await this.#within('apply', 'units the new config drops', () => retireRemovedUnits(this.#d.systemd, from, p.toSpec));
     try {
       this.#files.stage(desired, previous, p.force);
     } catch (err) {
@@ -224,7 +268,7 @@ export class UpdateEngine {
     const p = j.state.pending!;
     this.#report('Working', 'apply');
     const unitFilesChanged = (p.fileOps ?? []).some((op) => op.hostPath.startsWith(this.#layout.unitDir + '/'));
-    await this.#applyStep('units-done', async () => {
+    await this.#applyStep('units-done', 'systemd units and the password of core', async () => {
       await applyUnitStates(this.#d.systemd, j.state.currentSpec, p.toSpec, unitFilesChanged);
       if (await applyPasswordHash(this.#layout.root, j.state.currentSpec, p.toSpec)) this.#d.log.info('password of core updated');
     });
@@ -232,16 +276,16 @@ export class UpdateEngine {
 
   async #applyOs(): Promise<void> {
     const j = this.#d.journal;
-    await this.#applyStep('os-done', async () => {
+    await this.#applyStep('os-done', 'rpm-ostree', async () => {
       const changed = await applyOsChanges(this.#d.rpmOstree, j.state.currentSpec, j.state.pending!.toSpec);
       if (changed.length) this.#d.log.info({ changed }, 'OS changes staged with rpm-ostree');
     });
   }
 
   /** Runs one apply step after the files are committed: on failure the old files come back. */
-  async #applyStep(done: 'units-done' | 'os-done', work: () => Promise<unknown>): Promise<void> {
+  async #applyStep(done: 'units-done' | 'os-done', object: string, work: () => Promise<unknown>): Promise<void> {
     try {
-      await work();
+      await this.#within('apply', object, work);
     } catch (err) {
       await this.#rollBack();
       throw err;
@@ -270,7 +314,7 @@ export class UpdateEngine {
     for (const u of p.toSpec.config.systemd.units) if (u.mask) dropped.add(u.name);
     const actions = plan.actions.filter((a) => !a.unit || !dropped.has(a.unit));
     try {
-      await runActions(this.#d.systemd, actions);
+      await this.#within('actions', actions.map((a) => (a.unit ? `${a.type} ${a.unit}` : a.type)).join(', ') || 'none', () => runActions(this.#d.systemd, actions));
     } catch (err) {
       await this.#rollBack();
       // Bring the services back on the old files too.
@@ -303,11 +347,11 @@ export class UpdateEngine {
     for (const f of desiredFiles(p.toSpec, this.#layout)) {
       if (!matchesOnDisk(f)) mismatches.push(`${f.object}: on disk differs from the config (content, mode or owner)`);
     }
-    mismatches.push(...(await unitMismatches(this.#d.systemd, p.toSpec)).map(describeUnitMismatch));
+    mismatches.push(...(await this.#within('validate', 'systemd unit states', () => unitMismatches(this.#d.systemd, p.toSpec))).map(describeUnitMismatch));
     const hash = shadowHashOfCore(this.#layout.root);
     const wanted = passwordHashOf(p.toSpec) || (passwordHashOf(j.state.currentSpec) ? LOCKED : undefined);
     if (wanted !== undefined && hash !== undefined && hash !== wanted) mismatches.push('password of core: /etc/shadow does not hold the configured hash');
-    mismatches.push(...(await osMismatches(this.#d.rpmOstree, j.state.currentSpec, p.toSpec)));
+    mismatches.push(...(await this.#within('validate', 'the booted deployment', () => osMismatches(this.#d.rpmOstree, j.state.currentSpec, p.toSpec))));
     if (mismatches.length) throw new UpdateStepError('validate', p.to, mismatches.join('; '));
     this.#files.finish();
     j.update((s) => {
