@@ -13,7 +13,8 @@
 //
 // Test-only verbs (not rpm-ostree's): `standin-boot` makes the staged deployment the booted
 // one (what a reboot does); `standin-busy N` makes the next N commands fail as if another
-// transaction were running, with rpm-ostree's message.
+// transaction were running, with rpm-ostree's message; `standin-hang N` makes the next N
+// commands that stage a deployment hang forever, as a wedged rpm-ostreed would.
 
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -68,6 +69,12 @@ const booted = () => state.deployments.find((d) => d.booted);
 const staged = () => state.deployments.find((d) => d.staged);
 /** Stage a change on top of the pending deployment (or the booted one), as rpm-ostree does. */
 function stage(change) {
+  if (state.hang > 0) {
+    state.hang--;
+    save(state);
+    setInterval(() => undefined, 1 << 30); // never returns
+    return new Promise(() => undefined);
+  }
   const base = staged() ?? booted();
   const next = { image: base['container-image-reference'], kargs: [...base['standin-kargs']], packages: [...base['requested-packages']], removals: [...base['requested-base-removals']] };
   change(next);
@@ -141,6 +148,10 @@ switch (verb) {
     save(state);
     break;
   }
+  case 'standin-hang':
+    state.hang = Number(args[1] ?? 1);
+    save(state);
+    break;
   case 'standin-busy':
     state.busy = Number(args[1] ?? 1);
     save(state);
