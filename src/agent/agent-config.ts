@@ -171,10 +171,18 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
     reboot,
     drift: { intervalSeconds: num(r.drift?.intervalSeconds, 'drift.intervalSeconds', 60) },
     heartbeatSeconds: num(r.heartbeatSeconds, 'heartbeatSeconds', 30),
-    logLevel: str(r.logLevel, 'logLevel', 'info'),
+    logLevel: logLevelOf(r.logLevel, fail),
     jobTimeoutSeconds: num(r.jobTimeoutSeconds, 'jobTimeoutSeconds', 90),
     dbusTimeoutSeconds: num(r.dbusTimeoutSeconds, 'dbusTimeoutSeconds', 25),
     rpmOstreeTimeoutSeconds: num(r.rpmOstreeTimeoutSeconds, 'rpmOstreeTimeoutSeconds', 1800),
     stepTimeoutSeconds: num(r.stepTimeoutSeconds, 'stepTimeoutSeconds', 3600),
   };
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function logLevelOf(v: unknown, fail: (field: string, rule: string) => never): string {
+  if (v === undefined || v === null) return 'info';
+  if (typeof v !== 'string' || !LOG_LEVELS.includes(v)) fail('logLevel', `must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(v)})`);
+  return v as string;
 }

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import {
   API_VERSION,
   parseMachineConfig,
+  SystemdError,
   ProblemCollector,
   type Drift,
   type DriftPolicy,
@@ -66,7 +67,12 @@ export class Agent {
 
   static async start(config: AgentConfig, log: Logger): Promise<Agent> {
     const agent = new Agent(config, log);
-    await agent.#systemd.subscribe();
+    try {
+      await agent.#systemd.subscribe();
+    } catch (err) {
+      agent.#systemd.close();
+      throw new SystemdError(`cannot reach systemd over D-Bus at ${busName(config.systemdBus)}: ${(err as Error).message}. Check that systemd is running there, or set systemdBus in the agent config ("system" on a host, or a unix:path= address)`);
+    }
     await agent.#refreshOs();
     // Finish or undo whatever a crash or reboot interrupted before talking to anyone.
     agent.engine.resumeAfterRestart();
@@ -199,4 +205,10 @@ export class Agent {
     }
     this.engine.markFailed('Degraded', 'drift', reason);
   }
+}
+
+function busName(which: string): string {
+  if (which === 'system') return `the system bus (${process.env.DBUS_SYSTEM_BUS_ADDRESS ?? 'unix:path=/var/run/dbus/system_bus_socket'})`;
+  if (which === 'session') return `the session bus (${process.env.DBUS_SESSION_BUS_ADDRESS ?? 'DBUS_SESSION_BUS_ADDRESS unset'})`;
+  return which;
 }

@@ -73,6 +73,8 @@ export class UpdateEngine {
   #step: { step: string; object: string; startedAt: number } | undefined;
   /** Work that ran past its deadline and has still not returned (a hung call or command). */
   #abandoned = new Map<Promise<unknown>, string>();
+  /** Said in the node's reason while the update it concerns runs (a journal recovery). */
+  #note = '';
   progress: Progress;
 
   constructor(deps: EngineDeps) {
@@ -80,7 +82,15 @@ export class UpdateEngine {
     this.#layout = layoutOf(deps.config);
     this.#files = new FileTransaction(deps.journal, deps.failpoints);
     const s = deps.journal.state;
-    this.progress = s.failure
+    // A note about the update in progress survives its reboot.
+    this.#note = s.pending?.note ?? '';
+    if (s.recovered) {
+      this.#note = recoveryNote(s.recovered);
+      deps.log.warn({ journal: deps.journal.path, movedTo: s.recovered.movedTo, cause: s.recovered.cause }, 'the journal was corrupt and has been moved aside; the disk will be checked against the desired config');
+    }
+    this.progress = s.recovered
+      ? { state: 'Working', phase: 'check', reason: `${this.#note}; waiting for the desired config to check the disk against it`, desiredConfig: '' }
+      : s.failure
       ? { state: s.failure.state, phase: s.failure.phase, reason: s.failure.reason, desiredConfig: s.pending?.to ?? s.currentConfig }
       : s.pending
         ? { state: 'Working', phase: s.pending.step, reason: '', desiredConfig: s.pending.to }
@@ -179,19 +189,25 @@ export class UpdateEngine {
     this.#report(state, phase, reason);
   }
 
-  #report(state: NodeState, phase: string, reason = ''): void {
+  #report(state: NodeState, phase: string, reason = this.#note): void {
     this.progress = { state, phase, reason, desiredConfig: this.#d.journal.state.pending?.to ?? this.#d.journal.state.currentConfig };
     this.#d.onProgress(this.progress);
   }
 
   async #run(a: Assignment, force: boolean): Promise<void> {
     const j = this.#d.journal;
+    if (j.state.recovered) {
+      if (await this.#recover(a)) return;
+    } else {
+      this.#note = '';
+    }
     // A superseded update that failed validation still holds undo links; they are not needed.
     if (j.state.pending) this.#files.finish();
     j.update((s) => {
       s.pending = {
         id: randomBytes(4).toString('hex'), from: s.currentConfig, to: a.config, toSpec: a.spec,
         policy: a.policy, driftPolicy: a.driftPolicy, step: 'check', force,
+        ...(this.#note ? { note: this.#note } : {}),
       };
     });
     this.#d.log.info({ from: j.state.currentConfig || undefined, to: a.config, force }, 'update started');
@@ -338,20 +354,63 @@ export class UpdateEngine {
     }
   }
 
+  /**
+   * After a corrupt journal: the agent no longer knows what it applied, so it checks the disk
+   * (files, units, password, booted deployment) against the desired config. If all match, it
+   * adopts the config without touching anything (no reboot); otherwise it applies it in full.
+   * Returns true when adopted.
+   */
+  async #recover(a: Assignment): Promise<boolean> {
+    const j = this.#d.journal;
+    const note = recoveryNote(j.state.recovered!);
+    this.#report('Working', 'check', `${note}; checking the disk against ${a.config}`);
+    let mismatches: string[];
+    try {
+      mismatches = await this.#mismatches(a.spec, null);
+    } catch (err) {
+      await this.#fail(err);
+      return true;
+    }
+    if (mismatches.length === 0) {
+      j.update((s) => {
+        s.currentConfig = a.config;
+        s.currentSpec = a.spec;
+        s.currentPolicy = a.policy;
+        s.currentDriftPolicy = a.driftPolicy;
+        s.recovered = null;
+        s.failure = null;
+      });
+      this.#note = `${note}; the disk matches ${a.config}, adopted without changes`;
+      this.#d.log.warn({ config: a.config }, 'recovered from a corrupt journal: the disk matches the desired config; adopted it without changes');
+      this.#report('Done', 'done');
+      return true;
+    }
+    this.#note = `${note}; the disk differed from ${a.config} (${mismatches.length} difference${mismatches.length === 1 ? '' : 's'}), applying it in full`;
+    this.#d.log.warn({ config: a.config, mismatches }, 'recovered from a corrupt journal: the disk differs from the desired config; applying it in full');
+    j.update((s) => { s.recovered = null; });
+    return false;
+  }
+
+  /** Every way the disk, systemd and the booted deployment differ from `to`. */
+  async #mismatches(to: MachineConfigSpec, from: MachineConfigSpec | null): Promise<string[]> {
+    const mismatches: string[] = [];
+    for (const f of desiredFiles(to, this.#layout)) {
+      if (!matchesOnDisk(f)) mismatches.push(`${f.object}: on disk differs from the config (content, mode or owner)`);
+    }
+    mismatches.push(...(await this.#within('validate', 'systemd unit states', () => unitMismatches(this.#d.systemd, to))).map(describeUnitMismatch));
+    const hash = shadowHashOfCore(this.#layout.root);
+    const wanted = passwordHashOf(to) || (passwordHashOf(from) ? LOCKED : undefined);
+    if (wanted !== undefined && hash !== undefined && hash !== wanted) mismatches.push('password of core: /etc/shadow does not hold the configured hash');
+    mismatches.push(...(await this.#within('validate', 'the booted deployment', () => osMismatches(this.#d.rpmOstree, from, to))));
+    return mismatches;
+  }
+
   async #validateAndFinish(): Promise<void> {
     const j = this.#d.journal;
     const p = j.state.pending!;
     if (p.step !== 'validating') j.update((s) => { s.pending!.step = 'validating'; });
     this.#report('Working', 'validate');
-    const mismatches: string[] = [];
-    for (const f of desiredFiles(p.toSpec, this.#layout)) {
-      if (!matchesOnDisk(f)) mismatches.push(`${f.object}: on disk differs from the config (content, mode or owner)`);
-    }
-    mismatches.push(...(await this.#within('validate', 'systemd unit states', () => unitMismatches(this.#d.systemd, p.toSpec))).map(describeUnitMismatch));
-    const hash = shadowHashOfCore(this.#layout.root);
-    const wanted = passwordHashOf(p.toSpec) || (passwordHashOf(j.state.currentSpec) ? LOCKED : undefined);
-    if (wanted !== undefined && hash !== undefined && hash !== wanted) mismatches.push('password of core: /etc/shadow does not hold the configured hash');
-    mismatches.push(...(await this.#within('validate', 'the booted deployment', () => osMismatches(this.#d.rpmOstree, j.state.currentSpec, p.toSpec))));
+    const mismatches = await this.#mismatches(p.toSpec, j.state.currentSpec);
     if (mismatches.length) throw new UpdateStepError('validate', p.to, mismatches.join('; '));
     this.#files.finish();
     j.update((s) => {
@@ -397,6 +456,10 @@ export class UpdateEngine {
       return '';
     }
   }
+}
+
+function recoveryNote(r: { movedTo: string; cause: string }): string {
+  return `recovered from a corrupt journal (${r.cause}), moved aside to ${r.movedTo}`;
 }
 
 /** sshd ignores keys in a directory others can write: authorized_keys.d is 0700, owned by core. */

@@ -155,3 +155,8 @@ export class UnsafePathError extends McplaneError {
     super(`${component} is a symbolic link or not a directory (it changed after ${path} was checked); refusing to follow it`);
   }
 }
+
+/** The agent's journal cannot be read (not merely corrupt, which is moved aside and recovered). */
+export class JournalError extends McplaneError {
+  override readonly code = 'MCPLANE_JOURNAL';
+}
