@@ -43,6 +43,8 @@ export class SandboxHost {
   readonly stateDir: string;
   readonly configPath: string;
   readonly bootIdFile: string;
+  /** The booted kernel's command line, which the rpm-ostree stand-in keeps (the agent's /proc/cmdline). */
+  readonly cmdlineFile: string;
   readonly rebootMarker: string;
   readonly standinState: string;
   systemd!: UserSystemd;
@@ -61,6 +63,7 @@ export class SandboxHost {
     this.configPath = join(this.dir, 'agent.yaml');
     // Inside the root, so an agent started with --root finds it at /run/mcplane-sandbox/boot_id.
     this.bootIdFile = join(this.root, SANDBOX_RUN, 'boot_id');
+    this.cmdlineFile = join(this.root, SANDBOX_RUN, 'cmdline');
     this.rebootMarker = join(this.dir, 'reboot-requested');
     this.standinState = join(this.dir, 'rpm-ostree.json');
     for (const d of ['etc', 'var/usrlocal/bin', 'usr/bin', 'home/core/.ssh', 'opt-target', SANDBOX_RUN]) mkdirSync(join(this.root, d), { recursive: true });
@@ -71,7 +74,8 @@ export class SandboxHost {
     writeFileSync(join(this.root, 'etc/shadow'), 'root:*:19000:0:99999:7:::\ncore:*:19000:0:99999:7:::\n', { mode: 0o600 });
     writeFileSync(join(this.root, 'etc/gshadow'), 'root:*::\ncore:!::\n', { mode: 0o600 });
     writeFileSync(this.bootIdFile, randomUUID() + '\n');
-    writeFileSync(join(this.dir, 'rpm-ostree'), `#!/bin/sh\nexec ${process.execPath} ${STANDIN} --standin-state ${this.standinState} "$@"\n`, { mode: 0o755 });
+    writeFileSync(join(this.dir, 'rpm-ostree'), `#!/bin/sh\nexec ${process.execPath} ${STANDIN} --standin-state ${this.standinState} --standin-cmdline ${this.cmdlineFile} "$@"\n`, { mode: 0o755 });
+    spawnSync(join(this.dir, 'rpm-ostree'), ['standin-boot']); // the first boot: writes the command line
   }
 
   async start(env: NodeJS.ProcessEnv = {}): Promise<void> {
@@ -85,7 +89,7 @@ export class SandboxHost {
       tls: certs,
       nodeName: this.options.name,
       labels: this.options.labels ?? { 'node-role.kubernetes.io/worker': '' },
-      paths: { root: this.root, unitDir: this.systemd.unitDir, stateDir: this.stateDir, bootIdFile: this.bootIdFile },
+      paths: { root: this.root, unitDir: this.systemd.unitDir, stateDir: this.stateDir, bootIdFile: this.bootIdFile, kernelCmdlineFile: this.cmdlineFile },
       systemdBus: this.systemd.busAddress,
       rpmOstree: join(this.dir, 'rpm-ostree'),
       reboot: { method: 'command', command: [process.execPath, REBOOT_STANDIN, this.rebootMarker] },
@@ -112,7 +116,7 @@ export class SandboxHost {
     // Every path here is a host path: --root puts it under the root.
     writeFileSync(join(this.root, 'etc/mcplane/agent.yaml.d/99-test-environment.yaml'), stringify({
       nodeName: this.options.name,
-      paths: { unitDir, bootIdFile: this.hostPath(this.bootIdFile) },
+      paths: { unitDir, bootIdFile: this.hostPath(this.bootIdFile), kernelCmdlineFile: this.hostPath(this.cmdlineFile) },
       systemdBus: this.systemd.busAddress,
       rpmOstree: join(this.dir, 'rpm-ostree'),
       reboot: { method: 'command', command: [process.execPath, REBOOT_STANDIN, this.rebootMarker] },

@@ -24,6 +24,8 @@ export interface AgentConfig {
     stateDir: string;
     sshKeysDir: string;
     bootIdFile: string;
+    /** The booted kernel's command line, which validation checks kernel arguments against. */
+    kernelCmdlineFile: string;
   };
   /** "system", "session", or a D-Bus address such as unix:path=/run/user/0/bus. */
   systemdBus: string;
@@ -45,7 +47,7 @@ export interface AgentConfig {
   stepTimeoutSeconds: number;
 }
 
-const PATH_KEYS = ['root', 'unitDir', 'stateDir', 'sshKeysDir', 'bootIdFile'];
+const PATH_KEYS = ['root', 'unitDir', 'stateDir', 'sshKeysDir', 'bootIdFile', 'kernelCmdlineFile'];
 const KNOWN_KEYS = ['server', 'tls', 'insecure', 'enrollment', 'nodeName', 'labels', 'paths', 'systemdBus', 'rpmOstree', 'reboot', 'drift', 'heartbeatSeconds', 'logLevel', 'jobTimeoutSeconds', 'dbusTimeoutSeconds', 'rpmOstreeTimeoutSeconds', 'stepTimeoutSeconds'];
 
 export const DEFAULT_CONFIG_PATH = '/etc/mcplane/agent.yaml';
@@ -165,6 +167,7 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
       sshKeysDir: path(r.paths?.sshKeysDir, 'paths.sshKeysDir') ?? under('/home/core/.ssh/authorized_keys.d'),
       // The running kernel's, unless the config names another file (then under --root too).
       bootIdFile: path(r.paths?.bootIdFile, 'paths.bootIdFile') ?? '/proc/sys/kernel/random/boot_id',
+      kernelCmdlineFile: path(r.paths?.kernelCmdlineFile, 'paths.kernelCmdlineFile') ?? '/proc/cmdline',
     },
     systemdBus: str(r.systemdBus, 'systemdBus', 'system'),
     rpmOstree: str(r.rpmOstree, 'rpmOstree', 'rpm-ostree'),

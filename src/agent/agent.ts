@@ -22,6 +22,7 @@ import { describeDrift, DriftMonitor } from './drift-monitor.ts';
 import { enrollIfNeeded } from './enrollment.ts';
 import { Failpoints } from './failpoints.ts';
 import { Journal } from './journal.ts';
+import { readKernelCmdline } from './kernel-cmdline.ts';
 import { createRebooter } from './reboot.ts';
 import { RpmOstree } from './rpm-ostree.ts';
 import { AgentSession } from './session.ts';
@@ -170,7 +171,7 @@ export class Agent {
 
   async #refreshOs(): Promise<void> {
     try {
-      this.#os = await this.#rpm.osStatus();
+      this.#os = await this.#rpm.osStatus(readKernelCmdline(this.config.paths.kernelCmdlineFile));
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, 'cannot read the OS status from rpm-ostree');
     }

@@ -5,6 +5,7 @@
 import { execFile } from 'node:child_process';
 import { RpmOstreeError, type OsStatus } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
+import { configurableArgs, type Cmdline } from './kernel-cmdline.ts';
 
 export interface Deployment {
   booted: boolean;
@@ -63,7 +64,10 @@ export class RpmOstree {
     return { booted, staged: parsed.deployments?.find((d) => d.staged) };
   }
 
-  /** Kernel arguments of the booted deployment. */
+  /**
+   * Kernel arguments of the pending deployment (the staged one, else the booted one): what
+   * `rpm-ostree kargs` prints. What the kernel booted with is /proc/cmdline (kernel-cmdline.ts).
+   */
   async kargs(): Promise<string[]> {
     return (await this.run(['kargs'])).trim().split(/\s+/).filter(Boolean);
   }
@@ -95,10 +99,11 @@ export class RpmOstree {
     await this.run(['rebase', '--experimental', `ostree-unverified-registry:${image}`]);
   }
 
-  /** What the node reports as its OS status. */
-  async osStatus(): Promise<OsStatus> {
+  /** What the node reports as its OS status; kernel arguments as the kernel booted with them. */
+  async osStatus(cmdline: Cmdline): Promise<OsStatus> {
     const { booted, staged } = await this.status();
-    const kernelArguments = await this.kargs();
+    if (!cmdline.ok) this.log.warn({ reason: cmdline.reason }, 'cannot report the booted kernel arguments');
+    const kernelArguments = cmdline.ok ? configurableArgs(cmdline.args) : [];
     return {
       bootedImage: imageOf(booted),
       bootedChecksum: booted.checksum,

@@ -401,7 +401,7 @@ export class UpdateEngine {
     const hash = shadowHashOfCore(this.#layout.root);
     const wanted = passwordHashOf(to) || (passwordHashOf(from) ? LOCKED : undefined);
     if (wanted !== undefined && hash !== undefined && hash !== wanted) mismatches.push('password of core: /etc/shadow does not hold the configured hash');
-    mismatches.push(...(await this.#within('validate', 'the booted deployment', () => osMismatches(this.#d.rpmOstree, from, to))));
+    mismatches.push(...(await this.#within('validate', 'the booted deployment', () => osMismatches(this.#d.rpmOstree, from, to, this.#d.config.paths.kernelCmdlineFile))));
     return mismatches;
   }
 

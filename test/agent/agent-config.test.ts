@@ -9,7 +9,7 @@ const minimal = { server: 'mcplane:7443', tls: { ca: '/a', cert: '/b', key: '/c'
 
 test('defaults are a real CoreOS host\'s paths; a root moves them all', () => {
   const c = parseAgentConfig(minimal);
-  assert.deepEqual(c.paths, { root: '/', unitDir: '/etc/systemd/system', stateDir: '/var/lib/mcplane', sshKeysDir: '/home/core/.ssh/authorized_keys.d', bootIdFile: '/proc/sys/kernel/random/boot_id' });
+  assert.deepEqual(c.paths, { root: '/', unitDir: '/etc/systemd/system', stateDir: '/var/lib/mcplane', sshKeysDir: '/home/core/.ssh/authorized_keys.d', bootIdFile: '/proc/sys/kernel/random/boot_id', kernelCmdlineFile: '/proc/cmdline' });
   assert.deepEqual(c.reboot, { method: 'logind' });
   assert.equal(c.systemdBus, 'system');
   assert.equal(c.rpmOstree, 'rpm-ostree');
@@ -60,17 +60,18 @@ test('--root moves every path the config names (state, units, SSH keys, boot id,
     ...minimal,
     tls: { ca: '/etc/mcplane/ca.crt', cert: '/etc/mcplane/node.crt', key: '/etc/mcplane/node.key' },
     enrollment: { url: 'https://mcplane:22623', tokenFile: '/etc/mcplane/token' },
-    paths: { stateDir: '/var/lib/alt', unitDir: '/etc/systemd/alt', sshKeysDir: '/var/home/core/.ssh/authorized_keys.d', bootIdFile: '/run/boot_id' },
+    paths: { stateDir: '/var/lib/alt', unitDir: '/etc/systemd/alt', sshKeysDir: '/var/home/core/.ssh/authorized_keys.d', bootIdFile: '/run/boot_id', kernelCmdlineFile: '/run/cmdline' },
     rpmOstree: '/usr/bin/rpm-ostree',
     reboot: { method: 'command', command: ['/usr/bin/systemctl', 'reboot'] },
   }, 'agent.yaml', '/img');
-  assert.deepEqual(c.paths, { root: '/img', stateDir: '/img/var/lib/alt', unitDir: '/img/etc/systemd/alt', sshKeysDir: '/img/var/home/core/.ssh/authorized_keys.d', bootIdFile: '/img/run/boot_id' });
+  assert.deepEqual(c.paths, { root: '/img', stateDir: '/img/var/lib/alt', unitDir: '/img/etc/systemd/alt', sshKeysDir: '/img/var/home/core/.ssh/authorized_keys.d', bootIdFile: '/img/run/boot_id', kernelCmdlineFile: '/img/run/cmdline' });
   assert.deepEqual(c.tls, { ca: '/img/etc/mcplane/ca.crt', cert: '/img/etc/mcplane/node.crt', key: '/img/etc/mcplane/node.key' });
   assert.equal(c.enrollment!.tokenFile, '/img/etc/mcplane/token');
   assert.equal(c.rpmOstree, '/usr/bin/rpm-ostree');
   assert.deepEqual(c.reboot, { method: 'command', command: ['/usr/bin/systemctl', 'reboot'] });
-  // The running kernel's boot id unless the config names a file; paths.root moves too.
+  // The running kernel's boot id and command line unless the config names files; paths.root moves too.
   assert.equal(parseAgentConfig({ ...minimal, paths: { root: '/sysroot' } }, 'a', '/img').paths.bootIdFile, '/proc/sys/kernel/random/boot_id');
+  assert.equal(parseAgentConfig({ ...minimal, paths: { root: '/sysroot' } }, 'a', '/img').paths.kernelCmdlineFile, '/proc/cmdline');
   assert.equal(parseAgentConfig({ ...minimal, paths: { root: '/sysroot' } }, 'a', '/img').paths.root, '/img/sysroot');
   assert.throws(() => parseAgentConfig({ ...minimal, paths: { stateDir: 'relative' } }, 'agent.yaml'), /agent.yaml: paths.stateDir: must be an absolute path/);
   assert.throws(() => parseAgentConfig({ ...minimal, paths: { stateDirectory: '/x' } }, 'agent.yaml'), /paths.stateDirectory: unknown field/);
