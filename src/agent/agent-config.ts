@@ -9,8 +9,13 @@ import { parse } from 'yaml';
 import { ConfigurationError } from '../machineconfig/index.ts';
 
 export interface AgentConfig {
-  /** gRPC address of mcplane-server, host:port. */
+  /** The control plane's addresses as given, comma-separated (for messages). */
   server: string;
+  /**
+   * gRPC addresses of mcplane-server replicas, host:port each, in the order to try them: when
+   * the stream to one is lost the agent reconnects to the next.
+   */
+  servers: string[];
   tls: { ca: string; cert: string; key: string } | null;
   /** Plaintext gRPC to a loopback server (development only). */
   insecure: boolean;
@@ -48,7 +53,7 @@ export interface AgentConfig {
 }
 
 const PATH_KEYS = ['root', 'unitDir', 'stateDir', 'sshKeysDir', 'bootIdFile', 'kernelCmdlineFile'];
-const KNOWN_KEYS = ['server', 'tls', 'insecure', 'enrollment', 'nodeName', 'labels', 'paths', 'systemdBus', 'rpmOstree', 'reboot', 'drift', 'heartbeatSeconds', 'logLevel', 'jobTimeoutSeconds', 'dbusTimeoutSeconds', 'rpmOstreeTimeoutSeconds', 'stepTimeoutSeconds'];
+const KNOWN_KEYS = ['server', 'servers', 'tls', 'insecure', 'enrollment', 'nodeName', 'labels', 'paths', 'systemdBus', 'rpmOstree', 'reboot', 'drift', 'heartbeatSeconds', 'logLevel', 'jobTimeoutSeconds', 'dbusTimeoutSeconds', 'rpmOstreeTimeoutSeconds', 'stepTimeoutSeconds'];
 
 export const DEFAULT_CONFIG_PATH = '/etc/mcplane/agent.yaml';
 
@@ -103,7 +108,7 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) fail('(top)', 'must be a mapping');
   const r = raw as Record<string, any>;
   for (const key of Object.keys(r)) if (!KNOWN_KEYS.includes(key)) fail(key, `unknown field (expected one of: ${KNOWN_KEYS.join(', ')})`);
-  if (typeof r.server !== 'string' || !/^.+:\d+$/.test(r.server)) fail('server', 'required, HOST:PORT of mcplane-server');
+  const servers = serversOf(r.server, r.servers, fail);
   /**
    * A host path the config names: under --root DIR it is DIR + path, like rpm --root (the config
    * describes the host, and DIR is where that host's tree is). Programs to run (rpmOstree,
@@ -154,7 +159,8 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
   const nodeName = str(r.nodeName, 'nodeName', hostname().toLowerCase());
   if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(nodeName)) fail('nodeName', `"${nodeName}" is not a DNS subdomain (lowercase letters, digits, "-", ".")`);
   return {
-    server: r.server,
+    server: servers.join(','),
+    servers,
     tls,
     insecure,
     enrollment,
@@ -188,4 +194,21 @@ function logLevelOf(v: unknown, fail: (field: string, rule: string) => never): s
   if (v === undefined || v === null) return 'info';
   if (typeof v !== 'string' || !LOG_LEVELS.includes(v)) fail('logLevel', `must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(v)})`);
   return v as string;
+}
+
+const HOST_PORT = /^[^\s,]+:\d+$/;
+
+/** `server: a:1`, `server: "a:1,b:2"` or `servers: [a:1, b:2]`: one list, each HOST:PORT. */
+function serversOf(server: unknown, servers: unknown, fail: (field: string, rule: string) => never): string[] {
+  const rule = 'required, HOST:PORT of mcplane-server (several: server: "a:7443,b:7443" or servers: [a:7443, b:7443])';
+  if (server !== undefined && servers !== undefined) fail('servers', 'give server or servers, not both');
+  if (servers !== undefined) {
+    if (!Array.isArray(servers) || servers.length === 0) fail('servers', rule);
+    (servers as unknown[]).forEach((s, i) => { if (typeof s !== 'string' || !HOST_PORT.test(s)) fail(`servers[${i}]`, `${JSON.stringify(s)} is not HOST:PORT`); });
+    return [...new Set(servers as string[])];
+  }
+  if (typeof server !== 'string' || !server.trim()) fail('server', rule);
+  const list = (server as string).split(',').map((s) => s.trim());
+  list.forEach((s, i) => { if (!HOST_PORT.test(s)) fail('server', list.length === 1 ? rule : `entry ${i + 1} ${JSON.stringify(s)} is not HOST:PORT`); });
+  return [...new Set(list)];
 }

@@ -80,7 +80,7 @@ export class Agent {
     if (!agent.journal.state.pending && agent.journal.state.currentSpec) agent.#watchDrift();
     await enrollIfNeeded(config, log);
     agent.session = new AgentSession({
-      server: config.server,
+      servers: config.servers,
       tls: config.tls ? readTlsFiles(config.tls, 'agent TLS') : undefined,
       nodeName: config.nodeName,
       labels: config.labels,

@@ -76,3 +76,19 @@ test('--root moves every path the config names (state, units, SSH keys, boot id,
   assert.throws(() => parseAgentConfig({ ...minimal, paths: { stateDir: 'relative' } }, 'agent.yaml'), /agent.yaml: paths.stateDir: must be an absolute path/);
   assert.throws(() => parseAgentConfig({ ...minimal, paths: { stateDirectory: '/x' } }, 'agent.yaml'), /paths.stateDirectory: unknown field/);
 });
+
+test('several control plane addresses: server "a:1,b:2" or servers: [..]; server: a:1 still works', () => {
+  assert.deepEqual(parseAgentConfig(minimal).servers, ['mcplane:7443']);
+  assert.deepEqual(parseAgentConfig({ ...minimal, server: 'a:7443, b:7443,c:1' }).servers, ['a:7443', 'b:7443', 'c:1']);
+  const { server: _omit, ...rest } = minimal;
+  const listed = parseAgentConfig({ ...rest, servers: ['a:7443', '[::1]:7443'] });
+  assert.deepEqual(listed.servers, ['a:7443', '[::1]:7443']);
+  assert.equal(listed.server, 'a:7443,[::1]:7443');
+  const cases: [unknown, RegExp][] = [
+    [{ ...minimal, server: 'a:1,b' }, /agent.yaml: server: entry 2 "b" is not HOST:PORT/],
+    [{ ...minimal, servers: ['a:1'] }, /agent.yaml: servers: give server or servers, not both/],
+    [{ ...rest, servers: [] }, /agent.yaml: servers: required, HOST:PORT/],
+    [{ ...rest, servers: ['a:1', 7] }, /agent.yaml: servers\[1\]: 7 is not HOST:PORT/],
+  ];
+  for (const [raw, message] of cases) assert.throws(() => parseAgentConfig(raw, 'agent.yaml'), message, JSON.stringify(raw));
+});
