@@ -23,7 +23,7 @@ import { basename, dirname, join } from 'node:path';
 import { fsyncPath, writeTempBeside } from './durable-fs.ts';
 import type { BackupRecord, FileOp, Journal } from './journal.ts';
 import type { Failpoints } from './failpoints.ts';
-import { DirCache, inParentOf } from './no-follow-fs.ts';
+import { DirCache, inParentOf, type DirHandle } from './no-follow-fs.ts';
 
 export interface DesiredFile {
   hostPath: string;
@@ -111,7 +111,7 @@ export class FileTransaction {
       }
     }
     fsyncPath(this.journal.backupDir);
-    const written: { dir: ReturnType<DirCache['dir']>; name: string }[] = [];
+    const written: { dir: DirHandle; name: string }[] = [];
     for (const [i, op] of ops.entries()) {
       const { dir, name } = this.#dirs.parentOf(op.hostPath, true);
       if (op.undo) {
@@ -209,7 +209,7 @@ export class FileTransaction {
    * Cleanup that must not stop at the first directory it cannot reach safely (one swapped for a
    * symlink since, and never opened by this process): the rest is still put back.
    */
-  #bestEffort(hostPath: string, fn: (dir: ReturnType<DirCache['dir']>, name: string) => void): void {
+  #bestEffort(hostPath: string, fn: (dir: DirHandle, name: string) => void): void {
     try {
       const { dir, name } = this.#dirs.parentOf(hostPath);
       fn(dir, name);
