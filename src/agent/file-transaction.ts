@@ -68,8 +68,8 @@ export class FileTransaction {
     let restores = 0;
 
     for (const f of desired) {
-      if (!force && matchesOnDisk(f)) continue;
-      const exists = lexists(f.hostPath);
+      if (!force && this.#matches(f)) continue;
+      const exists = this.#exists(f.hostPath);
       if (exists && !wasManaged.has(f.hostPath) && !this.journal.state.backups[f.hostPath]) {
         backupsToAdd[f.hostPath] = this.#backupRecord(f.hostPath, tag);
       }
@@ -79,7 +79,7 @@ export class FileTransaction {
     for (const hostPath of previous) {
       if (wanted.has(hostPath)) continue;
       const backup = this.journal.state.backups[hostPath];
-      const exists = lexists(hostPath);
+      const exists = this.#exists(hostPath);
       if (backup) {
         // The original comes back: its bytes (or link) are staged like any new content.
         ops.push({ hostPath, action: 'write', temp: tempName(hostPath, tag), ...(exists ? { undo: undoName(hostPath, tag) } : {}) });
@@ -106,7 +106,8 @@ export class FileTransaction {
     for (const [hostPath, record] of Object.entries(backupsToAdd)) {
       if (record.kind === 'file') {
         // Read without following a symlink: the original is the file at the checked path.
-        const bytes = inParentOf(hostPath, (dir, name) => dir.readFile(name)) ?? Buffer.alloc(0);
+        const { dir, name } = this.#dirs.parentOf(hostPath);
+        const bytes = dir.readFile(name) ?? Buffer.alloc(0);
         writeTempBeside(record.backupFile!, bytes, { mode: 0o600, sync: true }, record.backupFile!);
       }
     }
@@ -219,32 +220,54 @@ export class FileTransaction {
     }
   }
 
+  /** Whether `hostPath` exists, seen through the directory handle the update will write with. */
+  #exists(hostPath: string): boolean {
+    try {
+      const { dir, name } = this.#dirs.parentOf(hostPath);
+      return dir.exists(name);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw err;
+    }
+  }
+
+  #matches(f: DesiredFile): boolean {
+    try {
+      const { dir, name } = this.#dirs.parentOf(f.hostPath);
+      return fileMatches(dir, name, f);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw err;
+    }
+  }
+
   /** What the last cleanup could not do, for the log. */
   cleanupErrors: string[] = [];
 
   #backupRecord(hostPath: string, tag: string): BackupRecord {
-    return inParentOf(hostPath, (dir, base) => {
-      const st = dir.lstat(base)!;
-      if (st.isSymbolicLink()) return { kind: 'symlink', linkTarget: dir.readlink(base) };
-      const name = createHash('sha256').update(hostPath).digest('hex').slice(0, 32);
-      return { kind: 'file', backupFile: join(this.journal.backupDir, `${name}.${tag}`), mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
-    });
+    const { dir, name: base } = this.#dirs.parentOf(hostPath);
+    const st = dir.lstat(base)!;
+    if (st.isSymbolicLink()) return { kind: 'symlink', linkTarget: dir.readlink(base) };
+    const name = createHash('sha256').update(hostPath).digest('hex').slice(0, 32);
+    return { kind: 'file', backupFile: join(this.journal.backupDir, `${name}.${tag}`), mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
   }
 }
 
 /** Whether the file on disk already has these bytes, mode and owner (a symlink never matches). */
 export function matchesOnDisk(f: DesiredFile): boolean {
   try {
-    return inParentOf(f.hostPath, (dir, name) => {
-      const st = dir.lstat(name);
-      if (!st || !st.isFile() || (st.mode & 0o7777) !== f.mode || st.size !== f.bytes.byteLength) return false;
-      if (f.uid !== undefined && st.uid !== f.uid) return false;
-      if (f.gid !== undefined && st.gid !== f.gid) return false;
-      return dir.readFile(name)?.equals(f.bytes) ?? false;
-    });
+    return inParentOf(f.hostPath, (dir, name) => fileMatches(dir, name, f));
   } catch {
     return false;
   }
+}
+
+function fileMatches(dir: DirHandle, name: string, f: DesiredFile): boolean {
+  const st = dir.lstat(name);
+  if (!st || !st.isFile() || (st.mode & 0o7777) !== f.mode || st.size !== f.bytes.byteLength) return false;
+  if (f.uid !== undefined && st.uid !== f.uid) return false;
+  if (f.gid !== undefined && st.gid !== f.gid) return false;
+  return dir.readFile(name)?.equals(f.bytes) ?? false;
 }
 
 function tempName(hostPath: string, tag: string): string {
@@ -253,15 +276,6 @@ function tempName(hostPath: string, tag: string): string {
 
 function undoName(hostPath: string, tag: string): string {
   return join(dirname(hostPath), `.${basename(hostPath)}.mcplane-old-${tag}`);
-}
-
-function lexists(path: string): boolean {
-  try {
-    return inParentOf(path, (dir, name) => dir.exists(name));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw err;
-  }
 }
 
 function removeIfExists(path: string): void {

@@ -21,23 +21,34 @@ export function resolveManagedPath(root: string, path: string): Resolution {
     const [head, ...rest] = parts;
     const candidate = [...resolved, head!];
     let stat;
-    try {
-      stat = lstatSync(join(root, ...candidate));
-    } catch {
+    let target: string | undefined;
+    // lstat then readlink: a link swapped in between makes readlink fail (EINVAL); look again,
+    // a few times. Whatever this concludes, the writes re-walk the path without following links.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        stat = lstatSync(join(root, ...candidate));
+      } catch {
+        stat = undefined;
+        break;
+      }
+      if (!stat.isSymbolicLink()) break;
+      try {
+        target = readlinkSync(join(root, ...candidate));
+        break;
+      } catch (err) {
+        if (attempt >= 3) {
+          return { ok: false, reason: `/${candidate.join('/')} changed while ${path} was being resolved (${(err as NodeJS.ErrnoException).code}); refusing to guess where it leads` };
+        }
+      }
+    }
+    if (!stat) {
       // Does not exist yet: it will be created as a directory, so the rest stays literal.
       resolved = [...candidate, ...rest.slice(0, -1)];
       parts = rest.slice(-1);
       break;
     }
-    if (stat.isSymbolicLink()) {
+    if (target !== undefined) {
       if (++links > MAX_LINKS) return { ok: false, reason: `too many levels of symbolic links resolving ${path}` };
-      let target: string;
-      try {
-        target = readlinkSync(join(root, ...candidate));
-      } catch (err) {
-        // Replaced between lstat and readlink: someone is changing the tree right now.
-        return { ok: false, reason: `/${candidate.join('/')} changed while ${path} was being resolved (${(err as NodeJS.ErrnoException).code}); refusing to guess where it leads` };
-      }
       const base = target.startsWith('/') ? target : posix.join('/', ...resolved, target);
       parts = [...posix.normalize(base).split('/').filter(Boolean), ...rest];
       resolved = [];

@@ -19,7 +19,7 @@ import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
 const FILES = 60;
-const UPDATES = 40;
+const UPDATES = 120;
 let server: TestServer;
 let c: Clients;
 let systemd: UserSystemd;
@@ -97,7 +97,7 @@ test(`a directory swapped with a symlink out of the root during ${UPDATES} updat
   const swapper = spawn('/usr/bin/python3', ['-c', SWAPPER, join(raceDir, 'd'), join(raceDir, 'd.link'), countFile], { stdio: ['ignore', 'ignore', 'pipe'] });
   let swapperError = '';
   swapper.stderr!.on('data', (b) => { swapperError += b; });
-  const outcomes = { done: 0, refused: 0, other: [] as string[] };
+  const outcomes = { done: 0, refused: 0, validated: 0, other: [] as string[] };
   try {
     for (let round = 1; round <= UPDATES; round++) {
       const before = finished(host);
@@ -111,6 +111,7 @@ test(`a directory swapped with a symlink out of the root during ${UPDATES} updat
       if (last.includes('update done')) outcomes.done++;
       else if (/symbolic link or not a directory/.test(last)) outcomes.refused++;
       else outcomes.other.push(last);
+      if (/"step":"validate"/.test(last)) outcomes.validated++;
       assert.deepEqual(filesUnder(outside), [], `round ${round}: no file was written outside the root`);
     }
   } finally {
@@ -119,7 +120,11 @@ test(`a directory swapped with a symlink out of the root during ${UPDATES} updat
   }
   assert.equal(swapperError, '', 'the swapper never failed');
   const swaps = Number(readFileSync(countFile, 'utf8'));
-  console.log(`swaps ${swaps}, updates done ${outcomes.done}, refused ${outcomes.refused}, other ${outcomes.other.length}`);
+  // Updates that reached validation committed all their files (into the real directory, which
+  // the swapper then moved under the validator's feet).
+  const written = (outcomes.done + outcomes.validated) * FILES;
+  console.log(`swaps ${swaps}, updates done ${outcomes.done}, refused at write ${outcomes.refused}, failed validation ${outcomes.validated}, other ${outcomes.other.length - outcomes.validated}; files written ${written}`);
+  assert.ok(written >= 1000, `the agent wrote thousands of files through the race (${written})`);
   // The other failures are checks and validations that saw the symlink, each naming what.
   for (const line of outcomes.other) {
     const e = JSON.parse(line.replace(/^<\d>/, '')) as { step: string; object: string; cause: string };
