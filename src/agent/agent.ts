@@ -71,8 +71,10 @@ export class Agent {
     try {
       await agent.#systemd.subscribe();
     } catch (err) {
+      const lost = agent.#systemd.lastLoss;
       agent.#systemd.close();
-      throw new SystemdError(`cannot reach systemd over D-Bus at ${busName(config.systemdBus)}: ${(err as Error).message}. Check that systemd is running there, or set systemdBus in the agent config ("system" on a host, or a unix:path= address)`);
+      const cause = lost ?? (err as Error).message;
+      throw new SystemdError(`cannot reach systemd over D-Bus at ${busName(config.systemdBus)}: ${cause}. Check that systemd is running there, or set systemdBus in the agent config ("system" on a host, or a unix:path= address)`);
     }
     await agent.#refreshOs();
     // Finish or undo whatever a crash or reboot interrupted before talking to anyone.
