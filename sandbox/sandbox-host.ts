@@ -18,6 +18,8 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO_ROOT = join(HERE, '..');
 export const STANDIN = join(HERE, 'stand-ins/rpm-ostree-standin.mjs');
 export const REBOOT_STANDIN = join(HERE, 'stand-ins/reboot-standin.mjs');
+/** Where the stand-ins keep what the kernel would provide (boot id, command line), under the root. */
+const SANDBOX_RUN = 'run/mcplane-sandbox';
 
 export interface HostOptions {
   name: string;
@@ -29,6 +31,8 @@ export interface HostOptions {
   usrLocalIsDirectory?: boolean;
   driftIntervalSeconds?: number;
   systemd?: UserSystemd;
+  /** Settings merged over the generated agent config (timeouts, for instance). */
+  config?: Record<string, unknown>;
   /** Run this instead of the agent from source, e.g. [node, 'dist/bundle/mcplane-agent.cjs']. */
   agentCommand?: string[];
 }
@@ -39,6 +43,8 @@ export class SandboxHost {
   readonly stateDir: string;
   readonly configPath: string;
   readonly bootIdFile: string;
+  /** The booted kernel's command line, which the rpm-ostree stand-in keeps (the agent's /proc/cmdline). */
+  readonly cmdlineFile: string;
   readonly rebootMarker: string;
   readonly standinState: string;
   systemd!: UserSystemd;
@@ -55,10 +61,12 @@ export class SandboxHost {
     this.root = join(this.dir, 'root');
     this.stateDir = join(this.root, 'var/lib/mcplane');
     this.configPath = join(this.dir, 'agent.yaml');
-    this.bootIdFile = join(this.dir, 'boot_id');
+    // Inside the root, so an agent started with --root finds it at /run/mcplane-sandbox/boot_id.
+    this.bootIdFile = join(this.root, SANDBOX_RUN, 'boot_id');
+    this.cmdlineFile = join(this.root, SANDBOX_RUN, 'cmdline');
     this.rebootMarker = join(this.dir, 'reboot-requested');
     this.standinState = join(this.dir, 'rpm-ostree.json');
-    for (const d of ['etc', 'var/usrlocal/bin', 'usr/bin', 'home/core/.ssh', 'opt-target']) mkdirSync(join(this.root, d), { recursive: true });
+    for (const d of ['etc', 'var/usrlocal/bin', 'usr/bin', 'home/core/.ssh', 'opt-target', SANDBOX_RUN]) mkdirSync(join(this.root, d), { recursive: true });
     if (options.usrLocalIsDirectory) mkdirSync(join(this.root, 'usr/local/bin'), { recursive: true });
     else symlinkSync('../var/usrlocal', join(this.root, 'usr/local'));
     writeFileSync(join(this.root, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000:CoreOS Admin:/home/core:/bin/bash\n');
@@ -66,7 +74,8 @@ export class SandboxHost {
     writeFileSync(join(this.root, 'etc/shadow'), 'root:*:19000:0:99999:7:::\ncore:*:19000:0:99999:7:::\n', { mode: 0o600 });
     writeFileSync(join(this.root, 'etc/gshadow'), 'root:*::\ncore:!::\n', { mode: 0o600 });
     writeFileSync(this.bootIdFile, randomUUID() + '\n');
-    writeFileSync(join(this.dir, 'rpm-ostree'), `#!/bin/sh\nexec ${process.execPath} ${STANDIN} --standin-state ${this.standinState} "$@"\n`, { mode: 0o755 });
+    writeFileSync(join(this.dir, 'rpm-ostree'), `#!/bin/sh\nexec ${process.execPath} ${STANDIN} --standin-state ${this.standinState} --standin-cmdline ${this.cmdlineFile} "$@"\n`, { mode: 0o755 });
+    spawnSync(join(this.dir, 'rpm-ostree'), ['standin-boot']); // the first boot: writes the command line
   }
 
   async start(env: NodeJS.ProcessEnv = {}): Promise<void> {
@@ -80,13 +89,14 @@ export class SandboxHost {
       tls: certs,
       nodeName: this.options.name,
       labels: this.options.labels ?? { 'node-role.kubernetes.io/worker': '' },
-      paths: { root: this.root, unitDir: this.systemd.unitDir, stateDir: this.stateDir, bootIdFile: this.bootIdFile },
+      paths: { root: this.root, unitDir: this.systemd.unitDir, stateDir: this.stateDir, bootIdFile: this.bootIdFile, kernelCmdlineFile: this.cmdlineFile },
       systemdBus: this.systemd.busAddress,
       rpmOstree: join(this.dir, 'rpm-ostree'),
       reboot: { method: 'command', command: [process.execPath, REBOOT_STANDIN, this.rebootMarker] },
       drift: { intervalSeconds: this.options.driftIntervalSeconds ?? 1 },
       heartbeatSeconds: 5,
       jobTimeoutSeconds: 20,
+      ...this.options.config,
     }));
     this.spawnAgent(env);
   }
@@ -97,13 +107,16 @@ export class SandboxHost {
    */
   async startFromRoot(): Promise<void> {
     if (!this.systemd) {
-      this.systemd = this.options.systemd ?? await startUserSystemd();
+      // Its units live in <root>/etc/systemd/user, so the agent's unit directory is a host path.
+      this.systemd = this.options.systemd ?? await startUserSystemd({ configHome: join(this.root, 'etc') });
       this.#ownSystemd = !this.options.systemd;
     }
+    const unitDir = this.hostPath(this.systemd.unitDir);
     mkdirSync(join(this.root, 'etc/mcplane/agent.yaml.d'), { recursive: true });
+    // Every path here is a host path: --root puts it under the root.
     writeFileSync(join(this.root, 'etc/mcplane/agent.yaml.d/99-test-environment.yaml'), stringify({
       nodeName: this.options.name,
-      paths: { unitDir: this.systemd.unitDir, bootIdFile: this.bootIdFile },
+      paths: { unitDir, bootIdFile: this.hostPath(this.bootIdFile), kernelCmdlineFile: this.hostPath(this.cmdlineFile) },
       systemdBus: this.systemd.busAddress,
       rpmOstree: join(this.dir, 'rpm-ostree'),
       reboot: { method: 'command', command: [process.execPath, REBOOT_STANDIN, this.rebootMarker] },
@@ -114,6 +127,12 @@ export class SandboxHost {
   }
 
   #rootMode = false;
+
+  /** A path inside the root as the host sees it ("/etc/..."); throws for one outside. */
+  hostPath(path: string): string {
+    if (!path.startsWith(this.root + '/')) throw new Error(`${path} is outside the sandbox root ${this.root}; a --root agent cannot reach it`);
+    return path.slice(this.root.length);
+  }
 
   spawnAgent(env: NodeJS.ProcessEnv = {}): void {
     const [program, ...args] = this.options.agentCommand ?? [process.execPath, '--import', 'tsx', 'src/agent/main.ts'];

@@ -2,9 +2,12 @@
 // STAND-IN for rpm-ostree, which is not packaged for Debian. It follows the documented command
 // line and the `status --json` shape of the real tool for the commands mcplane uses, and keeps
 // its deployments in a JSON state file (--standin-state FILE or RPM_OSTREE_STANDIN_STATE).
+// With --standin-cmdline FILE it also plays the kernel: FILE always holds the command line the
+// booted deployment was booted with, as /proc/cmdline does on a host.
 //
 //   status --json                         {deployments: [...], transaction: null}
-//   kargs                                 the booted deployment's kernel arguments
+//   kargs                                 the pending deployment's kernel arguments (staged, else
+//                                         booted), as the real tool prints them
 //   kargs --append-if-missing=A --delete-if-present=B ...   stages a deployment
 //   override remove PKG... [--install P]  /  override reset PKG... [--uninstall P]
 //   update [--install P] [--uninstall P]
@@ -13,7 +16,8 @@
 //
 // Test-only verbs (not rpm-ostree's): `standin-boot` makes the staged deployment the booted
 // one (what a reboot does); `standin-busy N` makes the next N commands fail as if another
-// transaction were running, with rpm-ostree's message.
+// transaction were running, with rpm-ostree's message; `standin-hang N` makes the next N
+// commands that stage a deployment hang forever, as a wedged rpm-ostreed would.
 
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -22,6 +26,11 @@ let args = process.argv.slice(2);
 let statePath = process.env.RPM_OSTREE_STANDIN_STATE;
 if (args[0] === '--standin-state') {
   statePath = args[1];
+  args = args.slice(2);
+}
+let cmdlinePath = process.env.RPM_OSTREE_STANDIN_CMDLINE;
+if (args[0] === '--standin-cmdline') {
+  cmdlinePath = args[1];
   args = args.slice(2);
 }
 if (!statePath) {
@@ -43,6 +52,11 @@ function load() {
 function save(state) {
   writeFileSync(statePath + '.tmp', JSON.stringify(state, null, 2));
   renameSync(statePath + '.tmp', statePath);
+  if (cmdlinePath) {
+    const b = state.deployments.find((d) => d.booted);
+    writeFileSync(cmdlinePath + '.tmp', `BOOT_IMAGE=(hd0,gpt3)/ostree/${b.id}/vmlinuz ostree=/ostree/boot.1/rhcos/${b.checksum}/0 ${b['standin-kargs'].join(' ')}\n`);
+    renameSync(cmdlinePath + '.tmp', cmdlinePath);
+  }
 }
 function deployment({ image, kargs, packages = [], removals = [], booted = false, staged = false }) {
   const d = { booted, staged, 'container-image-reference': image, 'requested-packages': packages, 'requested-base-removals': removals, 'standin-kargs': kargs, osname: 'rhcos', version: 'standin' };
@@ -68,6 +82,12 @@ const booted = () => state.deployments.find((d) => d.booted);
 const staged = () => state.deployments.find((d) => d.staged);
 /** Stage a change on top of the pending deployment (or the booted one), as rpm-ostree does. */
 function stage(change) {
+  if (state.hang > 0) {
+    state.hang--;
+    save(state);
+    setInterval(() => undefined, 1 << 30); // never returns
+    return new Promise(() => undefined);
+  }
   const base = staged() ?? booted();
   const next = { image: base['container-image-reference'], kargs: [...base['standin-kargs']], packages: [...base['requested-packages']], removals: [...base['requested-base-removals']] };
   change(next);
@@ -90,7 +110,7 @@ switch (verb) {
     const remove = opts('delete-if-present').concat(opts('delete'));
     if (append.length === 0 && remove.length === 0) {
       save(state);
-      process.stdout.write(booted()['standin-kargs'].join(' ') + '\n');
+      process.stdout.write((staged() ?? booted())['standin-kargs'].join(' ') + '\n');
       break;
     }
     stage((d) => {
@@ -141,6 +161,10 @@ switch (verb) {
     save(state);
     break;
   }
+  case 'standin-hang':
+    state.hang = Number(args[1] ?? 1);
+    save(state);
+    break;
   case 'standin-busy':
     state.busy = Number(args[1] ?? 1);
     save(state);

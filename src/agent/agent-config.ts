@@ -9,8 +9,13 @@ import { parse } from 'yaml';
 import { ConfigurationError } from '../machineconfig/index.ts';
 
 export interface AgentConfig {
-  /** gRPC address of mcplane-server, host:port. */
+  /** The control plane's addresses as given, comma-separated (for messages). */
   server: string;
+  /**
+   * gRPC addresses of mcplane-server replicas, host:port each, in the order to try them: when
+   * the stream to one is lost the agent reconnects to the next.
+   */
+  servers: string[];
   tls: { ca: string; cert: string; key: string } | null;
   /** Plaintext gRPC to a loopback server (development only). */
   insecure: boolean;
@@ -24,6 +29,8 @@ export interface AgentConfig {
     stateDir: string;
     sshKeysDir: string;
     bootIdFile: string;
+    /** The booted kernel's command line, which validation checks kernel arguments against. */
+    kernelCmdlineFile: string;
   };
   /** "system", "session", or a D-Bus address such as unix:path=/run/user/0/bus. */
   systemdBus: string;
@@ -34,9 +41,19 @@ export interface AgentConfig {
   logLevel: string;
   /** How long to wait on one systemd job. */
   jobTimeoutSeconds: number;
+  /** How long any one D-Bus call may wait for its reply. */
+  dbusTimeoutSeconds: number;
+  /** How long one rpm-ostree command may run. */
+  rpmOstreeTimeoutSeconds: number;
+  /**
+   * How long one step of an update (apply, actions, validate, ...) may take before the node is
+   * Degraded naming the step; past it the watchdog is no longer fed.
+   */
+  stepTimeoutSeconds: number;
 }
 
-const KNOWN_KEYS = ['server', 'tls', 'insecure', 'enrollment', 'nodeName', 'labels', 'paths', 'systemdBus', 'rpmOstree', 'reboot', 'drift', 'heartbeatSeconds', 'logLevel', 'jobTimeoutSeconds'];
+const PATH_KEYS = ['root', 'unitDir', 'stateDir', 'sshKeysDir', 'bootIdFile', 'kernelCmdlineFile'];
+const KNOWN_KEYS = ['server', 'servers', 'tls', 'insecure', 'enrollment', 'nodeName', 'labels', 'paths', 'systemdBus', 'rpmOstree', 'reboot', 'drift', 'heartbeatSeconds', 'logLevel', 'jobTimeoutSeconds', 'dbusTimeoutSeconds', 'rpmOstreeTimeoutSeconds', 'stepTimeoutSeconds'];
 
 export const DEFAULT_CONFIG_PATH = '/etc/mcplane/agent.yaml';
 
@@ -91,11 +108,21 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) fail('(top)', 'must be a mapping');
   const r = raw as Record<string, any>;
   for (const key of Object.keys(r)) if (!KNOWN_KEYS.includes(key)) fail(key, `unknown field (expected one of: ${KNOWN_KEYS.join(', ')})`);
-  if (typeof r.server !== 'string' || !/^.+:\d+$/.test(r.server)) fail('server', 'required, HOST:PORT of mcplane-server');
-  const root = r.paths?.root ?? hostRoot;
-  /** A host path named in the config, under the host root when there is one. */
-  const host = (p: string): string => (p && isAbsolute(p) && hostRoot !== '/' && !p.startsWith(hostRoot + '/') ? join(hostRoot, p) : p);
-  if (typeof root !== 'string' || !root.startsWith('/')) fail('paths.root', 'must be an absolute path');
+  const servers = serversOf(r.server, r.servers, fail);
+  /**
+   * A host path the config names: under --root DIR it is DIR + path, like rpm --root (the config
+   * describes the host, and DIR is where that host's tree is). Programs to run (rpmOstree,
+   * reboot.command) are this machine's and do not move.
+   */
+  const host = (p: string): string => (p && isAbsolute(p) && hostRoot !== '/' ? (p === '/' ? hostRoot : join(hostRoot, p)) : p);
+  const rawRoot = r.paths?.root ?? '/';
+  if (typeof rawRoot !== 'string' || !rawRoot.startsWith('/')) fail('paths.root', 'must be an absolute path');
+  const root = host(rawRoot);
+  const path = (v: unknown, field: string): string | undefined => {
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== 'string' || !isAbsolute(v)) fail(field, 'must be an absolute path');
+    return host(v as string);
+  };
   const under = (p: string): string => join(root, p);
   const str = (v: unknown, field: string, dflt: string): string => {
     if (v === undefined || v === null) return dflt;
@@ -114,6 +141,7 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
   if (tls && (!tls.ca || !tls.cert || !tls.key)) fail('tls', 'ca, cert and key are all required');
   let enrollment: AgentConfig['enrollment'] = null;
   if (r.enrollment) enrollment = { url: str(r.enrollment.url, 'enrollment.url', ''), tokenFile: host(str(r.enrollment.tokenFile, 'enrollment.tokenFile', '')) };
+  for (const key of Object.keys(r.paths ?? {})) if (!PATH_KEYS.includes(key)) fail(`paths.${key}`, `unknown field (expected one of: ${PATH_KEYS.join(', ')})`);
   const labels: Record<string, string> = {};
   for (const [k, v] of Object.entries(r.labels ?? {})) {
     if (v !== null && typeof v !== 'string') fail(`labels.${k}`, 'label values must be strings');
@@ -131,7 +159,8 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
   const nodeName = str(r.nodeName, 'nodeName', hostname().toLowerCase());
   if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(nodeName)) fail('nodeName', `"${nodeName}" is not a DNS subdomain (lowercase letters, digits, "-", ".")`);
   return {
-    server: r.server,
+    server: servers.join(','),
+    servers,
     tls,
     insecure,
     enrollment,
@@ -139,17 +168,47 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
     labels,
     paths: {
       root,
-      unitDir: str(r.paths?.unitDir, 'paths.unitDir', under('/etc/systemd/system')),
-      stateDir: str(r.paths?.stateDir, 'paths.stateDir', under('/var/lib/mcplane')),
-      sshKeysDir: str(r.paths?.sshKeysDir, 'paths.sshKeysDir', under('/home/core/.ssh/authorized_keys.d')),
-      bootIdFile: str(r.paths?.bootIdFile, 'paths.bootIdFile', '/proc/sys/kernel/random/boot_id'),
+      unitDir: path(r.paths?.unitDir, 'paths.unitDir') ?? under('/etc/systemd/system'),
+      stateDir: path(r.paths?.stateDir, 'paths.stateDir') ?? under('/var/lib/mcplane'),
+      sshKeysDir: path(r.paths?.sshKeysDir, 'paths.sshKeysDir') ?? under('/home/core/.ssh/authorized_keys.d'),
+      // The running kernel's, unless the config names another file (then under --root too).
+      bootIdFile: path(r.paths?.bootIdFile, 'paths.bootIdFile') ?? '/proc/sys/kernel/random/boot_id',
+      kernelCmdlineFile: path(r.paths?.kernelCmdlineFile, 'paths.kernelCmdlineFile') ?? '/proc/cmdline',
     },
     systemdBus: str(r.systemdBus, 'systemdBus', 'system'),
     rpmOstree: str(r.rpmOstree, 'rpmOstree', 'rpm-ostree'),
     reboot,
     drift: { intervalSeconds: num(r.drift?.intervalSeconds, 'drift.intervalSeconds', 60) },
     heartbeatSeconds: num(r.heartbeatSeconds, 'heartbeatSeconds', 30),
-    logLevel: str(r.logLevel, 'logLevel', 'info'),
+    logLevel: logLevelOf(r.logLevel, fail),
     jobTimeoutSeconds: num(r.jobTimeoutSeconds, 'jobTimeoutSeconds', 90),
+    dbusTimeoutSeconds: num(r.dbusTimeoutSeconds, 'dbusTimeoutSeconds', 25),
+    rpmOstreeTimeoutSeconds: num(r.rpmOstreeTimeoutSeconds, 'rpmOstreeTimeoutSeconds', 1800),
+    stepTimeoutSeconds: num(r.stepTimeoutSeconds, 'stepTimeoutSeconds', 3600),
   };
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function logLevelOf(v: unknown, fail: (field: string, rule: string) => never): string {
+  if (v === undefined || v === null) return 'info';
+  if (typeof v !== 'string' || !LOG_LEVELS.includes(v)) fail('logLevel', `must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(v)})`);
+  return v as string;
+}
+
+const HOST_PORT = /^[^\s,]+:\d+$/;
+
+/** `server: a:1`, `server: "a:1,b:2"` or `servers: [a:1, b:2]`: one list, each HOST:PORT. */
+function serversOf(server: unknown, servers: unknown, fail: (field: string, rule: string) => never): string[] {
+  const rule = 'required, HOST:PORT of mcplane-server (several: server: "a:7443,b:7443" or servers: [a:7443, b:7443])';
+  if (server !== undefined && servers !== undefined) fail('servers', 'give server or servers, not both');
+  if (servers !== undefined) {
+    if (!Array.isArray(servers) || servers.length === 0) fail('servers', rule);
+    (servers as unknown[]).forEach((s, i) => { if (typeof s !== 'string' || !HOST_PORT.test(s)) fail(`servers[${i}]`, `${JSON.stringify(s)} is not HOST:PORT`); });
+    return [...new Set(servers as string[])];
+  }
+  if (typeof server !== 'string' || !server.trim()) fail('server', rule);
+  const list = (server as string).split(',').map((s) => s.trim());
+  list.forEach((s, i) => { if (!HOST_PORT.test(s)) fail('server', list.length === 1 ? rule : `entry ${i + 1} ${JSON.stringify(s)} is not HOST:PORT`); });
+  return [...new Set(list)];
 }

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import {
   API_VERSION,
   parseMachineConfig,
+  SystemdError,
   ProblemCollector,
   type Drift,
   type DriftPolicy,
@@ -21,6 +22,7 @@ import { describeDrift, DriftMonitor } from './drift-monitor.ts';
 import { enrollIfNeeded } from './enrollment.ts';
 import { Failpoints } from './failpoints.ts';
 import { Journal } from './journal.ts';
+import { readKernelCmdline } from './kernel-cmdline.ts';
 import { createRebooter } from './reboot.ts';
 import { RpmOstree } from './rpm-ostree.ts';
 import { AgentSession } from './session.ts';
@@ -43,9 +45,9 @@ export class Agent {
 
   private constructor(readonly config: AgentConfig, private readonly log: Logger) {
     this.journal = new Journal(config.paths.stateDir);
-    this.#systemd = SystemdClient.connect(config.systemdBus, config.jobTimeoutSeconds * 1000);
+    this.#systemd = SystemdClient.connect(config.systemdBus, config.jobTimeoutSeconds * 1000, config.dbusTimeoutSeconds * 1000);
     this.#rpm = new RpmOstree(config.rpmOstree, log, (attempt, retryInMs) =>
-      this.engine.note(`rpm-ostree is busy with another transaction; retry ${attempt} in ${(retryInMs / 1000).toFixed(1)}s`));
+      this.engine.note(`rpm-ostree is busy with another transaction; retry ${attempt} in ${(retryInMs / 1000).toFixed(1)}s`), undefined, config.rpmOstreeTimeoutSeconds * 1000);
     this.drift = new DriftMonitor(log, config.drift.intervalSeconds * 1000, (found) => this.#onDrift(found));
     this.engine = new UpdateEngine({
       config, journal: this.journal, systemd: this.#systemd, rpmOstree: this.#rpm,
@@ -66,14 +68,21 @@ export class Agent {
 
   static async start(config: AgentConfig, log: Logger): Promise<Agent> {
     const agent = new Agent(config, log);
-    await agent.#systemd.subscribe();
+    try {
+      await agent.#systemd.subscribe();
+    } catch (err) {
+      const lost = agent.#systemd.lastLoss;
+      agent.#systemd.close();
+      const cause = lost ?? (err as Error).message;
+      throw new SystemdError(`cannot reach systemd over D-Bus at ${busName(config.systemdBus)}: ${cause}. Check that systemd is running there, or set systemdBus in the agent config ("system" on a host, or a unix:path= address)`);
+    }
     await agent.#refreshOs();
     // Finish or undo whatever a crash or reboot interrupted before talking to anyone.
     agent.engine.resumeAfterRestart();
     if (!agent.journal.state.pending && agent.journal.state.currentSpec) agent.#watchDrift();
     await enrollIfNeeded(config, log);
     agent.session = new AgentSession({
-      server: config.server,
+      servers: config.servers,
       tls: config.tls ? readTlsFiles(config.tls, 'agent TLS') : undefined,
       nodeName: config.nodeName,
       labels: config.labels,
@@ -164,7 +173,7 @@ export class Agent {
 
   async #refreshOs(): Promise<void> {
     try {
-      this.#os = await this.#rpm.osStatus();
+      this.#os = await this.#rpm.osStatus(readKernelCmdline(this.config.paths.kernelCmdlineFile));
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, 'cannot read the OS status from rpm-ostree');
     }
@@ -199,4 +208,10 @@ export class Agent {
     }
     this.engine.markFailed('Degraded', 'drift', reason);
   }
+}
+
+function busName(which: string): string {
+  if (which === 'system') return `the system bus (${process.env.DBUS_SYSTEM_BUS_ADDRESS ?? 'unix:path=/var/run/dbus/system_bus_socket'})`;
+  if (which === 'session') return `the session bus (${process.env.DBUS_SESSION_BUS_ADDRESS ?? 'DBUS_SESSION_BUS_ADDRESS unset'})`;
+  return which;
 }

@@ -3,14 +3,15 @@
 // list, so files, units and keys go through the same all-old-or-all-new transaction.
 
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import { createHash } from 'node:crypto';
 import { decodeDataUrl, UpdateStepError, type IgnitionFileOwner, type MachineConfigSpec } from '../machineconfig/index.ts';
 import type { AgentConfig } from './agent-config.ts';
 import type { DesiredFile } from './file-transaction.ts';
-import { resolveManagedPath } from './host-paths.ts';
+import { resolveExisting, resolveManagedPath, resolveSshKeysDir, type Resolution } from './host-paths.ts';
 
 export const SSH_KEYS_FILE = 'ignition';
+export const SSH_KEYS_OBJECT = 'ssh keys of core';
 
 export interface HostLayout {
   root: string;
@@ -18,16 +19,22 @@ export interface HostLayout {
   sshKeysDir: string;
 }
 
+/**
+ * The root and the unit directory are the host's own (only root can change them): their
+ * symlinks are resolved once here, so every host path below is free of symlinks and the writes
+ * can refuse any they meet.
+ */
 export function layoutOf(config: AgentConfig): HostLayout {
-  return { root: config.paths.root, unitDir: config.paths.unitDir, sshKeysDir: config.paths.sshKeysDir };
+  return { root: resolveExisting(config.paths.root), unitDir: resolveExisting(config.paths.unitDir), sshKeysDir: config.paths.sshKeysDir };
 }
 
 export function desiredFiles(spec: MachineConfigSpec, layout: HostLayout): DesiredFile[] {
   const out: DesiredFile[] = [];
   const accounts = readAccounts(layout.root);
+  const resolve = directoryMemo(layout.root);
   for (const f of spec.config.storage.files) {
     const object = `file ${f.path}`;
-    const where = resolveManagedPath(layout.root, f.path);
+    const where = resolve(f.path);
     if (!where.ok) throw new UpdateStepError('check', object, where.reason);
     const decoded = decodeDataUrl(f.contents.source);
     if ('error' in decoded) throw new UpdateStepError('check', object, decoded.error);
@@ -49,12 +56,34 @@ export function desiredFiles(spec: MachineConfigSpec, layout: HostLayout): Desir
   const keys = spec.config.passwd.users.find((u) => u.name === 'core')?.sshAuthorizedKeys ?? [];
   if (keys.length > 0) {
     const core = accounts.users.get('core');
+    const dir = resolveSshKeysDir(layout.sshKeysDir);
+    if (!dir.ok) throw new UpdateStepError('check', 'ssh keys of core', dir.reason);
     out.push({
-      hostPath: join(layout.sshKeysDir, SSH_KEYS_FILE), object: 'ssh keys of core', bytes: Buffer.from(keys.join('\n') + '\n'), mode: 0o600,
+      hostPath: join(dir.hostPath, SSH_KEYS_FILE), object: SSH_KEYS_OBJECT, bytes: Buffer.from(keys.join('\n') + '\n'), mode: 0o600,
       ...(core ? { uid: core.id, gid: core.gid } : {}),
     });
   }
   return out;
+}
+
+/**
+ * resolveManagedPath, once per directory: the files of one directory resolve the same way (a
+ * link swapped between two of them cannot split them), and a config of many files costs one
+ * walk per directory. Only the directories on the way are resolved, so the file name is kept.
+ */
+function directoryMemo(root: string): (path: string) => Resolution {
+  const dirs = new Map<string, Resolution>();
+  return (path) => {
+    const dir = posix.dirname(path);
+    const known = dirs.get(dir);
+    if (known?.ok) {
+      const resolved = posix.join(posix.dirname(known.resolved), posix.basename(path));
+      return { ok: true, resolved, hostPath: join(root, resolved) };
+    }
+    const res = resolveManagedPath(root, path);
+    if (res.ok) dirs.set(dir, res);
+    return res;
+  };
 }
 
 /** Host paths a spec manages, for "what did the old config manage" (never throws). */

@@ -12,12 +12,18 @@
 // are kept, so a later failure (a unit that will not start, rpm-ostree refusing) can put every
 // old inode back exactly.
 
-import { copyFileSync, linkSync, lstatSync, mkdirSync, readFileSync, readlinkSync, renameSync, symlinkSync, unlinkSync } from 'node:fs';
+// Every create, link, rename and unlink happens relative to a directory opened without following
+// symlinks (no-follow-fs.ts), and each directory is opened once per step and kept: a directory
+// swapped for a symlink after the check cannot redirect a write, and the cleanup after a failure
+// works in the very directories the staging wrote to.
+
+import { readFileSync, unlinkSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 import { fsyncPath, writeTempBeside } from './durable-fs.ts';
 import type { BackupRecord, FileOp, Journal } from './journal.ts';
 import type { Failpoints } from './failpoints.ts';
+import { DirCache, inParentOf, type DirHandle } from './no-follow-fs.ts';
 
 export interface DesiredFile {
   hostPath: string;
@@ -36,7 +42,15 @@ export interface StagedChange {
 }
 
 export class FileTransaction {
+  /** The directories of the update in progress, held open from staging until it ends. */
+  #dirs = new DirCache();
+
   constructor(private readonly journal: Journal, private readonly failpoints: Failpoints) {}
+
+  /** Lets go of the directories held for the update (it is done, failed or superseded). */
+  release(): void {
+    this.#dirs.close();
+  }
 
   /**
    * Plans and stages the change from the files managed now (`previous`, host paths) to `desired`.
@@ -54,8 +68,8 @@ export class FileTransaction {
     let restores = 0;
 
     for (const f of desired) {
-      if (!force && matchesOnDisk(f)) continue;
-      const exists = lexists(f.hostPath);
+      if (!force && this.#matches(f)) continue;
+      const exists = this.#exists(f.hostPath);
       if (exists && !wasManaged.has(f.hostPath) && !this.journal.state.backups[f.hostPath]) {
         backupsToAdd[f.hostPath] = this.#backupRecord(f.hostPath, tag);
       }
@@ -65,7 +79,7 @@ export class FileTransaction {
     for (const hostPath of previous) {
       if (wanted.has(hostPath)) continue;
       const backup = this.journal.state.backups[hostPath];
-      const exists = lexists(hostPath);
+      const exists = this.#exists(hostPath);
       if (backup) {
         // The original comes back: its bytes (or link) are staged like any new content.
         ops.push({ hostPath, action: 'write', temp: tempName(hostPath, tag), ...(exists ? { undo: undoName(hostPath, tag) } : {}) });
@@ -91,37 +105,36 @@ export class FileTransaction {
     // 2. Stage: backups of originals, undo links, new contents in temps.
     for (const [hostPath, record] of Object.entries(backupsToAdd)) {
       if (record.kind === 'file') {
-        copyFileSync(hostPath, record.backupFile!);
-        fsyncPath(record.backupFile!);
+        // Read without following a symlink: the original is the file at the checked path.
+        const { dir, name } = this.#dirs.parentOf(hostPath);
+        const bytes = dir.readFile(name) ?? Buffer.alloc(0);
+        writeTempBeside(record.backupFile!, bytes, { mode: 0o600, sync: true }, record.backupFile!);
       }
     }
     fsyncPath(this.journal.backupDir);
-    const made = new Set<string>();
-    const written: string[] = [];
+    const written: { dir: DirHandle; name: string }[] = [];
     for (const [i, op] of ops.entries()) {
-      const dir = dirname(op.hostPath);
-      if (!made.has(dir)) {
-        mkdirSync(dir, { recursive: true });
-        made.add(dir);
-      }
+      const { dir, name } = this.#dirs.parentOf(op.hostPath, true);
       if (op.undo) {
-        removeIfExists(op.undo);
-        linkSync(op.hostPath, op.undo);
+        const undo = basename(op.undo);
+        dir.unlinkIfExists(undo);
+        dir.link(name, undo);
       }
       if (op.temp) {
         const c = contents.get(op.hostPath)!;
-        removeIfExists(op.temp);
-        if ('symlink' in c) symlinkSync(c.symlink, op.temp);
+        const temp = basename(op.temp);
+        dir.unlinkIfExists(temp);
+        if ('symlink' in c) dir.symlink(c.symlink, temp);
         else {
-          writeTempBeside(op.hostPath, c.bytes, { mode: c.mode, uid: c.uid, gid: c.gid, sync: false }, op.temp);
-          written.push(op.temp);
+          dir.writeNew(temp, c.bytes, { mode: c.mode, uid: c.uid, gid: c.gid, sync: false });
+          written.push({ dir, name: temp });
         }
       }
       this.failpoints.hit('staging-file', i);
     }
     // fsync after all writes rather than after each: the filesystem batches the work.
-    for (const temp of written) fsyncPath(temp);
-    for (const dir of made) fsyncPath(dir);
+    for (const { dir, name } of written) dir.fsyncFile(name);
+    this.#dirs.fsyncAll();
 
     // 3. The point of no return: from here a crash rolls forward.
     this.journal.update((s) => { s.pending!.step = 'committing'; });
@@ -134,11 +147,12 @@ export class FileTransaction {
     const pending = this.journal.state.pending!;
     const ops = pending.fileOps ?? [];
     for (const [i, op] of ops.entries()) {
-      if (op.action === 'write' && op.temp && lexists(op.temp)) renameSync(op.temp, op.hostPath);
-      if (op.action === 'delete') removeIfExists(op.hostPath);
+      const { dir, name } = this.#dirs.parentOf(op.hostPath);
+      if (op.action === 'write' && op.temp && dir.exists(basename(op.temp))) dir.rename(basename(op.temp), name);
+      if (op.action === 'delete') dir.unlinkIfExists(name);
       this.failpoints.hit('commit-file', i);
     }
-    for (const dir of new Set(ops.map((op) => dirname(op.hostPath)))) fsyncPath(dir);
+    this.#dirs.fsyncAll();
     this.journal.update((s) => {
       for (const [path, record] of Object.entries(s.pending!.backupsToAdd ?? {})) s.backups[path] = record;
       for (const path of s.pending!.backupsToDrop ?? []) {
@@ -156,8 +170,10 @@ export class FileTransaction {
   abandonStaged(): void {
     const pending = this.journal.state.pending!;
     for (const op of pending.fileOps ?? []) {
-      if (op.temp) removeIfExists(op.temp);
-      if (op.undo) removeIfExists(op.undo);
+      this.#bestEffort(op.hostPath, (dir) => {
+        if (op.temp) dir.unlinkIfExists(basename(op.temp));
+        if (op.undo) dir.unlinkIfExists(basename(op.undo));
+      });
     }
     for (const record of Object.values(pending.backupsToAdd ?? {})) if (record.backupFile) removeIfExists(record.backupFile);
     this.journal.update((s) => {
@@ -173,38 +189,85 @@ export class FileTransaction {
     const pending = this.journal.state.pending!;
     const ops = [...(pending.fileOps ?? [])].reverse();
     for (const op of ops) {
-      if (op.temp) removeIfExists(op.temp);
-      if (op.undo && lexists(op.undo)) renameSync(op.undo, op.hostPath);
-      else if (!op.undo) removeIfExists(op.hostPath);
+      this.#bestEffort(op.hostPath, (dir, name) => {
+        if (op.temp) dir.unlinkIfExists(basename(op.temp));
+        if (op.undo && dir.exists(basename(op.undo))) dir.rename(basename(op.undo), name);
+        else if (!op.undo) dir.unlinkIfExists(name);
+      });
     }
-    for (const dir of new Set(ops.map((op) => dirname(op.hostPath)))) fsyncPath(dir);
+    this.#dirs.fsyncAll();
   }
 
   /** The update is applied: the undo links are no longer needed. */
   finish(): void {
-    for (const op of this.journal.state.pending?.fileOps ?? []) if (op.undo) removeIfExists(op.undo);
+    for (const op of this.journal.state.pending?.fileOps ?? []) {
+      if (op.undo) this.#bestEffort(op.hostPath, (dir) => dir.unlinkIfExists(basename(op.undo!)));
+    }
+    this.release();
   }
 
+  /**
+   * Cleanup that must not stop at the first directory it cannot reach safely (one swapped for a
+   * symlink since, and never opened by this process): the rest is still put back.
+   */
+  #bestEffort(hostPath: string, fn: (dir: DirHandle, name: string) => void): void {
+    try {
+      const { dir, name } = this.#dirs.parentOf(hostPath);
+      fn(dir, name);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      this.cleanupErrors.push(`${hostPath}: ${(err as Error).message}`);
+    }
+  }
+
+  /** Whether `hostPath` exists, seen through the directory handle the update will write with. */
+  #exists(hostPath: string): boolean {
+    try {
+      const { dir, name } = this.#dirs.parentOf(hostPath);
+      return dir.exists(name);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw err;
+    }
+  }
+
+  #matches(f: DesiredFile): boolean {
+    try {
+      const { dir, name } = this.#dirs.parentOf(f.hostPath);
+      return fileMatches(dir, name, f);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw err;
+    }
+  }
+
+  /** What the last cleanup could not do, for the log. */
+  cleanupErrors: string[] = [];
+
   #backupRecord(hostPath: string, tag: string): BackupRecord {
-    const st = lstatSync(hostPath);
-    if (st.isSymbolicLink()) return { kind: 'symlink', linkTarget: readlinkSync(hostPath) };
+    const { dir, name: base } = this.#dirs.parentOf(hostPath);
+    const st = dir.lstat(base)!;
+    if (st.isSymbolicLink()) return { kind: 'symlink', linkTarget: dir.readlink(base) };
     const name = createHash('sha256').update(hostPath).digest('hex').slice(0, 32);
     return { kind: 'file', backupFile: join(this.journal.backupDir, `${name}.${tag}`), mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
   }
 }
 
-/** Whether the file on disk already has these bytes, mode and owner. */
+/** Whether the file on disk already has these bytes, mode and owner (a symlink never matches). */
 export function matchesOnDisk(f: DesiredFile): boolean {
-  let st;
   try {
-    st = lstatSync(f.hostPath);
+    return inParentOf(f.hostPath, (dir, name) => fileMatches(dir, name, f));
   } catch {
     return false;
   }
-  if (!st.isFile() || (st.mode & 0o7777) !== f.mode || st.size !== f.bytes.byteLength) return false;
+}
+
+function fileMatches(dir: DirHandle, name: string, f: DesiredFile): boolean {
+  const st = dir.lstat(name);
+  if (!st || !st.isFile() || (st.mode & 0o7777) !== f.mode || st.size !== f.bytes.byteLength) return false;
   if (f.uid !== undefined && st.uid !== f.uid) return false;
   if (f.gid !== undefined && st.gid !== f.gid) return false;
-  return readFileSync(f.hostPath).equals(f.bytes);
+  return dir.readFile(name)?.equals(f.bytes) ?? false;
 }
 
 function tempName(hostPath: string, tag: string): string {
@@ -213,15 +276,6 @@ function tempName(hostPath: string, tag: string): string {
 
 function undoName(hostPath: string, tag: string): string {
   return join(dirname(hostPath), `.${basename(hostPath)}.mcplane-old-${tag}`);
-}
-
-function lexists(path: string): boolean {
-  try {
-    lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function removeIfExists(path: string): void {

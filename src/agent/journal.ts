@@ -2,10 +2,11 @@
 // written atomically. Every step of an update is recorded before it is taken, so an agent
 // killed at any instant knows on restart whether to roll back or roll forward.
 
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { JournalError } from '../machineconfig/index.ts';
 import { join } from 'node:path';
 import type { DisruptionPlan, DisruptionPolicy, DriftPolicy, MachineConfigSpec, NodeState } from '../machineconfig/index.ts';
-import { writeFileAtomic } from './durable-fs.ts';
+import { fsyncPath, writeFileAtomic } from './durable-fs.ts';
 
 /** The original of a path the agent took over, to put back when no config manages it. */
 export interface BackupRecord {
@@ -46,6 +47,8 @@ export interface PendingUpdate {
   backupsToDrop?: string[];
   /** Boot id when the reboot was requested; a different one at start means it happened. */
   rebootFromBootId?: string;
+  /** Said in the node's reason while this update runs (why it runs: a journal recovery). */
+  note?: string;
 }
 
 export interface JournalState {
@@ -60,7 +63,14 @@ export interface JournalState {
   lastDisruption: string;
   /** Set while the node is Degraded or Unreconcilable, cleared by a successful update. */
   failure: { state: NodeState; phase: string; reason: string } | null;
+  /**
+   * Set when the journal was found corrupt and moved aside: until the next assignment has been
+   * checked against the disk, the agent does not know what it applied.
+   */
+  recovered?: { movedTo: string; cause: string } | null;
 }
+
+const EMPTY = (): JournalState => ({ version: 1, currentConfig: '', currentSpec: null, currentPolicy: null, currentDriftPolicy: 'Degrade', backups: {}, pending: null, lastDisruption: '', failure: null });
 
 export class Journal {
   readonly path: string;
@@ -85,9 +95,36 @@ export class Journal {
     let text: string;
     try {
       text = readFileSync(this.path, 'utf8');
-    } catch {
-      return { version: 1, currentConfig: '', currentSpec: null, currentPolicy: null, currentDriftPolicy: 'Degrade', backups: {}, pending: null, lastDisruption: '', failure: null };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return EMPTY();
+      // Unreadable is not empty: starting afresh would forget what is half-applied on disk.
+      throw new JournalError(`cannot read the journal ${this.path}: ${(err as Error).message}; fix the file's type or permissions (it must be a regular file root can read), or move it aside to have the agent recover from the disk`);
     }
-    return JSON.parse(text) as JournalState;
+    let cause: string | undefined;
+    try {
+      const parsed = JSON.parse(text) as JournalState;
+      cause = shapeProblem(parsed);
+      if (!cause) return parsed;
+    } catch (err) {
+      cause = `not JSON: ${(err as Error).message}`;
+    }
+    // Corrupt: keep it for a post-mortem, and start from what the disk says.
+    const movedTo = `${this.path}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    renameSync(this.path, movedTo);
+    fsyncPath(this.stateDir);
+    const state = EMPTY();
+    state.recovered = { movedTo, cause };
+    writeFileAtomic(this.path, JSON.stringify(state), { mode: 0o600 });
+    return state;
   }
+}
+
+/** What makes a parsed journal unusable, or undefined. */
+function shapeProblem(j: JournalState): string | undefined {
+  if (typeof j !== 'object' || j === null || Array.isArray(j)) return 'not an object';
+  if (j.version !== 1) return `unknown version ${JSON.stringify(j.version)}`;
+  if (typeof j.currentConfig !== 'string') return 'currentConfig is not a string';
+  if (typeof j.backups !== 'object' || j.backups === null) return 'backups is not an object';
+  if (j.pending !== null && (typeof j.pending !== 'object' || typeof j.pending.step !== 'string' || typeof j.pending.to !== 'string')) return 'pending is malformed';
+  return undefined;
 }

@@ -21,9 +21,9 @@ export async function main(argv: string[]): Promise<void> {
   const opts = program.opts<{ config?: string; root: string }>();
   const config = loadAgentConfig(opts.config, opts.root);
   const log = createLogger({ name: 'mcplane-agent', level: config.logLevel });
-  const notify = new SystemdNotify();
+  const notify = new SystemdNotify(log);
   const agent = await Agent.start(config, log);
-  notify.ready(`node ${config.nodeName}, server ${config.server}`);
+  notify.ready(`node ${config.nodeName}, server ${config.server}`, () => agent.engine.stuck());
   log.info({ node: config.nodeName, server: config.server, version: VERSION }, 'mcplane-agent started');
   onStopSignal(async (signal) => {
     log.info({ signal }, 'stopping');

@@ -3,6 +3,7 @@
 // again after a crash does nothing twice.
 
 import { splitKernelArguments, UpdateStepError, type MachineConfigSpec } from '../machineconfig/index.ts';
+import { readKernelCmdline } from './kernel-cmdline.ts';
 import { EXTENSION_PACKAGES, extensionsOf, imageOf, kernelTypeOf, type RpmOstree } from './rpm-ostree.ts';
 
 export async function applyOsChanges(rpm: RpmOstree, from: MachineConfigSpec | null, to: MachineConfigSpec): Promise<string[]> {
@@ -36,21 +37,35 @@ export async function applyOsChanges(rpm: RpmOstree, from: MachineConfigSpec | n
   return done;
 }
 
-/** OS mismatches for validation, against the booted deployment. */
-export async function osMismatches(rpm: RpmOstree, from: MachineConfigSpec | null, to: MachineConfigSpec): Promise<string[]> {
+/**
+ * OS mismatches for validation: kernel arguments (and fips) against the booted kernel's command
+ * line, the rest against rpm-ostree's booted deployment.
+ */
+export async function osMismatches(rpm: RpmOstree, from: MachineConfigSpec | null, to: MachineConfigSpec, cmdlineFile: string): Promise<string[]> {
   const out: string[] = [];
   const { booted } = await rpm.status();
-  const kargs = await rpm.kargs();
-  for (const k of splitKernelArguments(to.kernelArguments)) if (!kargs.includes(k)) out.push(`kernelArguments: ${k} is not on the booted kernel command line`);
-  const wanted = splitKernelArguments(to.kernelArguments);
-  for (const k of splitKernelArguments(from?.kernelArguments ?? [])) {
-    if (!wanted.includes(k) && kargs.includes(k)) out.push(`kernelArguments: ${k} was removed but is still on the booted kernel command line`);
+  const cmdline = readKernelCmdline(cmdlineFile);
+  if (!cmdline.ok) {
+    out.push(`kernelArguments: ${cmdline.reason}`);
+  } else {
+    const kargs = cmdline.args;
+    // `rpm-ostree kargs` prints the pending deployment's: only to say why one is missing.
+    const pending = await rpm.kargs().catch(() => [] as string[]);
+    const where = `the booted kernel command line (${cmdlineFile})`;
+    const wanted = splitKernelArguments(to.kernelArguments);
+    for (const k of wanted) {
+      if (kargs.includes(k)) continue;
+      out.push(`kernelArguments: ${k} is not on ${where}${pending.includes(k) ? '; rpm-ostree has it only in the pending deployment, so the host has not booted into it' : ''}`);
+    }
+    for (const k of splitKernelArguments(from?.kernelArguments ?? [])) {
+      if (!wanted.includes(k) && kargs.includes(k)) out.push(`kernelArguments: ${k} was removed but is still on ${where}`);
+    }
+    if (to.fips !== kargs.includes('fips=1')) out.push(`fips: expected ${to.fips}, the booted kernel has fips=1 ${kargs.includes('fips=1') ? 'set' : 'unset'}`);
   }
   const kernelType = kernelTypeOf(booted);
   if (kernelType !== to.kernelType) out.push(`kernelType: expected ${to.kernelType}, booted ${kernelType}`);
   const ext = extensionsOf(booted);
   for (const e of to.extensions) if (!ext.includes(e)) out.push(`extensions: ${e} is not installed in the booted deployment`);
   if (to.osImageURL && imageOf(booted) !== to.osImageURL) out.push(`osImageURL: expected ${to.osImageURL}, booted ${imageOf(booted) || '<none>'}`);
-  if (to.fips !== kargs.includes('fips=1')) out.push(`fips: expected ${to.fips}, the booted kernel has fips=1 ${kargs.includes('fips=1') ? 'set' : 'unset'}`);
   return out;
 }

@@ -10,7 +10,10 @@ export interface Rebooter {
   reboot(): Promise<void>;
 }
 
-export function createRebooter(config: AgentConfig['reboot']): Rebooter {
+/** logind answers Reboot() at once (the shutdown happens after); no reply means it is wedged. */
+const LOGIND_TIMEOUT_MS = 25_000;
+
+export function createRebooter(config: AgentConfig['reboot'], timeoutMs = LOGIND_TIMEOUT_MS): Rebooter {
   if (config.method === 'command') {
     const [program, ...args] = config.command;
     return {
@@ -22,13 +25,22 @@ export function createRebooter(config: AgentConfig['reboot']): Rebooter {
   return {
     async reboot() {
       const bus = systemBus();
-      (bus as unknown as NodeJS.EventEmitter).on('error', () => undefined);
+      let timer: NodeJS.Timeout | undefined;
+      let lost: ((err: Error) => void) | undefined;
+      (bus as unknown as NodeJS.EventEmitter).on('error', (err: Error) => lost?.(err));
       try {
-        await bus.call(new Message({
-          destination: 'org.freedesktop.login1', path: '/org/freedesktop/login1', interface: 'org.freedesktop.login1.Manager',
-          member: 'Reboot', signature: 'b', body: [false],
-        }));
+        await Promise.race([
+          bus.call(new Message({
+            destination: 'org.freedesktop.login1', path: '/org/freedesktop/login1', interface: 'org.freedesktop.login1.Manager',
+            member: 'Reboot', signature: 'b', body: [false],
+          })),
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`logind Reboot(false): no reply on the system bus within ${timeoutMs / 1000}s`)), timeoutMs);
+            lost = (err) => reject(new Error(`logind Reboot(false): the system bus connection failed: ${err.message}`));
+          }),
+        ]);
       } finally {
+        clearTimeout(timer);
         bus.disconnect();
       }
     },

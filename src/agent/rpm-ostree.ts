@@ -5,6 +5,7 @@
 import { execFile } from 'node:child_process';
 import { RpmOstreeError, type OsStatus } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
+import { configurableArgs, type Cmdline } from './kernel-cmdline.ts';
 
 export interface Deployment {
   booted: boolean;
@@ -47,6 +48,7 @@ export class RpmOstree {
     /** Told about every busy retry, so the node's status can say why it waits. */
     private readonly onBusy: (attempt: number, retryInMs: number) => void = () => undefined,
     private readonly retry = { attempts: 8, firstDelayMs: 500, maxDelayMs: 15_000 },
+    private readonly timeoutMs = 30 * 60_000,
   ) {}
 
   async status(): Promise<OstreeStatus> {
@@ -62,7 +64,10 @@ export class RpmOstree {
     return { booted, staged: parsed.deployments?.find((d) => d.staged) };
   }
 
-  /** Kernel arguments of the booted deployment. */
+  /**
+   * Kernel arguments of the pending deployment (the staged one, else the booted one): what
+   * `rpm-ostree kargs` prints. What the kernel booted with is /proc/cmdline (kernel-cmdline.ts).
+   */
   async kargs(): Promise<string[]> {
     return (await this.run(['kargs'])).trim().split(/\s+/).filter(Boolean);
   }
@@ -94,10 +99,11 @@ export class RpmOstree {
     await this.run(['rebase', '--experimental', `ostree-unverified-registry:${image}`]);
   }
 
-  /** What the node reports as its OS status. */
-  async osStatus(): Promise<OsStatus> {
+  /** What the node reports as its OS status; kernel arguments as the kernel booted with them. */
+  async osStatus(cmdline: Cmdline): Promise<OsStatus> {
     const { booted, staged } = await this.status();
-    const kernelArguments = await this.kargs();
+    if (!cmdline.ok) this.log.warn({ reason: cmdline.reason }, 'cannot report the booted kernel arguments');
+    const kernelArguments = cmdline.ok ? configurableArgs(cmdline.args) : [];
     return {
       bootedImage: imageOf(booted),
       bootedChecksum: booted.checksum,
@@ -114,9 +120,10 @@ export class RpmOstree {
     for (let attempt = 1; ; attempt++) {
       try {
         return await new Promise<string>((resolve, reject) => {
-          execFile(this.binary, args, { timeout: 30 * 60_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+          execFile(this.binary, args, { timeout: this.timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
             if (!err) return resolve(stdout);
-            const detail = (stderr || err.message).trim().split('\n')[0];
+            const killed = (err as { killed?: boolean }).killed;
+            const detail = killed ? `did not finish within ${this.timeoutMs / 1000}s; killed` : (stderr || err.message).trim().split('\n')[0];
             reject(new RpmOstreeError(`rpm-ostree ${args.join(' ')}: ${detail}`, BUSY.test(stderr)));
           });
         });

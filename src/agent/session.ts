@@ -1,7 +1,8 @@
 // The agent's side of AgentService.Connect: one stream, re-opened with exponential backoff and
-// jitter when it drops. On every (re)connect the agent registers with its full state; after
-// that it sends status when it changes, plus a light heartbeat. While disconnected nothing new
-// can arrive, so nothing new is applied.
+// jitter when it drops. With several control plane addresses, each re-open goes to the next one
+// in turn, so the loss of one replica moves the agent to another. On every (re)connect the agent
+// registers with its full state; after that it sends status when it changes, plus a light
+// heartbeat. While disconnected nothing new can arrive, so nothing new is applied.
 
 import type { ClientDuplexStream, ServiceError } from '@grpc/grpc-js';
 import type { NodeStatus } from '../machineconfig/index.ts';
@@ -15,7 +16,8 @@ import { loadMcplaneProto } from '../runtime/proto.ts';
 import { clientCredentials, type TlsMaterial } from '../runtime/tls.ts';
 
 export interface SessionOptions {
-  server: string;
+  /** Control plane addresses, tried in turn. */
+  servers: string[];
   tls: TlsMaterial | undefined;
   nodeName: string;
   labels: Record<string, string>;
@@ -31,7 +33,10 @@ export interface SessionOptions {
 
 export class AgentSession {
   readonly #o: SessionOptions;
-  #client: AgentServiceClient;
+  #clients = new Map<string, AgentServiceClient>();
+  #next = 0;
+  /** The address of the stream open now (or last opened). */
+  server = '';
   #stream: ClientDuplexStream<AgentMessage, ServerMessage__Output> | undefined;
   #connected = false;
   #stopped = false;
@@ -44,8 +49,18 @@ export class AgentSession {
   constructor(options: SessionOptions) {
     this.#o = options;
     this.#delay = options.backoff?.initialMs ?? 1000;
-    const { grpc } = loadMcplaneProto();
-    this.#client = new grpc.mcplane.v1.AgentService(options.server, clientCredentials(options.tls), CLIENT_CHANNEL_OPTIONS);
+    if (options.servers.length === 0) throw new Error('no control plane address');
+  }
+
+  /** One channel per address, made when first used and kept (grpc-js reconnects it itself). */
+  #client(address: string): AgentServiceClient {
+    let client = this.#clients.get(address);
+    if (!client) {
+      const { grpc } = loadMcplaneProto();
+      client = new grpc.mcplane.v1.AgentService(address, clientCredentials(this.#o.tls), CLIENT_CHANNEL_OPTIONS);
+      this.#clients.set(address, client);
+    }
+    return client;
   }
 
   get connected(): boolean {
@@ -72,12 +87,15 @@ export class AgentSession {
     clearInterval(this.#heartbeat);
     this.#stream?.end();
     this.#stream?.cancel();
-    this.#client.close();
+    for (const client of this.#clients.values()) client.close();
   }
 
   #open(): void {
     if (this.#stopped) return;
-    const stream = this.#client.connect();
+    const server = this.#o.servers[this.#next % this.#o.servers.length]!;
+    this.#next = (this.#next + 1) % this.#o.servers.length;
+    this.server = server;
+    const stream = this.#client(server).connect();
     this.#stream = stream;
     let registered = false;
     stream.on('data', (m: ServerMessage__Output) => {
@@ -86,7 +104,7 @@ export class AgentSession {
         this.#connected = true;
         this.pool = m.registered.pool;
         this.#delay = this.#o.backoff?.initialMs ?? 1000;
-        this.#o.log.info({ server: this.#o.server, pool: m.registered.pool || undefined }, 'connected to the control plane');
+        this.#o.log.info({ server, pool: m.registered.pool || undefined }, 'connected to the control plane');
       }
       if (m.assignment) this.#o.onAssignment(m.assignment);
       if (m.command?.forceReapply) this.#o.onForceReapply(m.command.forceReapply.requestedBy);
@@ -100,7 +118,8 @@ export class AgentSession {
       if (this.#stopped) return;
       const wait = this.#delay * (0.5 + Math.random());
       this.#delay = Math.min(this.#delay * 2, this.#o.backoff?.maxMs ?? 60_000);
-      this.#o.log.warn({ code: err?.code, details: err?.details, registered, retryInMs: Math.round(wait) }, 'control plane stream lost; reconnecting');
+      const nextServer = this.#o.servers[this.#next % this.#o.servers.length];
+      this.#o.log.warn({ server, code: err?.code, details: err?.details, registered, retryInMs: Math.round(wait), next: nextServer }, 'control plane stream lost; reconnecting');
       this.#retry = setTimeout(() => this.#open(), wait);
     };
     stream.on('error', lost);

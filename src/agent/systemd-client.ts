@@ -30,19 +30,41 @@ export function openBus(which: string): MessageBus {
 }
 
 export class SystemdClient {
+  #bus: MessageBus | undefined;
   #finished = new Map<string, JobResult>();
-  #waiters = new Map<string, (result: JobResult) => void>();
+  #waiters = new Map<string, (result: JobResult | { lost: string }) => void>();
   #subscribed: Promise<void> | undefined;
   #closed = false;
-  #busError: Error | undefined;
+  /** Why the last connection was dropped, for the log and the next error. */
+  lastLoss: string | undefined;
+  /** Connections opened so far (1 + reconnects). */
+  connections = 0;
 
-  constructor(private readonly bus: MessageBus, private readonly jobTimeoutMs = 90_000) {
-    (bus as unknown as NodeJS.EventEmitter).on('error', (err: Error) => {
-      // A lost bus connection must not crash the agent; calls after it fail with this cause.
-      this.#busError = err;
-      for (const resolve of this.#waiters.values()) resolve('failed');
-      this.#waiters.clear();
-    });
+  /**
+   * `open` makes a new connection: after one is lost (the manager restarted, the socket closed,
+   * a call unanswered past its deadline) the next call opens another and subscribes again.
+   */
+  constructor(
+    private readonly open: () => MessageBus,
+    private readonly jobTimeoutMs = 90_000,
+    /** No D-Bus call waits longer than this for its reply. */
+    private readonly callTimeoutMs = 25_000,
+  ) {}
+
+  static connect(which: string, jobTimeoutMs?: number, callTimeoutMs?: number): SystemdClient {
+    return new SystemdClient(() => openBus(which), jobTimeoutMs, callTimeoutMs);
+  }
+
+  #connection(): MessageBus {
+    if (this.#closed) throw new SystemdError('the systemd connection is closed');
+    if (this.#bus) return this.#bus;
+    const bus = this.open();
+    this.connections++;
+    this.#bus = bus;
+    this.#subscribed = undefined;
+    // A lost connection must not crash the agent; it is dropped and the next call reconnects.
+    (bus as unknown as NodeJS.EventEmitter).on('error', (err: Error) => this.#drop(bus, err.message));
+    (bus as unknown as { _connection?: NodeJS.EventEmitter })._connection?.on?.('end', () => this.#drop(bus, 'the bus closed the connection'));
     bus.on('message', (msg: Message) => {
       if (msg.type !== MessageType.SIGNAL || msg.interface !== MANAGER || msg.member !== 'JobRemoved') return;
       const [, job, , result] = msg.body as [bigint | number, string, string, JobResult];
@@ -56,19 +78,32 @@ export class SystemdClient {
         if (this.#finished.size > 1000) this.#finished.delete(this.#finished.keys().next().value!);
       }
     });
+    return bus;
   }
 
-  static connect(which: string, jobTimeoutMs?: number): SystemdClient {
-    return new SystemdClient(openBus(which), jobTimeoutMs);
+  #drop(bus: MessageBus, why: string): void {
+    if (this.#bus !== bus) return;
+    this.#bus = undefined;
+    this.#subscribed = undefined;
+    this.lastLoss = why;
+    try {
+      bus.disconnect();
+    } catch { /* already gone */ }
+    // A job's JobRemoved cannot arrive on a new connection: its waiter learns the cause now.
+    for (const resolve of this.#waiters.values()) resolve({ lost: why });
+    this.#waiters.clear();
+    this.#finished.clear();
   }
 
-  /** Subscribe() and the JobRemoved match rule, once. */
+  /** Subscribe() and the JobRemoved match rule, once per connection. */
   subscribe(): Promise<void> {
-    this.#subscribed ??= (async () => {
+    this.#connection();
+    const attempt = this.#subscribed ??= (async () => {
       await this.#callBus('AddMatch', 's', [`type='signal',sender='${DEST}',path='${PATH}',interface='${MANAGER}',member='JobRemoved'`]);
       await this.#call('Subscribe', '', []);
     })();
-    return this.#subscribed;
+    attempt.catch(() => { if (this.#subscribed === attempt) this.#subscribed = undefined; });
+    return attempt;
   }
 
   async reload(): Promise<void> {
@@ -110,17 +145,15 @@ export class SystemdClient {
   /** active, inactive, failed, activating, ... (loads the unit if needed). */
   async activeState(name: string): Promise<string> {
     const path = (await this.#call('LoadUnit', 's', [name])) as string;
-    const reply = await this.bus.call(new Message({
-      destination: DEST, path, interface: 'org.freedesktop.DBus.Properties', member: 'Get', signature: 'ss',
-      body: ['org.freedesktop.systemd1.Unit', 'ActiveState'],
-    }));
-    return (reply?.body[0] as { value: string }).value;
+    const reply = await this.#send(DEST, path, 'org.freedesktop.DBus.Properties', 'Get', 'ss', ['org.freedesktop.systemd1.Unit', 'ActiveState']);
+    return (reply as { value: string }).value;
   }
 
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.bus.disconnect();
+    const bus = this.#bus;
+    if (bus) this.#drop(bus, 'closed by the agent');
   }
 
   async #job(method: string, name: string): Promise<void> {
@@ -128,7 +161,7 @@ export class SystemdClient {
     const job = (await this.#call(method, 'ss', [name, 'replace'])) as string;
     const early = this.#finished.get(job);
     this.#finished.delete(job);
-    const result = early ?? await new Promise<JobResult>((resolve) => {
+    const result = early ?? await new Promise<JobResult | { lost: string }>((resolve) => {
       const timer = setTimeout(() => {
         this.#waiters.delete(job);
         resolve('timeout');
@@ -138,6 +171,9 @@ export class SystemdClient {
         resolve(r);
       });
     });
+    if (typeof result === 'object') {
+      throw new SystemdError(`${method} ${name}: the D-Bus connection to systemd was lost while waiting for the job (${result.lost}); the job's outcome is unknown`);
+    }
     if (result !== 'done') {
       const state = await this.activeState(name).catch(() => 'unknown');
       throw new SystemdError(`${method} ${name}: job ${result === 'timeout' ? `did not finish within ${this.jobTimeoutMs / 1000}s` : `ended "${result}"`} (unit is ${state})`);
@@ -152,13 +188,36 @@ export class SystemdClient {
     return this.#send('org.freedesktop.DBus', '/org/freedesktop/DBus', 'org.freedesktop.DBus', member, signature, body);
   }
 
+  /** One call with a deadline; a call left unanswered drops the connection (it may be dead). */
   async #send(destination: string, path: string, iface: string, member: string, signature: string, body: unknown[]): Promise<unknown> {
-    if (this.#busError) throw new SystemdError(`D-Bus connection lost: ${this.#busError.message}`);
+    const what = `${member}(${body.map((b) => JSON.stringify(b)).join(', ')})`;
+    const bus = this.#connection();
+    let timer: NodeJS.Timeout | undefined;
+    let lost: ((why: string) => void) | undefined;
+    const onError = (err: Error) => lost?.(err.message);
+    const onEnd = () => lost?.('the bus closed the connection');
+    const conn = (bus as unknown as { _connection?: NodeJS.EventEmitter })._connection;
+    (bus as unknown as NodeJS.EventEmitter).on('error', onError);
+    conn?.on?.('end', onEnd);
     try {
-      const reply = await this.bus.call(new Message({ destination, path, interface: iface, member, signature, body }));
+      const reply = await Promise.race([
+        bus.call(new Message({ destination, path, interface: iface, member, signature, body })),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new SystemdError(`${what}: no reply from systemd within ${this.callTimeoutMs / 1000}s`)), this.callTimeoutMs);
+          lost = (why) => reject(new SystemdError(`${what}: the D-Bus connection to systemd was lost (${why})`));
+        }),
+      ]);
       return reply?.body.length === 1 ? reply.body[0] : reply?.body;
     } catch (err) {
-      throw new SystemdError(`${member}(${body.map((b) => JSON.stringify(b)).join(', ')}): ${(err as Error).message}`);
+      if (err instanceof SystemdError) {
+        this.#drop(bus, err.message);
+        throw err;
+      }
+      throw new SystemdError(`${what}: ${(err as Error).message}`);
+    } finally {
+      clearTimeout(timer);
+      (bus as unknown as NodeJS.EventEmitter).off('error', onError);
+      conn?.off?.('end', onEnd);
     }
   }
 }

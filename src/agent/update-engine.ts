@@ -11,8 +11,8 @@
 // A failure names the step, the object and the cause; a failed apply puts the old files back.
 
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { fchmodSync, fchownSync, readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import {
   diffSpecs,
   planDisruption,
@@ -24,7 +24,8 @@ import {
   type NodeState,
 } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
-import { desiredFiles, layoutOf, managedPaths, SSH_KEYS_FILE, type HostLayout } from './desired-files.ts';
+import { desiredFiles, layoutOf, managedPaths, SSH_KEYS_OBJECT, type HostLayout } from './desired-files.ts';
+import { openDirNoFollow } from './no-follow-fs.ts';
 import { FileTransaction, matchesOnDisk, type DesiredFile } from './file-transaction.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { AgentConfig } from './agent-config.ts';
@@ -68,6 +69,12 @@ export class UpdateEngine {
   readonly #files: FileTransaction;
   #running: Promise<void> | undefined;
   #next: { assignment: Assignment; force: boolean } | undefined;
+  /** The step running now, for its deadline. */
+  #step: { step: string; object: string; startedAt: number } | undefined;
+  /** Work that ran past its deadline and has still not returned (a hung call or command). */
+  #abandoned = new Map<Promise<unknown>, string>();
+  /** Said in the node's reason while the update it concerns runs (a journal recovery). */
+  #note = '';
   progress: Progress;
 
   constructor(deps: EngineDeps) {
@@ -75,7 +82,15 @@ export class UpdateEngine {
     this.#layout = layoutOf(deps.config);
     this.#files = new FileTransaction(deps.journal, deps.failpoints);
     const s = deps.journal.state;
-    this.progress = s.failure
+    // A note about the update in progress survives its reboot.
+    this.#note = s.pending?.note ?? '';
+    if (s.recovered) {
+      this.#note = recoveryNote(s.recovered);
+      deps.log.warn({ journal: deps.journal.path, movedTo: s.recovered.movedTo, cause: s.recovered.cause }, 'the journal was corrupt and has been moved aside; the disk will be checked against the desired config');
+    }
+    this.progress = s.recovered
+      ? { state: 'Working', phase: 'check', reason: `${this.#note}; waiting for the desired config to check the disk against it`, desiredConfig: '' }
+      : s.failure
       ? { state: s.failure.state, phase: s.failure.phase, reason: s.failure.reason, desiredConfig: s.pending?.to ?? s.currentConfig }
       : s.pending
         ? { state: 'Working', phase: s.pending.step, reason: '', desiredConfig: s.pending.to }
@@ -123,6 +138,46 @@ export class UpdateEngine {
       });
   }
 
+  /**
+   * Why the update loop is stuck, or undefined: a step running past its deadline, or work given
+   * up at its deadline that has still not returned. The watchdog stops being fed while this
+   * holds, so systemd restarts the agent and the journal takes it from there.
+   */
+  stuck(): string | undefined {
+    const first = this.#abandoned.values().next();
+    if (!first.done) return first.value;
+    const limit = this.#d.config.stepTimeoutSeconds * 1000;
+    if (this.#step && Date.now() - this.#step.startedAt > limit) {
+      return `${this.#step.step}: ${this.#step.object}: running for ${Math.round((Date.now() - this.#step.startedAt) / 1000)}s, past its deadline of ${limit / 1000}s`;
+    }
+    return undefined;
+  }
+
+  /**
+   * Runs one step's work with a deadline (stepTimeoutSeconds). Past it the step fails, naming
+   * itself and the object, and the work is remembered as abandoned until it returns.
+   */
+  async #within<T>(step: string, object: string, work: () => Promise<T>): Promise<T> {
+    const limit = this.#d.config.stepTimeoutSeconds * 1000;
+    const outer = this.#step;
+    this.#step = { step, object, startedAt: Date.now() };
+    const running = work();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([running, new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          const what = `${step}: ${object}: gave up after ${limit / 1000}s (stepTimeoutSeconds) and it has not returned since`;
+          const tracked = running.then(() => undefined, () => undefined).finally(() => this.#abandoned.delete(tracked));
+          this.#abandoned.set(tracked, what);
+          reject(new UpdateStepError(step, object, `did not finish within ${limit / 1000}s (stepTimeoutSeconds)`));
+        }, limit);
+      })]);
+    } finally {
+      clearTimeout(timer);
+      this.#step = outer;
+    }
+  }
+
   /** Says why a running step waits (rpm-ostree busy), without changing state or phase. */
   note(reason: string): void {
     if (this.#running) this.#report(this.progress.state, this.progress.phase, reason);
@@ -134,19 +189,25 @@ export class UpdateEngine {
     this.#report(state, phase, reason);
   }
 
-  #report(state: NodeState, phase: string, reason = ''): void {
+  #report(state: NodeState, phase: string, reason = this.#note): void {
     this.progress = { state, phase, reason, desiredConfig: this.#d.journal.state.pending?.to ?? this.#d.journal.state.currentConfig };
     this.#d.onProgress(this.progress);
   }
 
   async #run(a: Assignment, force: boolean): Promise<void> {
     const j = this.#d.journal;
+    if (j.state.recovered) {
+      if (await this.#recover(a)) return;
+    } else {
+      this.#note = '';
+    }
     // A superseded update that failed validation still holds undo links; they are not needed.
     if (j.state.pending) this.#files.finish();
     j.update((s) => {
       s.pending = {
         id: randomBytes(4).toString('hex'), from: s.currentConfig, to: a.config, toSpec: a.spec,
         policy: a.policy, driftPolicy: a.driftPolicy, step: 'check', force,
+        ...(this.#note ? { note: this.#note } : {}),
       };
     });
     this.#d.log.info({ from: j.state.currentConfig || undefined, to: a.config, force }, 'update started');
@@ -176,6 +237,8 @@ export class UpdateEngine {
       if (p().step === 'actions-done' || p().step === 'validating') await this.#validateAndFinish();
     } catch (err) {
       await this.#fail(err);
+    } finally {
+      this.#files.release();
     }
   }
 
@@ -198,11 +261,13 @@ export class UpdateEngine {
 
     this.#report('Working', 'apply');
     const previous = managedPaths(from, this.#layout);
-    await retireRemovedUnits(this.#d.systemd, from, p.toSpec);
+    await this.#within('apply', 'units the new config drops', () => retireRemovedUnits(this.#d.systemd, from, p.toSpec));
     try {
       this.#files.stage(desired, previous, p.force);
     } catch (err) {
+      this.#files.cleanupErrors = [];
       this.#files.abandonStaged();
+      if (this.#files.cleanupErrors.length) this.#d.log.error({ errors: this.#files.cleanupErrors }, 'some staged files could not be removed');
       throw new UpdateStepError('apply', objectOf(err, desired), (err as Error).message);
     }
     try {
@@ -211,7 +276,7 @@ export class UpdateEngine {
       await this.#rollBack();
       throw new UpdateStepError('apply', objectOf(err, desired), (err as Error).message);
     }
-    secureSshDirectory(this.#layout, desired);
+    secureSshDirectory(desired);
   }
 
   async #applyUnits(): Promise<void> {
@@ -219,7 +284,7 @@ export class UpdateEngine {
     const p = j.state.pending!;
     this.#report('Working', 'apply');
     const unitFilesChanged = (p.fileOps ?? []).some((op) => op.hostPath.startsWith(this.#layout.unitDir + '/'));
-    await this.#applyStep('units-done', async () => {
+    await this.#applyStep('units-done', 'systemd units and the password of core', async () => {
       await applyUnitStates(this.#d.systemd, j.state.currentSpec, p.toSpec, unitFilesChanged);
       if (await applyPasswordHash(this.#layout.root, j.state.currentSpec, p.toSpec)) this.#d.log.info('password of core updated');
     });
@@ -227,16 +292,16 @@ export class UpdateEngine {
 
   async #applyOs(): Promise<void> {
     const j = this.#d.journal;
-    await this.#applyStep('os-done', async () => {
+    await this.#applyStep('os-done', 'rpm-ostree', async () => {
       const changed = await applyOsChanges(this.#d.rpmOstree, j.state.currentSpec, j.state.pending!.toSpec);
       if (changed.length) this.#d.log.info({ changed }, 'OS changes staged with rpm-ostree');
     });
   }
 
   /** Runs one apply step after the files are committed: on failure the old files come back. */
-  async #applyStep(done: 'units-done' | 'os-done', work: () => Promise<unknown>): Promise<void> {
+  async #applyStep(done: 'units-done' | 'os-done', object: string, work: () => Promise<unknown>): Promise<void> {
     try {
-      await work();
+      await this.#within('apply', object, work);
     } catch (err) {
       await this.#rollBack();
       throw err;
@@ -265,7 +330,7 @@ export class UpdateEngine {
     for (const u of p.toSpec.config.systemd.units) if (u.mask) dropped.add(u.name);
     const actions = plan.actions.filter((a) => !a.unit || !dropped.has(a.unit));
     try {
-      await runActions(this.#d.systemd, actions);
+      await this.#within('actions', actions.map((a) => (a.unit ? `${a.type} ${a.unit}` : a.type)).join(', ') || 'none', () => runActions(this.#d.systemd, actions));
     } catch (err) {
       await this.#rollBack();
       // Bring the services back on the old files too.
@@ -289,20 +354,63 @@ export class UpdateEngine {
     }
   }
 
+  /**
+   * After a corrupt journal: the agent no longer knows what it applied, so it checks the disk
+   * (files, units, password, booted deployment) against the desired config. If all match, it
+   * adopts the config without touching anything (no reboot); otherwise it applies it in full.
+   * Returns true when adopted.
+   */
+  async #recover(a: Assignment): Promise<boolean> {
+    const j = this.#d.journal;
+    const note = recoveryNote(j.state.recovered!);
+    this.#report('Working', 'check', `${note}; checking the disk against ${a.config}`);
+    let mismatches: string[];
+    try {
+      mismatches = await this.#mismatches(a.spec, null);
+    } catch (err) {
+      await this.#fail(err);
+      return true;
+    }
+    if (mismatches.length === 0) {
+      j.update((s) => {
+        s.currentConfig = a.config;
+        s.currentSpec = a.spec;
+        s.currentPolicy = a.policy;
+        s.currentDriftPolicy = a.driftPolicy;
+        s.recovered = null;
+        s.failure = null;
+      });
+      this.#note = `${note}; the disk matches ${a.config}, adopted without changes`;
+      this.#d.log.warn({ config: a.config }, 'recovered from a corrupt journal: the disk matches the desired config; adopted it without changes');
+      this.#report('Done', 'done');
+      return true;
+    }
+    this.#note = `${note}; the disk differed from ${a.config} (${mismatches.length} difference${mismatches.length === 1 ? '' : 's'}), applying it in full`;
+    this.#d.log.warn({ config: a.config, mismatches }, 'recovered from a corrupt journal: the disk differs from the desired config; applying it in full');
+    j.update((s) => { s.recovered = null; });
+    return false;
+  }
+
+  /** Every way the disk, systemd and the booted deployment differ from `to`. */
+  async #mismatches(to: MachineConfigSpec, from: MachineConfigSpec | null): Promise<string[]> {
+    const mismatches: string[] = [];
+    for (const f of desiredFiles(to, this.#layout)) {
+      if (!matchesOnDisk(f)) mismatches.push(`${f.object}: on disk differs from the config (content, mode or owner)`);
+    }
+    mismatches.push(...(await this.#within('validate', 'systemd unit states', () => unitMismatches(this.#d.systemd, to))).map(describeUnitMismatch));
+    const hash = shadowHashOfCore(this.#layout.root);
+    const wanted = passwordHashOf(to) || (passwordHashOf(from) ? LOCKED : undefined);
+    if (wanted !== undefined && hash !== undefined && hash !== wanted) mismatches.push('password of core: /etc/shadow does not hold the configured hash');
+    mismatches.push(...(await this.#within('validate', 'the booted deployment', () => osMismatches(this.#d.rpmOstree, from, to, this.#d.config.paths.kernelCmdlineFile))));
+    return mismatches;
+  }
+
   async #validateAndFinish(): Promise<void> {
     const j = this.#d.journal;
     const p = j.state.pending!;
     if (p.step !== 'validating') j.update((s) => { s.pending!.step = 'validating'; });
     this.#report('Working', 'validate');
-    const mismatches: string[] = [];
-    for (const f of desiredFiles(p.toSpec, this.#layout)) {
-      if (!matchesOnDisk(f)) mismatches.push(`${f.object}: on disk differs from the config (content, mode or owner)`);
-    }
-    mismatches.push(...(await unitMismatches(this.#d.systemd, p.toSpec)).map(describeUnitMismatch));
-    const hash = shadowHashOfCore(this.#layout.root);
-    const wanted = passwordHashOf(p.toSpec) || (passwordHashOf(j.state.currentSpec) ? LOCKED : undefined);
-    if (wanted !== undefined && hash !== undefined && hash !== wanted) mismatches.push('password of core: /etc/shadow does not hold the configured hash');
-    mismatches.push(...(await osMismatches(this.#d.rpmOstree, j.state.currentSpec, p.toSpec)));
+    const mismatches = await this.#mismatches(p.toSpec, j.state.currentSpec);
     if (mismatches.length) throw new UpdateStepError('validate', p.to, mismatches.join('; '));
     this.#files.finish();
     j.update((s) => {
@@ -319,7 +427,9 @@ export class UpdateEngine {
 
   async #rollBack(): Promise<void> {
     this.#d.log.warn('apply failed; putting the old files back');
+    this.#files.cleanupErrors = [];
     this.#files.rollBack();
+    if (this.#files.cleanupErrors.length) this.#d.log.error({ errors: this.#files.cleanupErrors }, 'some old files could not be put back');
     await this.#d.systemd.reload().catch(() => undefined);
     await this.#d.rpmOstree.run(['cleanup', '-p']).catch(() => undefined);
   }
@@ -348,12 +458,22 @@ export class UpdateEngine {
   }
 }
 
+function recoveryNote(r: { movedTo: string; cause: string }): string {
+  return `recovered from a corrupt journal (${r.cause}), moved aside to ${r.movedTo}`;
+}
+
 /** sshd ignores keys in a directory others can write: authorized_keys.d is 0700, owned by core. */
-function secureSshDirectory(layout: HostLayout, desired: DesiredFile[]): void {
-  const keys = desired.find((f) => f.hostPath === join(layout.sshKeysDir, SSH_KEYS_FILE));
+/** Changed on the opened directory: core owns the home and could swap in a symlink by then. */
+function secureSshDirectory(desired: DesiredFile[]): void {
+  const keys = desired.find((f) => f.object === SSH_KEYS_OBJECT);
   if (!keys) return;
-  chmodSync(layout.sshKeysDir, 0o700);
-  if (keys.uid !== undefined) chownSync(layout.sshKeysDir, keys.uid, keys.gid ?? keys.uid);
+  const dir = openDirNoFollow(dirname(keys.hostPath));
+  try {
+    fchmodSync(dir.fd, 0o700);
+    if (keys.uid !== undefined) fchownSync(dir.fd, keys.uid, keys.gid ?? keys.uid);
+  } finally {
+    dir.close();
+  }
 }
 
 function objectOf(err: unknown, desired: { hostPath: string; object: string }[]): string {

@@ -186,3 +186,20 @@ export function formatYamlSyntaxLocation(l: YamlSyntaxLocation): string {
   const gutter = String(l.line);
   return `${l.file}:${l.line}:${l.column}: ${l.message}\n  ${gutter} | ${l.sourceLine}\n  ${' '.repeat(gutter.length)} | ${' '.repeat(Math.max(0, l.column - 1))}^`;
 }
+
+/**
+ * A path the agent checked turned out, when it came to write, to go through a symbolic link or a
+ * non-directory: the tree changed after the check, and following it could lead out of /etc and
+ * /var. `path` is the file, `component` the directory that changed.
+ */
+export class UnsafePathError extends McplaneError {
+  override readonly code = 'MCPLANE_UNSAFE_PATH';
+  constructor(readonly path: string, readonly component: string) {
+    super(`${component} is a symbolic link or not a directory (it changed after ${path} was checked); refusing to follow it`);
+  }
+}
+
+/** The agent's journal cannot be read (not merely corrupt, which is moved aside and recovered). */
+export class JournalError extends McplaneError {
+  override readonly code = 'MCPLANE_JOURNAL';
+}

@@ -9,7 +9,7 @@ const minimal = { server: 'mcplane:7443', tls: { ca: '/a', cert: '/b', key: '/c'
 
 test('defaults are a real CoreOS host\'s paths; a root moves them all', () => {
   const c = parseAgentConfig(minimal);
-  assert.deepEqual(c.paths, { root: '/', unitDir: '/etc/systemd/system', stateDir: '/var/lib/mcplane', sshKeysDir: '/home/core/.ssh/authorized_keys.d', bootIdFile: '/proc/sys/kernel/random/boot_id' });
+  assert.deepEqual(c.paths, { root: '/', unitDir: '/etc/systemd/system', stateDir: '/var/lib/mcplane', sshKeysDir: '/home/core/.ssh/authorized_keys.d', bootIdFile: '/proc/sys/kernel/random/boot_id', kernelCmdlineFile: '/proc/cmdline' });
   assert.deepEqual(c.reboot, { method: 'logind' });
   assert.equal(c.systemdBus, 'system');
   assert.equal(c.rpmOstree, 'rpm-ostree');
@@ -53,4 +53,42 @@ test('drop-ins in agent.yaml.d merge over agent.yaml in name order; --root resol
   assert.equal(c.tls!.ca, join(root, 'etc/mcplane/pki/ca.crt'));
   assert.equal(c.paths.root, root);
   assert.equal(c.paths.stateDir, join(root, 'var/lib/mcplane'));
+});
+
+test('--root moves every path the config names (state, units, SSH keys, boot id, TLS, token), not the programs it runs', () => {
+  const c = parseAgentConfig({
+    ...minimal,
+    tls: { ca: '/etc/mcplane/ca.crt', cert: '/etc/mcplane/node.crt', key: '/etc/mcplane/node.key' },
+    enrollment: { url: 'https://mcplane:22623', tokenFile: '/etc/mcplane/token' },
+    paths: { stateDir: '/var/lib/alt', unitDir: '/etc/systemd/alt', sshKeysDir: '/var/home/core/.ssh/authorized_keys.d', bootIdFile: '/run/boot_id', kernelCmdlineFile: '/run/cmdline' },
+    rpmOstree: '/usr/bin/rpm-ostree',
+    reboot: { method: 'command', command: ['/usr/bin/systemctl', 'reboot'] },
+  }, 'agent.yaml', '/img');
+  assert.deepEqual(c.paths, { root: '/img', stateDir: '/img/var/lib/alt', unitDir: '/img/etc/systemd/alt', sshKeysDir: '/img/var/home/core/.ssh/authorized_keys.d', bootIdFile: '/img/run/boot_id', kernelCmdlineFile: '/img/run/cmdline' });
+  assert.deepEqual(c.tls, { ca: '/img/etc/mcplane/ca.crt', cert: '/img/etc/mcplane/node.crt', key: '/img/etc/mcplane/node.key' });
+  assert.equal(c.enrollment!.tokenFile, '/img/etc/mcplane/token');
+  assert.equal(c.rpmOstree, '/usr/bin/rpm-ostree');
+  assert.deepEqual(c.reboot, { method: 'command', command: ['/usr/bin/systemctl', 'reboot'] });
+  // The running kernel's boot id and command line unless the config names files; paths.root moves too.
+  assert.equal(parseAgentConfig({ ...minimal, paths: { root: '/sysroot' } }, 'a', '/img').paths.bootIdFile, '/proc/sys/kernel/random/boot_id');
+  assert.equal(parseAgentConfig({ ...minimal, paths: { root: '/sysroot' } }, 'a', '/img').paths.kernelCmdlineFile, '/proc/cmdline');
+  assert.equal(parseAgentConfig({ ...minimal, paths: { root: '/sysroot' } }, 'a', '/img').paths.root, '/img/sysroot');
+  assert.throws(() => parseAgentConfig({ ...minimal, paths: { stateDir: 'relative' } }, 'agent.yaml'), /agent.yaml: paths.stateDir: must be an absolute path/);
+  assert.throws(() => parseAgentConfig({ ...minimal, paths: { stateDirectory: '/x' } }, 'agent.yaml'), /paths.stateDirectory: unknown field/);
+});
+
+test('several control plane addresses: server "a:1,b:2" or servers: [..]; server: a:1 still works', () => {
+  assert.deepEqual(parseAgentConfig(minimal).servers, ['mcplane:7443']);
+  assert.deepEqual(parseAgentConfig({ ...minimal, server: 'a:7443, b:7443,c:1' }).servers, ['a:7443', 'b:7443', 'c:1']);
+  const { server: _omit, ...rest } = minimal;
+  const listed = parseAgentConfig({ ...rest, servers: ['a:7443', '[::1]:7443'] });
+  assert.deepEqual(listed.servers, ['a:7443', '[::1]:7443']);
+  assert.equal(listed.server, 'a:7443,[::1]:7443');
+  const cases: [unknown, RegExp][] = [
+    [{ ...minimal, server: 'a:1,b' }, /agent.yaml: server: entry 2 "b" is not HOST:PORT/],
+    [{ ...minimal, servers: ['a:1'] }, /agent.yaml: servers: give server or servers, not both/],
+    [{ ...rest, servers: [] }, /agent.yaml: servers: required, HOST:PORT/],
+    [{ ...rest, servers: ['a:1', 7] }, /agent.yaml: servers\[1\]: 7 is not HOST:PORT/],
+  ];
+  for (const [raw, message] of cases) assert.throws(() => parseAgentConfig(raw, 'agent.yaml'), message, JSON.stringify(raw));
 });

@@ -161,13 +161,17 @@ test('a masked unit: stopped, then masked through D-Bus; systemd reports it mask
   assert.equal(host.systemd.systemctl('is-enabled', 'demo.service').stdout.trim(), 'enabled');
 });
 
-test('a reboot that comes back on the old deployment fails validation, naming the exact mismatch; a forced re-apply recovers', { skip }, async () => {
+test('a reboot that comes back on the old deployment: the karg pending in rpm-ostree but not booted fails validation, naming the exact mismatch; a forced re-apply recovers', { skip }, async () => {
   host.bootStaged = false;
   await apply(config('changed', '  kernelArguments: [validate=me]\n'));
   const want = await target();
   const node = await untilNode(c, [host], 'host-a', (n) => n.status!.state === 'Degraded');
   assert.equal(node.status!.phase, 'validate');
-  assert.equal(node.status!.reason, `validate: ${want}: kernelArguments: validate=me is not on the booted kernel command line`);
+  // `rpm-ostree kargs` prints the pending deployment's: it has the karg; the booted kernel does not.
+  assert.ok(host.rpmOstree('kargs').split(' ').map((k) => k.trim()).includes('validate=me'));
+  assert.ok(!readFileSync(host.cmdlineFile, 'utf8').includes('validate=me'));
+  assert.ok(!node.status!.os!.kernelArguments.includes('validate=me'), 'the node reports the booted kernel arguments');
+  assert.equal(node.status!.reason, `validate: ${want}: kernelArguments: validate=me is not on the booted kernel command line (${host.cmdlineFile}); rpm-ostree has it only in the pending deployment, so the host has not booted into it`);
   assert.notEqual(node.status!.currentConfig, want, 'currentConfig does not advance');
   host.bootStaged = true;
   await call(c, c.config.reapplyNode.bind(c.config), { name: 'host-a' }, 'reapply');
@@ -175,7 +179,7 @@ test('a reboot that comes back on the old deployment fails validation, naming th
   assert.ok(healed.status!.os!.kernelArguments.includes('validate=me'));
 });
 
-test('the core password hash is set with usermod, without a reboot; dropping it locks password login', { skip }, async () => {
+test('the core password hash is set with chpasswd -e, without a reboot; dropping it locks password login', { skip }, async () => {
   await apply(config('changed')); // back to the baseline (drops the previous test's kernel argument)
   const base = await target();
   await untilNode(c, [host], 'host-a', (n) => n.status!.currentConfig === base && n.status!.state === 'Done');

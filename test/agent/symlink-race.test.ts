@@ -1,0 +1,153 @@
+// A local user swaps a directory on a managed path for a symlink, as fast as a process can, while
+// the agent writes there update after update. The symlink is absolute and names a directory under
+// the real /var/tmp, outside the sandbox root: the agent's check reads it as a path inside /var
+// (so the check passes, as it would for a link made right after the check), while a write that
+// follows it lands outside the root. Not one file may ever appear there.
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { call } from '../../src/cli/client/call.ts';
+import type { Clients } from '../../src/cli/client/connection.ts';
+import { SandboxHost } from '../../sandbox/sandbox-host.ts';
+import { untilNode } from '../helpers/converge.ts';
+import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
+import { poolYaml } from '../helpers/manifests.ts';
+import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+
+const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
+const FILES = 60;
+const UPDATES = 120;
+let server: TestServer;
+let c: Clients;
+let systemd: UserSystemd;
+let outsideBase: string;
+let host: SandboxHost | undefined;
+
+const pool = poolYaml('worker', '  maxUnavailable: 100%\n  disruptionPolicy: {files: [{path: /var/tmp/, actions: [{type: none}]}]}\n');
+const config = (round: number) => `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata: {name: 50-race, labels: {machineconfiguration.openshift.io/role: worker}}
+spec:
+  config:
+    ignition: {version: 3.4.0}
+    storage:
+      files:
+${Array.from({ length: FILES }, (_, i) => `        - {path: /var/tmp/race/d/f${i}, contents: {source: "data:,round-${round}-${i}"}}`).join('\n')}
+`;
+
+// The attacker: renameat2(RENAME_EXCHANGE) swaps the real directory and the symlink atomically,
+// in a tight loop, so the path always exists and is a directory or the symlink half the time
+// each. Python's ctypes reaches renameat2, which Node does not expose.
+const SWAPPER = `
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+a, b, count = sys.argv[1].encode(), sys.argv[2].encode(), sys.argv[3]
+n = 0
+while True:
+    if libc.renameat2(-100, a, -100, b, 2) != 0:
+        raise OSError(ctypes.get_errno(), 'renameat2')
+    n += 1
+    if n % 20000 == 0:
+        open(count, 'w').write(str(n))
+`;
+
+before(async () => {
+  if (skip) return;
+  server = await startTestServer();
+  c = server.admin();
+  systemd = await startUserSystemd();
+  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'p', text: pool }], dryRun: false }, 'apply');
+});
+after(async () => {
+  if (skip) return;
+  await host?.kill();
+  await systemd.stop();
+  await server.close();
+  if (outsideBase) rmSync(outsideBase, { recursive: true, force: true });
+});
+
+function filesUnder(dir: string): string[] {
+  const out: string[] = [];
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    if (e.isDirectory()) out.push(...filesUnder(join(dir, e.name)));
+    else out.push(join(dir, e.name));
+  }
+  return out;
+}
+
+const finished = (h: SandboxHost) => h.logs.filter((l) => /"msg":"update (done|failed)"/.test(l)).length;
+
+test(`a directory swapped with a symlink out of the root during ${UPDATES} updates of ${FILES} files: no write escapes`, { skip, timeout: 600_000 }, async () => {
+  outsideBase = mkdtempSync('/var/tmp/mcplane-race-');
+  const outside = join(outsideBase, 'outside');
+  mkdirSync(outside);
+  host = new SandboxHost({ name: 'race', server: server.address, pki: server.pki, systemd });
+  const raceDir = join(host.root, 'var/tmp/race');
+  mkdirSync(join(raceDir, 'd'), { recursive: true });
+  symlinkSync(outside, join(raceDir, 'd.link'));
+
+  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'r', text: config(0) }], dryRun: false }, 'apply');
+  await host.start();
+  await untilNode(c, [host], 'race', (n) => n.status!.state === 'Done' && n.status!.currentConfig !== '');
+
+  const countFile = join(host.dir, 'swaps');
+  const swapper = spawn('/usr/bin/python3', ['-c', SWAPPER, join(raceDir, 'd'), join(raceDir, 'd.link'), countFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let swapperError = '';
+  swapper.stderr!.on('data', (b) => { swapperError += b; });
+  const outcomes = { done: 0, refused: 0, validated: 0, other: [] as string[] };
+  try {
+    for (let round = 1; round <= UPDATES; round++) {
+      const before = finished(host);
+      await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'r', text: config(round) }], dryRun: false }, 'apply');
+      const deadline = Date.now() + 30_000;
+      while (finished(host) === before) {
+        if (Date.now() > deadline) throw new Error(`round ${round}: the update did not finish\n${host.logs.slice(-10).join('\n')}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const last = host.logs.filter((l) => /"msg":"update (done|failed)"/.test(l)).at(-1)!;
+      if (last.includes('update done')) outcomes.done++;
+      else if (/symbolic link or not a directory/.test(last)) outcomes.refused++;
+      else outcomes.other.push(last);
+      if (/"step":"validate"/.test(last)) outcomes.validated++;
+      assert.deepEqual(filesUnder(outside), [], `round ${round}: no file was written outside the root`);
+    }
+  } finally {
+    swapper.kill('SIGKILL');
+    await new Promise((r) => (swapper.exitCode !== null || swapper.signalCode !== null ? r(undefined) : swapper.once('exit', r)));
+  }
+  assert.equal(swapperError, '', 'the swapper never failed');
+  const swaps = Number(readFileSync(countFile, 'utf8'));
+  // Updates that reached validation committed all their files (into the real directory, which
+  // the swapper then moved under the validator's feet).
+  const written = (outcomes.done + outcomes.validated) * FILES;
+  console.log(`swaps ${swaps}, updates done ${outcomes.done}, refused at write ${outcomes.refused}, failed validation ${outcomes.validated}, other ${outcomes.other.length - outcomes.validated}; files written ${written}`);
+  assert.ok(written >= 1000, `the agent wrote thousands of files through the race (${written})`);
+  // The other failures are checks and validations that saw the symlink, each naming what.
+  for (const line of outcomes.other) {
+    const e = JSON.parse(line.replace(/^<\d>/, '')) as { step: string; object: string; cause: string };
+    assert.ok(['check', 'validate'].includes(e.step) && e.object && e.cause, line);
+    assert.doesNotMatch(e.cause, /invalid argument, readlink/, 'a link replaced while being resolved is said in words');
+  }
+  assert.deepEqual(filesUnder(outside), [], 'no file was ever written outside the root');
+  assert.ok(swaps > 1000, `the swapper ran (${swaps} swaps)`);
+  assert.ok(outcomes.refused > 0, 'the agent met the symlink and refused it at least once');
+  // A refusal names the step, the file and the directory that changed.
+  const reason = host.logs.find((l) => /symbolic link or not a directory/.test(l))!;
+  assert.match(reason, /var\/tmp\/race\/d is a symbolic link or not a directory \(it changed after .* was checked\); refusing to follow it/);
+
+  // With the swapping over, the same agent converges: every file in the real directory.
+  if (lstatSync(join(raceDir, 'd')).isSymbolicLink()) {
+    rmSync(join(raceDir, 'd'));
+    renameSync(join(raceDir, 'd.link'), join(raceDir, 'd'));
+  }
+  const round = UPDATES + 1;
+  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'r', text: config(round) }], dryRun: false }, 'apply');
+  const target = (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get')).status!.configuration;
+  await untilNode(c, [host], 'race', (n) => n.status!.currentConfig === target && n.status!.state === 'Done');
+  for (let i = 0; i < FILES; i++) assert.equal(host.file(`var/tmp/race/d/f${i}`), `round-${round}-${i}`);
+  assert.deepEqual(filesUnder(outside), []);
+  await host.kill('SIGTERM');
+});
