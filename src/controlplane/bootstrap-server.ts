@@ -40,8 +40,11 @@ export interface BootstrapOptions {
   /** The CA that signs node certificates at enrollment. */
   ca: KeyPairPem;
   bootstrapTokens: string[];
-  /** gRPC address agents connect to, as they can reach it (host:port). */
-  grpcAddress: string;
+  /**
+   * gRPC address agents connect to, as they can reach it (host:port), when the operator set one
+   * (--advertise); otherwise every live replica's advertised address, this one first.
+   */
+  grpcAddress?: string;
   /** This endpoint's address as hosts reach it (host:port), for the enrollment URL; by default
    * the address it listens on, with the port it got and the hostname for a wildcard address. */
   bootstrapAddress?: string;
@@ -104,7 +107,7 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
       type: 'put', kind: 'EnrollmentToken', name: hashToken(token), expectedVersion: null,
       value: { pool: poolName, issuedAt: now, expiresAt: now + ENROLLMENT_TOKEN_TTL_MS } satisfies EnrollmentToken,
     }]);
-    const ignition = withBootstrapFiles(rendered.spec.config, stored.value, token, { ...options, bootstrapAddress });
+    const ignition = withBootstrapFiles(rendered.spec.config, stored.value, token, { ...options, bootstrapAddress, servers: agentServers() });
     const body = version === '2.2.0' ? toIgnitionV2(ignition) : { ...ignition, ignition: { version } };
     log.info({ pool: poolName, config: rendered.name, version, remote: req.socket.remoteAddress }, 'served bootstrap Ignition');
     res.setHeader('Content-Type', `${IGNITION_MEDIA_TYPE}; version=${version}`);
@@ -150,6 +153,14 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     reply(res, 200, { certificate, ca: options.ca.certPem });
   };
 
+  /** Where a new host's agent connects: every replica, so it can move when one is lost. */
+  const agentServers = (): string[] => {
+    if (options.grpcAddress) return options.grpcAddress.split(',').map((a) => a.trim()).filter(Boolean);
+    const self = cp.replica.options.address;
+    const others = [...cp.cache.replicas.values()].map((r) => r.value.address).filter((a) => a && a !== self).sort();
+    return [self, ...others];
+  };
+
   let bootstrapAddress = options.bootstrapAddress ?? '';
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -190,10 +201,10 @@ function poolLabels(pool: MachineConfigPool | undefined): Record<string, string>
   return labels;
 }
 
-function withBootstrapFiles(config: IgnitionConfig, pool: MachineConfigPool, token: string, options: BootstrapOptions & { bootstrapAddress: string }): IgnitionConfig {
+function withBootstrapFiles(config: IgnitionConfig, pool: MachineConfigPool, token: string, options: BootstrapOptions & { bootstrapAddress: string; servers: string[] }): IgnitionConfig {
   const labels = poolLabels(pool);
   const agentConfig = stringify({
-    server: options.grpcAddress,
+    servers: options.servers,
     tls: { ca: HOST_PATHS.ca, cert: HOST_PATHS.cert, key: HOST_PATHS.key },
     enrollment: { url: `https://${options.bootstrapAddress}/enroll`, tokenFile: HOST_PATHS.enrollmentToken },
     labels,

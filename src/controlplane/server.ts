@@ -83,7 +83,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
         tls: { cert: tls.cert, key: tls.key },
         ca: { certPem: tls.ca.toString(), keyPem: readFileSync(options.bootstrap.caKeyFile, 'utf8') },
         bootstrapTokens: tokens,
-        grpcAddress: options.bootstrap.grpcAdvertise ?? reachableAddress(host, grpc.port),
+        ...(options.bootstrap.grpcAdvertise ? { grpcAddress: options.bootstrap.grpcAdvertise } : {}),
         ...(options.bootstrap.advertise ? { bootstrapAddress: options.bootstrap.advertise } : {}),
       }, b.host.replace(/^\[|\]$/g, ''), b.port, log);
     }

@@ -69,7 +69,7 @@ test('Ignition version follows the Accept header: 3.x as asked, 2.2 when asked, 
 test('the served config carries the agent config, the CA, an enrollment token and the agent unit', async () => {
   const res = await fetch('/config/worker', { token: TOKEN });
   const agentConfig = parse(fileText(res.body, '/etc/mcplane/agent.yaml'));
-  assert.equal(agentConfig.server, server.address);
+  assert.deepEqual(agentConfig.servers, [server.address], 'every replica the agent may use (here the only one)');
   assert.deepEqual(agentConfig.labels, { 'node-role.kubernetes.io/worker': '' });
   assert.match(agentConfig.enrollment.url, /^https:\/\/127\.0\.0\.1:\d+\/enroll$/);
   assert.equal(fileText(res.body, '/etc/mcplane/pki/ca.crt'), ca.toString());
