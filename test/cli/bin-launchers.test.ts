@@ -39,7 +39,7 @@ test('from a checkout, bin/mcctl.mjs runs the source against a real server', asy
   child.stdout.on('data', (d) => { stdout += d; });
   const code = await new Promise((r) => child.once('exit', r));
   assert.equal(code, 0);
-  assert.match(stdout, /^client: 0\.1\.0-dev\nserver: 0\.1\.0-dev \(at 127\.0\.0\.1:\d+, replica local, leader, store sqlite\)\n$/);
+  assert.match(stdout, /^client: 0\.1\.0-dev\nserver: 0\.1\.0-dev \(at 127\.0\.0\.1:\d+, replica 127\.0\.0\.1:\d+, leader, store (sqlite|etcd)\)\n$/);
 });
 
 test('from an npm install of the packed tarball, the launchers run the bundles', async () => {

@@ -17,7 +17,7 @@ after(async () => { await server.close(); });
 test('version prints the client and the server version', async () => {
   const r = await runCliAsync(['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null', 'version']);
   assert.equal(r.status, 0, r.stderr);
-  assert.equal(r.stdout, `client: ${VERSION}\nserver: ${VERSION} (at ${server.address}, replica local, leader, store sqlite)\n`);
+  assert.equal(r.stdout, `client: ${VERSION}\nserver: ${VERSION} (at ${server.address}, replica ${server.address}, leader, store ${process.env.MCPLANE_TEST_STORE ?? 'sqlite'})\n`);
   const json = JSON.parse((await runCliAsync(['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null', 'version', '-o', 'json'])).stdout);
   assert.deepEqual([json.clientVersion, json.serverVersion.version, json.serverVersion.store], [VERSION, VERSION, 'sqlite']);
 });

@@ -38,9 +38,12 @@ export function call<Req, Res>(target: CallTarget, method: UnaryMethod<Req, Res>
 
 /** A failure in a few plain words, for one line such as "lost the watch (...)". */
 export function describeFailure(err: Pick<ServiceError, 'code' | 'details'>, target?: CallTarget): string {
+  // The server ended the stream (a graceful stop, a restart) rather than us cancelling it; a
+  // stopping server says so in the status it ends Watch streams with.
+  if (err.code === Status.CANCELLED || (err.code === Status.UNAVAILABLE && /server is shutting down/.test(err.details))) {
+    return 'the server closed the stream: restarting or stopping';
+  }
   if (err.code === Status.UNAVAILABLE) return connectionCause(err.details, target);
-  // The server ended the stream (a graceful stop, a restart) rather than us cancelling it.
-  if (err.code === Status.CANCELLED) return 'the server closed the stream: restarting or stopping';
   return err.details;
 }
 
