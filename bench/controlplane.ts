@@ -24,7 +24,7 @@ import { pkiInitCommand } from '../src/cli/commands/pki.ts';
 import { call } from '../src/cli/client/call.ts';
 import { connect, type Clients } from '../src/cli/client/connection.ts';
 import { silenceIpServernameWarning } from '../src/runtime/process-warnings.ts';
-import { startEtcdCluster, type EtcdCluster } from '../test/helpers/etcd-cluster.ts';
+import { startEtcdCluster, type EtcdCluster } from '../sandbox/etcd-cluster.ts';
 import { startReplicaSet, type ReplicaSet } from '../test/helpers/replica-set.ts';
 import { spawnServer, type ServerProcess } from '../test/helpers/server-process.ts';
 import { report } from './harness.ts';

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
-import { startEtcdCluster, type EtcdCluster } from '../helpers/etcd-cluster.ts';
+import { startEtcdCluster, type EtcdCluster } from '../../sandbox/etcd-cluster.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { startReplicaSet, type ReplicaSet } from '../helpers/replica-set.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';

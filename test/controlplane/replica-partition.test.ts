@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 import * as grpcJs from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { protoPath } from 'grpc-health-check';
-import { startEtcdCluster, type EtcdCluster } from '../helpers/etcd-cluster.ts';
+import { startEtcdCluster, type EtcdCluster } from '../../sandbox/etcd-cluster.ts';
 import { startReplicaSet, type ReplicaSet } from '../helpers/replica-set.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { testPki, type TestPki } from '../helpers/test-pki.ts';

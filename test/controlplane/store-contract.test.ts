@@ -17,7 +17,7 @@ import { EtcdStore } from '../../src/controlplane/store/etcd-store.ts';
 import { SqliteStore } from '../../src/controlplane/store/sqlite-store.ts';
 import type { ChangeEvent, Store, WriteOp } from '../../src/controlplane/store/store.ts';
 import { createLogger, type Logger } from '../../src/runtime/logger.ts';
-import { startEtcdCluster, type EtcdCluster } from '../helpers/etcd-cluster.ts';
+import { startEtcdCluster, type EtcdCluster } from '../../sandbox/etcd-cluster.ts';
 import { REPO_ROOT } from '../helpers/run-cli.ts';
 import { testPki } from '../helpers/test-pki.ts';
 
@@ -467,7 +467,7 @@ describe('etcd only: members fail', () => {
     await assert.rejects(EtcdStore.connect({ endpoints: [], log }), /endpoints: at least one/);
     await assert.rejects(EtcdStore.connect({ endpoints: ['http://127.0.0.1:2379'], log }), /"http:\/\/127.0.0.1:2379" is not host:port/);
     await assert.rejects(EtcdStore.connect({ endpoints: ['127.0.0.1:2379'], prefix: '/mcplane', log }), /prefix: "\/mcplane" must/);
-    const { freePort } = await import('../helpers/etcd-cluster.ts');
+    const { freePort } = await import('../../sandbox/etcd-cluster.ts');
     const dead = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`];
     const start = Date.now();
     await assert.rejects(EtcdStore.connect({ endpoints: dead, log, deadlineMs: 1_000 }), (err: unknown) => {

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { call } from '../../src/cli/client/call.ts';
 import { connect, type Clients } from '../../src/cli/client/connection.ts';
-import { freePort } from './etcd-cluster.ts';
+import { freePort } from '../../sandbox/etcd-cluster.ts';
 import { spawnServer, type ServerProcess } from './server-process.ts';
 
 export interface ReplicaProcess {

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type Clients } from '../../src/cli/client/connection.ts';
 import { startServer, type ServerHandle, type ServerOptions } from '../../src/controlplane/server.ts';
-import { startEtcdCluster, type EtcdCluster } from './etcd-cluster.ts';
+import { startEtcdCluster, type EtcdCluster } from '../../sandbox/etcd-cluster.ts';
 import { createLogger } from '../../src/runtime/logger.ts';
 import { silenceIpServernameWarning } from '../../src/runtime/process-warnings.ts';
 
@@ -31,7 +31,10 @@ const STORE = process.env.MCPLANE_TEST_STORE ?? 'sqlite';
 let sharedEtcd: Promise<EtcdCluster> | undefined;
 
 function etcdFor(dataDir: string): Promise<ServerOptions['etcd']> {
-  sharedEtcd ??= startEtcdCluster({ members: 1 });
+  sharedEtcd ??= startEtcdCluster({ members: 1 }).then((etcd) => {
+    etcd.unref();
+    return etcd;
+  });
   // The prefix follows the data dir, so a test that restarts a server on its data dir finds
   // its objects again, as it would with SQLite.
   return sharedEtcd.then((etcd) => ({ endpoints: etcd.endpoints, prefix: `/mcplane-test/${createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}/` }));

@@ -11,7 +11,7 @@ import { get as httpsGet } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EtcdConnection } from '../../src/controlplane/store/etcd-connection.ts';
+import { EtcdConnection } from '../src/controlplane/store/etcd-connection.ts';
 
 export const ETCD_BINARY = process.env.MCPLANE_ETCD ?? '/usr/bin/etcd';
 
@@ -43,6 +43,11 @@ export interface EtcdCluster {
   leader(): Promise<number>;
   /** Kills every member and removes the data dirs. */
   stop(): Promise<void>;
+  /**
+   * Lets this process end while the members run (a cluster shared by a whole test file, never
+   * stopped explicitly); they are killed when it exits.
+   */
+  unref(): void;
 }
 
 interface MemberProcess {
@@ -195,6 +200,14 @@ export async function startEtcdCluster(options: EtcdClusterOptions): Promise<Etc
     async stop() {
       await Promise.all(members.map(killMember));
       rmSync(dir, { recursive: true, force: true });
+    },
+    unref() {
+      for (const m of members) {
+        m.child?.unref();
+        (m.child?.stderr as { unref?: () => void } | null | undefined)?.unref?.();
+      }
+      // The members still die with this process (the exit hook above); their data goes too.
+      process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
     },
   };
 }
