@@ -78,7 +78,17 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     const url = new URL(req.url ?? '/', 'https://bootstrap');
     if (req.method === 'GET' && url.pathname === '/healthz') return reply(res, 200, { status: 'ok' });
     const config = /^\/config\/([^/]+)$/.exec(url.pathname);
-    if (req.method === 'GET' && config) return serveConfig(req, res, decodeURIComponent(config[1]!));
+    if (req.method === 'GET' && config) {
+      let pool: string;
+      try {
+        pool = decodeURIComponent(config[1]!);
+      } catch {
+        // A client's mistake, not the server's: a 400 and a warning, never a 500 with a stack.
+        log.warn({ remote: req.socket.remoteAddress, path: url.pathname }, 'bootstrap request with a malformed pool name');
+        return reply(res, 400, { error: `the pool name in ${JSON.stringify(url.pathname)} is not valid percent-encoding` });
+      }
+      return serveConfig(req, res, pool);
+    }
     if (req.method === 'POST' && url.pathname === '/enroll') return enroll(req, res);
     reply(res, 404, { error: `no such endpoint: ${req.method} ${url.pathname} (GET /config/<pool>, POST /enroll)` });
   };

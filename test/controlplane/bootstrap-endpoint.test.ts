@@ -118,3 +118,26 @@ test('advertised addresses: the bound port, and the host name for a wildcard lis
   const agentConfig = parse(fileText(res.body, '/etc/mcplane/agent.yaml'));
   assert.equal(agentConfig.enrollment.url, `https://127.0.0.1:${server.handle.bootstrapPort}/enroll`);
 });
+
+test('enrollment races: two hosts enrolling one new name get one certificate and one 409; one token used at once by many gets one success and 4xx for the rest, never 5xx', async () => {
+  const { csrPem } = await createCertificateRequest('race');
+  const freshToken = async (): Promise<string> => fileText((await fetch('/config/worker', { token: TOKEN })).body, '/etc/mcplane/enrollment-token');
+  const [a, b] = [await freshToken(), await freshToken()];
+  const sameName = await Promise.all([a, b].map((token) => fetch('/enroll', { method: 'POST', body: { token, nodeName: 'contested', csr: csrPem } })));
+  assert.deepEqual(sameName.map((r) => r.status).sort(), [200, 409], JSON.stringify(sameName.map((r) => r.body)));
+  assert.match(sameName.find((r) => r.status === 409)!.body.error, /Node\/contested is already registered/);
+
+  const shared = await freshToken();
+  const many = await Promise.all(Array.from({ length: 8 }, (_, i) => fetch('/enroll', { method: 'POST', body: { token: shared, nodeName: `sharer-${i}`, csr: csrPem } })));
+  const statuses = many.map((r) => r.status);
+  assert.equal(statuses.filter((s) => s === 200).length, 1, `one success: ${statuses}`);
+  assert.ok(statuses.every((s) => s === 200 || (s >= 400 && s < 500)), `never 5xx: ${statuses}`);
+});
+
+test('a malformed pool name in the URL is a 400 and a warning naming the client, not a 500', async () => {
+  const res = await fetch('/config/%', { token: TOKEN });
+  assert.equal(res.status, 400);
+  assert.match(res.body.error, /not valid percent-encoding/);
+  assert.ok(server.logs.some((l) => l.includes('"level":"warn"') && l.includes('malformed pool name') && l.includes('"remote":"127.0.0.1"')), 'warned with the client address');
+  assert.ok(!server.logs.some((l) => l.includes('bootstrap request failed')), 'no internal error logged');
+});
