@@ -93,3 +93,28 @@ test('SIGTERM: health goes NOT_SERVING, agents are let go, the process exits 0',
   for (const line of server.logs) assert.match(line, /^<[2-7]>\{/, 'every log line has a syslog priority prefix');
   agent.close();
 });
+
+test('SIGTERM with idle clients and an open Watch: exit 0 within 2 s, the Watch ends saying the server is shutting down', async () => {
+  const pki = await testPki();
+  const server = await spawnServer(['--data-dir', mkdtempSync(join(tmpdir(), 'mcplane-term-')), '--listen', '127.0.0.1:0', '--pki-dir', pki.dir, '--no-bootstrap']);
+  const c = connect({ server: server.address, pkiDir: pki.dir, config: '/dev/null' });
+  await call(c, c.status.listPools.bind(c.status), {}, 'list pools'); // an idle, connected client
+  const agent = new SimulatedAgent({ address: server.address, tls: await pki.node('idle-node'), name: 'idle-node' });
+  await agent.connect();
+  const watch = c.status.watch({ pools: true, nodes: true });
+  const ended = new Promise<{ code: number; details: string }>((resolve) => {
+    watch.on('error', (err: { code: number; details: string }) => resolve(err));
+    watch.on('data', () => {});
+  });
+  await new Promise((r) => setTimeout(r, 300));
+  const t0 = Date.now();
+  server.child.kill('SIGTERM');
+  assert.equal(await server.exited, 0);
+  const took = Date.now() - t0;
+  assert.ok(took < 2000, `exited ${took} ms after SIGTERM`);
+  const status = await ended;
+  assert.equal(status.code, 14, 'UNAVAILABLE: reconnect');
+  assert.match(status.details, /server is shutting down/);
+  agent.close();
+  c.close();
+});
