@@ -26,6 +26,8 @@ export interface HostOptions {
   server: string;
   /** Issues this host's node certificate (not needed when it enrolls from Ignition). */
   pki?: Pick<TestPki, 'node'>;
+  /** The pool the host's credential binds it to (default worker). */
+  pool?: string;
   labels?: Record<string, string>;
   /** Make /usr/local a real directory instead of CoreOS's link into /var. */
   usrLocalIsDirectory?: boolean;
@@ -83,7 +85,7 @@ export class SandboxHost {
       this.systemd = this.options.systemd ?? await startUserSystemd();
       this.#ownSystemd = !this.options.systemd;
     }
-    const certs = await this.options.pki!.node(this.options.name);
+    const certs = await this.options.pki!.node(this.options.name, this.options.pool);
     writeFileSync(this.configPath, stringify({
       server: this.options.server,
       tls: certs,

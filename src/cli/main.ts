@@ -14,7 +14,7 @@ import { completionScript } from './commands/completion.ts';
 import { versionCommand } from './commands/version.ts';
 import { parseDuration, waitCommand } from './commands/wait.ts';
 import { watchCommand } from './commands/watch.ts';
-import { applyCommand, deleteCommand, pauseCommand, reapplyCommand } from './commands/write.ts';
+import { applyCommand, deleteCommand, labelCommand, pauseCommand, reapplyCommand } from './commands/write.ts';
 import { parseGetFormat, type OutputFormat } from './output.ts';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
@@ -145,6 +145,15 @@ export function buildProgram(io: Io): Command {
     .argument('<shell>', 'bash | zsh')
     .action((shell: string) => write(completionScript(program, shell)));
 
+  connectionOptions(program.command('label')).description('set (KEY=VALUE) or remove (KEY-) a node\'s labels, like kubectl label: the one way a registered node changes role or zone')
+    .argument('<resource>', 'node')
+    .argument('<name>')
+    .argument('<changes...>', 'KEY=VALUE to set, KEY- to remove')
+    .action((resource: string, name: string, changes: string[]) => {
+      if (!['node', 'nodes', 'no'].includes(resource)) throw new ConfigurationError(`mcctl label works on nodes (mcctl label node NAME KEY=VALUE), not "${resource}"`);
+      return withClients((c) => labelCommand(c, name, changes));
+    });
+
   const node = program.command('node').description('node operations');
   connectionOptions(node.command('reapply')).description('force a full re-apply of the node\'s desired config (MCO\'s forcefile)')
     .argument('<name>')
@@ -156,13 +165,14 @@ export function buildProgram(io: Io): Command {
     .option('--host <name>', 'extra DNS name or IP for the server certificate; repeatable', collect, [])
     .option('--node <name>', 'also issue a node certificate; repeatable', collect, [])
     .action(async (dir: string, opts: { host: string[]; node: string[] }) => write(await pkiInitCommand(dir, opts.host, opts.node)));
-  pki.command('node').description('issue a node certificate from an existing CA (give --pki-dir)')
+  pki.command('node').description('issue a node certificate from an existing CA (give --pki-dir), bound to one pool')
     .argument('<name>')
     .option('--pki-dir <dir>', 'the directory mcctl pki init wrote')
-    .action(async (name: string, opts: { pkiDir?: string }) => {
+    .option('--pool <pool>', 'the pool the node is bound to: it joins that role and cannot claim another (like Kubernetes\' NodeRestriction)', 'worker')
+    .action(async (name: string, opts: { pkiDir?: string; pool: string }) => {
       const dir = opts.pkiDir ?? program.opts<ConnectionFlags>().pkiDir;
       if (!dir) throw new ConfigurationError('mcctl pki node needs --pki-dir DIR, the directory mcctl pki init wrote');
-      write(await pkiNodeCommand(dir, name));
+      write(await pkiNodeCommand(dir, name, opts.pool));
     });
 
   return program;

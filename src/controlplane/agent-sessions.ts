@@ -7,7 +7,7 @@
 // A node that reconnects replaces its old stream, here or on another replica: the replica
 // that sees its session taken over ends its own stream.
 
-import { ConflictError, StoreUnavailableError, type Labels, type NodeStatus } from '../machineconfig/index.ts';
+import { admitNodeLabels, ConflictError, labelsForPool, StoreUnavailableError, type Labels, type NodeStatus } from '../machineconfig/index.ts';
 import type { ServerMessage } from '../runtime/generated/mcplane/v1/ServerMessage.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from './cluster-cache.ts';
@@ -32,7 +32,10 @@ export interface LocalSession {
 
 export interface SessionOpening {
   nodeName: string;
+  /** What the agent reports; admitted under the node's binding (admitNodeLabels). */
   labels: Labels;
+  /** The pool the node's credential binds it to; absent: the agent's labels are trusted (plaintext). */
+  boundPool?: string;
   bootId: string;
   status: NodeStatus;
 }
@@ -70,9 +73,12 @@ export class AgentSessions {
     const now = Date.now();
     const record = this.cache.nodeRecords.get(name);
     const ops: WriteOp[] = [];
-    if (!record || JSON.stringify(record.value.labels) !== JSON.stringify(opening.labels)) {
-      const value: NodeRecordValue = { ...record?.value, labels: opening.labels };
-      ops.push({ type: 'put', kind: 'Node', name, value, ...(record ? { createdAt: record.createdAt } : {}) });
+    const value = this.#admit(opening, record?.value);
+    if (!record || JSON.stringify(value) !== JSON.stringify(record.value)) {
+      if (value.ignoredLabels && JSON.stringify(value.ignoredLabels) !== JSON.stringify(record?.value.ignoredLabels)) {
+        this.log.warn({ node: name, boundPool: opening.boundPool, ignored: value.ignoredLabels }, 'labels the agent reported were not admitted');
+      }
+      ops.push({ type: 'put', kind: 'Node', name, value, ...(record ? { createdAt: record.createdAt, expectedVersion: record.resourceVersion } : { expectedVersion: null }) });
     }
     const status = this.cache.nodeStatuses.get(name);
     ops.push({ type: 'put', kind: 'NodeStatus', name, value: { status: opening.status, lastSeen: now } satisfies NodeStatusRecord, ...(status ? { createdAt: status.createdAt } : {}) });
@@ -90,6 +96,21 @@ export class AgentSessions {
     const local: LocalSession = { node: name, stream, epoch };
     this.#local.set(name, local);
     return local;
+  }
+
+  /**
+   * NodeRestriction for mcplane: role labels come from the credential's pool, and after its
+   * first registration a node's labels are the operators' (mcctl label node), not its agent's.
+   */
+  #admit(opening: SessionOpening, existing: NodeRecordValue | undefined): NodeRecordValue {
+    if (opening.boundPool === undefined) return { ...existing, labels: opening.labels, registered: true };
+    const bound = labelsForPool(this.cache.pools.get(opening.boundPool)?.value, opening.boundPool);
+    const settled = existing && existing.registered !== false ? existing.labels : undefined;
+    const { labels, ignored } = admitNodeLabels({ reported: opening.labels, bound: existing?.labels ?? bound, ...(settled ? { existing: settled } : {}) });
+    const value: NodeRecordValue = { ...existing, labels, registered: true };
+    if (Object.keys(ignored).length) value.ignoredLabels = ignored;
+    else delete value.ignoredLabels;
+    return value;
   }
 
   /** The agent sent a status report: stored with the next batch, if the session still holds. */

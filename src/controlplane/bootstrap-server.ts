@@ -14,7 +14,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import { hostname } from 'node:os';
 import { stringify } from 'yaml';
-import { ConflictError, encodeDataUrl, toIgnitionV2, type IgnitionConfig, type IgnitionFile, type MachineConfigPool } from '../machineconfig/index.ts';
+import { ConflictError, encodeDataUrl, labelsForPool, toIgnitionV2, type IgnitionConfig, type IgnitionFile, type MachineConfigPool } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { ROLE_NODE, signCertificateRequest, type KeyPairPem } from '../runtime/pki.ts';
 import type { ControlPlane } from './control-plane.ts';
@@ -143,7 +143,9 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     if (cp.cache.nodeRecords.has(nodeName)) return taken();
     let certificate: string;
     try {
-      certificate = await signCertificateRequest(options.ca, csr, { commonName: nodeName, organization: ROLE_NODE, usage: 'client' });
+      // The certificate binds the node to the pool it enrolled for (OU): it joins that role and
+      // cannot claim another, whatever its agent.yaml says.
+      certificate = await signCertificateRequest(options.ca, csr, { commonName: nodeName, organization: ROLE_NODE, organizationalUnit: stored.value.pool, usage: 'client' });
     } catch (err) {
       return reply(res, 400, { error: `the certificate request is not valid: ${(err as Error).message}` });
     }
@@ -152,7 +154,7 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     try {
       await cp.store.commit([
         { type: 'put', kind: 'EnrollmentToken', name: stored.name, expectedVersion: stored.resourceVersion, value: { ...stored.value, usedBy: nodeName, usedAt: Date.now() } satisfies EnrollmentToken },
-        { type: 'put', kind: 'Node', name: nodeName, expectedVersion: null, value: { labels: poolLabels(cp.cache.pools.get(stored.value.pool)?.value), enrolledFor: stored.value.pool } satisfies NodeRecordValue },
+        { type: 'put', kind: 'Node', name: nodeName, expectedVersion: null, value: { labels: labelsForPool(cp.cache.pools.get(stored.value.pool)?.value, stored.value.pool), enrolledFor: stored.value.pool, registered: false } satisfies NodeRecordValue },
       ]);
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
@@ -201,18 +203,8 @@ export function negotiateVersion(accept: string | undefined): string | undefined
   return undefined;
 }
 
-/** Labels that make a host match the pool's nodeSelector. */
-function poolLabels(pool: MachineConfigPool | undefined): Record<string, string> {
-  const labels: Record<string, string> = { ...(pool?.spec.nodeSelector?.matchLabels ?? {}) };
-  for (const req of pool?.spec.nodeSelector?.matchExpressions ?? []) {
-    if (req.operator === 'Exists') labels[req.key] = '';
-    if (req.operator === 'In' && req.values?.[0] !== undefined) labels[req.key] = req.values[0];
-  }
-  return labels;
-}
-
 function withBootstrapFiles(config: IgnitionConfig, pool: MachineConfigPool, token: string, options: BootstrapOptions & { bootstrapAddress: string; servers: string[] }): IgnitionConfig {
-  const labels = poolLabels(pool);
+  const labels = labelsForPool(pool, pool.metadata.name);
   const agentConfig = stringify({
     servers: options.servers,
     tls: { ca: HOST_PATHS.ca, cert: HOST_PATHS.cert, key: HOST_PATHS.key },

@@ -51,6 +51,8 @@ export interface CacheChange {
 export interface NodeView extends NodeRecord {
   poolError?: string;
   enrolledFor?: string;
+  /** Labels its agent asked for and did not get (NodeRestriction). */
+  ignoredLabels?: Record<string, string>;
   /** The highest revision among the node's objects: changes whenever the view does. */
   resourceVersion: string;
   /** The replica holding the node's agent stream, when connected. */
@@ -243,6 +245,7 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
       resourceVersion: String(revision),
     };
     if (assignment?.value.poolError) view.poolError = assignment.value.poolError;
+    if (record.value.ignoredLabels) view.ignoredLabels = record.value.ignoredLabels;
     if (record.value.enrolledFor) view.enrolledFor = record.value.enrolledFor;
     if (session) view.replica = session.value.replica;
     if (!this.#nodes.has(name)) this.#sortedNodeNames = undefined;

@@ -12,6 +12,7 @@ import {
   configsForPool,
   defaultPools,
   InvalidDocumentError,
+  labelProblem,
   MASTER_POOL,
   NodeNotConnectedError,
   NotFoundError,
@@ -52,6 +53,8 @@ export interface AppliedObject {
 export interface NodeRegistration {
   nodeName: string;
   labels: Record<string, string>;
+  /** The pool the node's credential binds it to; absent in plaintext development mode. */
+  boundPool?: string;
   bootId: string;
   agentVersion: string;
   status: NodeStatus;
@@ -266,6 +269,32 @@ export class ControlPlane {
     this.log.info({ node: name, requestedBy, replica: session.value.replica }, 'forced re-apply requested');
   }
 
+  /**
+   * An operator sets or removes a node's labels: the one way a registered node changes role or
+   * zone. The labels the agent asked for and did not get are forgotten with it.
+   */
+  async labelNode(name: string, set: Record<string, string>, remove: string[], requestedBy: string): Promise<void> {
+    const problems: Problem[] = [];
+    for (const [k, v] of Object.entries(set)) {
+      const problem = labelProblem(k, v);
+      if (problem) problems.push({ object: `Node/${name}`, field: `labels.${k}`, rule: 'label-syntax', message: problem });
+    }
+    for (const k of remove) {
+      const problem = labelProblem(k, '');
+      if (problem) problems.push({ object: `Node/${name}`, field: `labels.${k}`, rule: 'label-syntax', message: problem });
+      if (k in set) problems.push({ object: `Node/${name}`, field: `labels.${k}`, rule: 'label-conflict', message: `label ${JSON.stringify(k)} is both set and removed` });
+    }
+    if (problems.length) throw new InvalidDocumentError(problems);
+    const record = this.cache.nodeRecords.get(name);
+    if (!record) throw new NotFoundError('Node', name);
+    const labels = { ...record.value.labels, ...set };
+    for (const k of remove) delete labels[k];
+    const { ignoredLabels: _forgotten, ...rest } = record.value;
+    const { revision } = await this.store.commit([{ type: 'put', kind: 'Node', name, value: { ...rest, labels }, expectedVersion: record.resourceVersion, createdAt: record.createdAt }]);
+    await this.cache.waitForRevision(revision);
+    this.log.info({ node: name, set, remove, requestedBy }, 'node labels changed');
+  }
+
   /** Pools whose rendered config may change with these configs (or that are these pools). */
   #poolsSelecting(configs: readonly MachineConfig[], pools: readonly MachineConfigPool[]): Set<string> {
     const names = new Set(pools.map((p) => p.metadata.name));
@@ -302,10 +331,10 @@ export class ControlPlane {
   async registerNode(reg: NodeRegistration, stream: AgentStream): Promise<LocalSession> {
     const status = sanitizeStatus(reg.status);
     const isNew = !this.cache.nodeRecords.has(reg.nodeName);
-    const session = await this.sessions.open({ nodeName: reg.nodeName, labels: reg.labels, bootId: reg.bootId, status }, stream);
+    const session = await this.sessions.open({ nodeName: reg.nodeName, labels: reg.labels, ...(reg.boundPool ? { boundPool: reg.boundPool } : {}), bootId: reg.bootId, status }, stream);
     // The leader decides the pool; the answer here is the same rule applied to what this
     // replica sees now, for the agent's log.
-    const membership = poolFor(this.cache, reg.nodeName, reg.labels);
+    const membership = poolFor(this.cache, reg.nodeName, this.cache.nodeRecords.get(reg.nodeName)?.value.labels ?? reg.labels);
     this.log.info({ node: reg.nodeName, pool: membership.pool || undefined, poolError: membership.poolError, bootId: reg.bootId, current: status.currentConfig || undefined, new: isNew }, 'node registered');
     stream.write({ registered: { pool: membership.pool } });
     this.dispatcher.sendAssignment(session, true);

@@ -22,11 +22,15 @@ export interface PoolStatusRecord {
   status?: PoolStatus;
 }
 
-/** A host's identity: written when it enrolls or registers. */
+/** A host's identity: written when it enrolls or registers, and by `mcctl label node`. */
 export interface NodeRecordValue {
   labels: Labels;
   /** The pool the host was enrolled for through the bootstrap endpoint, if it was. */
   enrolledFor?: string;
+  /** False while the record exists only from enrollment: the first registration adds labels. */
+  registered?: boolean;
+  /** Labels the agent asked for and did not get (another role, or a change after creation). */
+  ignoredLabels?: Labels;
 }
 
 /** The leader's decisions about a node. */

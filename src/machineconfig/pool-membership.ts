@@ -45,3 +45,58 @@ export function primaryPoolForNode(
   if (custom.length > 1) throw new PoolConflictError(nodeName, custom.map((p) => p.metadata.name).sort());
   return custom[0] ?? matching.find((p) => p.metadata.name === WORKER_POOL);
 }
+
+/** The label key prefix of node roles; role labels are the control plane's, never an agent's. */
+export const NODE_ROLE_PREFIX = 'node-role.kubernetes.io/';
+
+/** Labels that make a node match the pool's nodeSelector (what a node bound to it carries). */
+export function labelsForPool(pool: MachineConfigPool | undefined, poolName: string): Labels {
+  if (!pool) return { [`${NODE_ROLE_PREFIX}${poolName}`]: '' };
+  const labels: Labels = { ...(pool.spec.nodeSelector?.matchLabels ?? {}) };
+  for (const req of pool.spec.nodeSelector?.matchExpressions ?? []) {
+    if (req.operator === 'Exists') labels[req.key] = '';
+    if (req.operator === 'In' && req.values?.[0] !== undefined) labels[req.key] = req.values[0];
+  }
+  return labels;
+}
+
+/**
+ * The labels a node registers with, under NodeRestriction's rule: an agent may not choose its
+ * role. A new node takes the agent's labels without any role label, plus its bound pool's; an
+ * existing node keeps the labels it has (operators change them with `mcctl label node`).
+ * `ignored` lists what the agent asked for and did not get.
+ */
+export function admitNodeLabels(input: {
+  reported: Labels;
+  /** The node's labels as stored, when the node exists and has registered before. */
+  existing?: Labels;
+  /** Labels the binding requires (labelsForPool of the credential's pool). */
+  bound: Labels;
+}): { labels: Labels; ignored: Labels } {
+  const ignored: Labels = {};
+  if (input.existing) {
+    for (const [k, v] of Object.entries(input.reported)) if (input.existing[k] !== v) ignored[k] = v;
+    return { labels: input.existing, ignored };
+  }
+  const labels: Labels = {};
+  for (const [k, v] of Object.entries(input.reported)) {
+    if (k.startsWith(NODE_ROLE_PREFIX) && input.bound[k] !== v) ignored[k] = v;
+    else labels[k] = v;
+  }
+  return { labels: { ...labels, ...input.bound }, ignored };
+}
+
+const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_PREFIX = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+
+/** Kubernetes' label syntax: why `key=value` is not a valid label, or undefined when it is. */
+export function labelProblem(key: string, value: string): string | undefined {
+  const slash = key.lastIndexOf('/');
+  const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
+  const name = slash >= 0 ? key.slice(slash + 1) : key;
+  if (prefix !== undefined && !LABEL_PREFIX.test(prefix)) return `label key ${JSON.stringify(key)}: the prefix must be a DNS subdomain`;
+  if (!LABEL_NAME.test(name)) return `label key ${JSON.stringify(key)}: the name must be 1-63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit`;
+  if (!LABEL_VALUE.test(value)) return `label ${JSON.stringify(key)}: value ${JSON.stringify(value)} must be empty or 1-63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit`;
+  return undefined;
+}

@@ -30,6 +30,12 @@ export interface KeyPairPem {
 export interface Identity {
   commonName: string;
   organization: string;
+  /**
+   * For a node: the pool its credential was made for (OU), which binds its role, as
+   * Kubernetes' NodeRestriction binds a kubelet's. Empty in certificates made before pools
+   * were bound; those nodes are treated as workers.
+   */
+  organizationalUnit: string;
 }
 
 export async function createCertificateAuthority(commonName = 'mcplane CA', validDays = 3650): Promise<KeyPairPem> {
@@ -53,6 +59,8 @@ export async function createCertificateAuthority(commonName = 'mcplane CA', vali
 export interface IssueOptions {
   commonName: string;
   organization?: string;
+  /** For a node: the pool it is bound to. */
+  organizationalUnit?: string;
   /** Server certificates: DNS names and IP addresses the server answers on. */
   hosts?: string[];
   usage: 'server' | 'client';
@@ -89,7 +97,7 @@ export async function createCertificateRequest(commonName: string): Promise<{ cs
 export function identityOf(certificate: Buffer | string): Identity {
   const cert = new NodeX509Certificate(certificate);
   const fields = parseDn(cert.subject);
-  return { commonName: fields.CN ?? '', organization: fields.O ?? '' };
+  return { commonName: fields.CN ?? '', organization: fields.O ?? '', organizationalUnit: fields.OU ?? '' };
 }
 
 /** Whether `certPem` was signed by `caPem` and is valid now. */
@@ -105,6 +113,7 @@ async function signPublicKey(ca: KeyPairPem, publicKey: CryptoKey, options: Issu
   const caCert = new x509.X509Certificate(ca.certPem);
   const caKey = await importKey(ca.keyPem);
   const subject = [`CN=${escapeDn(options.commonName)}`];
+  if (options.organizationalUnit) subject.push(`OU=${escapeDn(options.organizationalUnit)}`);
   if (options.organization) subject.push(`O=${escapeDn(options.organization)}`);
   const extensions: x509.Extension[] = [
     new x509.BasicConstraintsExtension(false, undefined, true),

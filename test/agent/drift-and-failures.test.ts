@@ -30,7 +30,7 @@ const apply = (...texts: string[]) => call(c, c.config.apply.bind(c.config), { m
 const target = async (pool: string) => (await call(c, c.status.getPool.bind(c.status), { name: pool }, 'get')).status!.configuration;
 
 async function hostIn(pool: string, name: string, options: Partial<ConstructorParameters<typeof SandboxHost>[0]> = {}): Promise<SandboxHost> {
-  const host = new SandboxHost({ name, server: server.address, pki: server.pki, systemd, labels: { [`node-role.kubernetes.io/${pool}`]: '' }, ...options });
+  const host = new SandboxHost({ name, server: server.address, pki: server.pki, pool, systemd, labels: { [`node-role.kubernetes.io/${pool}`]: '' }, ...options });
   hosts.push(host);
   await host.start();
   const want = await target(pool);
@@ -132,7 +132,7 @@ test('/usr/local that does not lead into /var is refused at check, naming the pa
     ignition: {version: 2.2.0}
     storage: {files: [{filesystem: root, path: /usr/local/bin/tool, mode: 0755, contents: {source: "data:,x"}}]}
 `));
-  const host = new SandboxHost({ name: 'plain-usr', server: server.address, pki: server.pki, systemd, labels: { 'node-role.kubernetes.io/plain': '' }, usrLocalIsDirectory: true });
+  const host = new SandboxHost({ name: 'plain-usr', server: server.address, pki: server.pki, pool: 'plain', systemd, labels: { 'node-role.kubernetes.io/plain': '' }, usrLocalIsDirectory: true });
   hosts.push(host);
   await host.start();
   const node = await untilNode(c, [host], 'plain-usr', (n) => n.status!.state === 'Degraded', 20_000);

@@ -57,8 +57,8 @@ test('every shared example, applied by agents on temporary roots, until the pool
   await call(c, c.config.apply.bind(c.config), { manifests, dryRun: false }, 'apply');
   const hosts = [
     new SandboxHost({ name: 'ex-worker', server: server.address, pki: server.pki, systemd, labels: { 'node-role.kubernetes.io/worker': '' } }),
-    new SandboxHost({ name: 'ex-infra', server: server.address, pki: server.pki, systemd, labels: { 'node-role.kubernetes.io/worker': '', 'node-role.kubernetes.io/infra': '' } }),
-    new SandboxHost({ name: 'ex-master', server: server.address, pki: server.pki, systemd, labels: { 'node-role.kubernetes.io/master': '' } }),
+    new SandboxHost({ name: 'ex-infra', server: server.address, pki: server.pki, pool: 'infra', systemd, labels: { 'node-role.kubernetes.io/worker': '', 'node-role.kubernetes.io/infra': '' } }),
+    new SandboxHost({ name: 'ex-master', server: server.address, pki: server.pki, pool: 'master', systemd, labels: { 'node-role.kubernetes.io/master': '' } }),
   ];
   for (const h of hosts) await h.start();
   for (const pool of ['worker', 'infra', 'master']) await untilPoolUpdated(c, hosts, pool, 1);

@@ -27,7 +27,7 @@ before(async () => {
   for (const name of names) {
     const infra = name.startsWith('i-');
     const agent = new SimulatedAgent({
-      address: server.address, tls: await server.pki.node(name), name, autoDone: true,
+      address: server.address, tls: await server.pki.node(name, infra ? 'infra' : 'worker'), name, autoDone: true,
       labels: infra ? { 'node-role.kubernetes.io/infra': '' } : { 'node-role.kubernetes.io/worker': '' },
     });
     await agent.connect();

@@ -8,8 +8,8 @@ import { createCertificateAuthority, issueCertificate, ROLE_ADMIN, ROLE_NODE, ty
 export interface TestPki {
   dir: string;
   ca: KeyPairPem;
-  /** Files for a node certificate, issued on first use. */
-  node(name: string): Promise<{ ca: string; cert: string; key: string }>;
+  /** Files for a node certificate bound to `pool` (default worker), issued on first use. */
+  node(name: string, pool?: string): Promise<{ ca: string; cert: string; key: string }>;
   /** Files for a certificate with any subject, e.g. a forged role. */
   client(base: string, commonName: string, organization: string, ca?: KeyPairPem): Promise<{ ca: string; cert: string; key: string }>;
 }
@@ -29,12 +29,12 @@ export function testPki(): Promise<TestPki> {
     write('admin', await issueCertificate(ca, { commonName: 'admin', organization: ROLE_ADMIN, usage: 'client' }));
     writeFileSync(join(dir, 'bootstrap-token'), 'test-bootstrap-token\n');
     const issued = new Map<string, Promise<void>>();
-    const client = async (base: string, commonName: string, organization: string, signer = ca) => {
-      if (!issued.has(base)) issued.set(base, issueCertificate(signer, { commonName, organization, usage: 'client' }).then((p) => write(base, p)));
+    const client = async (base: string, commonName: string, organization: string, signer = ca, organizationalUnit?: string) => {
+      if (!issued.has(base)) issued.set(base, issueCertificate(signer, { commonName, organization, usage: 'client', ...(organizationalUnit ? { organizationalUnit } : {}) }).then((p) => write(base, p)));
       await issued.get(base);
       return { ca: join(dir, 'ca.crt'), cert: join(dir, `${base}.crt`), key: join(dir, `${base}.key`) };
     };
-    return { dir, ca, client, node: (name: string) => client(`node-${name}`, name, ROLE_NODE) };
+    return { dir, ca, client, node: (name: string, pool = 'worker') => client(`node-${name}-${pool}`, name, ROLE_NODE, ca, pool) };
   })();
   return cached;
 }

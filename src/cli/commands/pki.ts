@@ -4,7 +4,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { ConfigurationError } from '../../machineconfig/index.ts';
+import { ConfigurationError, WORKER_POOL } from '../../machineconfig/index.ts';
 import { createCertificateAuthority, issueCertificate, ROLE_ADMIN, ROLE_NODE, type KeyPairPem } from '../../runtime/pki.ts';
 
 function writePair(dir: string, base: string, pair: KeyPairPem): void {
@@ -36,18 +36,20 @@ export async function pkiInitCommand(dir: string, hosts: string[], nodes: string
     `wrote ${dir}/admin.crt, admin.key     operator credentials (O=${ROLE_ADMIN})`,
     `wrote ${dir}/bootstrap-token          for GET /config/<pool> on the bootstrap endpoint`,
   ];
-  for (const node of nodes) lines.push(await issueNode(dir, ca, node));
+  for (const node of nodes) lines.push(await issueNode(dir, ca, node, WORKER_POOL));
   return lines.join('\n') + '\n';
 }
 
-export async function pkiNodeCommand(dir: string, name: string): Promise<string> {
-  return (await issueNode(dir, readCa(dir), name)) + '\n';
+/** A node credential bound to `pool`: the node joins that pool's role and cannot claim another. */
+export async function pkiNodeCommand(dir: string, name: string, pool = WORKER_POOL): Promise<string> {
+  return (await issueNode(dir, readCa(dir), name, pool)) + '\n';
 }
 
-async function issueNode(dir: string, ca: KeyPairPem, name: string): Promise<string> {
+async function issueNode(dir: string, ca: KeyPairPem, name: string, pool: string): Promise<string> {
   if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(name)) throw new ConfigurationError(`node name "${name}" must be a DNS subdomain (lowercase letters, digits, "-", ".")`);
+  if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(pool)) throw new ConfigurationError(`pool name "${pool}" must be a DNS subdomain (lowercase letters, digits, "-", ".")`);
   const nodesDir = join(dir, 'nodes');
   mkdirSync(nodesDir, { recursive: true, mode: 0o700 });
-  writePair(nodesDir, name, await issueCertificate(ca, { commonName: name, organization: ROLE_NODE, usage: 'client' }));
-  return `wrote ${nodesDir}/${name}.crt, ${name}.key   node credentials (O=${ROLE_NODE}, CN=${name})`;
+  writePair(nodesDir, name, await issueCertificate(ca, { commonName: name, organization: ROLE_NODE, organizationalUnit: pool, usage: 'client' }));
+  return `wrote ${nodesDir}/${name}.crt, ${name}.key   node credentials (O=${ROLE_NODE}, OU=${pool}, CN=${name}): bound to pool ${pool}`;
 }

@@ -36,3 +36,17 @@ export async function reapplyCommand(c: Clients, name: string): Promise<string> 
   await call(c, c.config.reapplyNode.bind(c.config), { name }, `re-apply node ${name}`);
   return `node/${name}: full re-apply requested\n`;
 }
+
+/** `mcctl label node NAME KEY=VALUE ... KEY-`, as kubectl label reads its arguments. */
+export async function labelCommand(c: Clients, name: string, changes: string[]): Promise<string> {
+  const set: Record<string, string> = {};
+  const remove: string[] = [];
+  for (const change of changes) {
+    if (change.endsWith('-') && !change.includes('=')) remove.push(change.slice(0, -1));
+    else if (change.includes('=')) set[change.slice(0, change.indexOf('='))] = change.slice(change.indexOf('=') + 1);
+    else throw new ConfigurationError(`"${change}" is neither KEY=VALUE (set a label) nor KEY- (remove one)`);
+  }
+  if (changes.length === 0) throw new ConfigurationError('give at least one KEY=VALUE or KEY- after the node name');
+  const node = await call(c, c.config.labelNode.bind(c.config), { name, set, remove }, `label node ${name}`);
+  return `node/${name} labeled${node.pool ? ` (pool ${node.pool})` : ''}\n`;
+}

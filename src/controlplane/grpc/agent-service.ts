@@ -21,9 +21,9 @@ export function agentService(cp: ControlPlane, auth: Authorizer, log: Logger): A
       const fail = (err: unknown): void => {
         call.emit('error', toServiceError(err, log) as ServiceError);
       };
-      let certifiedAs: string | undefined;
+      let certified: { name: string; pool: string } | undefined;
       try {
-        certifiedAs = auth.requireNode(call);
+        certified = auth.requireNode(call);
       } catch (err) {
         fail(err);
         return;
@@ -52,9 +52,9 @@ export function agentService(cp: ControlPlane, auth: Authorizer, log: Logger): A
           if (!NODE_NAME.test(reg.nodeName)) {
             throw new InvalidDocumentError([{ object: `Node/${reg.nodeName || '<unnamed>'}`, field: 'register.nodeName', rule: 'name-format', message: 'a node name must be a DNS subdomain: lowercase letters, digits, "-" and "."' }]);
           }
-          if (certifiedAs !== undefined && reg.nodeName !== certifiedAs) {
-            log.warn({ certificate: certifiedAs, claimed: reg.nodeName }, 'node tried to register under another name');
-            throw new PermissionDeniedError(`this certificate is for node ${certifiedAs}; it cannot register as ${reg.nodeName}`);
+          if (certified !== undefined && reg.nodeName !== certified.name) {
+            log.warn({ certificate: certified.name, claimed: reg.nodeName }, 'node tried to register under another name');
+            throw new PermissionDeniedError(`this certificate is for node ${certified.name}; it cannot register as ${reg.nodeName}`);
           }
           if (nodeName && reg.nodeName !== nodeName) {
             throw new PermissionDeniedError(`this stream registered as ${nodeName}; it cannot re-register as ${reg.nodeName}`);
@@ -63,6 +63,7 @@ export function agentService(cp: ControlPlane, auth: Authorizer, log: Logger): A
           await cp.registerNode({
             nodeName,
             labels: reg.labels,
+            ...(certified ? { boundPool: certified.pool } : {}),
             bootId: reg.bootId,
             agentVersion: reg.agentVersion,
             status: statusFromWire(reg.status, reg.bootId, reg.agentVersion),

@@ -2,7 +2,7 @@
 // O=mcplane:admins for operators. Without TLS (allowed only on loopback, and only when asked
 // for) every local caller is trusted as an operator, and an agent as the node it names.
 
-import { PermissionDeniedError, UnauthenticatedError } from '../../machineconfig/index.ts';
+import { PermissionDeniedError, UnauthenticatedError, WORKER_POOL } from '../../machineconfig/index.ts';
 import { identityOf, ROLE_ADMIN, ROLE_NODE, type Identity } from '../../runtime/pki.ts';
 
 interface CallWithAuth {
@@ -13,8 +13,11 @@ export interface Authorizer {
   /** The caller's identity; undefined in plaintext mode. */
   identify(call: CallWithAuth): Identity | undefined;
   requireAdmin(call: CallWithAuth): void;
-  /** The node name the caller may act as, or undefined when any (plaintext). */
-  requireNode(call: CallWithAuth): string | undefined;
+  /**
+   * The node the caller may act as and the pool its credential binds it to; undefined when any
+   * (plaintext, loopback development only).
+   */
+  requireNode(call: CallWithAuth): { name: string; pool: string } | undefined;
 }
 
 export function createAuthorizer(tls: boolean): Authorizer {
@@ -38,7 +41,8 @@ export function createAuthorizer(tls: boolean): Authorizer {
       if (id.organization !== ROLE_NODE || !id.commonName) {
         throw new PermissionDeniedError(`certificate ${describe(id)} is not a node certificate (O=${ROLE_NODE}, CN=<node name>)`);
       }
-      return id.commonName;
+      // Certificates made before pools were bound carry no OU: they stay workers.
+      return { name: id.commonName, pool: id.organizationalUnit || WORKER_POOL };
     },
   };
 }

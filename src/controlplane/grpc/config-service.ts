@@ -5,7 +5,7 @@ import type { ControlPlane } from '../control-plane.ts';
 import { referencedConfigs } from '../render-controller.ts';
 import type { Authorizer } from './authorization.ts';
 import { unary } from './status-errors.ts';
-import { machineConfigToWire, poolToWire, renderedToWire } from './to-wire.ts';
+import { machineConfigToWire, nodeToWire, poolToWire, renderedToWire } from './to-wire.ts';
 
 export function configService(cp: ControlPlane, auth: Authorizer, log: Logger): ConfigServiceHandlers {
   const admin = <Req, Res>(fn: (req: Req, who: string) => Res | Promise<Res>) => unary<Req, Res>(log, (req, call) => {
@@ -46,6 +46,10 @@ export function configService(cp: ControlPlane, auth: Authorizer, log: Logger): 
     SetPoolPaused: admin(async (req: { name: string; paused: boolean }) => {
       await cp.setPoolPaused(req.name, req.paused);
       return poolToWire(cp.cache.pools.get(req.name)!, cp.cache.poolStatuses.get(req.name)?.value.status);
+    }),
+    LabelNode: admin(async (req: { name: string; set: Record<string, string>; remove: string[] }, who) => {
+      await cp.labelNode(req.name, req.set, req.remove, who);
+      return nodeToWire(cp.cache.nodes.get(req.name)!);
     }),
     ReapplyNode: admin(async (req: { name: string }, who) => {
       await cp.reapplyNode(req.name, who);

@@ -38,7 +38,9 @@ export function nodeToWire(node: NodeView): Node {
 }
 
 function convertNode(node: NodeView): Node {
-  const reason = node.poolError && !node.status.reason ? `pool: ${node.poolError}` : node.status.reason;
+  const reason = node.status.reason
+    || (node.poolError ? `pool: ${node.poolError}` : '')
+    || (node.ignoredLabels ? `labels: the agent asked for ${Object.entries(node.ignoredLabels).map(([k, v]) => (v ? `${k}=${v}` : k)).join(', ')}, not admitted: a node's role comes from its credential's pool, and after it registers its labels change only with mcctl label node` : '');
   return {
     name: node.name,
     labels: node.labels,
