@@ -18,7 +18,8 @@ import { ConflictError, encodeDataUrl, labelsForPool, toIgnitionV2, type Ignitio
 import type { Logger } from '../runtime/logger.ts';
 import { ROLE_NODE, signCertificateRequest, type KeyPairPem } from '../runtime/pki.ts';
 import type { ControlPlane } from './control-plane.ts';
-import type { NodeRecordValue } from './stored-records.ts';
+import { RateLimiter, type RateLimit } from './rate-limiter.ts';
+import type { EnrollmentTokenRecord, NodeRecordValue } from './stored-records.ts';
 
 export const DEFAULT_BOOTSTRAP_PORT = 22623;
 export const ENROLLMENT_TOKEN_TTL_MS = 24 * 3600_000;
@@ -45,6 +46,10 @@ export interface BootstrapOptions {
    * (--advertise); otherwise every live replica's advertised address, this one first.
    */
   grpcAddress?: string;
+  /** How long an enrollment token is valid (default 24 h). */
+  tokenTtlMs?: number;
+  /** Enrollment tokens issued per client address (default: 20 at once, then 20 a minute). */
+  issueRate?: RateLimit;
   /** This endpoint's address as hosts reach it (host:port), for the enrollment URL; by default
    * the address it listens on, with the port it got and the hostname for a wildcard address. */
   bootstrapAddress?: string;
@@ -57,16 +62,11 @@ export function reachableAddress(host: string, port: number): string {
   return `${name}:${port}`;
 }
 
-interface EnrollmentToken {
-  pool: string;
-  issuedAt: number;
-  expiresAt: number;
-  usedBy?: string;
-  usedAt?: number;
-}
-
 export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions, host: string, port: number, log: Logger): Promise<Server> {
   const tokens = options.bootstrapTokens.map((t) => Buffer.from(t));
+  // Each config served issues an enrollment token (a store write): bound what one client can
+  // make the store hold, even with the bootstrap token.
+  const issuing = new RateLimiter(options.issueRate ?? { burst: 20, perMinute: 20 });
   const server = createServer({ cert: options.tls.cert, key: options.tls.key }, (req, res) => {
     handle(req, res).catch((err: unknown) => {
       log.error({ err, url: req.url }, 'bootstrap request failed');
@@ -111,11 +111,17 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     const version = negotiateVersion(req.headers.accept);
     if (!version) return reply(res, 406, { error: 'no acceptable Ignition version: this server serves 2.2.0 and 3.0.0-3.5.0' });
 
+    const wait = issuing.take(req.socket.remoteAddress ?? '');
+    if (wait > 0) {
+      log.warn({ pool: poolName, remote: req.socket.remoteAddress, retryAfterSeconds: wait }, 'bootstrap config requests from this client are over the rate limit');
+      res.setHeader('Retry-After', String(wait));
+      return reply(res, 429, { error: `too many config requests from ${req.socket.remoteAddress}: each issues an enrollment token; retry in ${wait} s` });
+    }
     const token = randomBytes(32).toString('base64url');
     const now = Date.now();
     await cp.store.commit([{
       type: 'put', kind: 'EnrollmentToken', name: hashToken(token), expectedVersion: null,
-      value: { pool: poolName, issuedAt: now, expiresAt: now + ENROLLMENT_TOKEN_TTL_MS } satisfies EnrollmentToken,
+      value: { pool: poolName, issuedAt: now, expiresAt: now + (options.tokenTtlMs ?? ENROLLMENT_TOKEN_TTL_MS) } satisfies EnrollmentTokenRecord,
     }]);
     const ignition = withBootstrapFiles(rendered.spec.config, stored.value, token, { ...options, bootstrapAddress, servers: agentServers() });
     const body = version === '2.2.0' ? toIgnitionV2(ignition) : { ...ignition, ignition: { version } };
@@ -135,7 +141,7 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(nodeName)) {
       return reply(res, 400, { error: `nodeName "${nodeName}" is not a DNS subdomain (lowercase letters, digits, "-", ".")` });
     }
-    const stored = await cp.store.get<EnrollmentToken>('EnrollmentToken', hashToken(token));
+    const stored = await cp.store.get<EnrollmentTokenRecord>('EnrollmentToken', hashToken(token));
     if (!stored) return reply(res, 403, { error: 'the enrollment token is not valid' });
     if (stored.value.usedBy) return reply(res, 403, { error: `the enrollment token was already used by node ${stored.value.usedBy}` });
     if (stored.value.expiresAt < Date.now()) return reply(res, 403, { error: 'the enrollment token has expired; fetch the Ignition config again' });
@@ -153,7 +159,7 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     // enrolling as one name, or one token used twice, get one certificate between them.
     try {
       await cp.store.commit([
-        { type: 'put', kind: 'EnrollmentToken', name: stored.name, expectedVersion: stored.resourceVersion, value: { ...stored.value, usedBy: nodeName, usedAt: Date.now() } satisfies EnrollmentToken },
+        { type: 'put', kind: 'EnrollmentToken', name: stored.name, expectedVersion: stored.resourceVersion, value: { ...stored.value, usedBy: nodeName, usedAt: Date.now() } satisfies EnrollmentTokenRecord },
         { type: 'put', kind: 'Node', name: nodeName, expectedVersion: null, value: { labels: labelsForPool(cp.cache.pools.get(stored.value.pool)?.value, stored.value.pool), enrolledFor: stored.value.pool, registered: false } satisfies NodeRecordValue },
       ]);
     } catch (err) {

@@ -34,6 +34,7 @@ import { AgentSessions, type AgentStream, type LocalSession } from './agent-sess
 import { AssignmentDispatcher } from './assignment-dispatcher.ts';
 import { ClusterCache } from './cluster-cache.ts';
 import { ControllerManager } from './controller-manager.ts';
+import { EnrollmentTokenCollector } from './enrollment-token-collector.ts';
 import { LeaderElection } from './leader-election.ts';
 import { LeaderWriter } from './leader-writer.ts';
 import { poolFor, PoolMembershipController } from './pool-membership-controller.ts';
@@ -69,6 +70,8 @@ export interface ControlPlaneOptions {
   heartbeatMs?: number;
   /** How long Apply waits for the leader to render what it stored. */
   renderWaitMs?: number;
+  /** How often the leader deletes expired enrollment tokens (default 10 min). */
+  tokenSweepMs?: number;
 }
 
 const NODE_STATES: readonly NodeState[] = ['Done', 'Working', 'Degraded', 'Unreconcilable'];
@@ -93,6 +96,7 @@ export class ControlPlane {
       new PoolMembershipController(cache, writer, log),
       new RolloutController(cache, writer, log),
       new PoolStatusController(cache, writer),
+      new EnrollmentTokenCollector(cache, writer, options.tokenSweepMs ?? 600_000, log),
     ], cache, log);
     this.election.on('leading', (leading) => this.#controllers.setLeading(leading));
   }

@@ -8,6 +8,7 @@ import { isLoopbackHost, parseHostPort, readTlsFiles, serverCredentials, type Tl
 import { reachableAddress, startBootstrapServer } from './bootstrap-server.ts';
 import { ControlPlane } from './control-plane.ts';
 import { startGrpcServer, SERVICE_NAMES, type GrpcServerHandle } from './grpc/grpc-server.ts';
+import type { RateLimit } from './rate-limiter.ts';
 import { openStore, type StoreOptions } from './store/open-store.ts';
 
 export interface ServerOptions {
@@ -31,7 +32,11 @@ export interface ServerOptions {
     grpcAdvertise?: string;
     /** host:port hosts use to reach this endpoint; defaults to its `listen`. */
     advertise?: string;
+    tokenTtlMs?: number;
+    issueRate?: RateLimit;
   };
+  /** How often the leader deletes expired enrollment tokens (default 10 min). */
+  tokenSweepMs?: number;
   log?: Logger;
 }
 
@@ -66,6 +71,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       replicaName: options.replicaName ?? address,
       address,
       ...(options.leaseTtlMs ? { leaseTtlMs: options.leaseTtlMs } : {}),
+      ...(options.tokenSweepMs ? { tokenSweepMs: options.tokenSweepMs } : {}),
     }, log);
     grpc.serve(cp, tls !== undefined);
     const health = grpc.health;
@@ -85,6 +91,8 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
         bootstrapTokens: tokens,
         ...(options.bootstrap.grpcAdvertise ? { grpcAddress: options.bootstrap.grpcAdvertise } : {}),
         ...(options.bootstrap.advertise ? { bootstrapAddress: options.bootstrap.advertise } : {}),
+        ...(options.bootstrap.tokenTtlMs ? { tokenTtlMs: options.bootstrap.tokenTtlMs } : {}),
+        ...(options.bootstrap.issueRate ? { issueRate: options.bootstrap.issueRate } : {}),
       }, b.host.replace(/^\[|\]$/g, ''), b.port, log);
     }
     const bootstrapPort = bootstrap ? (bootstrap.address() as { port: number }).port : undefined;

@@ -77,3 +77,12 @@ export interface LeaderRecord {
 
 /** The one election record's name. */
 export const LEADER_KEY = 'leader';
+
+/** A single-use enrollment token, stored under the SHA-256 of the token. */
+export interface EnrollmentTokenRecord {
+  pool: string;
+  issuedAt: number;
+  expiresAt: number;
+  usedBy?: string;
+  usedAt?: number;
+}

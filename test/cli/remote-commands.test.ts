@@ -142,7 +142,7 @@ test('pki init writes a CA, server, admin and node certificates and a bootstrap 
   assert.equal(r.status, 0, r.stderr);
   assert.deepEqual(readdirSync(dir).sort(), ['admin.crt', 'admin.key', 'bootstrap-token', 'ca.crt', 'ca.key', 'nodes', 'server.crt', 'server.key']);
   const { readFileSync, statSync } = await import('node:fs');
-  assert.deepEqual(identityOf(readFileSync(join(dir, 'nodes', 'n1.crt'))), { commonName: 'n1', organization: 'mcplane:nodes' });
+  assert.deepEqual(identityOf(readFileSync(join(dir, 'nodes', 'n1.crt'))), { commonName: 'n1', organization: 'mcplane:nodes', organizationalUnit: 'worker' });
   assert.equal(statSync(join(dir, 'ca.key')).mode & 0o777, 0o600);
   const { X509Certificate } = await import('node:crypto');
   assert.match(new X509Certificate(readFileSync(join(dir, 'server.crt'))).subjectAltName!, /DNS:mcplane\.example\.com/);

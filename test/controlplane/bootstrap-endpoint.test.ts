@@ -15,7 +15,8 @@ import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 let server: TestServer;
 let ca: Buffer;
 before(async () => {
-  server = await startTestServer({ bootstrap: true });
+  // Many config requests from one address here: the issuing rate limit has a test of its own.
+  server = await startTestServer({ bootstrap: { issueRate: { burst: 1000, perMinute: 1000 } } });
   ca = readFileSync(join(server.pki.dir, 'ca.crt'));
 });
 after(() => server.close());
@@ -84,7 +85,7 @@ test('enrollment: a single-use token buys a node certificate, which then connect
   const { csrPem, keyPem } = await createCertificateRequest('whatever-the-host-says');
   const enrolled = await fetch('/enroll', { method: 'POST', body: { token, nodeName: 'fresh-host', csr: csrPem } });
   assert.equal(enrolled.status, 200, JSON.stringify(enrolled.body));
-  assert.deepEqual(identityOf(enrolled.body.certificate), { commonName: 'fresh-host', organization: 'mcplane:nodes' });
+  assert.deepEqual(identityOf(enrolled.body.certificate), { commonName: 'fresh-host', organization: 'mcplane:nodes', organizationalUnit: 'worker' }, 'bound to the pool it enrolled for');
 
   const again = await fetch('/enroll', { method: 'POST', body: { token, nodeName: 'other-host', csr: csrPem } });
   assert.equal(again.status, 403);

@@ -44,7 +44,7 @@ test('Ignition from the bootstrap endpoint, then enrollment, then the agent join
   assert.equal(node.pool, 'worker');
   assert.deepEqual(node.labels, { 'node-role.kubernetes.io/worker': '' }, 'labels from the served agent config');
   const cert = readFileSync(join(host.root, 'etc/mcplane/pki/node.crt'));
-  assert.deepEqual(identityOf(cert), { commonName: 'first-boot', organization: 'mcplane:nodes' });
+  assert.deepEqual(identityOf(cert), { commonName: 'first-boot', organization: 'mcplane:nodes', organizationalUnit: 'worker' });
   assert.ok(host.logs.some((l) => l.includes('enrolled: node certificate received')));
   assert.equal(host.file('etc/chrony.conf')!.split('\n').filter(Boolean).length, 3);
   await host.stop();
