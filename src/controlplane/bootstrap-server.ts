@@ -76,6 +76,13 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'https://bootstrap');
+    // Every refusal is a client's mistake worth a warning: who, what and why, never the
+    // headers or the body (they carry tokens and keys).
+    res.once('finish', () => {
+      if (res.statusCode >= 400 && res.statusCode < 500) {
+        log.warn({ remote: req.socket.remoteAddress, method: req.method, path: url.pathname, status: res.statusCode, error: refusals.get(res) }, 'bootstrap request refused');
+      }
+    });
     if (req.method === 'GET' && url.pathname === '/healthz') return reply(res, 200, { status: 'ok' });
     const config = /^\/config\/([^/]+)$/.exec(url.pathname);
     if (req.method === 'GET' && config) {
@@ -242,8 +249,12 @@ function hashToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
 }
 
+/** Why a response refused its request, for the warning logged when it finishes. */
+const refusals = new WeakMap<ServerResponse, string>();
+
 function reply(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
+  if (status >= 400 && typeof (body as { error?: unknown }).error === 'string') refusals.set(res, (body as { error: string }).error);
   res.statusCode = status;
   if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/json');
   res.setHeader('Content-Length', Buffer.byteLength(text));

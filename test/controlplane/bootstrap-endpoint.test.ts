@@ -142,3 +142,19 @@ test('a malformed pool name in the URL is a 400 and a warning naming the client,
   assert.ok(server.logs.some((l) => l.includes('"level":"warn"') && l.includes('malformed pool name') && l.includes('"remote":"127.0.0.1"')), 'warned with the client address');
   assert.ok(!server.logs.some((l) => l.includes('bootstrap request failed')), 'no internal error logged');
 });
+
+test('every refused request is logged at warn with the client address and the reason, never a token', async () => {
+  const made = await fetch('/config/worker', { token: TOKEN });
+  const token = fileText(made.body, '/etc/mcplane/enrollment-token');
+  const before = server.logs.length;
+  await fetch('/enroll', { method: 'POST', body: { token, nodeName: 'Not A Name', csr: 'x' } });
+  await fetch('/config/worker', { token: 'a-wrong-token' });
+  await new Promise((r) => setTimeout(r, 50));
+  const warnings = server.logs.slice(before).filter((l) => l.includes('"level":"warn"') && l.includes('bootstrap request refused'));
+  assert.equal(warnings.length, 2, warnings.join('\n'));
+  assert.ok(warnings.every((l) => l.includes('"remote":"127.0.0.1"')));
+  assert.match(warnings[0]!, /"status":400.*is not a DNS subdomain/);
+  for (const l of server.logs.slice(before)) {
+    assert.ok(!l.includes(token) && !l.includes('a-wrong-token') && !l.includes(TOKEN), `no secret in: ${l}`);
+  }
+});
