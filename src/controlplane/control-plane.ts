@@ -132,11 +132,6 @@ export class ControlPlane {
     return this.election.leading;
   }
 
-  /** Waits for pending reconciles on this replica (tests and shutdown). */
-  async settle(): Promise<void> {
-    await this.#controllers.settle();
-  }
-
   /** Ends this replica's part: streams closed, leadership and lease given up, watch stopped. */
   async stop(): Promise<void> {
     await this.#controllers.stop();

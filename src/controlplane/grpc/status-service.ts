@@ -64,24 +64,21 @@ export function statusService(cp: ControlPlane, auth: Authorizer, log: Logger): 
       }
       const wantPools = call.request.pools || !call.request.nodes;
       const wantNodes = call.request.nodes || !call.request.pools;
-      const sentPools = new Set<string>();
-      const sentNodes = new Set<string>();
-      const sendPool = (name: string): void => {
-        if (!cache.pools.has(name)) {
-          if (sentPools.delete(name)) call.write({ type: 'DELETED', pool: { name } });
-          return;
-        }
-        call.write({ type: sentPools.has(name) ? 'MODIFIED' : 'ADDED', pool: pool(name) });
-        sentPools.add(name);
+      // What this stream has sent, so each change goes out as ADDED, MODIFIED or DELETED.
+      const stream = <K extends 'pool' | 'node'>(kind: K, exists: (name: string) => boolean, toWire: (name: string) => WatchEvent[K]) => {
+        const sent = new Set<string>();
+        const send = (name: string): void => {
+          if (!exists(name)) {
+            if (sent.delete(name)) call.write({ type: 'DELETED', [kind]: { name } });
+            return;
+          }
+          call.write({ type: sent.has(name) ? 'MODIFIED' : 'ADDED', [kind]: toWire(name) });
+          sent.add(name);
+        };
+        return { sent, send };
       };
-      const sendNode = (name: string): void => {
-        if (!cache.nodes.has(name)) {
-          if (sentNodes.delete(name)) call.write({ type: 'DELETED', node: { name } });
-          return;
-        }
-        call.write({ type: sentNodes.has(name) ? 'MODIFIED' : 'ADDED', node: node(name) });
-        sentNodes.add(name);
-      };
+      const { sent: sentPools, send: sendPool } = stream('pool', (n) => cache.pools.has(n), pool);
+      const { sent: sentNodes, send: sendNode } = stream('node', (n) => cache.nodes.has(n), node);
       const onChange = (change: CacheChange): void => {
         if (wantPools) {
           const names = change.resync
