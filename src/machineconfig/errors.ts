@@ -125,7 +125,7 @@ export class RpmOstreeError extends McplaneError {
  * object and the cause, e.g. "apply: file /etc/chrony.conf: EACCES: permission denied".
  */
 export class UpdateStepError extends McplaneError {
-  override readonly code: string = 'MCPLANE_UPDATE_STEP';
+  override readonly code: 'MCPLANE_UPDATE_STEP' | 'MCPLANE_UNRECONCILABLE' = 'MCPLANE_UPDATE_STEP';
   constructor(readonly step: string, readonly object: string, readonly cause_: string) {
     super(`${step}: ${object}: ${cause_}`);
   }
@@ -203,3 +203,14 @@ export class UnsafePathError extends McplaneError {
 export class JournalError extends McplaneError {
   override readonly code = 'MCPLANE_JOURNAL';
 }
+
+/** Every error class mcplane raises on purpose: the code-to-status table is checked against it. */
+export const ERROR_CLASSES = [
+  InvalidDocumentError, RenderError, PoolConflictError, UnknownPoolError, NotFoundError, ConflictError,
+  StoreLimitError, StoreUnavailableError, PermissionDeniedError, UnauthenticatedError, NodeNotConnectedError,
+  RemoteCallError, SystemdError, RpmOstreeError, UpdateStepError, UnreconcilableError, ConfigurationError,
+  ManifestReadError, NotLeaderError, WaitFailedError, YamlSyntaxError, UnsafePathError, JournalError,
+] as const;
+
+/** The stable codes, one per class above. */
+export type McplaneErrorCode = InstanceType<(typeof ERROR_CLASSES)[number]>['code'];

@@ -3,10 +3,11 @@
 // first ones that fit a budget (see problem-budget.ts), with the total in `mcplane-problems-total`.
 
 import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
-import { boundDetails, boundProblems, InvalidDocumentError, McplaneError, RenderError } from '../../machineconfig/index.ts';
+import { boundDetails, boundProblems, InvalidDocumentError, McplaneError, RenderError, type McplaneErrorCode } from '../../machineconfig/index.ts';
 import type { Logger } from '../../runtime/logger.ts';
 
-const STATUS_BY_CODE: Record<string, Status> = {
+/** Typed by every code there is, so the compiler refuses a new error class without a status. */
+const STATUS_BY_CODE: Record<McplaneErrorCode, Status> = {
   MCPLANE_INVALID_DOCUMENT: Status.INVALID_ARGUMENT,
   MCPLANE_RENDER_FAILED: Status.FAILED_PRECONDITION,
   MCPLANE_POOL_CONFLICT: Status.FAILED_PRECONDITION,
@@ -19,6 +20,18 @@ const STATUS_BY_CODE: Record<string, Status> = {
   MCPLANE_STORE_LIMIT: Status.RESOURCE_EXHAUSTED,
   MCPLANE_STORE_UNAVAILABLE: Status.UNAVAILABLE,
   MCPLANE_NOT_LEADER: Status.UNAVAILABLE,
+  MCPLANE_CONFIGURATION: Status.FAILED_PRECONDITION,
+  MCPLANE_MANIFEST_READ: Status.INVALID_ARGUMENT,
+  MCPLANE_YAML_SYNTAX: Status.INVALID_ARGUMENT,
+  // Raised by the agent or mcctl, never by a server call; listed so the table stays total.
+  MCPLANE_REMOTE_CALL: Status.INTERNAL,
+  MCPLANE_SYSTEMD: Status.INTERNAL,
+  MCPLANE_RPM_OSTREE: Status.INTERNAL,
+  MCPLANE_UPDATE_STEP: Status.INTERNAL,
+  MCPLANE_UNRECONCILABLE: Status.INTERNAL,
+  MCPLANE_WAIT_FAILED: Status.INTERNAL,
+  MCPLANE_UNSAFE_PATH: Status.INTERNAL,
+  MCPLANE_JOURNAL: Status.INTERNAL,
 };
 
 export const PROBLEMS_TRAILER = 'mcplane-problems-bin';
@@ -36,7 +49,7 @@ export function toServiceError(err: unknown, log: Logger): Partial<ServiceError>
       metadata.set(PROBLEMS_TOTAL_TRAILER, String(bounded.total));
     }
     // A message can quote what the caller sent (a name, a path): bounded like the problems.
-    return { code: STATUS_BY_CODE[err.code] ?? Status.UNKNOWN, details: boundDetails(err.message), metadata };
+    return { code: STATUS_BY_CODE[err.code as McplaneErrorCode] ?? Status.UNKNOWN, details: boundDetails(err.message), metadata };
   }
   // Anything else is a bug: log it with its stack, tell the caller without leaking internals.
   log.error({ err }, 'internal error while handling a call');
