@@ -4,6 +4,7 @@
 // unmodified; the policy is kept in mcplane's DisruptionPolicy shape, which the agent acts on.
 
 import { CLUSTER_MACHINE_CONFIGURATION, KIND_MACHINE_CONFIGURATION, OPERATOR_API_VERSION } from './constants.ts';
+import { quote } from './control-characters.ts';
 import { parseObjectMeta } from './object-meta.ts';
 import { join, type ProblemCollector } from './problem-collector.ts';
 import type { DisruptionAction, DisruptionPolicy, MachineConfiguration } from './types.ts';
@@ -29,7 +30,7 @@ export function parseMachineConfiguration(doc: Record<string, unknown>, c: Probl
   }
   const metadata = parseObjectMeta(doc.metadata, c);
   if (metadata && metadata.name !== CLUSTER_MACHINE_CONFIGURATION) {
-    c.add('metadata.name', 'cluster-name', `only the MachineConfiguration named "${CLUSTER_MACHINE_CONFIGURATION}" is read (MCO's rule), got "${metadata.name}"`);
+    c.add('metadata.name', 'cluster-name', `only the MachineConfiguration named "${CLUSTER_MACHINE_CONFIGURATION}" is read (MCO's rule), got ${quote(metadata.name, 100)}`);
   }
   // `status` (MCO's merged nodeDisruptionPolicyStatus, conditions) is the operator's to write: ignored.
   const rawSpec = c.record(doc.spec, 'spec');
@@ -59,8 +60,8 @@ function parseNodeDisruptionPolicy(raw: unknown, c: ProblemCollector, field: str
       c.onlyKeys(entry, f, ['path', 'actions']);
       const path = c.string(entry.path, f, 'path');
       if (path === undefined) c.add(join(f, 'path'), 'required', 'a file entry needs the path it covers');
-      else if (!path.startsWith('/')) c.add(join(f, 'path'), 'path-absolute', `path "${path}" must be absolute (start with /)`);
-      else if (seen.has(path)) c.add(join(f, 'path'), 'duplicate-entry', `path "${path}" is listed twice; each path may have one entry`);
+      else if (!path.startsWith('/')) c.add(join(f, 'path'), 'path-absolute', `path ${quote(path, 100)} must be absolute (start with /)`);
+      else if (seen.has(path)) c.add(join(f, 'path'), 'duplicate-entry', `path ${quote(path, 100)} is listed twice; each path may have one entry`);
       if (path) seen.add(path);
       const actions = parseActions(entry.actions, c, join(f, 'actions'));
       if (path && actions) out.files!.push({ path, actions });
@@ -101,7 +102,7 @@ function serviceName(raw: unknown, c: ProblemCollector, field: string): string |
     return undefined;
   }
   if (name.length > 255 || !SERVICE_NAME.test(name)) {
-    c.add(field, 'service-name', `${JSON.stringify(name.slice(0, 100))} is not ${SERVICE_NAME_RULE}`);
+    c.add(field, 'service-name', `${quote(name, 100)} is not ${SERVICE_NAME_RULE}`);
     return undefined;
   }
   return name;
@@ -136,7 +137,7 @@ function parseActions(raw: unknown, c: ProblemCollector, field: string): Disrupt
     // MCO's union rules: reload/restart is required with its type and forbidden with any other.
     for (const key of ['reload', 'restart'] as const) {
       const wanted = key === 'reload' ? 'Reload' : 'Restart';
-      if (a[key] !== undefined && type !== wanted) c.add(join(f, key), 'union', `${key} is only allowed when type is ${wanted}, not ${type}`);
+      if (a[key] !== undefined && type !== wanted) c.add(join(f, key), 'union', `${key} is only allowed when type is ${wanted}, not ${quote(type, 100)}`);
     }
     switch (type) {
       case 'Reboot': out.push({ type: 'reboot' }); break;
@@ -166,7 +167,7 @@ function parseActions(raw: unknown, c: ProblemCollector, field: string): Disrupt
         c.add(join(f, 'type'), 'reserved-action', 'Special is reserved for MCO\'s built-in policy (registries.conf) and cannot be set in nodeDisruptionPolicy; use Reload with serviceName crio.service instead');
         break;
       default:
-        c.add(join(f, 'type'), 'disruption-action', `action type ${JSON.stringify(type.slice(0, 100))} is not one of ${MCO_ACTION_TYPES.join(', ')}`);
+        c.add(join(f, 'type'), 'disruption-action', `action type ${quote(type, 100)} is not one of ${MCO_ACTION_TYPES.join(', ')}`);
     }
   });
   // MCO's CEL rules on every actions list.
