@@ -108,7 +108,8 @@ async function main(): Promise<void> {
   const manifests = readdirSync(join(ROOT, 'examples')).filter((f) => f.endsWith('.yaml')).sort()
     .map((f) => ({ source: f, text: readFileSync(join(ROOT, 'examples', f), 'utf8') }));
   const applied = await call(c, c.config.apply.bind(c.config), { manifests, dryRun: false }, 'apply the examples');
-  say(`   mcctl apply -f examples/: ${applied.objects.map((o) => `${o.kind === 'MachineConfig' ? 'mc' : 'mcp'}/${o.name}`).join(', ')}`);
+  const shortKind: Record<string, string> = { MachineConfig: 'mc', MachineConfigPool: 'mcp', MachineConfiguration: 'machineconfiguration' };
+  say(`   mcctl apply -f examples/: ${applied.objects.map((o) => `${shortKind[o.kind] ?? o.kind}/${o.name}`).join(', ')}`);
 
   say(bold('\n2. Three hosts boot from the bootstrap endpoint, enroll, and join their pools'));
   say(dim('   Each line below is a change the control plane streams as it happens (StatusService.Watch, as'));
@@ -134,13 +135,20 @@ async function main(): Promise<void> {
   await untilUpdated(c, ['worker', 'infra']);
 
   say(bold('\n3. A change to the worker pool rolls out one node at a time (maxUnavailable: 1)'));
-  say(dim('   mcctl apply -f 80-demo-banner.yaml (a file under /etc/mcplane-demo/: the pool policy restarts a unit, no reboot)'));
+  say(dim('   mcctl apply -f 80-demo-banner.yaml (a file under /etc/mcplane-demo/: the cluster disruption policy,'));
+  say(dim('   machineconfiguration/cluster, restarts a unit instead of rebooting, in every pool, infra too)'));
   say(dim('   Both workers have a config now, so they take turns: the second waits until the first is Done. The'));
   say(dim('   infra pool takes worker configs too and has its own maxUnavailable, so infra-a moves meanwhile.'));
   say(row('TIME', 'NODE', 'STATE', 'PHASE', 'CURRENT -> DESIRED CONFIG  REASON'));
+  const rebootsBefore = hosts.map((h) => h.reboots);
   await call(c, c.config.apply.bind(c.config), { manifests: [{ source: '80-demo-banner.yaml', text: CHANGE }], dryRun: false }, 'apply the change');
   await untilUpdated(c, ['worker', 'infra']);
   stopWatch();
+  // Said from what happened, not from what was meant to happen.
+  const rebooted = hosts.filter((h, i) => h.reboots > rebootsBefore[i]!).map((h) => h.options.name);
+  say(rebooted.length === 0
+    ? `   the change reached every host without a reboot (${hosts.map((h) => h.options.name).join(', ')})`
+    : bold(`   rebooted for the change: ${rebooted.join(', ')}`));
 
   say(bold('\n4. Where everything ended'));
   const { pools } = await call(c, c.status.listPools.bind(c.status), {}, 'list pools');

@@ -1,9 +1,9 @@
 // The one place assignments are sent from. Every replica runs it for the agent streams it
-// holds: when the store says a node's desired config (or its pool's policies) changed, or an
-// operator asked for a re-apply, the replica holding the node's stream sends it. Controllers
-// only write; this only sends.
+// holds: when the store says a node's desired config, its pool's policies or the cluster's
+// disruption policy changed, or an operator asked for a re-apply, the replica holding the node's
+// stream sends it. Controllers only write; this only sends.
 
-import { ConflictError } from '../machineconfig/index.ts';
+import { ConflictError, mergeDisruptionPolicies } from '../machineconfig/index.ts';
 import type { ServerMessage } from '../runtime/generated/mcplane/v1/ServerMessage.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { AgentSessions, LocalSession } from './agent-sessions.ts';
@@ -21,12 +21,14 @@ export class AssignmentDispatcher {
     const rendered = this.cache.renderedConfig(desired);
     if (!rendered) return undefined; // its watch event is on its way; the change sends it
     const pool = this.cache.pools.get(rendered.pool)?.value;
+    // The cluster policy (MachineConfiguration/cluster) with the pool's own entries on top.
+    const policy = mergeDisruptionPolicies(this.cache.machineConfiguration?.value.spec.nodeDisruptionPolicy, pool?.spec.disruptionPolicy);
     return {
       assignment: {
         renderedConfig: rendered.name,
         specJson: rendered.specJson,
         pool: rendered.pool,
-        disruptionPolicyJson: pool?.spec.disruptionPolicy ? JSON.stringify(pool.spec.disruptionPolicy) : '',
+        disruptionPolicyJson: policy ? JSON.stringify(policy) : '',
         driftPolicy: pool?.spec.driftPolicy ?? 'Degrade',
       },
     };
@@ -58,7 +60,7 @@ export class AssignmentDispatcher {
   #onChange(change: CacheChange): void {
     if (this.sessions.size === 0) return;
     const check = new Set<string>();
-    if (change.resync || change.changed.has('MachineConfigPool') || change.changed.has('RenderedConfig')) {
+    if (change.resync || change.changed.has('MachineConfigPool') || change.changed.has('MachineConfiguration') || change.changed.has('RenderedConfig')) {
       for (const s of this.sessions.local()) check.add(s.node);
     } else {
       for (const node of change.changed.get('NodeAssignment') ?? []) check.add(node);

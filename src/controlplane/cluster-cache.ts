@@ -6,9 +6,11 @@
 
 import { EventEmitter } from 'node:events';
 import {
+  CLUSTER_MACHINE_CONFIGURATION,
   StoreUnavailableError,
   type MachineConfig,
   type MachineConfigPool,
+  type MachineConfiguration,
   type NodeRecord,
   type NodeStatus,
   type RenderedConfig,
@@ -31,7 +33,7 @@ import {
 /** The kinds the cache holds; enrollment tokens are read from the store when used. */
 const CACHED_KINDS: readonly StoredKind[] = [
   'MachineConfig', 'MachineConfigPool', 'PoolStatus', 'RenderedConfig', 'Node', 'NodeAssignment',
-  'NodeStatus', 'AgentSession', 'ReapplyRequest', 'Replica', 'Leader',
+  'NodeStatus', 'AgentSession', 'ReapplyRequest', 'Replica', 'Leader', 'MachineConfiguration',
 ];
 
 /** The kinds whose objects together make one node's view. */
@@ -105,6 +107,8 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
   get reapplyRequests(): ReadonlyMap<string, StoredObject<ReapplyRequestRecord>> { return this.#map('ReapplyRequest'); }
   get replicas(): ReadonlyMap<string, StoredObject<ReplicaRecord>> { return this.#map('Replica'); }
   get leader(): StoredObject<LeaderRecord> | undefined { return this.#map<LeaderRecord>('Leader').get(LEADER_KEY); }
+  /** MachineConfiguration/cluster, the cluster-wide disruption policy, when one was applied. */
+  get machineConfiguration(): StoredObject<MachineConfiguration> | undefined { return this.#map<MachineConfiguration>('MachineConfiguration').get(CLUSTER_MACHINE_CONFIGURATION); }
 
   get nodes(): ReadonlyMap<string, NodeView> {
     return this.#nodes;

@@ -191,6 +191,14 @@ export class ControlPlane {
       ops.push({ type: 'put', kind: 'MachineConfigPool', name: pool.metadata.name, value: pool, expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}) });
       touchedPools.add(pool.metadata.name);
     }
+    for (const mcfg of parsed.machineConfigurations) {
+      // Nothing renders from it: the dispatchers re-send every assignment with the new policy.
+      const existing = this.cache.machineConfiguration;
+      const action = !existing ? 'created' : canonicalJson(existing.value) === canonicalJson(mcfg) ? 'unchanged' : 'configured';
+      results.push({ kind: 'MachineConfiguration', name: mcfg.metadata.name, action });
+      if (action === 'unchanged') continue;
+      ops.push({ type: 'put', kind: 'MachineConfiguration', name: mcfg.metadata.name, value: mcfg, expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}) });
+    }
     if (dryRun || ops.length === 0) return results;
     const { revision } = await this.store.commit(ops).catch((err: unknown) => {
       // All or nothing means one transaction, and a transaction has etcd's limits.
@@ -220,6 +228,11 @@ export class ControlPlane {
       const existing = this.cache.pools.get(name);
       if (!existing) throw new NotFoundError(kind, name);
       ({ revision } = await this.store.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]));
+    } else if (kind === 'MachineConfiguration') {
+      // Without it, each pool's nodes follow their pool's own policy (or MCO's default: reboot).
+      const existing = this.cache.machineConfiguration;
+      if (!existing || existing.name !== name) throw new NotFoundError(kind, name);
+      ({ revision } = await this.store.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]));
     } else if (kind === 'Node') {
       const node = this.cache.nodes.get(name);
       if (!node) throw new NotFoundError(kind, name);
@@ -230,7 +243,7 @@ export class ControlPlane {
         ...(['Node', 'NodeAssignment', 'NodeStatus', 'ReapplyRequest'] as const).map((k) => ({ type: 'delete' as const, kind: k, name })),
       ]));
     } else {
-      throw new InvalidDocumentError([{ object: `${kind}/${name}`, field: 'kind', rule: 'unknown-kind', message: `cannot delete kind "${kind}": use MachineConfig, MachineConfigPool or Node` }]);
+      throw new InvalidDocumentError([{ object: `${kind}/${name}`, field: 'kind', rule: 'unknown-kind', message: `cannot delete kind "${kind}": use MachineConfig, MachineConfigPool, MachineConfiguration or Node` }]);
     }
     await this.cache.waitForRevision(revision);
     await this.#waitForRender(touchedPools, revision);

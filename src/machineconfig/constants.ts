@@ -4,6 +4,11 @@
 export const API_VERSION = 'machineconfiguration.openshift.io/v1';
 export const KIND_MACHINE_CONFIG = 'MachineConfig';
 export const KIND_MACHINE_CONFIG_POOL = 'MachineConfigPool';
+/** MCO's operator configuration, which holds the cluster-wide node disruption policy. */
+export const OPERATOR_API_VERSION = 'operator.openshift.io/v1';
+export const KIND_MACHINE_CONFIGURATION = 'MachineConfiguration';
+/** The one MachineConfiguration MCO reads; it refuses any other name. */
+export const CLUSTER_MACHINE_CONFIGURATION = 'cluster';
 
 /** The label MachineConfigs carry to say which pool role they are for. */
 export const ROLE_LABEL = 'machineconfiguration.openshift.io/role';

@@ -10,6 +10,8 @@ export { decodeDataUrl, encodeDataUrl, CANONICAL_DATA_URL_PREFIX } from './data-
 export { emptyIgnitionConfig, parseIgnition, toIgnitionV2 } from './ignition.ts';
 export { formatSelector, isEmptySelector, matchesSelector } from './label-selector.ts';
 export { parseMachineConfig } from './machine-config.ts';
+export { parseMachineConfiguration } from './machine-configuration.ts';
+export { mergeDisruptionPolicies } from './disruption-policy-merge.ts';
 export { defaultPools, parseMachineConfigPool, resolveMaxUnavailable } from './machine-config-pool.ts';
 export { parseDocuments, parseManifests, readDocuments, type ParsedManifests, type RawDocument } from './manifest.ts';
 export { managedPathViolation, isUnder } from './paths.ts';

@@ -2,14 +2,15 @@
 // 644), several documents per text, JSON too, and `kind: List` wrappers as `oc get -o yaml` prints.
 
 import { parseAllDocuments } from 'yaml';
-import { KIND_MACHINE_CONFIG, KIND_MACHINE_CONFIG_POOL } from './constants.ts';
+import { KIND_MACHINE_CONFIG, KIND_MACHINE_CONFIG_POOL, KIND_MACHINE_CONFIGURATION } from './constants.ts';
 import { applyBudget } from './contents-budget.ts';
 import type { Problem } from './errors.ts';
 import { parseMachineConfig } from './machine-config.ts';
 import { parseMachineConfigPool } from './machine-config-pool.ts';
+import { parseMachineConfiguration } from './machine-configuration.ts';
 import { objectRef } from './object-meta.ts';
 import { isRecord, ProblemCollector } from './problem-collector.ts';
-import type { MachineConfig, MachineConfigPool } from './types.ts';
+import type { MachineConfig, MachineConfigPool, MachineConfiguration } from './types.ts';
 
 export interface RawDocument {
   /** "file#index", or "#index" for text that came without a file name. */
@@ -20,6 +21,8 @@ export interface RawDocument {
 export interface ParsedManifests {
   configs: MachineConfig[];
   pools: MachineConfigPool[];
+  /** MachineConfiguration/cluster (the cluster-wide disruption policy); at most one. */
+  machineConfigurations: MachineConfiguration[];
   problems: Problem[];
 }
 
@@ -73,9 +76,9 @@ function parseText(text: string, sourceName: string, problems: Problem[]): unkno
   return out;
 }
 
-/** Validates raw documents as MachineConfigs and MachineConfigPools, collecting every problem. */
+/** Validates raw documents as MachineConfigs, MachineConfigPools and MachineConfiguration/cluster, collecting every problem. */
 export function parseDocuments(documents: RawDocument[]): ParsedManifests {
-  const out: ParsedManifests = { configs: [], pools: [], problems: [] };
+  const out: ParsedManifests = { configs: [], pools: [], machineConfigurations: [], problems: [] };
   const seen = new Map<string, string>();
   const budget = applyBudget();
   for (const { source, value } of documents) {
@@ -92,8 +95,11 @@ export function parseDocuments(documents: RawDocument[]): ParsedManifests {
     } else if (value.kind === KIND_MACHINE_CONFIG_POOL) {
       const pool = parseMachineConfigPool(value, c);
       if (pool && c.ok) out.pools.push(pool);
+    } else if (value.kind === KIND_MACHINE_CONFIGURATION) {
+      const mcfg = parseMachineConfiguration(value, c);
+      if (mcfg && c.ok) out.machineConfigurations.push(mcfg);
     } else {
-      c.add('kind', 'unknown-kind', `kind ${JSON.stringify(value.kind ?? null)} is not ${KIND_MACHINE_CONFIG} or ${KIND_MACHINE_CONFIG_POOL}`);
+      c.add('kind', 'unknown-kind', `kind ${JSON.stringify(value.kind ?? null)} is not ${KIND_MACHINE_CONFIG}, ${KIND_MACHINE_CONFIG_POOL} or ${KIND_MACHINE_CONFIGURATION}`);
     }
     out.problems.push(...c.problems);
   }

@@ -131,7 +131,20 @@ export interface MachineConfigPool {
   spec: MachineConfigPoolSpec;
 }
 
-export type Manifest = MachineConfig | MachineConfigPool;
+// ---- MachineConfiguration (operator.openshift.io/v1) ---------------------------------------------
+
+/**
+ * MCO's operator configuration, named `cluster`. mcplane acts on spec.nodeDisruptionPolicy only,
+ * kept in mcplane's DisruptionPolicy shape (MCO's action types mapped when it is read).
+ */
+export interface MachineConfiguration {
+  apiVersion: string;
+  kind: 'MachineConfiguration';
+  metadata: ObjectMeta;
+  spec: { nodeDisruptionPolicy: DisruptionPolicy };
+}
+
+export type Manifest = MachineConfig | MachineConfigPool | MachineConfiguration;
 
 // ---- Rendered config ----------------------------------------------------------------------------
 

@@ -8,6 +8,8 @@ export type StoredKind =
   /** The user's objects. */
   | 'MachineConfig'
   | 'MachineConfigPool'
+  /** MachineConfiguration/cluster: the cluster-wide node disruption policy (MCO's object). */
+  | 'MachineConfiguration'
   /** The leader's: a pool's target and conditions, kept apart from the user's spec. */
   | 'PoolStatus'
   | 'RenderedConfig'
@@ -30,6 +32,7 @@ export type StoredKind =
 export const STORED_KINDS: readonly StoredKind[] = [
   'MachineConfig', 'MachineConfigPool', 'PoolStatus', 'RenderedConfig', 'Node', 'NodeAssignment',
   'NodeStatus', 'AgentSession', 'ReapplyRequest', 'Replica', 'Leader', 'EnrollmentToken',
+  'MachineConfiguration',
 ];
 
 export interface StoredObject<T = unknown> {

@@ -1,0 +1,177 @@
+// MCO's MachineConfiguration/cluster (operator.openshift.io/v1): the cluster-wide node disruption
+// policy. The schema and rules are MCO's (openshift/api operator/v1 types_machineconfiguration.go,
+// NodeDisruptionPolicyConfig and its CEL rules), so a YAML an OpenShift cluster already has applies
+// unmodified; the policy is kept in mcplane's DisruptionPolicy shape, which the agent acts on.
+
+import { CLUSTER_MACHINE_CONFIGURATION, KIND_MACHINE_CONFIGURATION, OPERATOR_API_VERSION } from './constants.ts';
+import { quote } from './control-characters.ts';
+import { parseObjectMeta } from './object-meta.ts';
+import { join, type ProblemCollector } from './problem-collector.ts';
+import type { DisruptionAction, DisruptionPolicy, MachineConfiguration } from './types.ts';
+
+// The operator fields mcplane does not act on are accepted (and dropped) so that the object as
+// `oc get machineconfiguration cluster -o yaml` prints it applies unmodified.
+const SPEC_KEYS = [
+  'nodeDisruptionPolicy', 'managementState', 'logLevel', 'operatorLogLevel', 'unsupportedConfigOverrides',
+  'observedConfig', 'forceRedeploymentReason', 'failedRevisionLimit', 'succeededRevisionLimit',
+  'managedBootImages', 'irreconcilableValidationOverrides', 'bootImageSkewEnforcement',
+];
+/** MCO's limits: +kubebuilder:validation:MaxItems on files, units and actions. */
+const MAX_ENTRIES = 50;
+const MAX_ACTIONS = 10;
+const MCO_ACTION_TYPES = ['Reboot', 'Drain', 'Reload', 'Restart', 'DaemonReload', 'None'] as const;
+/** NodeDisruptionPolicyServiceName: ${NAME}${SERVICETYPE}, at most 255 characters. */
+const SERVICE_NAME = /^[a-zA-Z0-9:._\\-]+\.(service|socket|device|mount|automount|swap|target|path|timer|snapshot|slice|scope)$/;
+const SERVICE_NAME_RULE = 'a unit name such as crio.service: letters, digits, ":", "-", "_", "." and "\\", then one of .service, .socket, .device, .mount, .automount, .swap, .target, .path, .timer, .snapshot, .slice or .scope, at most 255 characters';
+
+export function parseMachineConfiguration(doc: Record<string, unknown>, c: ProblemCollector): MachineConfiguration | undefined {
+  if (doc.apiVersion !== OPERATOR_API_VERSION) {
+    c.add('apiVersion', 'api-version', `apiVersion must be "${OPERATOR_API_VERSION}", got ${JSON.stringify(doc.apiVersion ?? null)}`);
+  }
+  const metadata = parseObjectMeta(doc.metadata, c);
+  if (metadata && metadata.name !== CLUSTER_MACHINE_CONFIGURATION) {
+    c.add('metadata.name', 'cluster-name', `only the MachineConfiguration named "${CLUSTER_MACHINE_CONFIGURATION}" is read (MCO's rule), got ${quote(metadata.name, 100)}`);
+  }
+  // `status` (MCO's merged nodeDisruptionPolicyStatus, conditions) is the operator's to write: ignored.
+  const rawSpec = c.record(doc.spec, 'spec');
+  if (!rawSpec) c.add('spec', 'required', 'spec is required');
+  const spec = rawSpec ?? {};
+  c.onlyKeys(spec, 'spec', SPEC_KEYS);
+  const policy = parseNodeDisruptionPolicy(spec.nodeDisruptionPolicy, c, 'spec.nodeDisruptionPolicy');
+  if (!c.ok || !metadata) return undefined;
+  return { apiVersion: OPERATOR_API_VERSION, kind: KIND_MACHINE_CONFIGURATION, metadata, spec: { nodeDisruptionPolicy: policy } };
+}
+
+function parseNodeDisruptionPolicy(raw: unknown, c: ProblemCollector, field: string): DisruptionPolicy {
+  const out: DisruptionPolicy = {};
+  const p = c.record(raw, field);
+  if (!p) return out;
+  c.onlyKeys(p, field, ['files', 'units', 'sshkey']);
+
+  const files = c.array(p.files, field, 'files');
+  if (files) {
+    if (files.length > MAX_ENTRIES) c.add(join(field, 'files'), 'max-items', `at most ${MAX_ENTRIES} file entries, got ${files.length}`);
+    const seen = new Set<string>();
+    out.files = [];
+    files.forEach((rawEntry, i) => {
+      const f = `${field}.files[${i}]`;
+      const entry = c.record(rawEntry, f);
+      if (!entry) return;
+      c.onlyKeys(entry, f, ['path', 'actions']);
+      const path = c.string(entry.path, f, 'path');
+      if (path === undefined) c.add(join(f, 'path'), 'required', 'a file entry needs the path it covers');
+      else if (!path.startsWith('/')) c.add(join(f, 'path'), 'path-absolute', `path ${quote(path, 100)} must be absolute (start with /)`);
+      else if (seen.has(path)) c.add(join(f, 'path'), 'duplicate-entry', `path ${quote(path, 100)} is listed twice; each path may have one entry`);
+      if (path) seen.add(path);
+      const actions = parseActions(entry.actions, c, join(f, 'actions'));
+      if (path && actions) out.files!.push({ path, actions });
+    });
+  }
+
+  const units = c.array(p.units, field, 'units');
+  if (units) {
+    if (units.length > MAX_ENTRIES) c.add(join(field, 'units'), 'max-items', `at most ${MAX_ENTRIES} unit entries, got ${units.length}`);
+    const seen = new Set<string>();
+    out.units = [];
+    units.forEach((rawEntry, i) => {
+      const f = `${field}.units[${i}]`;
+      const entry = c.record(rawEntry, f);
+      if (!entry) return;
+      c.onlyKeys(entry, f, ['name', 'actions']);
+      const name = serviceName(entry.name, c, join(f, 'name'));
+      if (name && seen.has(name)) c.add(join(f, 'name'), 'duplicate-entry', `unit "${name}" is listed twice; each unit may have one entry`);
+      if (name) seen.add(name);
+      const actions = parseActions(entry.actions, c, join(f, 'actions'));
+      if (name && actions) out.units!.push({ name, actions });
+    });
+  }
+
+  const ssh = c.record(p.sshkey, field, 'sshkey');
+  if (ssh) {
+    c.onlyKeys(ssh, join(field, 'sshkey'), ['actions']);
+    const actions = parseActions(ssh.actions, c, join(field, 'sshkey.actions'));
+    if (actions) out.sshkey = { actions };
+  }
+  return out;
+}
+
+function serviceName(raw: unknown, c: ProblemCollector, field: string): string | undefined {
+  const name = c.string(raw, field);
+  if (name === undefined) {
+    if (raw === undefined || raw === null) c.add(field, 'required', 'a unit name is required');
+    return undefined;
+  }
+  if (name.length > 255 || !SERVICE_NAME.test(name)) {
+    c.add(field, 'service-name', `${quote(name, 100)} is not ${SERVICE_NAME_RULE}`);
+    return undefined;
+  }
+  return name;
+}
+
+/** MCO's action list, mapped to mcplane's actions. */
+function parseActions(raw: unknown, c: ProblemCollector, field: string): DisruptionAction[] | undefined {
+  const list = c.array(raw, field);
+  if (!list) {
+    if (raw === undefined || raw === null) c.add(field, 'required', `actions are required (${MCO_ACTION_TYPES.join(', ')})`);
+    return undefined;
+  }
+  if (list.length === 0) {
+    c.add(field, 'required', `at least one action is required (${MCO_ACTION_TYPES.join(', ')})`);
+    return undefined;
+  }
+  if (list.length > MAX_ACTIONS) c.add(field, 'max-items', `at most ${MAX_ACTIONS} actions, got ${list.length}`);
+  const before = c.problems.length;
+  const out: DisruptionAction[] = [];
+  const types: string[] = [];
+  list.forEach((rawAction, i) => {
+    const f = `${field}[${i}]`;
+    const a = c.record(rawAction, f);
+    if (!a) return;
+    c.onlyKeys(a, f, ['type', 'reload', 'restart']);
+    const type = c.string(a.type, f, 'type');
+    if (type === undefined) {
+      if (a.type === undefined || a.type === null) c.add(join(f, 'type'), 'required', `an action needs a type (${MCO_ACTION_TYPES.join(', ')})`);
+      return;
+    }
+    types.push(type);
+    // MCO's union rules: reload/restart is required with its type and forbidden with any other.
+    for (const key of ['reload', 'restart'] as const) {
+      const wanted = key === 'reload' ? 'Reload' : 'Restart';
+      if (a[key] !== undefined && type !== wanted) c.add(join(f, key), 'union', `${key} is only allowed when type is ${wanted}, not ${quote(type, 100)}`);
+    }
+    switch (type) {
+      case 'Reboot': out.push({ type: 'reboot' }); break;
+      case 'None': out.push({ type: 'none' }); break;
+      case 'DaemonReload': out.push({ type: 'daemon-reload' }); break;
+      // Drain empties a Kubernetes node of its workloads before the other actions. mcplane manages
+      // hosts before any Kubernetes exists, so there is nothing to drain yet: Drain is accepted
+      // and adds nothing to the other actions (alone, it covers the change without a reboot).
+      // The Kubernetes integration is where drains will happen.
+      case 'Drain': out.push({ type: 'none' }); break;
+      case 'Reload':
+      case 'Restart': {
+        const key = type === 'Reload' ? 'reload' : 'restart';
+        const nested = c.record(a[key], f, key);
+        if (!nested) {
+          if (a[key] === undefined || a[key] === null) c.add(join(f, key), 'union', `${key} (with serviceName) is required when type is ${type}`);
+          return;
+        }
+        c.onlyKeys(nested, join(f, key), ['serviceName']);
+        const unit = serviceName(nested.serviceName, c, join(f, `${key}.serviceName`));
+        if (unit) out.push({ type: key, unit });
+        break;
+      }
+      case 'Special':
+        // MCO's own action for /etc/containers/registries.conf (it decides between a crio reload
+        // and a drain from what changed); its API refuses it in a user's policy, and so does mcplane.
+        c.add(join(f, 'type'), 'reserved-action', 'Special is reserved for MCO\'s built-in policy (registries.conf) and cannot be set in nodeDisruptionPolicy; use Reload with serviceName crio.service instead');
+        break;
+      default:
+        c.add(join(f, 'type'), 'disruption-action', `action type ${quote(type, 100)} is not one of ${MCO_ACTION_TYPES.join(', ')}`);
+    }
+  });
+  // MCO's CEL rules on every actions list.
+  if (types.includes('Reboot') && list.length > 1) c.add(field, 'standalone-action', 'Reboot can only be specified alone, as it overrides every other action');
+  if (types.includes('None') && list.length > 1) c.add(field, 'standalone-action', 'None can only be specified alone, as it overrides every other action');
+  return c.problems.length === before ? out : undefined;
+}

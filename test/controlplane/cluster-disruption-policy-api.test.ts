@@ -1,0 +1,98 @@
+// MachineConfiguration/cluster over real gRPC: Apply and Delete like the other kinds, every
+// problem named, and the assignments agents get carry the cluster policy under their pool's.
+
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+import { status as Status } from '@grpc/grpc-js';
+import { call } from '../../src/cli/client/call.ts';
+import type { Clients } from '../../src/cli/client/connection.ts';
+import { RemoteCallError } from '../../src/machineconfig/index.ts';
+import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
+import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+
+let server: TestServer;
+let c: Clients;
+const agents: SimulatedAgent[] = [];
+before(async () => {
+  server = await startTestServer();
+  c = server.admin();
+});
+after(async () => {
+  for (const a of agents) a.close();
+  await server.close();
+});
+
+const apply = (text: string, source = 'cluster.yaml') => call(c, c.config.apply.bind(c.config), { manifests: [{ source, text }], dryRun: false }, 'apply');
+const example = readFileSync('examples/machineconfiguration-cluster.yaml', 'utf8');
+const infraPool = readFileSync('examples/infra-machineconfigpool.yaml', 'utf8');
+/** A text with one part replaced; fails if the part is not there (the example changed). */
+function changed(text: string, from: string, to: string): string {
+  assert.ok(text.includes(from), `the text contains ${JSON.stringify(from)}`);
+  return text.replace(from, to);
+}
+
+test('Apply of MachineConfiguration/cluster creates, reports unchanged, configures; Delete removes it', async () => {
+  assert.deepEqual((await apply(example)).objects.map((o) => `${o.kind}/${o.name}:${o.action}`), ['MachineConfiguration/cluster:created']);
+  assert.equal((await apply(example)).objects[0]!.action, 'unchanged');
+  assert.equal((await apply(changed(example, '- path: /etc/mcplane-demo/', '- path: /etc/mcplane-demo2/'))).objects[0]!.action, 'configured');
+  await call(c, c.config.delete.bind(c.config), { kind: 'MachineConfiguration', name: 'cluster' }, 'delete');
+  await assert.rejects(call(c, c.config.delete.bind(c.config), { kind: 'MachineConfiguration', name: 'cluster' }, 'delete'),
+    (e: RemoteCallError) => e.grpcCode === Status.NOT_FOUND && /MachineConfiguration\/cluster not found/.test(e.message));
+  assert.equal((await apply(example)).objects[0]!.action, 'created');
+});
+
+test('an invalid MachineConfiguration is INVALID_ARGUMENT naming object, field and rule, and nothing of the Apply is stored', async () => {
+  const goodConfig = 'apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata: {name: 30-with-bad-policy}\nspec: {kernelArguments: [ok]}\n';
+  const bad = `apiVersion: operator.openshift.io/v1
+kind: MachineConfiguration
+metadata: {name: default}
+spec:
+  nodeDisruptionPolicy:
+    files:
+      - path: etc/registries.conf
+        actions: [{type: Special}]
+    units:
+      - name: crio
+        actions: [{type: Reload, reload: {serviceName: crio.service}}, {type: Reboot}]
+`;
+  await assert.rejects(
+    call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'mc.yaml', text: goodConfig }, { source: 'bad.yaml', text: bad }], dryRun: false }, 'apply'),
+    (err: unknown) => {
+      assert.ok(err instanceof RemoteCallError);
+      assert.equal(err.grpcCode, Status.INVALID_ARGUMENT);
+      assert.deepEqual(err.problems.map((p) => `${p.source} ${p.object} ${p.field} ${p.rule}`), [
+        'bad.yaml#0 MachineConfiguration/default metadata.name cluster-name',
+        'bad.yaml#0 MachineConfiguration/default spec.nodeDisruptionPolicy.files[0].path path-absolute',
+        'bad.yaml#0 MachineConfiguration/default spec.nodeDisruptionPolicy.files[0].actions[0].type reserved-action',
+        'bad.yaml#0 MachineConfiguration/default spec.nodeDisruptionPolicy.units[0].name service-name',
+        'bad.yaml#0 MachineConfiguration/default spec.nodeDisruptionPolicy.units[0].actions standalone-action',
+      ]);
+      return true;
+    },
+  );
+  await assert.rejects(call(c, c.config.getMachineConfig.bind(c.config), { name: '30-with-bad-policy' }, 'get'), (e: RemoteCallError) => e.grpcCode === Status.NOT_FOUND);
+  await assert.rejects(call(c, c.config.delete.bind(c.config), { kind: 'MachineConfiguration', name: 'default' }, 'delete'), (e: RemoteCallError) => e.grpcCode === Status.NOT_FOUND);
+});
+
+test('a node in a custom pool gets the cluster policy under its pool\'s, and a change of the cluster policy re-sends it', async () => {
+  await apply(changed(infraPool, '  paused: false', '  paused: false\n  disruptionPolicy:\n    sshkey:\n      actions: [{type: reboot}]'), 'infra.yaml');
+  const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node('infra-0'), name: 'infra-0', autoDone: true, labels: { 'node-role.kubernetes.io/infra': '' } });
+  agents.push(agent);
+  await agent.connect();
+  await eventually(() => agent.lastAssignment !== undefined, 10_000, 'first assignment');
+  assert.equal(agent.lastAssignment!.pool, 'infra');
+  const first = JSON.parse(agent.lastAssignment!.disruptionPolicyJson);
+  assert.deepEqual(first.files, [{ path: '/etc/mcplane-demo/', actions: [{ type: 'restart', unit: 'mcplane-demo-motd.service' }] }]);
+  assert.deepEqual(first.sshkey, { actions: [{ type: 'reboot' }] }, 'the pool\'s own entry');
+
+  const count = agent.assignments.length;
+  await apply(changed(example, '          - type: Restart\n            restart:\n              serviceName: mcplane-demo-motd.service\n    units:', '          - type: None\n    units:'));
+  await eventually(() => agent.assignments.length > count, 10_000, 'assignment re-sent');
+  assert.deepEqual(JSON.parse(agent.lastAssignment!.disruptionPolicyJson).files, [{ path: '/etc/mcplane-demo/', actions: [{ type: 'none' }] }]);
+
+  const before = agent.assignments.length;
+  await call(c, c.config.delete.bind(c.config), { kind: 'MachineConfiguration', name: 'cluster' }, 'delete');
+  await eventually(() => agent.assignments.length > before, 10_000, 'assignment re-sent after delete');
+  assert.deepEqual(JSON.parse(agent.lastAssignment!.disruptionPolicyJson), { sshkey: { actions: [{ type: 'reboot' }] } });
+});
