@@ -17,7 +17,7 @@ export function poolObject(p: MachineConfigPool__Output): Record<string, unknown
   return {
     apiVersion: API_VERSION,
     kind: 'MachineConfigPool',
-    metadata: { name: p.name, resourceVersion: p.resourceVersion, creationTimestamp: iso(p.creationTimeUnixMs) },
+    metadata: { name: p.name, ...(Object.keys(p.labels ?? {}).length ? { labels: p.labels } : {}), resourceVersion: p.resourceVersion, creationTimestamp: iso(p.creationTimeUnixMs) },
     spec: JSON.parse(p.specJson || '{}'),
     status: s && {
       configuration: { name: s.configuration, source: s.configurationSources.map((name) => ({ apiVersion: API_VERSION, kind: 'MachineConfig', name })) },

@@ -69,7 +69,7 @@ const pools: Resource<MachineConfigPool__Output> = {
   get: (c, name) => call(c, c.status.getPool.bind(c.status), { name }, `get pool ${name}`),
   nameOf: (p) => p.name,
   object: poolObject,
-  labels: () => undefined,
+  labels: (p) => p.labels,
   columns: ['NAME', 'CONFIG', 'UPDATED', 'UPDATING', 'DEGRADED', 'MACHINECOUNT', 'READYMACHINECOUNT', 'UPDATEDMACHINECOUNT', 'DEGRADEDMACHINECOUNT', 'AGE'],
   wideColumns: ['PAUSED', 'MAXUNAVAILABLE', 'NODESELECTOR'],
   row: (p, wide) => {

@@ -22,8 +22,12 @@ export function loadValid(paths: string[]): ParsedManifests & { count: number } 
 }
 
 export function validateCommand(paths: string[]): string {
-  const { configs, pools, count } = loadValid(paths);
-  const names = [...configs.map((c) => `MachineConfig/${c.metadata.name}`), ...pools.map((p) => `MachineConfigPool/${p.metadata.name}`)];
+  const { configs, pools, machineConfigurations, count } = loadValid(paths);
+  const names = [
+    ...configs.map((c) => `MachineConfig/${c.metadata.name}`),
+    ...pools.map((p) => `MachineConfigPool/${p.metadata.name}`),
+    ...machineConfigurations.map((m) => `MachineConfiguration/${m.metadata.name}`),
+  ];
   return `${count} document${count === 1 ? '' : 's'} valid: ${names.join(', ')}\n`;
 }
 

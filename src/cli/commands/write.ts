@@ -6,7 +6,7 @@ import type { Clients } from '../client/connection.ts';
 import { loadManifestFiles } from '../manifest-files.ts';
 import { resourceOf } from '../resources.ts';
 
-const KIND_NAMES: Record<string, string> = { MachineConfig: 'machineconfig', MachineConfigPool: 'machineconfigpool' };
+const KIND_NAMES: Record<string, string> = { MachineConfig: 'machineconfig', MachineConfigPool: 'machineconfigpool', MachineConfiguration: 'machineconfiguration' };
 
 export async function applyCommand(c: Clients, paths: string[], dryRun: boolean, warn: (text: string) => void = () => {}): Promise<string> {
   // The server validates; reading here gathers the texts (and reports unreadable files and
@@ -19,8 +19,9 @@ export async function applyCommand(c: Clients, paths: string[], dryRun: boolean,
 }
 
 export async function deleteCommand(c: Clients, resource: string, name: string): Promise<string> {
-  const r = resourceOf(resource);
-  const kind = r === 'mc' ? 'MachineConfig' : r === 'pools' ? 'MachineConfigPool' : r === 'nodes' ? 'Node' : undefined;
+  // MachineConfiguration/cluster (the cluster-wide disruption policy) can be deleted, not listed.
+  const r = /^machineconfigurations?$/i.test(resource) ? 'machineconfiguration' : resourceOf(resource);
+  const kind = r === 'mc' ? 'MachineConfig' : r === 'pools' ? 'MachineConfigPool' : r === 'nodes' ? 'Node' : r === 'machineconfiguration' ? 'MachineConfiguration' : undefined;
   if (!kind) throw new ConfigurationError(`cannot delete ${resource}: rendered configs are deleted by the server once no node uses them`);
   await call(c, c.config.delete.bind(c.config), { kind, name }, `delete ${kind}/${name}`);
   return `${KIND_NAMES[kind] ?? kind.toLowerCase()}/${name} deleted\n`;

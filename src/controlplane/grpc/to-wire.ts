@@ -14,6 +14,7 @@ export function poolToWire(stored: StoredObject<DomainPool>, status: PoolStatus 
   const pool = stored.value;
   return {
     name: pool.metadata.name,
+    labels: pool.metadata.labels ?? {},
     specJson: JSON.stringify(pool.spec),
     paused: pool.spec.paused,
     maxUnavailable: String(pool.spec.maxUnavailable),
