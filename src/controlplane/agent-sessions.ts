@@ -125,7 +125,13 @@ export class AgentSessions {
     if (!local || local.stream !== stream) return false;
     this.#local.delete(node);
     await this.writer.flush();
-    await this.cache.store.commit([{ type: 'delete', kind: 'AgentSession', name: node, expectedVersion: local.epoch }])
+    // The session ends, and "last seen" becomes the moment it did (a connected node's agent
+    // sends heartbeats, which are not written: the open session is what says it is there).
+    const status = this.cache.nodeStatuses.get(node);
+    await this.cache.store.commit([
+      { type: 'delete', kind: 'AgentSession', name: node, expectedVersion: local.epoch },
+      ...(status ? [{ type: 'put' as const, kind: 'NodeStatus' as const, name: node, value: { ...status.value, lastSeen: Date.now() } satisfies NodeStatusRecord, createdAt: status.createdAt }] : []),
+    ])
       .catch((err: unknown) => {
         if (!(err instanceof ConflictError)) this.log.warn({ err, node }, 'could not remove the session record; it ends with this replica\'s lease');
       });

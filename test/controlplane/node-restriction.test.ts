@@ -63,6 +63,8 @@ test('a registered node cannot relabel itself: a reconnect with other labels cha
   await a.waitFor(() => a.lastAssignment !== undefined);
   a.close();
   await eventually(async () => !(await getNode('mover')).status!.connected, 5000, 'disconnected');
+  // "Last seen" is when the session ended, not the agent's last status report.
+  assert.ok(Date.now() - Number((await getNode('mover')).status!.lastSeenUnixMs) < 3000, 'last seen at the disconnect');
   const again = await agent('mover', 'worker', { 'node-role.kubernetes.io/infra': '', 'topology.kubernetes.io/zone': 'z9' });
   assert.equal(again.pool, 'worker');
   const node = await getNode('mover');
