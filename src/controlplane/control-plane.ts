@@ -116,6 +116,9 @@ export class ControlPlane {
       await cp.#createDefaultPools();
       await replica.start();
       cp.election.start();
+      // Ready means a leader exists (this replica, or another): a lone server answers its first
+      // calls with its pools rendered, as it did before replicas.
+      await cp.#waitForLeader(options.leaseTtlMs ?? 5000);
       await cp.#controllers.settle();
     } catch (err) {
       await cp.stop();
@@ -140,6 +143,26 @@ export class ControlPlane {
     await this.election.resign();
     await this.replica.stop();
     this.cache.stop();
+  }
+
+  async #waitForLeader(timeoutMs: number): Promise<void> {
+    const settled = (): boolean => this.leading || (this.cache.leader !== undefined && this.cache.leader.value.replica !== this.replica.name);
+    if (settled()) return;
+    await new Promise<void>((resolve) => {
+      const finish = (): void => {
+        clearTimeout(timer);
+        this.cache.off('change', check);
+        this.election.off('leading', check);
+        resolve();
+      };
+      const check = (): void => {
+        if (settled()) finish();
+      };
+      // Another replica may hold leadership on a lease that has yet to expire: start anyway.
+      const timer = setTimeout(finish, timeoutMs * 2);
+      this.cache.on('change', check);
+      this.election.on('leading', check);
+    });
   }
 
   async #createDefaultPools(): Promise<void> {

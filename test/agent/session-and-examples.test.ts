@@ -32,20 +32,14 @@ test('the server goes away: the agent retries with backoff, applies nothing mean
   assert.ok(host.alive, 'the agent keeps running without its server');
 
   // Same data, same port: the agent finds it again on its own.
-  const { startServer } = await import('../../src/controlplane/server.ts');
-  const { createLogger } = await import('../../src/runtime/logger.ts');
-  const handle = await startServer({
-    dataDir, listen: `127.0.0.1:${port}`, log: createLogger({ write: () => undefined }),
-    tls: { ca: join(server.pki.dir, 'ca.crt'), cert: join(server.pki.dir, 'server.crt'), key: join(server.pki.dir, 'server.key') },
-  });
-  server = { ...server, handle, close: () => handle.close(1000) };
+  server = await startTestServer({ dataDir, listen: `127.0.0.1:${port}` });
   c = server.admin();
   const node = await untilNode(c, [host], 'reconnect', (n) => n.status!.connected === true, 30_000);
   assert.equal(node.status!.currentConfig, first);
   assert.equal(node.status!.os!.kernelType, 'default', 'the OS status came back with the re-registration');
   assert.equal(host.logs.filter((l) => l.includes('"update started"')).length, 1, 'nothing was applied while disconnected');
   await host.kill();
-  await handle.close(1000);
+  await server.close();
 });
 
 test('every shared example, applied by agents on temporary roots, until the pools are Updated', { skip, timeout: 240_000 }, async () => {
