@@ -79,7 +79,7 @@ before(async () => {
   if (skip) return;
   server = await startTestServer();
   c = server.admin();
-  host = new SandboxHost({ name: 'infra-a', server: server.address, pki: server.pki, labels: { 'node-role.kubernetes.io/infra': '' } });
+  host = new SandboxHost({ name: 'infra-a', server: server.address, pki: server.pki, pool: 'infra', labels: { 'node-role.kubernetes.io/infra': '' } });
 });
 after(async () => {
   if (skip) return;

@@ -77,7 +77,7 @@ spec:
 
 test('a node in a custom pool gets the cluster policy under its pool\'s, and a change of the cluster policy re-sends it', async () => {
   await apply(changed(infraPool, '  paused: false', '  paused: false\n  disruptionPolicy:\n    sshkey:\n      actions: [{type: reboot}]'), 'infra.yaml');
-  const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node('infra-0'), name: 'infra-0', autoDone: true, labels: { 'node-role.kubernetes.io/infra': '' } });
+  const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node('infra-0', 'infra'), name: 'infra-0', autoDone: true, labels: { 'node-role.kubernetes.io/infra': '' } });
   agents.push(agent);
   await agent.connect();
   await eventually(() => agent.lastAssignment !== undefined, 10_000, 'first assignment');
