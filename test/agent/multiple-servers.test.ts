@@ -102,5 +102,6 @@ test('server: "a,b": the first replica is lost mid-session; the agent re-registe
   assert.equal(reg.status!.state, 'Done');
   assert.ok(reg.status!.os!.kernelArguments.includes('root=UUID=standin'));
   assert.ok(host.logs.some((l) => l.includes('"msg":"control plane stream lost; reconnecting"') && l.includes(`"next":"127.0.0.1:${second.port}"`)));
-  assert.ok(host.logs.some((l) => l.includes('"msg":"connected to the control plane"') && l.includes(`"server":"127.0.0.1:${second.port}"`)));
+  // The agent says so once the stand-in's answer to the registration arrives, a moment later.
+  await eventually(() => host!.logs.some((l) => l.includes('"msg":"connected to the control plane"') && l.includes(`"server":"127.0.0.1:${second.port}"`)), 5000);
 });

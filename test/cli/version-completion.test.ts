@@ -19,7 +19,7 @@ test('version prints the client and the server version', async () => {
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout, `client: ${VERSION}\nserver: ${VERSION} (at ${server.address}, replica ${server.address}, leader, store ${process.env.MCPLANE_TEST_STORE ?? 'sqlite'})\n`);
   const json = JSON.parse((await runCliAsync(['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null', 'version', '-o', 'json'])).stdout);
-  assert.deepEqual([json.clientVersion, json.serverVersion.version, json.serverVersion.store], [VERSION, VERSION, 'sqlite']);
+  assert.deepEqual([json.clientVersion, json.serverVersion.version, json.serverVersion.store], [VERSION, VERSION, process.env.MCPLANE_TEST_STORE ?? 'sqlite']);
 });
 
 test('version still prints the client version when the server is unreachable, and exits 1', async () => {
