@@ -39,6 +39,14 @@ const CACHED_KINDS: readonly StoredKind[] = [
 /** The kinds whose objects together make one node's view. */
 const NODE_KINDS: ReadonlySet<StoredKind> = new Set(['Node', 'NodeAssignment', 'NodeStatus', 'AgentSession']);
 
+/** The kinds a pool's nodes and their states are made of, with the pool's spec and status. */
+const POOL_AND_NODE_KINDS: readonly StoredKind[] = ['PoolStatus', 'MachineConfigPool', 'NodeAssignment', 'NodeStatus', 'AgentSession', 'Node'];
+
+/** Whether a change can alter any pool's nodes, their states, or the pool itself. */
+export function changesPoolsOrNodes(change: CacheChange): boolean {
+  return POOL_AND_NODE_KINDS.some((k) => change.changed.has(k));
+}
+
 export interface CacheChange {
   revision: number;
   /** The names that changed, per kind. */

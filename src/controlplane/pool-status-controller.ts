@@ -2,13 +2,12 @@
 // change, so every replica serves the same status and a failover keeps the transition times.
 
 import { computePoolStatus, type PoolStatus } from '../machineconfig/index.ts';
-import type { CacheChange, ClusterCache } from './cluster-cache.ts';
+import { changesPoolsOrNodes, type CacheChange, type ClusterCache } from './cluster-cache.ts';
 import type { Controller } from './controller.ts';
 import type { LeaderWriter } from './leader-writer.ts';
 import type { WriteOp } from './store/store.ts';
 import type { PoolStatusRecord } from './stored-records.ts';
 
-const RELEVANT = ['PoolStatus', 'MachineConfigPool', 'NodeAssignment', 'NodeStatus', 'AgentSession', 'Node'] as const;
 
 export class PoolStatusController implements Controller {
   readonly name = 'pool-status';
@@ -17,7 +16,7 @@ export class PoolStatusController implements Controller {
   constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter) {}
 
   interestedIn(change: CacheChange): boolean {
-    return RELEVANT.some((k) => change.changed.has(k));
+    return changesPoolsOrNodes(change);
   }
 
   async reconcile(): Promise<void> {

@@ -6,12 +6,11 @@
 
 import { decideRollout } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
-import type { CacheChange, ClusterCache } from './cluster-cache.ts';
+import { changesPoolsOrNodes, type CacheChange, type ClusterCache } from './cluster-cache.ts';
 import type { Controller } from './controller.ts';
 import type { LeaderWriter } from './leader-writer.ts';
 import type { WriteOp } from './store/store.ts';
 
-const RELEVANT = ['PoolStatus', 'MachineConfigPool', 'NodeAssignment', 'NodeStatus', 'AgentSession', 'Node'] as const;
 
 export class RolloutController implements Controller {
   readonly name = 'rollout';
@@ -20,7 +19,7 @@ export class RolloutController implements Controller {
   constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly log: Logger) {}
 
   interestedIn(change: CacheChange): boolean {
-    return RELEVANT.some((k) => change.changed.has(k));
+    return changesPoolsOrNodes(change);
   }
 
   async reconcile(): Promise<void> {
