@@ -328,7 +328,8 @@ export class UpdateEngine {
     const kept = new Set(p.toSpec.config.systemd.units.filter((u) => !u.mask).map((u) => u.name));
     const dropped = new Set((j.state.currentSpec?.config.systemd.units ?? []).map((u) => u.name).filter((n) => !kept.has(n)));
     for (const u of p.toSpec.config.systemd.units) if (u.mask) dropped.add(u.name);
-    const actions = plan.actions.filter((a) => !a.unit || !dropped.has(a.unit));
+    // A drain is the control plane's to do, before this update was sent.
+    const actions = plan.actions.filter((a) => a.type !== 'drain' && (!a.unit || !dropped.has(a.unit)));
     try {
       await this.#within('actions', actions.map((a) => (a.unit ? `${a.type} ${a.unit}` : a.type)).join(', ') || 'none', () => runActions(this.#d.systemd, actions));
     } catch (err) {

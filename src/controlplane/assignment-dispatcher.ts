@@ -3,11 +3,12 @@
 // disruption policy changed, or an operator asked for a re-apply, the replica holding the node's
 // stream sends it. Controllers only write; this only sends.
 
-import { ConflictError, mergeDisruptionPolicies } from '../machineconfig/index.ts';
+import { ConflictError } from '../machineconfig/index.ts';
 import type { ServerMessage } from '../runtime/generated/mcplane/v1/ServerMessage.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { AgentSessions, LocalSession } from './agent-sessions.ts';
 import type { CacheChange, ClusterCache } from './cluster-cache.ts';
+import { disruptionPolicyFor } from './node-update-plan.ts';
 
 export class AssignmentDispatcher {
   constructor(private readonly cache: ClusterCache, private readonly sessions: AgentSessions, private readonly log: Logger) {
@@ -21,8 +22,7 @@ export class AssignmentDispatcher {
     const rendered = this.cache.renderedConfig(desired);
     if (!rendered) return undefined; // its watch event is on its way; the change sends it
     const pool = this.cache.pools.get(rendered.pool)?.value;
-    // The cluster policy (MachineConfiguration/cluster) with the pool's own entries on top.
-    const policy = mergeDisruptionPolicies(this.cache.machineConfiguration?.value.spec.nodeDisruptionPolicy, pool?.spec.disruptionPolicy);
+    const policy = disruptionPolicyFor(this.cache, rendered.pool);
     return {
       assignment: {
         renderedConfig: rendered.name,

@@ -29,8 +29,27 @@ export interface DisruptionPlan {
   reboot: boolean;
   /** Why a reboot is needed, one line per cause ("file /etc/chrony.conf: no disruption policy"). */
   rebootReasons: string[];
-  /** Without a reboot: daemon-reload first, then reloads, then restarts, each once. */
+  /** Without a reboot: daemon-reload first, then reloads, then restarts, then drain, each once. */
   actions: DisruptionAction[];
+}
+
+/**
+ * The one word for what an update costs a node, most disruptive first: what the preview shows,
+ * what windows and drains gate on. A reboot always drains; a `drain` action drains without one.
+ */
+export type UpdateAction = 'reboot' | 'drain' | 'restart' | 'reload' | 'daemon-reload' | 'none';
+
+export function updateActionOf(plan: DisruptionPlan): UpdateAction {
+  if (plan.reboot) return 'reboot';
+  for (const type of ['drain', 'restart', 'reload', 'daemon-reload'] as const) {
+    if (plan.actions.some((a) => a.type === type)) return type;
+  }
+  return 'none';
+}
+
+/** True when the node must be drained before the update (and cordoned while it runs). */
+export function needsDrain(plan: DisruptionPlan): boolean {
+  return plan.reboot || plan.actions.some((a) => a.type === 'drain');
 }
 
 export function diffSpecs(from: MachineConfigSpec | undefined, to: MachineConfigSpec): ConfigDiff {
@@ -98,7 +117,7 @@ function fileActions(path: string, policy: DisruptionPolicy | undefined): Disrup
 }
 
 function orderActions(actions: DisruptionAction[]): DisruptionAction[] {
-  const rank = { 'daemon-reload': 0, reload: 1, restart: 2, none: 3, reboot: 4 } as const;
+  const rank = { 'daemon-reload': 0, reload: 1, restart: 2, drain: 3, none: 4, reboot: 5 } as const;
   const seen = new Set<string>();
   return actions
     .filter((a) => a.type !== 'none')

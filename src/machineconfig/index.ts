@@ -4,7 +4,7 @@
 export * from './constants.ts';
 export * from './errors.ts';
 export type * from './types.ts';
-export { diffSpecs, isEmptyDiff, planDisruption, splitKernelArguments, type ChangeKind, type ConfigDiff, type DisruptionPlan } from './config-diff.ts';
+export { diffSpecs, isEmptyDiff, needsDrain, planDisruption, splitKernelArguments, updateActionOf, type ChangeKind, type ConfigDiff, type DisruptionPlan, type UpdateAction } from './config-diff.ts';
 export { canonicalJson, sha256Hex } from './canonical-json.ts';
 export { decodeDataUrl, encodeDataUrl, CANONICAL_DATA_URL_PREFIX } from './data-url.ts';
 export { emptyIgnitionConfig, parseIgnition, toIgnitionV2 } from './ignition.ts';

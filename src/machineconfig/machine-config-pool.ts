@@ -26,7 +26,7 @@ const SPEC_KEYS = [
 ];
 const PERCENT = /^(\d+)%$/;
 const ACTION_TYPES: Record<string, DisruptionActionType> = {
-  none: 'none', reload: 'reload', restart: 'restart', 'daemon-reload': 'daemon-reload', daemonreload: 'daemon-reload', reboot: 'reboot',
+  none: 'none', reload: 'reload', restart: 'restart', 'daemon-reload': 'daemon-reload', daemonreload: 'daemon-reload', drain: 'drain', reboot: 'reboot',
 };
 const DRIFT_POLICIES: readonly DriftPolicy[] = ['Degrade', 'Reconcile'];
 
@@ -120,7 +120,7 @@ function parseDisruptionPolicy(raw: unknown, c: ProblemCollector, field: string)
 function parseActions(raw: unknown, c: ProblemCollector, field: string): DisruptionAction[] | undefined {
   const list = c.array(raw, field);
   if (!list || list.length === 0) {
-    c.add(field, 'required', 'at least one action is required (none, reload, restart, daemon-reload or reboot)');
+    c.add(field, 'required', 'at least one action is required (none, reload, restart, daemon-reload, drain or reboot)');
     return undefined;
   }
   const out: DisruptionAction[] = [];
@@ -131,7 +131,7 @@ function parseActions(raw: unknown, c: ProblemCollector, field: string): Disrupt
     const typeText = c.string(a.type, f, 'type') ?? '';
     const type = ACTION_TYPES[typeText.toLowerCase()];
     if (!type) {
-      c.add(join(f, 'type'), 'disruption-action', `action type "${typeText}" is not one of none, reload, restart, daemon-reload, reboot`);
+      c.add(join(f, 'type'), 'disruption-action', `action type "${typeText}" is not one of none, reload, restart, daemon-reload, drain, reboot`);
       return;
     }
     const nested = c.record(a[type], join(f, type));

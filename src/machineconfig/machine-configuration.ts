@@ -143,11 +143,10 @@ function parseActions(raw: unknown, c: ProblemCollector, field: string): Disrupt
       case 'Reboot': out.push({ type: 'reboot' }); break;
       case 'None': out.push({ type: 'none' }); break;
       case 'DaemonReload': out.push({ type: 'daemon-reload' }); break;
-      // Drain empties a Kubernetes node of its workloads before the other actions. mcplane manages
-      // hosts before any Kubernetes exists, so there is nothing to drain yet: Drain is accepted
-      // and adds nothing to the other actions (alone, it covers the change without a reboot).
-      // The Kubernetes integration is where drains will happen.
-      case 'Drain': out.push({ type: 'none' }); break;
+      // Drain empties a Kubernetes node of its workloads before the other actions; the control
+      // plane drains (with a kubeconfig), and without a cluster it adds nothing. Alone, it covers
+      // the change without a reboot.
+      case 'Drain': out.push({ type: 'drain' }); break;
       case 'Reload':
       case 'Restart': {
         const key = type === 'Reload' ? 'reload' : 'restart';

@@ -91,7 +91,11 @@ export interface LabelSelector {
 }
 
 /** mcplane addition: what a change under a path or to a unit needs instead of a reboot. */
-export type DisruptionActionType = 'none' | 'reload' | 'restart' | 'daemon-reload' | 'reboot';
+/**
+ * `drain` (MCO's Drain) empties a Kubernetes node of its workloads before the update; the control
+ * plane does it, so the agent has nothing to run for it. Without a cluster there is nothing to drain.
+ */
+export type DisruptionActionType = 'none' | 'reload' | 'restart' | 'daemon-reload' | 'drain' | 'reboot';
 
 export interface DisruptionAction {
   type: DisruptionActionType;

@@ -57,8 +57,7 @@ test('an OpenShift MachineConfiguration/cluster applies unmodified, MCO actions 
   assert.deepEqual(parsed.machineConfigurations[0]!.spec.nodeDisruptionPolicy, {
     files: [
       { path: '/etc/my-app.conf', actions: [{ type: 'restart', unit: 'my-app.service' }] },
-      // Drain adds nothing until mcplane drains Kubernetes nodes.
-      { path: '/etc/chrony.conf', actions: [{ type: 'none' }, { type: 'reload', unit: 'chronyd.service' }] },
+      { path: '/etc/chrony.conf', actions: [{ type: 'drain' }, { type: 'reload', unit: 'chronyd.service' }] },
       { path: '/etc/motd', actions: [{ type: 'none' }] },
     ],
     units: [{ name: 'my-app.service', actions: [{ type: 'daemon-reload' }, { type: 'restart', unit: 'my-app.service' }] }],

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { defaultPools, diffSpecs, isEmptyDiff, planDisruption, renderPool, splitKernelArguments } from '../../src/machineconfig/index.ts';
+import { defaultPools, diffSpecs, isEmptyDiff, needsDrain, planDisruption, renderPool, splitKernelArguments, updateActionOf } from '../../src/machineconfig/index.ts';
 import { fileEntry, ign, mcDoc, parseValid, poolDoc } from '../helpers/manifests.ts';
 
 const worker = defaultPools()[1]!;
@@ -65,4 +65,28 @@ test('removed files and units are changes too', () => {
   const diff = diffSpecs(render(file('/etc/a', 'x'), mcDoc('u', 'worker', { config: ign('3.4.0', { systemd: { units: [{ name: 'a.service', contents: 'x' }] } }) })), render());
   assert.deepEqual(diff.files, [{ path: '/etc/a', change: 'removed' }]);
   assert.deepEqual(diff.units, [{ name: 'a.service', change: 'removed' }]);
+});
+
+test('one word per update: a reboot drains, a drain action drains without a reboot, else the strongest action', () => {
+  const { pools: [pool] } = parseValid(poolDoc('worker', {
+    disruptionPolicy: {
+      files: [
+        { path: '/etc/app/', actions: [{ type: 'drain' }, { type: 'restart', unit: 'app.service' }] },
+        { path: '/etc/chrony.conf', actions: [{ type: 'reload', unit: 'chronyd.service' }] },
+        { path: '/etc/motd', actions: [{ type: 'none' }] },
+      ],
+    },
+  }));
+  const policy = pool!.spec.disruptionPolicy;
+  const plan = (...f: Record<string, unknown>[]) => planDisruption(diffSpecs(render(), render(...f)), policy);
+  const drained = plan(file('/etc/app/a.conf', 'x'), file('/etc/chrony.conf', 'y'));
+  assert.deepEqual(drained.actions, [{ type: 'reload', unit: 'chronyd.service' }, { type: 'restart', unit: 'app.service' }, { type: 'drain' }]);
+  assert.equal(updateActionOf(drained), 'drain');
+  assert.equal(needsDrain(drained), true);
+  assert.equal(updateActionOf(plan(file('/etc/chrony.conf', 'y'))), 'reload');
+  assert.equal(needsDrain(plan(file('/etc/chrony.conf', 'y'))), false);
+  assert.equal(updateActionOf(plan(file('/etc/motd', 'm'))), 'none');
+  const rebooted = plan(file('/etc/other', 'z'));
+  assert.equal(updateActionOf(rebooted), 'reboot');
+  assert.equal(needsDrain(rebooted), true);
 });

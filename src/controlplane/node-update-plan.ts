@@ -1,0 +1,44 @@
+// What a node's update from the config it runs to a target costs it, computed on the control
+// plane with the same pure functions the agent runs (diffSpecs, planDisruption), so the control
+// plane can gate on it (drains, maintenance windows) and show it (the dry-run preview) before
+// anything reaches the host.
+
+import {
+  diffSpecs,
+  mergeDisruptionPolicies,
+  planDisruption,
+  updateActionOf,
+  type ConfigDiff,
+  type DisruptionPlan,
+  type DisruptionPolicy,
+  type UpdateAction,
+} from '../machineconfig/index.ts';
+import type { ClusterCache, NodeView } from './cluster-cache.ts';
+
+export interface NodeUpdatePlan {
+  from: string;
+  to: string;
+  diff: ConfigDiff;
+  plan: DisruptionPlan;
+  action: UpdateAction;
+}
+
+/** The cluster policy (MachineConfiguration/cluster) with the pool's own entries on top. */
+export function disruptionPolicyFor(cache: ClusterCache, pool: string): DisruptionPolicy | undefined {
+  return mergeDisruptionPolicies(cache.machineConfiguration?.value.spec.nodeDisruptionPolicy, cache.pools.get(pool)?.value.spec.disruptionPolicy);
+}
+
+/**
+ * The update `node` would take to reach `target`, or undefined when a rendered config it needs is
+ * not in the cache (yet). A node that never had a config plans from nothing, as its agent does.
+ */
+export function planNodeUpdate(cache: ClusterCache, node: NodeView, target: string): NodeUpdatePlan | undefined {
+  const to = cache.renderedConfig(target);
+  if (!to) return undefined;
+  const fromName = node.status.currentConfig;
+  const from = fromName ? cache.renderedConfig(fromName) : undefined;
+  if (fromName && !from) return undefined;
+  const diff = diffSpecs(from?.spec, to.spec);
+  const plan = planDisruption(diff, disruptionPolicyFor(cache, to.pool));
+  return { from: fromName, to: target, diff, plan, action: updateActionOf(plan) };
+}
