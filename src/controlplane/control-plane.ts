@@ -32,6 +32,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from '../runtime/logger.ts';
 import { AgentSessions, type AgentStream, type LocalSession } from './agent-sessions.ts';
 import { AssignmentDispatcher } from './assignment-dispatcher.ts';
+import { systemClock, type Clock } from './clock.ts';
 import { ClusterCache } from './cluster-cache.ts';
 import { ControllerManager } from './controller-manager.ts';
 import { EnrollmentTokenCollector } from './enrollment-token-collector.ts';
@@ -72,6 +73,8 @@ export interface ControlPlaneOptions {
   renderWaitMs?: number;
   /** How often the leader deletes expired enrollment tokens (default 10 min). */
   tokenSweepMs?: number;
+  /** The time decisions read (windows, soaks, drain deadlines); tests pass a ManualClock. */
+  clock?: Clock;
 }
 
 const NODE_STATES: readonly NodeState[] = ['Done', 'Working', 'Degraded', 'Unreconcilable'];
@@ -84,9 +87,11 @@ export class ControlPlane {
   readonly election: LeaderElection;
   readonly #controllers: ControllerManager;
   readonly #renderWaitMs: number;
+  readonly clock: Clock;
 
   private constructor(readonly cache: ClusterCache, readonly replica: Replica, options: ControlPlaneOptions, private readonly log: Logger) {
     this.#renderWaitMs = options.renderWaitMs ?? 15_000;
+    this.clock = options.clock ?? systemClock;
     this.election = new LeaderElection(cache, replica, log);
     this.sessions = new AgentSessions(cache, replica, log);
     this.dispatcher = new AssignmentDispatcher(cache, this.sessions, log);
@@ -94,8 +99,8 @@ export class ControlPlane {
     this.#controllers = new ControllerManager([
       new RenderController(cache, writer, log),
       new PoolMembershipController(cache, writer, log),
-      new RolloutController(cache, writer, log),
-      new PoolStatusController(cache, writer),
+      new RolloutController(cache, writer, this.clock, log),
+      new PoolStatusController(cache, writer, this.clock),
       new EnrollmentTokenCollector(cache, writer, options.tokenSweepMs ?? 600_000, log),
     ], cache, log);
     this.election.on('leading', (leading) => this.#controllers.setLeading(leading));
@@ -133,6 +138,11 @@ export class ControlPlane {
 
   get leading(): boolean {
     return this.election.leading;
+  }
+
+  /** Runs every controller again: a test moved the clock, so time-driven work may be due. */
+  resync(): void {
+    this.#controllers.resyncAll();
   }
 
   /** Ends this replica's part: streams closed, leadership and lease given up, watch stopped. */

@@ -60,6 +60,12 @@ export class ControllerManager {
     }, COALESCE_MS);
   }
 
+  /** Runs every controller again (a test moved the clock; time-driven work may be due). */
+  resyncAll(): void {
+    for (const c of this.controllers) this.#dirty.add(c);
+    this.schedule();
+  }
+
   /** Runs passes until nothing is dirty (start-up, tests). */
   async settle(): Promise<void> {
     clearTimeout(this.#scheduled);

@@ -3,6 +3,7 @@
 
 import { computePoolStatus, type PoolStatus } from '../machineconfig/index.ts';
 import { changesPoolsOrNodes, type CacheChange, type ClusterCache } from './cluster-cache.ts';
+import type { Clock } from './clock.ts';
 import type { Controller } from './controller.ts';
 import type { LeaderWriter } from './leader-writer.ts';
 import type { WriteOp } from './store/store.ts';
@@ -13,7 +14,7 @@ export class PoolStatusController implements Controller {
   readonly name = 'pool-status';
   readonly leaderOnly = true;
 
-  constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter) {}
+  constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly clock: Clock) {}
 
   interestedIn(change: CacheChange): boolean {
     return changesPoolsOrNodes(change);
@@ -24,7 +25,7 @@ export class PoolStatusController implements Controller {
     for (const name of this.cache.pools.keys()) {
       const record = this.cache.poolStatuses.get(name);
       if (!record) continue; // the render controller creates it
-      const status = poolStatusFor(this.cache, name, record.value);
+      const status = poolStatusFor(this.cache, name, record.value, this.clock.now());
       if (JSON.stringify(status) === JSON.stringify(record.value.status)) continue;
       ops.push({ type: 'put', kind: 'PoolStatus', name, value: { ...record.value, status }, expectedVersion: record.resourceVersion, createdAt: record.createdAt });
     }

@@ -7,6 +7,7 @@
 import { decideRollout } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { changesPoolsOrNodes, type CacheChange, type ClusterCache } from './cluster-cache.ts';
+import type { Clock } from './clock.ts';
 import type { Controller } from './controller.ts';
 import type { LeaderWriter } from './leader-writer.ts';
 import type { WriteOp } from './store/store.ts';
@@ -16,7 +17,13 @@ export class RolloutController implements Controller {
   readonly name = 'rollout';
   readonly leaderOnly = true;
 
-  constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly log: Logger) {}
+  constructor(
+    private readonly cache: ClusterCache,
+    private readonly writer: LeaderWriter,
+    /** For time-driven decisions (windows, soaks); unused by the plain maxUnavailable rule. */
+    protected readonly clock: Clock,
+    private readonly log: Logger,
+  ) {}
 
   interestedIn(change: CacheChange): boolean {
     return changesPoolsOrNodes(change);

@@ -6,6 +6,7 @@ import { ConfigurationError } from '../machineconfig/index.ts';
 import { createLogger, type Logger } from '../runtime/logger.ts';
 import { isLoopbackHost, parseHostPort, readTlsFiles, serverCredentials, type TlsFiles } from '../runtime/tls.ts';
 import { reachableAddress, startBootstrapServer } from './bootstrap-server.ts';
+import type { Clock } from './clock.ts';
 import { ControlPlane } from './control-plane.ts';
 import { startGrpcServer, SERVICE_NAMES, type GrpcServerHandle } from './grpc/grpc-server.ts';
 import type { RateLimit } from './rate-limiter.ts';
@@ -37,6 +38,8 @@ export interface ServerOptions {
   };
   /** How often the leader deletes expired enrollment tokens (default 10 min). */
   tokenSweepMs?: number;
+  /** The time decisions read; tests pass a ManualClock (no flag: production runs on real time). */
+  clock?: Clock;
   log?: Logger;
 }
 
@@ -72,6 +75,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       address,
       ...(options.leaseTtlMs ? { leaseTtlMs: options.leaseTtlMs } : {}),
       ...(options.tokenSweepMs ? { tokenSweepMs: options.tokenSweepMs } : {}),
+      ...(options.clock ? { clock: options.clock } : {}),
     }, log);
     grpc.serve(cp, tls !== undefined);
     const health = grpc.health;
