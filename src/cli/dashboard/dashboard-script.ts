@@ -334,7 +334,9 @@ export const DASHBOARD_SCRIPT = String.raw`(function () {
   setInterval(function () {
     for (var n of nodes.values()) {
       var r = rows.get(n.name);
-      if (r && !r.row.hidden) r.cells.since.textContent = inPhase(n);
+      if (!r || r.row.hidden) continue;
+      var text = inPhase(n);
+      if (r.cells.since.textContent !== text) r.cells.since.textContent = text;
     }
   }, 1000);
 })();

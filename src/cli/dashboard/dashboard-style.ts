@@ -45,9 +45,17 @@ th { background: #eceff1; font-weight: 600; position: sticky; top: 37px; z-index
 .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size: 12px; }
 .toolbar { display: flex; align-items: center; gap: 16px; }
 .toolbar input[type=search] { width: 320px; padding: 3px 6px; }
+/* Fixed layout: the widths do not depend on the content, so the ticking "in phase" column and
+   each update re-lay out one row, not 500. */
+.nodes { table-layout: fixed; }
+.nodes th:nth-child(1) { width: 15%; }
+.nodes th:nth-child(2) { width: 8%; }
+.nodes th:nth-child(3) { width: 11%; }
+.nodes th:nth-child(4) { width: 12%; }
+.nodes th:nth-child(5) { width: 7%; }
+.nodes td { overflow: hidden; text-overflow: ellipsis; }
 .nodes tr.node { cursor: pointer; }
 .nodes tr.node:hover { background: #f5f5f5; }
-.nodes td.reason { max-width: 0; width: 45%; overflow: hidden; text-overflow: ellipsis; }
 .nodes button.toggle { border: 0; background: none; cursor: pointer; padding: 0 4px 0 0; font-size: 11px; color: var(--muted); }
 .badge { display: inline-block; min-width: 92px; padding: 0 6px; border-radius: 3px; font-weight: 600; font-size: 12px; }
 .badge.b-updated { color: var(--updated); }
