@@ -318,4 +318,7 @@ test('when the control plane goes away the page says so, keeps the last state, a
   assert.equal(dashboard.child.exitCode, null, 'the dashboard keeps running');
   dashboard.child.kill('SIGINT');
   assert.equal(await dashboard.exited, 0, dashboard.out.stderr);
+  // And the page knows when mcctl dashboard itself is gone.
+  await page.waitFor(`document.getElementById('connection').dataset.state === 'lost'`, 'the lost-dashboard banner');
+  assert.match(await page.evaluate<string>(`document.getElementById('connection').textContent`), /^Lost (the connection to )?mcctl dashboard/);
 });

@@ -323,6 +323,13 @@ export const DASHBOARD_SCRIPT = String.raw`(function () {
   events.addEventListener('update', function (e) { onUpdate(JSON.parse(e.data)); });
   events.addEventListener('connection', function (e) { showControlPlane(JSON.parse(e.data)); });
   events.onerror = function () {
+    // mcctl dashboard ends after a watch failure it cannot retry (credentials revoked): keep
+    // its reason on the banner rather than a vaguer "lost".
+    if (banner.getAttribute('data-state') === 'failed') {
+      banner.textContent += ' — mcctl dashboard has stopped.';
+      events.close();
+      return;
+    }
     if (events.readyState === EventSource.CLOSED) {
       setConnection('lost', 'Lost mcctl dashboard: it stopped or refused this page. Start it again and open the URL it prints.');
     } else {
