@@ -105,6 +105,7 @@ async function main(): Promise<void> {
   clients = connect({ server: address, pkiDir: join(dir, 'pki'), config: '/dev/null' });
   const c = clients;
   say(`   mcplane-server on ${address} (gRPC, mutual TLS), bootstrap endpoint on 127.0.0.1:${server.bootstrapPort}, store in ${dir}/data`);
+  say(`   live view in a browser while the demo runs (from another terminal): npm run -s mcctl -- --server ${address} --pki-dir ${dir}/pki dashboard`);
   const manifests = readdirSync(join(ROOT, 'examples')).filter((f) => f.endsWith('.yaml')).sort()
     .map((f) => ({ source: f, text: readFileSync(join(ROOT, 'examples', f), 'utf8') }));
   const applied = await call(c, c.config.apply.bind(c.config), { manifests, dryRun: false }, 'apply the examples');

@@ -11,6 +11,7 @@ import { renderCommand, validateCommand } from './commands/offline.ts';
 import { pkiInitCommand, pkiNodeCommand } from './commands/pki.ts';
 import { describeCommand, getCommand, type Io } from './commands/read.ts';
 import { completionScript } from './commands/completion.ts';
+import { checkDashboardAddress, dashboardCommand, parseDashboardPort } from './commands/dashboard.ts';
 import { versionCommand } from './commands/version.ts';
 import { parseDuration, waitCommand } from './commands/wait.ts';
 import { watchCommand } from './commands/watch.ts';
@@ -152,6 +153,17 @@ export function buildProgram(io: Io): Command {
     .action((resource: string, name: string, changes: string[]) => {
       if (!['node', 'nodes', 'no'].includes(resource)) throw new ConfigurationError(`mcctl label works on nodes (mcctl label node NAME KEY=VALUE), not "${resource}"`);
       return withClients((c) => labelCommand(c, name, changes));
+    });
+
+  connectionOptions(program.command('dashboard'))
+    .description('serve a live view of every pool and node on 127.0.0.1 (like kubectl proxy: your credentials, a URL with a token; Ctrl-C to stop)')
+    .option('--port <port>', 'local port (0: any free one)', '0')
+    .option('--address <ip>', 'local address to listen on: 127.0.0.1 only', '127.0.0.1')
+    .action((opts: { port: string; address: string }) => {
+      // Refused before anything connects: a wrong address is never half-served.
+      checkDashboardAddress(opts.address);
+      parseDashboardPort(opts.port);
+      return withClients((c) => dashboardCommand(c, io, opts));
     });
 
   const node = program.command('node').description('node operations');
