@@ -9,8 +9,12 @@ import { join } from 'node:path';
 
 export const CHROMIUM = process.env.MCPLANE_CHROMIUM ?? '/usr/bin/chromium';
 
-/** Why the browser tests cannot run here, or false. */
+/**
+ * Why the browser tests cannot run here, or false. Under CI (.ci/run installs Chromium) a missing
+ * browser is a failure, not a skip, so the browser tests cannot silently stop running.
+ */
 export const chromiumMissing: string | false = !existsSync(CHROMIUM) && `${CHROMIUM} is not installed (apt-get install chromium)`;
+if (chromiumMissing && process.env.CI) throw new Error(`CI is set and ${chromiumMissing}: .ci/run installs it`);
 
 export interface Browser {
   page: Page;
