@@ -9,6 +9,7 @@ import type { Logger } from '../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from './cluster-cache.ts';
 import type { Controller } from './controller.ts';
 import type { LeaderWriter } from './leader-writer.ts';
+import type { ServerMetrics } from './metrics/server-metrics.ts';
 import { poolStatusFor } from './pool-status-controller.ts';
 import { opBytes } from './store/store-limits.ts';
 import { STORE_LIMITS, type WriteOp } from './store/store.ts';
@@ -21,7 +22,7 @@ export class RenderController implements Controller {
   readonly name = 'render';
   readonly leaderOnly = true;
 
-  constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly log: Logger) {}
+  constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly log: Logger, private readonly metrics?: Pick<ServerMetrics, 'observeRender'>) {}
 
   interestedIn(change: CacheChange): boolean {
     return change.changed.has('MachineConfig') || change.changed.has('MachineConfigPool');
@@ -42,8 +43,15 @@ export class RenderController implements Controller {
       if (current?.value.renderedInputs === inputs) continue;
       const previous: PoolStatusRecord = current?.value ?? { target: '', targetSources: [], renderProblems: [], renderedInputs: '', renderedRevision: 0 };
       let next: PoolStatusRecord;
+      const started = performance.now();
       try {
-        const rendered = renderPool(pool, configValues);
+        let rendered;
+        try {
+          rendered = renderPool(pool, configValues);
+        } finally {
+          // The merge itself, not the writes after it: those are the store's latency.
+          this.metrics?.observeRender((performance.now() - started) / 1000, rendered !== undefined);
+        }
         if (!this.cache.rendered.has(rendered.name)) {
           const { specJson: _json, ...value } = rendered;
           const op: WriteOp = { type: 'put', kind: 'RenderedConfig', name: rendered.name, value: value satisfies StoredRendered };
