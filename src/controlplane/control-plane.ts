@@ -100,7 +100,8 @@ export class ControlPlane {
       new EnrollmentTokenCollector(cache, writer, options.tokenSweepMs ?? 600_000, log),
     ], cache, log);
     this.election.on('leading', (leading) => this.#controllers.setLeading(leading));
-    metrics.bind({ cache, leading: () => this.leading, holdsStream: (node) => this.sessions.get(node) !== undefined });
+    // A session this replica is opening shows in the cache before the stream is recorded here.
+    metrics.bind({ cache, leading: () => this.leading, holdsStream: (node) => this.sessions.get(node) !== undefined || cache.sessions.get(node)?.value.replica === replica.name });
   }
 
   static async start(store: Store, options: ControlPlaneOptions, log: Logger): Promise<ControlPlane> {

@@ -36,6 +36,11 @@ test('/metrics: MCO\'s pool counts equal the pool status, node states, agents, p
     await agent.connect();
     agents.push(agent);
   }
+  // New nodes take the pool's first config at once; the rollout measured below starts after.
+  const first = (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get')).status!.configuration;
+  await eventually(() => agents.every((a) => a.status.currentConfig === first && a.status.state === 'Done'), 20_000, 'first config');
+  const appliesBefore = sample(await scrape(url), 'mcplane_update_phase_duration_seconds_count', { phase: 'apply' }) ?? 0;
+  const applySumBefore = sample(await scrape(url), 'mcplane_update_phase_duration_seconds_sum', { phase: 'apply' }) ?? 0;
   await apply(karg('a=1'));
 
   // While the rollout runs (one node at a time, each ~250 ms): once one node is done, an ETA.
@@ -69,8 +74,8 @@ test('/metrics: MCO\'s pool counts equal the pool status, node states, agents, p
   assert.equal(sample(m, 'mcplane_pool_degraded', { pool: 'worker' }), 0);
   assert.equal(sample(m, 'mcplane_pool_render_degraded', { pool: 'worker' }), 0);
   // Each node spent ~250 ms in apply, reported by its agent to this replica.
-  const applyCount = sample(m, 'mcplane_update_phase_duration_seconds_count', { phase: 'apply' })!;
-  const applySum = sample(m, 'mcplane_update_phase_duration_seconds_sum', { phase: 'apply' })!;
+  const applyCount = sample(m, 'mcplane_update_phase_duration_seconds_count', { phase: 'apply' })! - appliesBefore;
+  const applySum = sample(m, 'mcplane_update_phase_duration_seconds_sum', { phase: 'apply' })! - applySumBefore;
   assert.equal(applyCount, 3);
   assert.ok(applySum >= 3 * 0.2 && applySum < 3 * 5, `apply took ${applySum} s in all`);
   assert.ok(sample(m, 'mcplane_render_duration_seconds_count', { result: 'ok' })! >= 2);
@@ -135,4 +140,25 @@ test('--metrics-listen: a non-loopback address is refused at start-up unless --m
   } finally {
     await handle.close(500);
   }
+});
+
+test('a reboot is timed from the agent\'s last report before it to its registration after it (the session record shows first)', async () => {
+  server = await startTestServer({ metrics: { listen: '127.0.0.1:0' } });
+  const url = `http://127.0.0.1:${server.handle.metricsPort}/metrics`;
+  const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node('rebooter'), name: 'rebooter' });
+  agents.push(agent);
+  await agent.connect();
+  agent.report({ state: 'Working', phase: 'reboot' });
+  await eventually(async () => samples(await scrape(url), 'mcplane_node_phase_seconds', { node: 'rebooter', phase: 'reboot' }).length === 1, 10_000, 'in reboot');
+  agent.close();
+  await eventually(async () => sample(await scrape(url), 'mcplane_agents_connected', { pool: 'worker' }) === 0, 10_000, 'gone');
+  await new Promise((r) => setTimeout(r, 300));
+  // The host is back: a new process, a new stream, registering in its next phase.
+  const back = new SimulatedAgent({ address: server.address, tls: await server.pki.node('rebooter'), name: 'rebooter' });
+  agents.push(back);
+  back.status = { ...back.status, state: 'Working', phase: 'validate' };
+  await back.connect();
+  const m = await scrape(url);
+  assert.equal(sample(m, 'mcplane_update_phase_duration_seconds_count', { phase: 'reboot' }), 1);
+  assert.ok(sample(m, 'mcplane_update_phase_duration_seconds_sum', { phase: 'reboot' })! >= 0.3);
 });
