@@ -44,26 +44,23 @@ export class RenderController implements Controller {
       const previous: PoolStatusRecord = current?.value ?? { target: '', targetSources: [], renderProblems: [], renderedInputs: '', renderedRevision: 0 };
       let next: PoolStatusRecord;
       const started = performance.now();
+      // The merge and its size check, not the writes after them: those are the store's latency.
+      const elapsed = (): number => (performance.now() - started) / 1000;
       try {
-        let rendered;
-        try {
-          rendered = renderPool(pool, configValues);
-        } finally {
-          // The merge itself, not the writes after it: those are the store's latency.
-          this.metrics?.observeRender((performance.now() - started) / 1000, rendered !== undefined);
-        }
-        if (!this.cache.rendered.has(rendered.name)) {
-          const { specJson: _json, ...value } = rendered;
-          const op: WriteOp = { type: 'put', kind: 'RenderedConfig', name: rendered.name, value: value satisfies StoredRendered };
-          checkRenderedSize(name, op);
-          await this.writer.commit([op]);
-        }
+        const rendered = renderPool(pool, configValues);
+        const { specJson: _json, ...value } = rendered;
+        const op: WriteOp = { type: 'put', kind: 'RenderedConfig', name: rendered.name, value: value satisfies StoredRendered };
+        const stored = this.cache.rendered.has(rendered.name);
+        if (!stored) checkRenderedSize(name, op);
+        this.metrics?.observeRender(elapsed(), true);
+        if (!stored) await this.writer.commit([op]);
         if (previous.target !== rendered.name) {
           this.log.info({ pool: name, from: previous.target || undefined, to: rendered.name, sources: rendered.sources.length }, 'pool target changed');
         }
         next = { ...previous, target: rendered.name, targetSources: rendered.sources, renderProblems: [], renderedInputs: inputs, renderedRevision: revision };
       } catch (err) {
         if (!(err instanceof RenderError)) throw err;
+        this.metrics?.observeRender(elapsed(), false);
         if (previous.renderProblems.length === 0) this.log.warn({ pool: name, problems: err.problems }, 'render failed; the pool keeps its last good config');
         next = { ...previous, renderProblems: err.problems, renderedInputs: inputs, renderedRevision: revision };
       }

@@ -162,3 +162,26 @@ test('a reboot is timed from the agent\'s last report before it to its registrat
   assert.equal(sample(m, 'mcplane_update_phase_duration_seconds_count', { phase: 'reboot' }), 1);
   assert.ok(sample(m, 'mcplane_update_phase_duration_seconds_sum', { phase: 'reboot' })! >= 0.3);
 });
+
+test('a render failure shows as mcplane_pool_render_degraded and a failed render, and clears when fixed', async () => {
+  server = await startTestServer({ metrics: { listen: '127.0.0.1:0' } });
+  const url = `http://127.0.0.1:${server.handle.metricsPort}/metrics`;
+  const c = server.admin();
+  // Three files of 450 KiB: together over what one stored object may hold (etcd's 1.5 MiB).
+  const big = (name: string) => ({ source: `${name}.yaml`, text: mcYaml(name, 'worker', `  config:\n    ignition: {version: 3.4.0}\n    storage: {files: [{path: /etc/${name}, contents: {source: "data:;base64,${Buffer.alloc(450 * 1024, name).toString('base64')}"}}]}\n`) });
+  await call(c, c.config.apply.bind(c.config), { manifests: [big('big-1'), big('big-2')], dryRun: false }, 'apply');
+  let m = await scrape(url);
+  assert.equal(sample(m, 'mcplane_pool_render_degraded', { pool: 'worker' }), 0);
+  assert.equal(sample(m, 'mcplane_renders_total', { result: 'failed' }), undefined);
+  await call(c, c.config.apply.bind(c.config), { manifests: [big('big-3')], dryRun: false }, 'apply');
+  m = await scrape(url);
+  assert.equal(sample(m, 'mcplane_pool_render_degraded', { pool: 'worker' }), 1);
+  assert.equal(sample(m, 'mcplane_pool_render_degraded', { pool: 'master' }), 0);
+  assert.equal(sample(m, 'mcplane_pool_degraded', { pool: 'worker' }), 1);
+  assert.equal(sample(m, 'mcplane_renders_total', { result: 'failed' }), 1);
+  assert.equal(sample(m, 'mcplane_render_duration_seconds_count', { result: 'failed' }), 1);
+  await call(c, c.config.delete.bind(c.config), { kind: 'MachineConfig', name: 'big-1' }, 'delete');
+  m = await scrape(url);
+  assert.equal(sample(m, 'mcplane_pool_render_degraded', { pool: 'worker' }), 0);
+  assert.equal(sample(m, 'mcplane_pool_degraded', { pool: 'worker' }), 0);
+});
