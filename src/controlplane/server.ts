@@ -105,7 +105,10 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       }, b.host.replace(/^\[|\]$/g, ''), b.port, log);
     }
     const bootstrapPort = bootstrap ? (bootstrap.address() as { port: number }).port : undefined;
-    if (metricsListen) metrics = await startMetricsServer({ ...metricsListen, registry: cp.metrics.registry, log });
+    if (metricsListen) {
+      cp.metrics.collectProcessMetrics();
+      metrics = await startMetricsServer({ ...metricsListen, registry: cp.metrics.registry, log });
+    }
     log.info({ grpc: `${host}:${grpc.port}`, tls: tls !== undefined, bootstrapPort, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}), store: store.backend, replica: cp.replica.name, leader: cp.leading, ...(options.etcd ? {} : { dataDir: options.dataDir }) }, 'mcplane-server ready');
 
     const controlPlane = cp;

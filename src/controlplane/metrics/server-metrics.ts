@@ -40,7 +40,6 @@ export class ServerMetrics {
 
   constructor(replicaName: string) {
     this.registry.setDefaultLabels({ replica: replicaName });
-    collectDefaultMetrics({ register: this.registry, prefix: 'mcplane_server_' });
     const registers = [this.registry];
     this.#phaseDuration = new Histogram({
       name: 'mcplane_update_phase_duration_seconds',
@@ -65,6 +64,18 @@ export class ServerMetrics {
     this.phases = new PhaseTracker((phase, seconds) => this.#phaseDuration.observe({ phase }, seconds));
     this.#fleetGauges();
   }
+
+  /**
+   * The process' memory, CPU and event loop (prom-client's default metrics), once /metrics is
+   * served: they keep observers running, which a server that serves no metrics need not pay for.
+   */
+  collectProcessMetrics(): void {
+    if (this.#processMetrics) return;
+    this.#processMetrics = true;
+    collectDefaultMetrics({ register: this.registry, prefix: 'mcplane_server_' });
+  }
+
+  #processMetrics = false;
 
   /** Starts following the cluster; the fleet gauges are empty until then. */
   bind(source: MetricsSource): void {
