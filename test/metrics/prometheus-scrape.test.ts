@@ -7,13 +7,14 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { stringify } from 'yaml';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
+// Prometheus cannot be told to take port 0: freePort binds one, releases it and hands it over.
+import { freePort } from '../../sandbox/etcd-cluster.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { untilPoolUpdated } from '../helpers/converge.ts';
@@ -33,18 +34,6 @@ let prometheus: ChildProcess | undefined;
 let promLog = '';
 let dir = '';
 let api = '';
-
-/** Prometheus cannot be told to take port 0: take a free port from the kernel and give it back. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 interface Vector { metric: Record<string, string>; value: [number, string] }
 
