@@ -98,6 +98,8 @@ export class SandboxHost {
       drift: { intervalSeconds: this.options.driftIntervalSeconds ?? 1 },
       heartbeatSeconds: 5,
       jobTimeoutSeconds: 20,
+      // Several agents share this machine: each takes a free port and logs it ("metrics served").
+      metrics: { listen: '127.0.0.1:0' },
       ...this.options.config,
     }));
     this.spawnAgent(env);
@@ -123,6 +125,7 @@ export class SandboxHost {
       rpmOstree: join(this.dir, 'rpm-ostree'),
       reboot: { method: 'command', command: [process.execPath, REBOOT_STANDIN, this.rebootMarker] },
       drift: { intervalSeconds: 1 },
+      metrics: { listen: '127.0.0.1:0' },
     }));
     this.#rootMode = true;
     this.spawnAgent();
@@ -145,6 +148,15 @@ export class SandboxHost {
     this.#exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))));
     createInterface({ input: child.stdout! }).on('line', (l) => this.logs.push(l));
     createInterface({ input: child.stderr! }).on('line', (l) => this.logs.push(`stderr: ${l}`));
+  }
+
+  /** The agent's /metrics URL, from its "metrics served" log line (the latest process's). */
+  metricsUrl(): string | undefined {
+    for (let i = this.logs.length - 1; i >= 0; i--) {
+      const m = /"metrics":"(http:[^"]+)".*metrics served/.exec(this.logs[i]!);
+      if (m) return m[1];
+    }
+    return undefined;
   }
 
   get alive(): boolean {

@@ -99,6 +99,7 @@ async function main(): Promise<void> {
     listen: '127.0.0.1:0',
     tls: { ca: join(dir, 'pki/ca.crt'), cert: join(dir, 'pki/server.crt'), key: join(dir, 'pki/server.key') },
     bootstrap: { listen: '127.0.0.1:0', caKeyFile: join(dir, 'pki/ca.key'), tokenFile: join(dir, 'pki/bootstrap-token') },
+    metrics: { listen: '127.0.0.1:0' },
     log: createLogger({ write: () => undefined }),
   });
   const address = `127.0.0.1:${server.grpcPort}`;
@@ -106,6 +107,7 @@ async function main(): Promise<void> {
   const c = clients;
   say(`   mcplane-server on ${address} (gRPC, mutual TLS), bootstrap endpoint on 127.0.0.1:${server.bootstrapPort}, store in ${dir}/data`);
   say(`   live view in a browser while the demo runs (from another terminal): npm run -s mcctl -- --server ${address} --pki-dir ${dir}/pki dashboard`);
+  say(`   Prometheus metrics while the demo runs: curl -s http://127.0.0.1:${server.metricsPort}/metrics | grep -E '^(mco|mcplane)_'`);
   const manifests = readdirSync(join(ROOT, 'examples')).filter((f) => f.endsWith('.yaml')).sort()
     .map((f) => ({ source: f, text: readFileSync(join(ROOT, 'examples', f), 'utf8') }));
   const applied = await call(c, c.config.apply.bind(c.config), { manifests, dryRun: false }, 'apply the examples');

@@ -7,6 +7,7 @@ import { hostname } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { parse } from 'yaml';
 import { ConfigurationError } from '../machineconfig/index.ts';
+import { isLoopbackHost } from '../runtime/tls.ts';
 
 export interface AgentConfig {
   /** The control plane's addresses as given, comma-separated (for messages). */
@@ -50,10 +51,15 @@ export interface AgentConfig {
    * Degraded naming the step; past it the watchdog is no longer fed.
    */
   stepTimeoutSeconds: number;
+  /** Prometheus /metrics: listen "" turns it off; a non-loopback address needs allowNonLoopback. */
+  metrics: { listen: string; allowNonLoopback: boolean };
 }
 
+/** The agent's /metrics port (127.0.0.1 only by default); ntp_exporter has 9559, hence not that. */
+export const DEFAULT_METRICS_LISTEN = '127.0.0.1:9624';
+
 const PATH_KEYS = ['root', 'unitDir', 'stateDir', 'sshKeysDir', 'bootIdFile', 'kernelCmdlineFile'];
-const KNOWN_KEYS = ['server', 'servers', 'tls', 'insecure', 'enrollment', 'nodeName', 'labels', 'paths', 'systemdBus', 'rpmOstree', 'reboot', 'drift', 'heartbeatSeconds', 'logLevel', 'jobTimeoutSeconds', 'dbusTimeoutSeconds', 'rpmOstreeTimeoutSeconds', 'stepTimeoutSeconds'];
+const KNOWN_KEYS = ['server', 'servers', 'tls', 'insecure', 'enrollment', 'nodeName', 'labels', 'paths', 'systemdBus', 'rpmOstree', 'reboot', 'drift', 'heartbeatSeconds', 'logLevel', 'jobTimeoutSeconds', 'dbusTimeoutSeconds', 'rpmOstreeTimeoutSeconds', 'stepTimeoutSeconds', 'metrics'];
 
 export const DEFAULT_CONFIG_PATH = '/etc/mcplane/agent.yaml';
 
@@ -185,7 +191,24 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
     dbusTimeoutSeconds: num(r.dbusTimeoutSeconds, 'dbusTimeoutSeconds', 25),
     rpmOstreeTimeoutSeconds: num(r.rpmOstreeTimeoutSeconds, 'rpmOstreeTimeoutSeconds', 1800),
     stepTimeoutSeconds: num(r.stepTimeoutSeconds, 'stepTimeoutSeconds', 3600),
+    metrics: metricsOf(r.metrics, fail),
   };
+}
+
+function metricsOf(v: unknown, fail: (field: string, rule: string) => never): AgentConfig['metrics'] {
+  if (v === undefined || v === null) return { listen: DEFAULT_METRICS_LISTEN, allowNonLoopback: false };
+  if (typeof v !== 'object' || Array.isArray(v)) fail('metrics', 'must be a mapping: {listen: "127.0.0.1:9624"} ("" turns /metrics off)');
+  const m = v as Record<string, unknown>;
+  for (const key of Object.keys(m)) if (key !== 'listen' && key !== 'allowNonLoopback') fail(`metrics.${key}`, 'unknown field (expected one of: listen, allowNonLoopback)');
+  if (m.listen !== undefined && typeof m.listen !== 'string') fail('metrics.listen', 'must be HOST:PORT, or "" to turn /metrics off');
+  if (m.allowNonLoopback !== undefined && typeof m.allowNonLoopback !== 'boolean') fail('metrics.allowNonLoopback', 'must be true or false');
+  const listen = (m.listen as string | undefined) ?? DEFAULT_METRICS_LISTEN;
+  if (listen !== '' && !/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/.test(listen)) fail('metrics.listen', `${JSON.stringify(listen)} is not HOST:PORT (e.g. ${DEFAULT_METRICS_LISTEN}); "" turns /metrics off`);
+  const allowNonLoopback = m.allowNonLoopback === true;
+  if (listen !== '' && !allowNonLoopback && !isLoopbackHost(listen.slice(0, listen.lastIndexOf(':')))) {
+    fail('metrics.listen', `${listen}: /metrics is plain HTTP without authentication and listens only on a loopback address (127.0.0.1, ::1, localhost) unless metrics.allowNonLoopback: true is also set`);
+  }
+  return { listen, allowNonLoopback };
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

@@ -16,7 +16,9 @@ import type { Assignment__Output } from '../runtime/generated/mcplane/v1/Assignm
 import type { Logger } from '../runtime/logger.ts';
 import { readTlsFiles } from '../runtime/tls.ts';
 import { VERSION } from '../runtime/version.ts';
+import { startMetricsServer, type MetricsServer } from '../runtime/metrics-http.ts';
 import type { AgentConfig } from './agent-config.ts';
+import { AgentMetrics } from './agent-metrics.ts';
 import { desiredFiles, layoutOf } from './desired-files.ts';
 import { describeDrift, DriftMonitor } from './drift-monitor.ts';
 import { enrollIfNeeded } from './enrollment.ts';
@@ -34,7 +36,9 @@ export class Agent {
   readonly journal: Journal;
   readonly engine: UpdateEngine;
   readonly drift: DriftMonitor;
+  readonly metrics: AgentMetrics;
   session: AgentSession | undefined;
+  #metricsServer: MetricsServer | undefined;
   #systemd: SystemdClient;
   #rpm: RpmOstree;
   #os: OsStatus | null = null;
@@ -45,6 +49,7 @@ export class Agent {
 
   private constructor(readonly config: AgentConfig, private readonly log: Logger) {
     this.journal = new Journal(config.paths.stateDir);
+    this.metrics = new AgentMetrics(config.paths.stateDir, () => this.bootId());
     this.#systemd = SystemdClient.connect(config.systemdBus, config.jobTimeoutSeconds * 1000, config.dbusTimeoutSeconds * 1000);
     this.#rpm = new RpmOstree(config.rpmOstree, log, (attempt, retryInMs) =>
       this.engine.note(`rpm-ostree is busy with another transaction; retry ${attempt} in ${(retryInMs / 1000).toFixed(1)}s`), undefined, config.rpmOstreeTimeoutSeconds * 1000);
@@ -53,9 +58,11 @@ export class Agent {
       config, journal: this.journal, systemd: this.#systemd, rpmOstree: this.#rpm,
       rebooter: createRebooter(config.reboot), failpoints: new Failpoints(), log,
       onProgress: (p) => {
+        this.metrics.progress(p);
         if (p.state === 'Working') this.drift.stop();
         if (p.state === 'Done' && p.phase === 'done') {
           if (!this.#reconciling) this.#driftFound = [];
+          this.metrics.drift(this.#driftFound);
           this.#reconciling = false;
           // Watch before the control plane hears "Done", so no edit can slip in between.
           this.#watchDrift();
@@ -77,6 +84,8 @@ export class Agent {
       throw new SystemdError(`cannot reach systemd over D-Bus at ${busName(config.systemdBus)}: ${cause}. Check that systemd is running there, or set systemdBus in the agent config ("system" on a host, or a unix:path= address)`);
     }
     await agent.#refreshOs();
+    agent.metrics.start(agent.engine.progress);
+    await agent.#serveMetrics();
     // Finish or undo whatever a crash or reboot interrupted before talking to anyone.
     agent.engine.resumeAfterRestart();
     if (!agent.journal.state.pending && agent.journal.state.currentSpec) agent.#watchDrift();
@@ -134,7 +143,23 @@ export class Agent {
     this.engine.assign(a, true);
   }
 
+  /**
+   * /metrics is an aid, not the agent's job: an address that cannot be bound (taken, say) is
+   * logged and the agent carries on configuring the host without it.
+   */
+  async #serveMetrics(): Promise<void> {
+    const { listen, allowNonLoopback } = this.config.metrics;
+    if (!listen) return;
+    try {
+      this.#metricsServer = await startMetricsServer({ listen, allowNonLoopback, setting: 'metrics.listen', optIn: 'metrics.allowNonLoopback: true', registry: this.metrics.registry, log: this.log });
+      this.log.info({ metrics: `http://${this.#metricsServer.address}/metrics` }, 'metrics served');
+    } catch (err) {
+      this.log.error({ err: (err as Error).message }, 'metrics are not served; the agent runs on without them');
+    }
+  }
+
   async stop(): Promise<void> {
+    await this.#metricsServer?.close();
     this.session?.stop();
     this.drift.stop();
     await this.engine.idle();
@@ -197,6 +222,7 @@ export class Agent {
   #onDrift(found: Drift[]): void {
     if (this.engine.busy || found.length === 0) return;
     this.#driftFound = found;
+    this.metrics.drift(found);
     const reason = `drift: ${found.map(describeDrift).join('; ')}`;
     if (this.journal.state.currentDriftPolicy === 'Reconcile') {
       this.log.warn({ files: found.map((d) => d.path) }, 'drift policy Reconcile: rewriting the managed files');

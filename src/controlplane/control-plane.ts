@@ -38,6 +38,7 @@ import { ControllerManager } from './controller-manager.ts';
 import { EnrollmentTokenCollector } from './enrollment-token-collector.ts';
 import { LeaderElection } from './leader-election.ts';
 import { LeaderWriter } from './leader-writer.ts';
+import { ServerMetrics } from './metrics/server-metrics.ts';
 import { poolFor, PoolMembershipController } from './pool-membership-controller.ts';
 import { PoolStatusController } from './pool-status-controller.ts';
 import { RenderController } from './render-controller.ts';
@@ -89,7 +90,7 @@ export class ControlPlane {
   readonly #renderWaitMs: number;
   readonly clock: Clock;
 
-  private constructor(readonly cache: ClusterCache, readonly replica: Replica, options: ControlPlaneOptions, private readonly log: Logger) {
+  private constructor(readonly cache: ClusterCache, readonly replica: Replica, options: ControlPlaneOptions, private readonly log: Logger, readonly metrics: ServerMetrics) {
     this.#renderWaitMs = options.renderWaitMs ?? 15_000;
     this.clock = options.clock ?? systemClock;
     this.election = new LeaderElection(cache, replica, log);
@@ -97,17 +98,21 @@ export class ControlPlane {
     this.dispatcher = new AssignmentDispatcher(cache, this.sessions, log);
     const writer = new LeaderWriter(cache, this.election);
     this.#controllers = new ControllerManager([
-      new RenderController(cache, writer, log),
+      new RenderController(cache, writer, log, metrics),
       new PoolMembershipController(cache, writer, log),
       new RolloutController(cache, writer, this.clock, log),
       new PoolStatusController(cache, writer, this.clock),
       new EnrollmentTokenCollector(cache, writer, options.tokenSweepMs ?? 600_000, log),
     ], cache, log);
     this.election.on('leading', (leading) => this.#controllers.setLeading(leading));
+    // A session this replica is opening shows in the cache before the stream is recorded here.
+    metrics.bind({ cache, leading: () => this.leading, holdsStream: (node) => this.sessions.get(node) !== undefined || cache.sessions.get(node)?.value.replica === replica.name });
   }
 
   static async start(store: Store, options: ControlPlaneOptions, log: Logger): Promise<ControlPlane> {
-    const cache = await ClusterCache.start(store, log);
+    // Every metric lives here, served or not: --metrics-listen only decides whether it is exposed.
+    const metrics = new ServerMetrics(options.replicaName);
+    const cache = await ClusterCache.start(metrics.instrument(store), log);
     let cp: ControlPlane | undefined;
     const replica = new Replica(store, cache, {
       name: options.replicaName,
@@ -116,7 +121,7 @@ export class ControlPlane {
       heartbeatMs: options.heartbeatMs ?? 5000,
       agents: () => cp?.sessions.size ?? 0,
     }, log);
-    cp = new ControlPlane(cache, replica, options, log);
+    cp = new ControlPlane(cache, replica, options, log, metrics);
     try {
       await cp.#createDefaultPools();
       await replica.start();
@@ -381,6 +386,7 @@ export class ControlPlane {
     // replica sees now, for the agent's log.
     const membership = poolFor(this.cache, reg.nodeName, this.cache.nodeRecords.get(reg.nodeName)?.value.labels ?? reg.labels);
     this.log.info({ node: reg.nodeName, pool: membership.pool || undefined, poolError: membership.poolError, bootId: reg.bootId, current: status.currentConfig || undefined, new: isNew }, 'node registered');
+    this.metrics.phases.report(reg.nodeName, status, true);
     stream.write({ registered: { pool: membership.pool } });
     this.dispatcher.sendAssignment(session, true);
     await this.dispatcher.deliverReapply(session);
@@ -388,7 +394,10 @@ export class ControlPlane {
   }
 
   reportStatus(nodeName: string, status: NodeStatus): void {
-    this.sessions.report(nodeName, sanitizeStatus(status));
+    const clean = sanitizeStatus(status);
+    // Timed only while this replica holds the node's stream (as the report is stored only then).
+    if (this.sessions.get(nodeName)) this.metrics.phases.report(nodeName, clean, true);
+    this.sessions.report(nodeName, clean);
   }
 
   async disconnect(nodeName: string, stream: AgentStream): Promise<void> {

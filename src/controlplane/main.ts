@@ -33,6 +33,8 @@ interface Flags {
   advertise?: string;
   bootstrapAdvertise?: string;
   logLevel?: string;
+  metricsListen?: string;
+  metricsAllowNonLoopback?: boolean;
 }
 
 /** The config file uses the flags' names in camelCase: dataDir, listen, pkiDir, ... */
@@ -58,6 +60,8 @@ export function resolveOptions(flags: Flags): ServerOptions & { logLevel?: strin
     insecure: f.insecure ?? false,
   };
   if (f.logLevel) options.logLevel = f.logLevel;
+  if (f.metricsListen) options.metrics = { listen: f.metricsListen, allowNonLoopback: f.metricsAllowNonLoopback === true };
+  else if (f.metricsAllowNonLoopback) throw new ConfigurationError('--metrics-allow-non-loopback needs --metrics-listen HOST:PORT');
   if (f.replicaName) options.replicaName = f.replicaName;
   if (f.store) options.etcd = parseStoreUrl(f);
   else if (f.etcdCa || f.etcdCert || f.etcdKey) throw new ConfigurationError('--etcd-ca/--etcd-cert/--etcd-key need --store etcd://HOST:PORT[,HOST:PORT...]');
@@ -122,6 +126,8 @@ export async function main(argv: string[]): Promise<void> {
     .option('--bootstrap-listen <host:port>', `bootstrap endpoint address (default 0.0.0.0:${DEFAULT_BOOTSTRAP_PORT})`)
     .option('--advertise <host:port>', 'gRPC address written into bootstrapped hosts\' agent config')
     .option('--bootstrap-advertise <host:port>', 'bootstrap address written into bootstrapped hosts\' agent config')
+    .option('--metrics-listen <host:port>', 'serve Prometheus metrics over plain HTTP at http://HOST:PORT/metrics (default: off; loopback addresses only)')
+    .option('--metrics-allow-non-loopback', 'let --metrics-listen use an address other than loopback (unauthenticated plain HTTP: firewall it)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error']))
     .showHelpAfterError();
   program.parse(argv, { from: 'user' });

@@ -9,6 +9,7 @@ import type { Logger } from '../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from './cluster-cache.ts';
 import type { Controller } from './controller.ts';
 import type { LeaderWriter } from './leader-writer.ts';
+import type { ServerMetrics } from './metrics/server-metrics.ts';
 import { poolStatusFor } from './pool-status-controller.ts';
 import { opBytes } from './store/store-limits.ts';
 import { STORE_LIMITS, type WriteOp } from './store/store.ts';
@@ -21,7 +22,7 @@ export class RenderController implements Controller {
   readonly name = 'render';
   readonly leaderOnly = true;
 
-  constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly log: Logger) {}
+  constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly log: Logger, private readonly metrics?: Pick<ServerMetrics, 'observeRender'>) {}
 
   interestedIn(change: CacheChange): boolean {
     return change.changed.has('MachineConfig') || change.changed.has('MachineConfigPool');
@@ -42,20 +43,24 @@ export class RenderController implements Controller {
       if (current?.value.renderedInputs === inputs) continue;
       const previous: PoolStatusRecord = current?.value ?? { target: '', targetSources: [], renderProblems: [], renderedInputs: '', renderedRevision: 0 };
       let next: PoolStatusRecord;
+      const started = performance.now();
+      // The merge and its size check, not the writes after them: those are the store's latency.
+      const elapsed = (): number => (performance.now() - started) / 1000;
       try {
         const rendered = renderPool(pool, configValues);
-        if (!this.cache.rendered.has(rendered.name)) {
-          const { specJson: _json, ...value } = rendered;
-          const op: WriteOp = { type: 'put', kind: 'RenderedConfig', name: rendered.name, value: value satisfies StoredRendered };
-          checkRenderedSize(name, op);
-          await this.writer.commit([op]);
-        }
+        const { specJson: _json, ...value } = rendered;
+        const op: WriteOp = { type: 'put', kind: 'RenderedConfig', name: rendered.name, value: value satisfies StoredRendered };
+        const stored = this.cache.rendered.has(rendered.name);
+        if (!stored) checkRenderedSize(name, op);
+        this.metrics?.observeRender(elapsed(), true);
+        if (!stored) await this.writer.commit([op]);
         if (previous.target !== rendered.name) {
           this.log.info({ pool: name, from: previous.target || undefined, to: rendered.name, sources: rendered.sources.length }, 'pool target changed');
         }
         next = { ...previous, target: rendered.name, targetSources: rendered.sources, renderProblems: [], renderedInputs: inputs, renderedRevision: revision };
       } catch (err) {
         if (!(err instanceof RenderError)) throw err;
+        this.metrics?.observeRender(elapsed(), false);
         if (previous.renderProblems.length === 0) this.log.warn({ pool: name, problems: err.problems }, 'render failed; the pool keeps its last good config');
         next = { ...previous, renderProblems: err.problems, renderedInputs: inputs, renderedRevision: revision };
       }

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import type { Server as HttpsServer } from 'node:https';
 import { ConfigurationError } from '../machineconfig/index.ts';
 import { createLogger, type Logger } from '../runtime/logger.ts';
+import { checkMetricsListen, startMetricsServer, type MetricsServer } from '../runtime/metrics-http.ts';
 import { isLoopbackHost, parseHostPort, readTlsFiles, serverCredentials, type TlsFiles } from '../runtime/tls.ts';
 import { reachableAddress, startBootstrapServer } from './bootstrap-server.ts';
 import type { Clock } from './clock.ts';
@@ -40,6 +41,8 @@ export interface ServerOptions {
   tokenSweepMs?: number;
   /** The time decisions read; tests pass a ManualClock (no flag: production runs on real time). */
   clock?: Clock;
+  /** Prometheus /metrics over plain HTTP (off when absent); loopback only unless allowNonLoopback. */
+  metrics?: { listen: string; allowNonLoopback?: boolean };
   log?: Logger;
 }
 
@@ -47,6 +50,8 @@ export interface ServerHandle {
   controlPlane: ControlPlane;
   grpcPort: number;
   bootstrapPort?: number;
+  /** The /metrics port, when --metrics-listen was given. */
+  metricsPort?: number;
   /** Stops taking work, finishes in-flight calls and writes, closes the store. */
   close(graceMs?: number): Promise<void>;
 }
@@ -61,11 +66,15 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
     throw new ConfigurationError(`--insecure serves plaintext and is allowed only on a loopback address; --listen ${options.listen} is not one`);
   }
   const tls = options.tls && !options.insecure ? readTlsFiles(options.tls, 'server TLS') : undefined;
+  const metricsListen = options.metrics && { ...options.metrics, setting: '--metrics-listen', optIn: '--metrics-allow-non-loopback' };
+  // Refused before anything starts, like a plaintext --listen.
+  if (metricsListen) checkMetricsListen(metricsListen);
 
   const store = await openStore({ dataDir: options.dataDir, ...(options.etcd ? { etcd: options.etcd } : {}), log });
   let cp: ControlPlane | undefined;
   let bootstrap: HttpsServer | undefined;
   let grpc: GrpcServerHandle | undefined;
+  let metrics: MetricsServer | undefined;
   try {
     // The port is bound first: the replica advertises the address it really listens on.
     grpc = await startGrpcServer(options.listen, serverCredentials(tls), log);
@@ -100,7 +109,11 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       }, b.host.replace(/^\[|\]$/g, ''), b.port, log);
     }
     const bootstrapPort = bootstrap ? (bootstrap.address() as { port: number }).port : undefined;
-    log.info({ grpc: `${host}:${grpc.port}`, tls: tls !== undefined, bootstrapPort, store: store.backend, replica: cp.replica.name, leader: cp.leading, ...(options.etcd ? {} : { dataDir: options.dataDir }) }, 'mcplane-server ready');
+    if (metricsListen) {
+      cp.metrics.collectProcessMetrics();
+      metrics = await startMetricsServer({ ...metricsListen, registry: cp.metrics.registry, log });
+    }
+    log.info({ grpc: `${host}:${grpc.port}`, tls: tls !== undefined, bootstrapPort, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}), store: store.backend, replica: cp.replica.name, leader: cp.leading, ...(options.etcd ? {} : { dataDir: options.dataDir }) }, 'mcplane-server ready');
 
     const controlPlane = cp;
     const server = grpc;
@@ -109,11 +122,13 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       controlPlane,
       grpcPort: grpc.port,
       bootstrapPort,
+      ...(metrics ? { metricsPort: metrics.port } : {}),
       close(graceMs = 1500) {
         closing ??= (async () => {
           log.info('shutting down: no new calls, finishing in-flight ones');
           setServing(false);
           bootstrap?.close();
+          await metrics?.close();
           // Long-lived calls never end on their own: Watch streams get a status saying why, agent
           // streams end so agents reconnect elsewhere.
           controlPlane.lifecycle.emit('shutdown');
@@ -138,6 +153,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
     };
   } catch (err) {
     bootstrap?.close();
+    await metrics?.close();
     grpc?.server.forceShutdown();
     await cp?.stop();
     await store.close();

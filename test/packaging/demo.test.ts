@@ -82,6 +82,7 @@ test('npm run demo explains its table, ends with the pools Updated, and leaves n
     assert.match(out, /GET \/config\/worker \(bootstrap token\)/);
     // Where to look in a browser: the dashboard against this demo's server and credentials.
     assert.match(out, /live view in a browser while the demo runs \(from another terminal\): npm run -s mcctl -- --server 127\.0\.0\.1:\d+ --pki-dir \S+\/pki dashboard$/m);
+    assert.match(out, /^ {3}Prometheus metrics while the demo runs: curl -s http:\/\/127\.0\.0\.1:\d+\/metrics \| grep -E '\^\(mco\|mcplane\)_'$/m);
     for (const node of ['worker-a', 'worker-b', 'infra-a']) assert.match(out, new RegExp(`^\\s+${node}\\s+pool \\w+, rendered-\\S+, Done`, 'm'));
     // It says what the viewer is looking at: the columns, and why new hosts do not queue.
     assert.match(out, /^\s+TIME\s+NODE\s+STATE\s+PHASE\s+CURRENT -> DESIRED CONFIG\s+REASON$/m);

@@ -94,10 +94,12 @@ test('rpm -qlp: each carries its runtime under /usr/lib/mcplane/, the protos it 
   for (const f of ['/usr/bin/mcplane-server', '/usr/bin/mcctl', '/usr/lib/mcplane/server/node', '/usr/lib/mcplane/server/mcplane-server.cjs',
     '/usr/lib/mcplane/server/mcctl.cjs', '/usr/lib/mcplane/server/node_modules/grpc-health-check/proto/health/v1/health.proto',
     '/usr/lib/mcplane/server/node_modules/@grpc/reflection/build/proto/grpc/reflection/v1alpha/reflection.proto',
-    '/usr/lib/systemd/system/mcplane-server.service', '/etc/mcplane/server.yaml', '/var/lib/mcplane-server']) {
+    '/usr/lib/systemd/system/mcplane-server.service', '/etc/mcplane/server.yaml', '/var/lib/mcplane-server',
+    '/usr/share/mcplane/prometheus/mcplane-alerts.yaml']) {
     assert.ok(server.includes(f), `server RPM has ${f}`);
   }
   assert.ok(!server.includes('/var/lib/mcplane'), 'the server keeps no state in the agent\'s directory');
+  assert.ok(!agent.some((f) => f.includes('prometheus')), 'the alert rules are the server package\'s');
   assert.match(rpm('-qp', '--configfiles', agentRpm), /^\/etc\/mcplane\/agent\.yaml$/m);
   assert.match(rpm('-qp', '--configfiles', serverRpm), /^\/etc\/mcplane\/server\.yaml$/m);
 });
@@ -163,6 +165,11 @@ test('installed into a temporary root, the programs run from there', { skip }, (
     assert.equal(statSync(join(root, state)).mode & 0o777, 0o700, state);
   }
   assert.match(rpm('-qp', '--qf', '[%{FILENAMES} %{FILEUSERNAME}:%{FILEGROUPNAME}\\n]', serverRpm), /^\/var\/lib\/mcplane-server mcplane-server:mcplane-server$/m);
+  // The alert rules arrive as shipped, readable, and promtool accepts the installed copy.
+  const rules = join(root, 'usr/share/mcplane/prometheus/mcplane-alerts.yaml');
+  assert.equal(statSync(rules).mode & 0o777, 0o644);
+  assert.ok(readFileSync(rules).equals(readFileSync(join(REPO_ROOT, 'packaging/prometheus/mcplane-alerts.yaml'))));
+  if (spawnSync('promtool', ['--version']).status === 0) assert.equal(spawnSync('promtool', ['check', 'rules', rules]).status, 0);
   for (const program of ['mcplane-agent', 'mcctl', 'mcplane-server']) {
     const r = spawnSync(join(root, 'usr/bin', program), ['--version'], { encoding: 'utf8' });
     assert.equal(r.status, 0, `${program}: ${r.stderr}`);
