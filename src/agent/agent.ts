@@ -120,6 +120,8 @@ export class Agent {
       bootId: this.bootId(),
       agentVersion: VERSION,
       lastDisruption: j.lastDisruption,
+      currentUpdate: j.currentUpdate ?? null,
+      lastUpdate: j.lastUpdate ?? null,
     };
   }
 
