@@ -58,6 +58,8 @@ interface NodeSeen {
   /** Phases already reported, per update id (the running update and the last finished). */
   phases: Map<string, number>;
   lastUpdate: string;
+  /** Degraded or Unreconcilable since it last was Done (it goes through Working to recover). */
+  failed: NodeState | '';
 }
 
 const WATCHED = ['PoolStatus', 'NodeAssignment', 'NodeStatus', 'Node'] as const;
@@ -98,7 +100,7 @@ export class EventRecorder implements Controller {
       // A node new since the last pass starts from nothing, except the update it finished
       // before it came (its journal's lastUpdate is old news).
       const before = first ? undefined : this.#nodes!.get(view.name) ?? {
-        desired: '', state: 'Done' as NodeState, drift: 0, lastUpdate: view.status.lastUpdate?.id ?? '',
+        desired: '', state: 'Done' as NodeState, drift: 0, failed: '' as const, lastUpdate: view.status.lastUpdate?.id ?? '',
         phases: new Map(view.status.lastUpdate ? [[view.status.lastUpdate.id, view.status.lastUpdate.phases.length]] : []),
       };
       nodes.set(view.name, this.#node(view, before, out, now));
@@ -130,6 +132,7 @@ export class EventRecorder implements Controller {
     const updates = [s.lastUpdate, s.currentUpdate].filter((u): u is UpdateRecord => !!u);
     const seen: NodeSeen = {
       desired: view.desiredConfig, state: s.state, drift: s.drift.length, lastUpdate: s.lastUpdate?.id ?? '',
+      failed: FAILED.has(s.state) ? s.state : s.state === 'Done' ? '' : before?.failed ?? '',
       phases: new Map(updates.map((u) => [u.id, u.phases.length])),
     };
     if (!before) return seen;
@@ -141,7 +144,7 @@ export class EventRecorder implements Controller {
     }
     for (const u of updates) {
       for (const phase of u.phases.slice(before.phases.get(u.id) ?? 0)) {
-        add('Normal', 'PhaseChanged', `update to ${u.toConfig}: ${phase.name}${phase.source === 'control-plane' ? ' (control plane)' : ''}`, phase.startedUnixMs || now);
+        add('Normal', 'PhaseChanged', `update ${u.fromConfig || '<none>'} -> ${u.toConfig}: ${phase.name}${phase.source === 'control-plane' ? ' (control plane)' : ''}`, phase.startedUnixMs || now);
       }
     }
     const last = s.lastUpdate;
@@ -149,14 +152,14 @@ export class EventRecorder implements Controller {
       const took = last.endedUnixMs && last.startedUnixMs ? ` in ${Math.max(0, Math.round((last.endedUnixMs - last.startedUnixMs) / 1000))}s` : '';
       const at = last.endedUnixMs || now;
       if (last.result === 'Done') add('Normal', 'UpdateDone', `updated ${last.fromConfig || '<none>'} -> ${last.toConfig}${took} (disruption: ${last.disruption || 'none'})`, at);
-      else if (last.result === 'RolledBack') add('Warning', 'RolledBack', `update to ${last.toConfig} rolled back: ${last.reason}`, at);
-      else add('Warning', 'UpdateFailed', `update to ${last.toConfig} ${last.result}: ${last.reason}`, at);
+      else if (last.result === 'RolledBack') add('Warning', 'RolledBack', `update ${last.fromConfig || '<none>'} -> ${last.toConfig} rolled back: ${last.reason}`, at);
+      else add('Warning', 'UpdateFailed', `update ${last.fromConfig || '<none>'} -> ${last.toConfig} ${last.result}: ${last.reason}`, at);
     }
     if (seen.drift > 0 && before.drift === 0) {
       add('Warning', 'DriftDetected', `drift: ${s.drift.map((d) => `${d.kind} ${d.path}`).join(', ')}`);
     }
     if (FAILED.has(seen.state) && seen.state !== before.state) add('Warning', seen.state, s.reason || `the node is ${seen.state}`);
-    if (seen.state === 'Done' && FAILED.has(before.state)) add('Normal', 'Recovered', `the node is Done again on ${s.currentConfig || '<none>'} (was ${before.state})`);
+    if (seen.state === 'Done' && before.failed) add('Normal', 'Recovered', `the node is Done again on ${s.currentConfig || '<none>'} (was ${before.failed})`);
     return seen;
   }
 
