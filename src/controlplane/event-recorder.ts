@@ -140,7 +140,10 @@ export class EventRecorder implements Controller {
     const pool = view.pool;
     const add = (type: EventInput['type'], reason: string, message: string, at = now): void => { out.push({ type, reason, object, pool, message, at }); };
     if (seen.desired && seen.desired !== before.desired) {
-      add('Normal', 'NodeAssigned', `assigned ${seen.desired}${before.desired ? ` (was ${before.desired})` : ''}`);
+      // This pass may come after the agent already started on it (the dispatcher sends as soon
+      // as the assignment is stored): the assignment happened no later than that start.
+      const started = updates.filter((u) => u.toConfig === seen.desired && u.startedUnixMs > 0).map((u) => u.startedUnixMs - 1);
+      add('Normal', 'NodeAssigned', `assigned ${seen.desired}${before.desired ? ` (was ${before.desired})` : ''}`, Math.min(now, ...started));
     }
     for (const u of updates) {
       for (const phase of u.phases.slice(before.phases.get(u.id) ?? 0)) {
