@@ -29,8 +29,9 @@ export function boundNodeStatus(status: NodeStatus): NodeStatus {
     bootId: cut(status.bootId),
     agentVersion: cut(status.agentVersion),
     lastDisruption: cut(status.lastDisruption),
-    currentUpdate: boundUpdateRecord(status.currentUpdate),
-    lastUpdate: boundUpdateRecord(status.lastUpdate),
+    // An agent from before update records sends none: the status stays as it was.
+    ...(status.currentUpdate !== undefined ? { currentUpdate: boundUpdateRecord(status.currentUpdate) } : {}),
+    ...(status.lastUpdate !== undefined ? { lastUpdate: boundUpdateRecord(status.lastUpdate) } : {}),
   };
 }
 
