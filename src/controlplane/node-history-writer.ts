@@ -22,7 +22,8 @@ const ATTEMPTS = 3;
 export class NodeHistoryWriter {
   /** The last record id stored (or being stored) per node: repeats of a report cost nothing. */
   #offered = new Map<string, string>();
-  #queue: Promise<void> = Promise.resolve();
+  /** One chain per node: a node's records are stored in order, nodes do not wait for each other. */
+  #queues = new Map<string, Promise<void>>();
   controlPlanePhases: ControlPlanePhases = () => [];
 
   constructor(private readonly cache: ClusterCache, private readonly log: Logger) {}
@@ -31,17 +32,19 @@ export class NodeHistoryWriter {
   offer(node: string, epoch: string, record: UpdateRecord | null | undefined): void {
     if (!record || !record.result || this.#offered.get(node) === record.id) return;
     this.#offered.set(node, record.id);
-    this.#queue = this.#queue
+    const queued: Promise<void> = (this.#queues.get(node) ?? Promise.resolve())
       .then(() => this.#write(node, epoch, record))
       .catch((err: unknown) => {
-        this.#offered.delete(node);
+        if (this.#offered.get(node) === record.id) this.#offered.delete(node);
         this.log.warn({ err, node, update: record.id }, 'could not store the node\'s update in its history; the agent reports it again when it reconnects');
-      });
+      })
+      .finally(() => { if (this.#queues.get(node) === queued) this.#queues.delete(node); });
+    this.#queues.set(node, queued);
   }
 
   /** Resolves once every offered record is stored or given up (shutdown, tests). */
-  idle(): Promise<void> {
-    return this.#queue;
+  async idle(): Promise<void> {
+    while (this.#queues.size) await Promise.all(this.#queues.values());
   }
 
   async #write(node: string, epoch: string, reported: UpdateRecord): Promise<void> {

@@ -3,6 +3,7 @@
 // over loopback mTLS, and mcctl as a separate process.
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
@@ -13,7 +14,7 @@ import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
-import { runCliAsync } from '../helpers/run-cli.ts';
+import { REPO_ROOT, runCliAsync } from '../helpers/run-cli.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
@@ -213,7 +214,7 @@ test('mcctl describe node ends with the update timeline', { skip }, async () => 
   const r = await cli('describe', 'node', NODE);
   assert.equal(r.status, 0, r.stderr);
   const timeline = r.stdout.slice(r.stdout.indexOf('Updates:'));
-  assert.match(timeline, /^Updates:\s+5 kept, oldest first\n/);
+  assert.match(timeline, /^Updates:\s+5 kept, oldest first\n/, 'the first, the reboot, the failure, its fix and the Watch test\'s');
   assert.match(timeline, /\n {2}<none> -> rendered-worker-\S+\n {4}Result: +Done\n/);
   assert.match(timeline, /\n {4}Result: +Degraded: actions: unit broken\.service/);
   assert.match(timeline, /\n {4}Disruption: +reboot: kernelArguments changed\n/);
@@ -221,9 +222,37 @@ test('mcctl describe node ends with the update timeline', { skip }, async () => 
   assert.match(timeline, /\n {4}PHASE +STARTED +DURATION\n/);
 });
 
+test('mcctl get events -w prints the table, then each new event as a row', { skip }, async () => {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'get', 'events', '-w', '--pool', 'worker', '-s', server.address, '--pki-dir', server.pki.dir], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => { out += d; });
+  try {
+    const until = async (re: RegExp) => {
+      for (const end = Date.now() + 20_000; !re.test(out); await new Promise((r) => setTimeout(r, 50))) {
+        assert.ok(Date.now() < end, `no ${re} in:\n${out}`);
+      }
+    };
+    await until(/^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE\n/);
+    const before = out.length;
+    await apply(mcYaml('90-watch', 'worker', '  config:\n    ignition: {version: 3.4.0}\n    storage: {files: [{path: /etc/demo/watch, contents: {source: "data:,w"}}]}\n'));
+    await until(/Normal\s+ConfigRendered\s+pool\/worker\s+rendered \S+ from \d+ MachineConfigs: .*90-watch/);
+    assert.ok(out.lastIndexOf('90-watch') > before, 'the new event came after the table');
+    const want = await target();
+    await untilNode(c, [host], NODE, (n) => n.status!.currentConfig === want && n.status!.state === 'Done', 30_000);
+    await until(/UpdateDone\s+node\/hist-a\s+updated \S+ -> \S+ in \d+s \(disruption: none\)\n(.|\n)*$/);
+  } finally {
+    child.kill();
+  }
+});
+
+test('bad requests for events and history are refused, naming the field and the rule', { skip }, async () => {
+  await assert.rejects(call(c, c.status.listEvents.bind(c.status), { node: '', pool: '', limit: -1 }, 'list events'), /limit: limit must be 0 \(every event kept\) or more, not -1/);
+  await assert.rejects(call(c, c.status.getNodeHistory.bind(c.status), { name: 'no-such-node' }, 'history'), /Node\/no-such-node not found/);
+});
+
 test('the history survives a server restart on the same store', { skip }, async () => {
   const kept = await history();
-  assert.equal(kept.length, 5);
+  assert.equal(kept.length, 6);
   await host.kill();
   await server.close();
   server = await startTestServer({ dataDir: server.dataDir });
