@@ -80,6 +80,8 @@ test('npm run demo explains its table, ends with the pools Updated, and leaves n
     assert.match(out, /pool worker\s+rendered-worker-\S+\s+machines 2, updated 2, degraded 0\s+Updated=True Updating=False Degraded=False/);
     assert.match(out, /pool infra\s+rendered-infra-\S+\s+machines 1, updated 1, degraded 0\s+Updated=True/);
     assert.match(out, /GET \/config\/worker \(bootstrap token\)/);
+    // Each host's update history: its first config and the change, the last with its phases.
+    assert.equal(out.match(/^\s+history\s+2 updates; the last Done in \d+ms: check \d+ms, diff \d+ms, plan \d+ms, apply \d+ms, actions \d+ms, validate \d+ms$/gm)?.length, 3, out);
     for (const node of ['worker-a', 'worker-b', 'infra-a']) assert.match(out, new RegExp(`^\\s+${node}\\s+pool \\w+, rendered-\\S+, Done`, 'm'));
     // It says what the viewer is looking at: the columns, and why new hosts do not queue.
     assert.match(out, /^\s+TIME\s+NODE\s+STATE\s+PHASE\s+CURRENT -> DESIRED CONFIG\s+REASON$/m);
