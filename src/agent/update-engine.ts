@@ -226,8 +226,8 @@ export class UpdateEngine {
     if (j.state.pending) this.#files.finish();
     j.update((s) => {
       const now = Date.now();
-      // An update still open here was overtaken (a failed one kept for its reboot or validation).
-      if (s.currentUpdate) s.lastUpdate = finishUpdate(s.currentUpdate, s.failure?.state === 'Unreconcilable' ? 'Unreconcilable' : 'Degraded', s.failure?.reason || `superseded by an update to ${a.config} before it finished`, now);
+      // An update still open here was overtaken before it finished (waiting for its reboot).
+      if (s.currentUpdate) s.lastUpdate = finishUpdate(s.currentUpdate, 'Superseded', `superseded by an update to ${a.config} before it finished`, now);
       const id = randomBytes(4).toString('hex');
       s.pending = {
         id, from: s.currentConfig, to: a.config, toSpec: a.spec,

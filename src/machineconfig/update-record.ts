@@ -3,7 +3,8 @@
 // finished in its journal; the control plane keeps the last few per node (NodeHistory). Pure
 // shapes and rules, shared by both sides, so both bound and read them the same way.
 
-export type UpdateResult = 'Done' | 'Degraded' | 'Unreconcilable' | 'RolledBack';
+/** Superseded: a newer assignment replaced it before it finished (it was neither done nor failed). */
+export type UpdateResult = 'Done' | 'Degraded' | 'Unreconcilable' | 'RolledBack' | 'Superseded';
 
 export interface UpdatePhase {
   name: string;
@@ -35,7 +36,7 @@ export const MAX_HISTORY_UPDATES = 20;
 export const MAX_UPDATE_PHASES = 32;
 const MAX_TEXT = 1024;
 const MAX_REASON = 4096;
-const RESULTS: ReadonlySet<string> = new Set(['Done', 'Degraded', 'Unreconcilable', 'RolledBack']);
+const RESULTS: ReadonlySet<string> = new Set(['Done', 'Degraded', 'Unreconcilable', 'RolledBack', 'Superseded']);
 
 export function startUpdate(id: string, fromConfig: string, toConfig: string, now: number): UpdateRecord {
   return { id, fromConfig, toConfig, startedUnixMs: now, endedUnixMs: 0, phases: [], disruption: '', result: '', reason: '' };
