@@ -238,8 +238,12 @@ export async function describeCommand(c: Clients, resource: string, name: string
   }
   if (r === 'nodes') {
     const node = await call(c, c.status.getNode.bind(c.status), { name }, `describe node ${name}`);
-    const history = await call(c, c.status.getNodeHistory.bind(c.status), { name }, `get the update history of node ${name}`);
-    return describeNode(node) + formatTimeline(history.updates, node.status?.currentUpdate);
+    // A server older than this mcctl has no history to give: the rest is still worth showing.
+    const history = await call(c, c.status.getNodeHistory.bind(c.status), { name }, `get the update history of node ${name}`).catch((err: unknown) => {
+      if ((err as { grpcCode?: number }).grpcCode === 12) return undefined;
+      throw err;
+    });
+    return describeNode(node) + (history ? formatTimeline(history.updates, node.status?.currentUpdate) : 'Updates:         <this server keeps no update history (it is older than mcctl)>\n');
   }
   throw new ConfigurationError(`describe works on pools and nodes; for ${resource} use: mcctl get ${resource} ${name} -o yaml`);
 }
