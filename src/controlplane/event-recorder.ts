@@ -91,7 +91,8 @@ export class EventRecorder implements Controller {
 
   async reconcile(now = Date.now()): Promise<ReconcileResult> {
     const leader = this.cache.leader;
-    const term = leader ? `${leader.value.replica}@${leader.value.since}` : '';
+    // The leader record is written once per election: its revision names the term.
+    const term = leader ? `${leader.value.replica}@${leader.resourceVersion}` : '';
     const first = this.#nodes === undefined || term !== this.#term;
     this.#term = term;
     const out: EventInput[] = [];
