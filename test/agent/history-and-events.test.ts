@@ -275,10 +275,15 @@ test('the history survives a server restart on the same store', { skip }, async 
   const kept = await history();
   assert.equal(kept.length, 7, 'with the re-apply after the drift');
   await host.kill();
+  const allEvents = async () => (await call(c, c.status.listEvents.bind(c.status), { node: '', pool: '', limit: 0 }, 'events')).events.map((e) => `${e.name} x${e.count}`);
+  await new Promise((r) => setTimeout(r, 300));
+  const eventsBefore = await allEvents();
   await server.close();
   server = await startTestServer({ dataDir: server.dataDir });
   c = server.admin();
   assert.deepEqual(await history(), kept);
+  await new Promise((r) => setTimeout(r, 500));
+  assert.deepEqual(await allEvents(), eventsBefore, 'the new leader reports changes from now on, not the old ones again');
   const events = (await call(c, c.status.listEvents.bind(c.status), { node: NODE, pool: '', limit: 3 }, 'events')).events;
   assert.equal(events.length, 3, 'events are stored too, and limit keeps the most recent');
   assert.equal(JSON.parse(readFileSync(`${host.stateDir}/journal.json`, 'utf8')).lastUpdate.id, kept.at(-1)!.id, 'the agent\'s journal holds the last one');
