@@ -174,7 +174,20 @@ async function main(): Promise<void> {
     say(`     kernel      ${os.kernelType}, arguments: ${os.kernelArguments.join(' ')}`);
     say(`     rpm-ostree  ${ostreeCalls.join(' | ') || '<nothing>'}`);
     say(`     last change ${node.status!.lastDisruption || '<none>'}`);
+    // The history is stored when the agent reports the update finished, alongside its status.
+    let updates = (await call(c, c.status.getNodeHistory.bind(c.status), { name: host.options.name }, 'get node history')).updates;
+    for (let i = 0; i < 20 && updates.at(-1)?.toConfig !== node.status!.currentConfig; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      updates = (await call(c, c.status.getNodeHistory.bind(c.status), { name: host.options.name }, 'get node history')).updates;
+    }
+    const last = updates.at(-1);
+    if (last) {
+      const phases = last.phases.map((p) => `${p.name} ${p.endedUnixMs ? `${p.endedUnixMs - p.startedUnixMs}ms` : '-'}`).join(', ');
+      say(`     history     ${updates.length} update${updates.length === 1 ? '' : 's'}; the last ${last.result} in ${last.endedUnixMs - last.startedUnixMs}ms: ${phases}`);
+    }
   }
+  say(dim('\n   `mcctl describe node NAME` ends with a node\'s update timeline; `mcctl get events` lists what'));
+  say(dim('   happened (config rendered, node assigned, each phase, done, degraded), like kubectl get events.'));
   say(dim(`\n   Each host's files are under its temporary root; the demo removes them now. To explore a`));
   say(dim(`   running control plane instead, follow the "Operator guide" in the README.`));
 }

@@ -129,6 +129,8 @@ export class Agent {
       bootId: this.bootId(),
       agentVersion: VERSION,
       lastDisruption: j.lastDisruption,
+      currentUpdate: j.currentUpdate ?? null,
+      lastUpdate: j.lastUpdate ?? null,
     };
   }
 

@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { JournalError } from '../machineconfig/index.ts';
 import { join } from 'node:path';
-import type { DisruptionPlan, DisruptionPolicy, DriftPolicy, MachineConfigSpec, NodeState } from '../machineconfig/index.ts';
+import type { DisruptionPlan, DisruptionPolicy, DriftPolicy, MachineConfigSpec, NodeState, UpdateRecord } from '../machineconfig/index.ts';
 import { fsyncPath, writeFileAtomic } from './durable-fs.ts';
 
 /** The original of a path the agent took over, to put back when no config manages it. */
@@ -68,6 +68,13 @@ export interface JournalState {
    * checked against the disk, the agent does not know what it applied.
    */
   recovered?: { movedTo: string; cause: string } | null;
+  /**
+   * The timeline of the update running now (phases with start and end), kept here so it
+   * survives the agent's restart and the reboot in its middle; absent in older journals.
+   */
+  currentUpdate?: UpdateRecord | null;
+  /** The last update that finished, as reported until the control plane has it in its history. */
+  lastUpdate?: UpdateRecord | null;
 }
 
 const EMPTY = (): JournalState => ({ version: 1, currentConfig: '', currentSpec: null, currentPolicy: null, currentDriftPolicy: 'Degrade', backups: {}, pending: null, lastDisruption: '', failure: null });

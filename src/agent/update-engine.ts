@@ -8,6 +8,10 @@
 //   validate  the disk, systemd and the booted deployment match the config
 //   done      currentConfig advances
 //
+// Each phase is also written to the journal's timeline of the update (currentUpdate) with its
+// start and end, so the record survives a restart and the reboot; a finished update moves to
+// lastUpdate with its result, which the status report carries to the control plane's history.
+//
 // A failure names the step, the object and the cause; a failed apply puts the old files back.
 
 import { randomBytes } from 'node:crypto';
@@ -15,7 +19,11 @@ import { fchmodSync, fchownSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
   diffSpecs,
+  endPhase,
+  enterPhase,
+  finishUpdate,
   planDisruption,
+  startUpdate,
   UnreconcilableError,
   UpdateStepError,
   type DisruptionPolicy,
@@ -190,8 +198,21 @@ export class UpdateEngine {
   }
 
   #report(state: NodeState, phase: string, reason = this.#note): void {
+    this.#recordPhase(state, phase);
     this.progress = { state, phase, reason, desiredConfig: this.#d.journal.state.pending?.to ?? this.#d.journal.state.currentConfig };
     this.#d.onProgress(this.progress);
+  }
+
+  /** A new phase of the pending update goes into its timeline before anyone hears of it. */
+  #recordPhase(state: NodeState, phase: string): void {
+    const j = this.#d.journal;
+    const p = j.state.pending;
+    if (state !== 'Working' || !p || phase === 'done') return;
+    const now = Date.now();
+    const record = j.state.currentUpdate ?? startUpdate(`${p.id}-${randomBytes(2).toString('hex')}`, p.from, p.to, now);
+    if (j.state.currentUpdate && !enterPhase(record, phase, now)) return;
+    if (!j.state.currentUpdate) enterPhase(record, phase, now);
+    j.update((s) => { s.currentUpdate = record; });
   }
 
   async #run(a: Assignment, force: boolean): Promise<void> {
@@ -204,11 +225,16 @@ export class UpdateEngine {
     // A superseded update that failed validation still holds undo links; they are not needed.
     if (j.state.pending) this.#files.finish();
     j.update((s) => {
+      const now = Date.now();
+      // An update still open here was overtaken before it finished (waiting for its reboot).
+      if (s.currentUpdate) s.lastUpdate = finishUpdate(s.currentUpdate, 'Superseded', `superseded by an update to ${a.config} before it finished`, now);
+      const id = randomBytes(4).toString('hex');
       s.pending = {
-        id: randomBytes(4).toString('hex'), from: s.currentConfig, to: a.config, toSpec: a.spec,
+        id, from: s.currentConfig, to: a.config, toSpec: a.spec,
         policy: a.policy, driftPolicy: a.driftPolicy, step: 'check', force,
         ...(this.#note ? { note: this.#note } : {}),
       };
+      s.currentUpdate = startUpdate(`${id}-${randomBytes(2).toString('hex')}`, s.currentConfig, a.config, now);
     });
     this.#d.log.info({ from: j.state.currentConfig || undefined, to: a.config, force }, 'update started');
     await this.#resume();
@@ -232,7 +258,11 @@ export class UpdateEngine {
           await this.#reboot(); // the reboot has not happened yet
           return;
         }
-        j.update((s) => { s.pending!.step = 'validating'; });
+        // The agent is back on the new boot: that is where the reboot phase ends.
+        j.update((s) => {
+          s.pending!.step = 'validating';
+          if (s.currentUpdate) endPhase(s.currentUpdate, Date.now());
+        });
       }
       if (p().step === 'actions-done' || p().step === 'validating') await this.#validateAndFinish();
     } catch (err) {
@@ -318,6 +348,7 @@ export class UpdateEngine {
         s.pending!.step = 'rebooting';
         s.pending!.rebootFromBootId = this.#bootId();
         s.lastDisruption = `reboot: ${plan.rebootReasons.join('; ')}`;
+        if (s.currentUpdate) s.currentUpdate.disruption = s.lastDisruption;
       });
       await this.#reboot();
       return;
@@ -341,6 +372,7 @@ export class UpdateEngine {
     j.update((s) => {
       s.pending!.step = 'actions-done';
       s.lastDisruption = actions.length ? actions.map((a) => (a.unit ? `${a.type} ${a.unit}` : a.type)).join(', ') : 'none';
+      if (s.currentUpdate) s.currentUpdate.disruption = s.lastDisruption;
     });
   }
 
@@ -421,6 +453,8 @@ export class UpdateEngine {
       s.currentDriftPolicy = p.driftPolicy;
       s.pending = null;
       s.failure = null;
+      if (s.currentUpdate) s.lastUpdate = finishUpdate(s.currentUpdate, 'Done', '', Date.now());
+      s.currentUpdate = null;
     });
     this.#d.log.info({ config: p.to }, 'update done');
     this.#report('Done', 'done');
@@ -442,6 +476,8 @@ export class UpdateEngine {
     const j = this.#d.journal;
     j.update((s) => {
       s.failure = { state, phase: e.step, reason: e.message };
+      if (s.currentUpdate) s.lastUpdate = finishUpdate(s.currentUpdate, state, e.message, Date.now());
+      s.currentUpdate = null;
       // Only a reboot still to happen or a validation still to pass is worth resuming; at every
       // other step the files were never committed or have been rolled back, and resuming would
       // replay the commit over the restored ones.

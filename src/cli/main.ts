@@ -75,16 +75,17 @@ export function buildProgram(io: Io): Command {
     .action((opts: { filename: string[] }) => write(validateCommand(opts.filename)));
 
   connectionOptions(program.command('get'))
-    .description('list pools (mcp), nodes, mc, rendered configs or replicas, or get them by name')
-    .argument('<resource...>', 'TYPE [NAME...] | TYPE/NAME... (types: pools, nodes, mc, rendered, replicas)')
+    .description('list pools (mcp), nodes, mc, rendered configs, replicas or events, or get them by name')
+    .argument('<resource...>', 'TYPE [NAME...] | TYPE/NAME... (types: pools, nodes, mc, rendered, replicas, events)')
     .option('-l, --selector <selector>', 'label selector, e.g. node-role.kubernetes.io/worker,topology.kubernetes.io/zone in (a,b)')
     .option('-o, --output <format>', 'wide | name | yaml | json | jsonpath=TEMPLATE (kubectl\'s {.items[*].metadata.name} syntax)')
-    .option('-w, --watch', 'after the list, print a row for every change (pools and nodes)')
+    .option('-w, --watch', 'after the list, print a row for every change (pools, nodes and events)')
     .option('--no-headers', 'no header row in tables')
-    .option('--pool <name>', 'only nodes or rendered configs of this pool')
-    .action((args: string[], opts: { selector?: string; output?: string; watch?: boolean; headers: boolean; pool?: string }) => {
+    .option('--pool <name>', 'only nodes, rendered configs or events of this pool')
+    .option('--node <name>', 'only events about this node (get events)')
+    .action((args: string[], opts: { selector?: string; output?: string; watch?: boolean; headers: boolean; pool?: string; node?: string }) => {
       const format = parseGetFormat(opts.output);
-      return withClients((c) => getCommand(c, io, args, { format, selector: opts.selector, watch: opts.watch ?? false, headers: opts.headers, pool: opts.pool }));
+      return withClients((c) => getCommand(c, io, args, { format, selector: opts.selector, watch: opts.watch ?? false, headers: opts.headers, pool: opts.pool, node: opts.node }));
     });
 
   connectionOptions(program.command('describe')).description('show a pool or a node in detail: conditions, reasons, drift')
@@ -111,10 +112,11 @@ export function buildProgram(io: Io): Command {
   connectionOptions(program.command('watch')).description('print pool and node changes as they happen, reconnecting after a server restart (Ctrl-C to stop)')
     .option('--pools', 'pools only')
     .option('--nodes', 'nodes only')
+    .option('--events', 'also events (with --pools or --nodes: those and events; alone: events only)')
     .option('--give-up-after <duration>', 'exit non-zero after this long without a connection (e.g. 5m, 1h)', '5m')
-    .action((opts: { pools?: boolean; nodes?: boolean; giveUpAfter: string }) => {
+    .action((opts: { pools?: boolean; nodes?: boolean; events?: boolean; giveUpAfter: string }) => {
       const giveUpAfterMs = parseDuration(opts.giveUpAfter, '--give-up-after');
-      return withClients((c) => watchCommand(c, io, { pools: opts.pools ?? false, nodes: opts.nodes ?? false, giveUpAfterMs }));
+      return withClients((c) => watchCommand(c, io, { pools: opts.pools ?? false, nodes: opts.nodes ?? false, events: opts.events ?? false, giveUpAfterMs }));
     });
 
   connectionOptions(program.command('wait'), '--request-timeout <seconds>')

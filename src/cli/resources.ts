@@ -10,15 +10,16 @@ import type { Replica__Output } from '../runtime/generated/mcplane/v1/Replica.ts
 import { call } from './client/call.ts';
 import type { Clients } from './client/connection.ts';
 import { age } from './format.ts';
+import { events } from './events.ts';
 import { condition, machineConfigObject, nodeObject, poolObject, renderedObject, replicaObject } from './objects.ts';
 
-export type ResourceName = 'pools' | 'nodes' | 'mc' | 'rendered' | 'replicas';
+export type ResourceName = 'pools' | 'nodes' | 'mc' | 'rendered' | 'replicas' | 'events';
 
 export interface Resource<T> {
   name: ResourceName;
   /** The TYPE of `-o name` (TYPE/NAME), kubectl's lower-case kind. */
   typeName: string;
-  list(c: Clients, filter: { pool?: string }): Promise<T[]>;
+  list(c: Clients, filter: { pool?: string; node?: string }): Promise<T[]>;
   get(c: Clients, name: string): Promise<T>;
   nameOf(item: T): string;
   object(item: T): Record<string, unknown>;
@@ -28,7 +29,7 @@ export interface Resource<T> {
   wideColumns: string[];
   row(item: T, wide: boolean): (string | number)[];
   /** Which side of StatusService.Watch carries this resource, for -w. */
-  watch?: 'pool' | 'node';
+  watch?: 'pool' | 'node' | 'event';
 }
 
 const ALIASES: Record<string, ResourceName> = {
@@ -37,11 +38,12 @@ const ALIASES: Record<string, ResourceName> = {
   mc: 'mc', machineconfig: 'mc', machineconfigs: 'mc',
   rendered: 'rendered', renderedconfig: 'rendered', renderedconfigs: 'rendered',
   replicas: 'replicas', replica: 'replicas',
+  events: 'events', event: 'events', ev: 'events',
 };
 
 export function resourceOf(name: string): ResourceName {
   const r = ALIASES[name.toLowerCase()];
-  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered or replicas`);
+  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, replicas or events`);
   return r;
 }
 
@@ -162,4 +164,4 @@ const replicas: Resource<Replica__Output> = {
 };
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const RESOURCES: Record<ResourceName, Resource<any>> = { pools, nodes, mc: machineConfigs, rendered, replicas };
+export const RESOURCES: Record<ResourceName, Resource<any>> = { pools, nodes, mc: machineConfigs, rendered, replicas, events };

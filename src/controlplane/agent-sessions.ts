@@ -11,6 +11,7 @@ import { admitNodeLabels, ConflictError, labelsForPool, StoreUnavailableError, t
 import type { ServerMessage } from '../runtime/generated/mcplane/v1/ServerMessage.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from './cluster-cache.ts';
+import { NodeHistoryWriter } from './node-history-writer.ts';
 import { NodeStatusWriter } from './node-status-writer.ts';
 import type { Replica } from './replica.ts';
 import type { WriteOp } from './store/store.ts';
@@ -43,9 +44,12 @@ export interface SessionOpening {
 export class AgentSessions {
   readonly #local = new Map<string, LocalSession>();
   readonly writer: NodeStatusWriter;
+  /** Finished updates into each node's NodeHistory, fenced like the status. */
+  readonly history: NodeHistoryWriter;
 
   constructor(private readonly cache: ClusterCache, private readonly replica: Replica, private readonly log: Logger) {
     this.writer = new NodeStatusWriter(cache, log, (node, epoch) => this.#sessionLost(node, epoch));
+    this.history = new NodeHistoryWriter(cache, log);
     cache.on('change', (change) => this.#onChange(change));
     replica.on('lost', () => this.closeAll());
   }
@@ -95,6 +99,8 @@ export class AgentSessions {
     }
     const local: LocalSession = { node: name, stream, epoch };
     this.#local.set(name, local);
+    // An update that finished while the agent was away (or before a crash here) is stored now.
+    this.history.offer(name, epoch, opening.status.lastUpdate);
     return local;
   }
 
@@ -116,7 +122,9 @@ export class AgentSessions {
   /** The agent sent a status report: stored with the next batch, if the session still holds. */
   report(node: string, status: NodeStatus): void {
     const local = this.#local.get(node);
-    if (local) this.writer.enqueue(node, local.epoch, status);
+    if (!local) return;
+    this.writer.enqueue(node, local.epoch, status);
+    this.history.offer(node, local.epoch, status.lastUpdate);
   }
 
   /** The stream ended. Removes the session record unless a newer session replaced it. */

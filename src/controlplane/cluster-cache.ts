@@ -20,6 +20,7 @@ import type { ChangeEvent, Store, StoredKind, StoredObject } from './store/store
 import {
   LEADER_KEY,
   type AgentSessionRecord,
+  type EventRecord,
   type LeaderRecord,
   type NodeAssignmentRecord,
   type NodeRecordValue,
@@ -34,6 +35,7 @@ import {
 const CACHED_KINDS: readonly StoredKind[] = [
   'MachineConfig', 'MachineConfigPool', 'PoolStatus', 'RenderedConfig', 'Node', 'NodeAssignment',
   'NodeStatus', 'AgentSession', 'ReapplyRequest', 'Replica', 'Leader', 'MachineConfiguration',
+  'Event',
 ];
 
 /** The kinds whose objects together make one node's view. */
@@ -114,6 +116,7 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
   get sessions(): ReadonlyMap<string, StoredObject<AgentSessionRecord>> { return this.#map('AgentSession'); }
   get reapplyRequests(): ReadonlyMap<string, StoredObject<ReapplyRequestRecord>> { return this.#map('ReapplyRequest'); }
   get replicas(): ReadonlyMap<string, StoredObject<ReplicaRecord>> { return this.#map('Replica'); }
+  get events(): ReadonlyMap<string, StoredObject<EventRecord>> { return this.#map('Event'); }
   get leader(): StoredObject<LeaderRecord> | undefined { return this.#map<LeaderRecord>('Leader').get(LEADER_KEY); }
   /** MachineConfiguration/cluster, the cluster-wide disruption policy, when one was applied. */
   get machineConfiguration(): StoredObject<MachineConfiguration> | undefined { return this.#map<MachineConfiguration>('MachineConfiguration').get(CLUSTER_MACHINE_CONFIGURATION); }

@@ -36,6 +36,7 @@ import { systemClock, type Clock } from './clock.ts';
 import { ClusterCache } from './cluster-cache.ts';
 import { ControllerManager } from './controller-manager.ts';
 import { EnrollmentTokenCollector } from './enrollment-token-collector.ts';
+import { EventRecorder } from './event-recorder.ts';
 import { LeaderElection } from './leader-election.ts';
 import { LeaderWriter } from './leader-writer.ts';
 import { ServerMetrics } from './metrics/server-metrics.ts';
@@ -87,6 +88,8 @@ export class ControlPlane {
   readonly dispatcher: AssignmentDispatcher;
   readonly election: LeaderElection;
   readonly #controllers: ControllerManager;
+  /** Events (kubectl get events); other leader-only controllers record theirs through it. */
+  readonly events: EventRecorder;
   readonly #renderWaitMs: number;
   readonly clock: Clock;
 
@@ -97,12 +100,14 @@ export class ControlPlane {
     this.sessions = new AgentSessions(cache, replica, log);
     this.dispatcher = new AssignmentDispatcher(cache, this.sessions, log);
     const writer = new LeaderWriter(cache, this.election);
+    this.events = new EventRecorder(cache, writer, log);
     this.#controllers = new ControllerManager([
       new RenderController(cache, writer, log, metrics),
       new PoolMembershipController(cache, writer, log),
       new RolloutController(cache, writer, this.clock, log),
       new PoolStatusController(cache, writer, this.clock),
       new EnrollmentTokenCollector(cache, writer, options.tokenSweepMs ?? 600_000, log),
+      this.events,
     ], cache, log);
     this.election.on('leading', (leading) => this.#controllers.setLeading(leading));
     // A session this replica is opening shows in the cache before the stream is recorded here.
@@ -155,6 +160,7 @@ export class ControlPlane {
     await this.#controllers.stop();
     this.sessions.closeAll();
     await this.sessions.writer.flush();
+    await this.sessions.history.idle();
     await this.election.resign();
     await this.replica.stop();
     this.cache.stop();
@@ -278,7 +284,7 @@ export class ControlPlane {
       ({ revision } = await this.store.commit([
         // Refused if the agent connected since the check above.
         { type: 'check', kind: 'AgentSession', name, expectedVersion: null },
-        ...(['Node', 'NodeAssignment', 'NodeStatus', 'ReapplyRequest'] as const).map((k) => ({ type: 'delete' as const, kind: k, name })),
+        ...(['Node', 'NodeAssignment', 'NodeStatus', 'ReapplyRequest', 'NodeHistory'] as const).map((k) => ({ type: 'delete' as const, kind: k, name })),
       ]));
     } else {
       throw new InvalidDocumentError([{ object: `${kind}/${name}`, field: 'kind', rule: 'unknown-kind', message: `cannot delete kind "${kind}": use MachineConfig, MachineConfigPool, MachineConfiguration or Node` }]);

@@ -3,7 +3,7 @@
 // the leader (PoolStatus, RenderedConfig, NodeAssignment), the replica holding a node's stream
 // (NodeStatus, AgentSession), each replica for itself (Replica), and the election (Leader).
 
-import type { Labels, NodeStatus, PoolStatus, Problem, RenderedConfig } from '../machineconfig/index.ts';
+import type { Labels, NodeStatus, PoolStatus, Problem, RenderedConfig, UpdateRecord } from '../machineconfig/index.ts';
 
 export type StoredRendered = Omit<RenderedConfig, 'specJson'>;
 
@@ -85,4 +85,27 @@ export interface EnrollmentTokenRecord {
   expiresAt: number;
   usedBy?: string;
   usedAt?: number;
+}
+
+/**
+ * A node's last updates, oldest first, at most MAX_HISTORY_UPDATES. One writer: the replica
+ * holding the node's stream, each write fenced by its session epoch (as NodeStatus), and only
+ * when an update finishes. Not cached: it is read when someone asks for it.
+ */
+export interface NodeHistoryRecord {
+  updates: UpdateRecord[];
+}
+
+/** One event, as Kubernetes keeps them: repeats of the same one raise its count. Leader-written. */
+export interface EventRecord {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  /** node/<name> or pool/<name>. */
+  object: string;
+  message: string;
+  /** The pool the object belonged to when it happened ("" for none). */
+  pool: string;
+  firstTimestamp: number;
+  lastTimestamp: number;
+  count: number;
 }

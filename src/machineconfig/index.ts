@@ -24,3 +24,4 @@ export { isDegraded, isReady, isUpdated, unavailableReason } from './node-availa
 export { computePoolStatus, conditionOf, type PoolStatusInput } from './pool-status.ts';
 export { decideRollout, rolloutOrder, type RolloutDecision } from './rollout.ts';
 export { unselectedConfigs, unselectedConfigWarnings } from './unselected-configs.ts';
+export { appendToHistory, boundUpdateRecord, endPhase, enterPhase, finishUpdate, MAX_HISTORY_UPDATES, MAX_UPDATE_PHASES, startUpdate, withPhase, type UpdatePhase, type UpdateRecord, type UpdateResult } from './update-record.ts';

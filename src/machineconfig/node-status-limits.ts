@@ -4,6 +4,7 @@
 // entries would otherwise make every status read of the whole cluster that much larger.
 
 import type { Drift, NodeStatus, OsStatus } from './types.ts';
+import { boundUpdateRecord } from './update-record.ts';
 
 /** A reason is a sentence or a short stack of them; MCO's are rarely above a few hundred bytes. */
 export const MAX_REASON_CHARS = 4096;
@@ -28,6 +29,9 @@ export function boundNodeStatus(status: NodeStatus): NodeStatus {
     bootId: cut(status.bootId),
     agentVersion: cut(status.agentVersion),
     lastDisruption: cut(status.lastDisruption),
+    // An agent from before update records sends none: the status stays as it was.
+    ...(status.currentUpdate !== undefined ? { currentUpdate: boundUpdateRecord(status.currentUpdate) } : {}),
+    ...(status.lastUpdate !== undefined ? { lastUpdate: boundUpdateRecord(status.lastUpdate) } : {}),
   };
 }
 

@@ -201,6 +201,9 @@ export interface NodeStatus {
   bootId: string;
   agentVersion: string;
   lastDisruption: string;
+  /** The update running now and the last one finished, from the agent's journal. */
+  currentUpdate?: import('./update-record.ts').UpdateRecord | null;
+  lastUpdate?: import('./update-record.ts').UpdateRecord | null;
 }
 
 /** A registered host, as the control plane keeps it. */

@@ -83,6 +83,8 @@ test('npm run demo explains its table, ends with the pools Updated, and leaves n
     // Where to look in a browser: the dashboard against this demo's server and credentials.
     assert.match(out, /live view in a browser while the demo runs \(from another terminal\): npm run -s mcctl -- --server 127\.0\.0\.1:\d+ --pki-dir \S+\/pki dashboard$/m);
     assert.match(out, /^ {3}Prometheus metrics while the demo runs: curl -s http:\/\/127\.0\.0\.1:\d+\/metrics \| grep -E '\^\(mco\|mcplane\)_'$/m);
+    // Each host's update history: its first config and the change, the last with its phases.
+    assert.equal(out.match(/^\s+history\s+2 updates; the last Done in \d+ms: check \d+ms, diff \d+ms, plan \d+ms, apply \d+ms, actions \d+ms, validate \d+ms$/gm)?.length, 3, out);
     for (const node of ['worker-a', 'worker-b', 'infra-a']) assert.match(out, new RegExp(`^\\s+${node}\\s+pool \\w+, rendered-\\S+, Done`, 'm'));
     // It says what the viewer is looking at: the columns, and why new hosts do not queue.
     assert.match(out, /^\s+TIME\s+NODE\s+STATE\s+PHASE\s+CURRENT -> DESIRED CONFIG\s+REASON$/m);

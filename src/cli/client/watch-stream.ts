@@ -13,6 +13,8 @@ import type { Clients } from './connection.ts';
 export interface WatchOptions {
   pools: boolean;
   nodes: boolean;
+  /** Events (kubectl get events -w); only when asked for. */
+  events?: boolean;
   /** The current state (every ADDED event up to SYNCED): on connecting, and again after each reconnect. */
   onSnapshot(events: WatchEvent__Output[]): void;
   /** Each change after the snapshot, in the order the server sent them. */
@@ -77,7 +79,7 @@ export function watchWithReconnect(c: Clients, o: WatchOptions): WatchHandle {
   // socket's or TLS's own reason, which explain() turns into a likely cause.
   const open = (): void => {
     {
-      const s = c.status.watch({ pools: o.pools, nodes: o.nodes });
+      const s = c.status.watch({ pools: o.pools, nodes: o.nodes, events: o.events ?? false });
       stream = s;
       let snapshot: WatchEvent__Output[] | undefined = [];
       let ended = false;

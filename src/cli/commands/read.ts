@@ -10,6 +10,7 @@ import type { Clients } from '../client/connection.ts';
 import { watchWithReconnect } from '../client/watch-stream.ts';
 import { age, columnWidths, formatRow, table } from '../format.ts';
 import { parseSelectorFlag } from '../label-selector-flag.ts';
+import { formatTimeline } from '../update-timeline.ts';
 import { formatOne, type GetFormat } from '../output.ts';
 import { RESOURCES, resourceOf, type Resource, type ResourceName } from '../resources.ts';
 
@@ -28,6 +29,8 @@ export interface GetOptions {
   headers: boolean;
   watch: boolean;
   pool?: string;
+  /** Events about this node only (get events). */
+  node?: string;
 }
 
 interface Target {
@@ -73,8 +76,11 @@ export async function getCommand(c: Clients, io: Io, args: string[], options: Ge
   const targets = parseTargets(args);
   const selector = options.selector !== undefined ? parseSelectorFlag(options.selector) : undefined;
   if (selector && targets.some((t) => t.names.length)) throw new ConfigurationError('--selector cannot be combined with names: give one or the other');
-  if (options.pool !== undefined && targets.some((t) => t.resource !== 'nodes' && t.resource !== 'rendered')) {
-    throw new ConfigurationError('--pool filters nodes and rendered configs only');
+  if (options.pool !== undefined && targets.some((t) => t.resource !== 'nodes' && t.resource !== 'rendered' && t.resource !== 'events')) {
+    throw new ConfigurationError('--pool filters nodes, rendered configs and events only');
+  }
+  if (options.node !== undefined && targets.some((t) => t.resource !== 'events')) {
+    throw new ConfigurationError('--node filters events only (mcctl get events --node NAME)');
   }
   if (options.watch) return watchGet(c, io, targets, selector, options);
 
@@ -83,7 +89,7 @@ export async function getCommand(c: Clients, io: Io, args: string[], options: Ge
   for (const t of targets) {
     const resource = RESOURCES[t.resource];
     if (t.names.length === 0) {
-      const items = (await resource.list(c, { pool: options.pool })).filter((item) => selects(resource, selector, item));
+      const items = (await resource.list(c, { pool: options.pool, node: options.node })).filter((item) => selects(resource, selector, item));
       fetched.push({ resource, items, named: false });
       continue;
     }
@@ -150,17 +156,18 @@ function watchGet(c: Clients, io: Io, targets: Target[], selector: LabelSelector
   if (targets.length !== 1) throw new ConfigurationError('--watch follows one resource type at a time');
   const t = targets[0]!;
   const resource = RESOURCES[t.resource];
-  if (!resource.watch) throw new ConfigurationError(`--watch works on pools and nodes; ${t.resource} has no watch`);
+  if (!resource.watch) throw new ConfigurationError(`--watch works on pools, nodes and events; ${t.resource} has no watch`);
   const f = options.format;
   const wide = f.kind === 'wide';
   const lineFormat = f.kind === 'table' || f.kind === 'wide';
   const ageColumn = resource.columns.indexOf('AGE');
   const wanted = (item: unknown): boolean => {
     if (t.names.length && !t.names.includes(resource.nameOf(item))) return false;
-    if (options.pool !== undefined && (item as Node__Output).pool !== options.pool) return false;
+    if (options.pool !== undefined && (item as Node__Output).pool !== options.pool && (item as { object?: string }).object !== `pool/${options.pool}`) return false;
+    if (options.node !== undefined && (item as { object?: string }).object !== `node/${options.node}`) return false;
     return selects(resource, selector, item);
   };
-  const itemOf = (e: WatchEvent__Output): unknown => (resource.watch === 'pool' ? e.pool : e.node);
+  const itemOf = (e: WatchEvent__Output): unknown => (resource.watch === 'pool' ? e.pool : resource.watch === 'event' ? e.event : e.node);
   /** What is printed for an object, and the part of it that counts as a change (not its AGE). */
   const render = (item: unknown): { text: string; key: string } => {
     if (f.kind === 'name') return { text: `${resource.typeName}/${resource.nameOf(item)}\n`, key: JSON.stringify(resource.object(item)) };
@@ -190,6 +197,7 @@ function watchGet(c: Clients, io: Io, targets: Target[], selector: LabelSelector
   const handle = watchWithReconnect(c, {
     pools: resource.watch === 'pool',
     nodes: resource.watch === 'node',
+    events: resource.watch === 'event',
     notice: io.err,
     onSnapshot(events) {
       const items = events.map(itemOf).filter((i): i is NonNullable<typeof i> => !!i && wanted(i));
@@ -228,7 +236,15 @@ export async function describeCommand(c: Clients, resource: string, name: string
     const nodes = (await RESOURCES.nodes.list(c, { pool: name })) as Node__Output[];
     return describePool(pool, nodes);
   }
-  if (r === 'nodes') return describeNode(await call(c, c.status.getNode.bind(c.status), { name }, `describe node ${name}`));
+  if (r === 'nodes') {
+    const node = await call(c, c.status.getNode.bind(c.status), { name }, `describe node ${name}`);
+    // A server older than this mcctl has no history to give: the rest is still worth showing.
+    const history = await call(c, c.status.getNodeHistory.bind(c.status), { name }, `get the update history of node ${name}`).catch((err: unknown) => {
+      if ((err as { grpcCode?: number }).grpcCode === 12) return undefined;
+      throw err;
+    });
+    return describeNode(node) + (history ? formatTimeline(history.updates, node.status?.currentUpdate) : 'Updates:         <this server keeps no update history (it is older than mcctl)>\n');
+  }
   throw new ConfigurationError(`describe works on pools and nodes; for ${resource} use: mcctl get ${resource} ${name} -o yaml`);
 }
 

@@ -24,12 +24,19 @@ export function formatWatchEvent(e: WatchEvent__Output, now = new Date()): strin
     return `${time}  ${e.type.padEnd(9)} node/${n.name}  pool=${n.pool || '<none>'} state=${s?.state ?? ''} phase=${s?.phase || '-'} ` +
       `current=${s?.currentConfig || '<none>'} desired=${s?.desiredConfig || '<none>'}${s?.connected ? '' : ' (disconnected)'}${s?.reason ? ` reason="${s.reason}"` : ''}`;
   }
+  if (e.event) {
+    const v = e.event;
+    if (e.type === 'DELETED') return undefined; // an expired event is not news
+    return `${time}  EVENT     ${v.object}  ${v.type} ${v.reason}: ${v.message}${v.count > 1 ? ` (x${v.count})` : ''}`;
+  }
   return undefined;
 }
 
 export interface WatchCommandOptions {
   pools: boolean;
   nodes: boolean;
+  /** Also print events (config rendered, node assigned, phase changed, ...). */
+  events?: boolean;
   giveUpAfterMs: number;
 }
 
@@ -41,7 +48,7 @@ export interface WatchCommandOptions {
 export function watchCommand(c: Clients, io: Io, options: WatchCommandOptions): Promise<void> {
   // The last line printed per object, without its time: what a resync compares against.
   const last = new Map<string, string>();
-  const keyOf = (e: WatchEvent__Output): string | undefined => (e.pool ? `pool/${e.pool.name}` : e.node ? `node/${e.node.name}` : undefined);
+  const keyOf = (e: WatchEvent__Output): string | undefined => (e.pool ? `pool/${e.pool.name}` : e.node ? `node/${e.node.name}` : e.event ? `event/${e.event.name}` : undefined);
   const print = (e: WatchEvent__Output): void => {
     const line = formatWatchEvent(e);
     const key = keyOf(e);
@@ -56,6 +63,7 @@ export function watchCommand(c: Clients, io: Io, options: WatchCommandOptions): 
   const handle = watchWithReconnect(c, {
     pools: options.pools,
     nodes: options.nodes,
+    events: options.events ?? false,
     giveUpAfterMs: options.giveUpAfterMs,
     notice: io.err,
     onSnapshot(events) {

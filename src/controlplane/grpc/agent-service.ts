@@ -103,5 +103,8 @@ function statusFromWire(s: NodeStatus__Output | null, bootId = '', agentVersion 
     bootId: s?.bootId || bootId,
     agentVersion: s?.agentVersion || agentVersion,
     lastDisruption: s?.lastDisruption ?? '',
+    // Checked field by field (types, lengths) by boundNodeStatus, like the rest.
+    currentUpdate: (s?.currentUpdate ?? null) as NodeStatus['currentUpdate'],
+    lastUpdate: (s?.lastUpdate ?? null) as NodeStatus['lastUpdate'],
   });
 }

@@ -13,7 +13,10 @@ import type { CacheChange } from '../cluster-cache.ts';
 import type { ControlPlane } from '../control-plane.ts';
 import type { Authorizer } from './authorization.ts';
 import { toServiceError, unary } from './status-errors.ts';
-import { nodeToWire, poolToWire } from './to-wire.ts';
+import { eventToWire, nodeToWire, poolToWire } from './to-wire.ts';
+import type { Event } from '../../runtime/generated/mcplane/v1/Event.ts';
+import type { EventRecord, NodeHistoryRecord } from '../stored-records.ts';
+import type { StoredObject } from '../store/store.ts';
 
 /** The status a server ends Watch streams with when it shuts down. */
 export const SHUTDOWN_DETAILS = 'the server is shutting down; reconnect (to another replica if there is one)';
@@ -55,6 +58,14 @@ export function statusService(cp: ControlPlane, auth: Authorizer, log: Logger): 
       };
     }),
     GetServerInfo: admin(() => ({ version: VERSION, replica: cp.replica.name, store: cp.store.backend, leader: cp.leading })),
+    ListEvents: admin((req: { node: string; pool: string; limit: number }) => ({ events: listEvents(cp, req) })),
+    GetNodeHistory: unary(log, async (req: { name: string }, call) => {
+      auth.requireAdmin(call);
+      // Not cached (it is read only here): from the store, on whichever replica answers.
+      const stored = await cp.store.get<NodeHistoryRecord>('NodeHistory', req.name);
+      if (!stored && !cache.nodes.has(req.name)) throw new NotFoundError('Node', req.name);
+      return { node: req.name, updates: stored?.value.updates ?? [] };
+    }),
     Watch(call: ServerWritableStream<WatchRequest__Output, WatchEvent>) {
       try {
         auth.requireAdmin(call);
@@ -62,10 +73,12 @@ export function statusService(cp: ControlPlane, auth: Authorizer, log: Logger): 
         call.emit('error', toServiceError(err, log));
         return;
       }
-      const wantPools = call.request.pools || !call.request.nodes;
-      const wantNodes = call.request.nodes || !call.request.pools;
+      const none = !call.request.pools && !call.request.nodes && !call.request.events;
+      const wantPools = call.request.pools || none;
+      const wantNodes = call.request.nodes || none;
+      const wantEvents = call.request.events;
       // What this stream has sent, so each change goes out as ADDED, MODIFIED or DELETED.
-      const stream = <K extends 'pool' | 'node'>(kind: K, exists: (name: string) => boolean, toWire: (name: string) => WatchEvent[K]) => {
+      const stream = <K extends 'pool' | 'node' | 'event'>(kind: K, exists: (name: string) => boolean, toWire: (name: string) => WatchEvent[K]) => {
         const sent = new Set<string>();
         const send = (name: string): void => {
           if (!exists(name)) {
@@ -79,6 +92,7 @@ export function statusService(cp: ControlPlane, auth: Authorizer, log: Logger): 
       };
       const { sent: sentPools, send: sendPool } = stream('pool', (n) => cache.pools.has(n), pool);
       const { sent: sentNodes, send: sendNode } = stream('node', (n) => cache.nodes.has(n), node);
+      const { sent: sentEvents, send: sendEvent } = stream('event', (n) => cache.events.has(n), (n) => eventToWire(cache.events.get(n)!));
       const onChange = (change: CacheChange): void => {
         if (wantPools) {
           const names = change.resync
@@ -90,9 +104,14 @@ export function statusService(cp: ControlPlane, auth: Authorizer, log: Logger): 
           const names = change.resync ? new Set([...cache.nodes.keys(), ...sentNodes]) : change.nodes;
           for (const name of [...names].sort()) sendNode(name);
         }
+        if (wantEvents) {
+          const names = change.resync ? new Set([...cache.events.keys(), ...sentEvents]) : (change.changed.get('Event') ?? new Set<string>());
+          for (const name of byTime(cache, names)) sendEvent(name);
+        }
       };
       if (wantPools) for (const name of [...cache.pools.keys()].sort()) sendPool(name);
       if (wantNodes) for (const name of cache.sortedNodeNames()) sendNode(name);
+      if (wantEvents) for (const name of byTime(cache, cache.events.keys())) sendEvent(name);
       call.write({ type: 'SYNCED' });
       const onShutdown = (): void => {
         stop();
@@ -152,4 +171,23 @@ function listNodes(cp: ControlPlane, req: { pool: string; limit: number; continu
     : names.length - i;
   if (remaining === 0) return { nodes, continueToken: '', remainingItemCount: 0 };
   return { nodes, continueToken: Buffer.from(`n:${nodes.at(-1)?.name ?? names[i - 1]}`).toString('base64url'), remainingItemCount: remaining };
+}
+
+/** Events oldest first (deleted ones, still to be announced, last). */
+function byTime(cache: ControlPlane['cache'], names: Iterable<string>): string[] {
+  const at = (n: string): number => cache.events.get(n)?.value.lastTimestamp ?? Number.MAX_SAFE_INTEGER;
+  return [...names].sort((a, b) => at(a) - at(b) || (a < b ? -1 : 1));
+}
+
+/** Recent events, oldest first, filtered by node or pool; the most recent `limit` of them. */
+function listEvents(cp: ControlPlane, req: { node: string; pool: string; limit: number }): Event[] {
+  if (req.limit < 0) {
+    throw new InvalidDocumentError([{ object: 'ListEventsRequest', field: 'limit', rule: 'non-negative', message: `limit must be 0 (every event kept) or more, not ${req.limit}` }]);
+  }
+  const wanted = (e: StoredObject<EventRecord>): boolean =>
+    (!req.node || e.value.object === `node/${req.node}`)
+    && (!req.pool || e.value.pool === req.pool || e.value.object === `pool/${req.pool}`);
+  const events = [...cp.cache.events.values()].filter(wanted)
+    .sort((a, b) => a.value.lastTimestamp - b.value.lastTimestamp || a.value.firstTimestamp - b.value.firstTimestamp || (a.name < b.name ? -1 : 1));
+  return (req.limit ? events.slice(-req.limit) : events).map(eventToWire);
 }

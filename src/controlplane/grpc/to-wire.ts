@@ -8,7 +8,8 @@ import type { Node } from '../../runtime/generated/mcplane/v1/Node.ts';
 import type { RenderedConfig } from '../../runtime/generated/mcplane/v1/RenderedConfig.ts';
 import type { NodeView } from '../cluster-cache.ts';
 import type { StoredObject } from '../store/store.ts';
-import type { StoredRendered } from '../stored-records.ts';
+import type { Event } from '../../runtime/generated/mcplane/v1/Event.ts';
+import type { EventRecord, StoredRendered } from '../stored-records.ts';
 
 export function poolToWire(stored: StoredObject<DomainPool>, status: PoolStatus | undefined): MachineConfigPool {
   const pool = stored.value;
@@ -77,5 +78,13 @@ export function renderedToWire(stored: StoredObject<StoredRendered>, references:
     sources: stored.value.sources,
     creationTimeUnixMs: stored.createdAt,
     referencedBy: references.get(stored.name) ?? [],
+  };
+}
+
+export function eventToWire(stored: StoredObject<EventRecord>): Event {
+  const e = stored.value;
+  return {
+    name: stored.name, type: e.type, reason: e.reason, object: e.object, message: e.message, pool: e.pool,
+    firstTimestampUnixMs: e.firstTimestamp, lastTimestampUnixMs: e.lastTimestamp, count: e.count,
   };
 }

@@ -27,12 +27,17 @@ export type StoredKind =
   | 'Replica'
   /** The leader election record; attached to the leader's lease. */
   | 'Leader'
-  | 'EnrollmentToken';
+  | 'EnrollmentToken'
+  /** A node's last updates (bounded); written by the replica holding its stream, fenced by the session epoch. */
+  | 'NodeHistory'
+  /** What happened (kubectl get events), bounded and expiring; written by the leader only. */
+  | 'Event';
 
 export const STORED_KINDS: readonly StoredKind[] = [
   'MachineConfig', 'MachineConfigPool', 'PoolStatus', 'RenderedConfig', 'Node', 'NodeAssignment',
   'NodeStatus', 'AgentSession', 'ReapplyRequest', 'Replica', 'Leader', 'EnrollmentToken',
   'MachineConfiguration',
+  'NodeHistory', 'Event',
 ];
 
 export interface StoredObject<T = unknown> {

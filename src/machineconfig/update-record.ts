@@ -1,0 +1,122 @@
+// A node's update as a timeline: from and to config, each phase with its start and end, the
+// disruption taken, the result and the reason. The agent keeps the one running and the last one
+// finished in its journal; the control plane keeps the last few per node (NodeHistory). Pure
+// shapes and rules, shared by both sides, so both bound and read them the same way.
+
+/** Superseded: a newer assignment replaced it before it finished (it was neither done nor failed). */
+export type UpdateResult = 'Done' | 'Degraded' | 'Unreconcilable' | 'RolledBack' | 'Superseded';
+
+export interface UpdatePhase {
+  name: string;
+  startedUnixMs: number;
+  /** 0 while the phase runs. */
+  endedUnixMs: number;
+  /** Who ran it: the agent, or the control plane for a step the leader takes (a drain). */
+  source: 'agent' | 'control-plane';
+}
+
+export interface UpdateRecord {
+  id: string;
+  fromConfig: string;
+  toConfig: string;
+  startedUnixMs: number;
+  /** 0 while the update runs. */
+  endedUnixMs: number;
+  phases: UpdatePhase[];
+  /** "reboot: <reasons>", the actions taken without one, "none", or "" before it is known. */
+  disruption: string;
+  /** "" while it runs. */
+  result: UpdateResult | '';
+  reason: string;
+}
+
+/** Updates each node's history keeps on the control plane (the oldest goes first). */
+export const MAX_HISTORY_UPDATES = 20;
+/** Phases kept per update: an update has about eight; a resumed one repeats a few. */
+export const MAX_UPDATE_PHASES = 32;
+const MAX_TEXT = 1024;
+const MAX_REASON = 4096;
+const RESULTS: ReadonlySet<string> = new Set(['Done', 'Degraded', 'Unreconcilable', 'RolledBack', 'Superseded']);
+
+export function startUpdate(id: string, fromConfig: string, toConfig: string, now: number): UpdateRecord {
+  return { id, fromConfig, toConfig, startedUnixMs: now, endedUnixMs: 0, phases: [], disruption: '', result: '', reason: '' };
+}
+
+/** Ends the running phase (if another) and starts `name`; the same phase again changes nothing. */
+export function enterPhase(record: UpdateRecord, name: string, now: number, source: UpdatePhase['source'] = 'agent'): boolean {
+  const open = record.phases.at(-1);
+  if (open && open.endedUnixMs === 0 && open.name === name) return false;
+  if (open && open.endedUnixMs === 0) open.endedUnixMs = now;
+  record.phases.push({ name, startedUnixMs: now, endedUnixMs: 0, source });
+  if (record.phases.length > MAX_UPDATE_PHASES) record.phases.splice(0, record.phases.length - MAX_UPDATE_PHASES);
+  return true;
+}
+
+/** Ends the running phase, if any. */
+export function endPhase(record: UpdateRecord, now: number): void {
+  const open = record.phases.at(-1);
+  if (open && open.endedUnixMs === 0) open.endedUnixMs = now;
+}
+
+export function finishUpdate(record: UpdateRecord, result: UpdateResult, reason: string, now: number): UpdateRecord {
+  endPhase(record, now);
+  return { ...record, endedUnixMs: now, result, reason };
+}
+
+/**
+ * Adds a phase someone other than the agent ran (the leader's drain) in time order: the seam
+ * through which a control-plane step joins the agent's record before it is stored.
+ */
+export function withPhase(record: UpdateRecord, phase: UpdatePhase): UpdateRecord {
+  const phases = [...record.phases.filter((p) => !(p.name === phase.name && p.source === phase.source)), phase]
+    .sort((a, b) => a.startedUnixMs - b.startedUnixMs);
+  return { ...record, phases, startedUnixMs: Math.min(record.startedUnixMs, phase.startedUnixMs) };
+}
+
+/** The newest history with `record` added (or replacing one with its id), within its bound. */
+export function appendToHistory(updates: readonly UpdateRecord[], record: UpdateRecord, max = MAX_HISTORY_UPDATES): UpdateRecord[] {
+  const kept = updates.filter((u) => u.id !== record.id);
+  kept.push(record);
+  kept.sort((a, b) => a.startedUnixMs - b.startedUnixMs);
+  return kept.slice(-max);
+}
+
+/**
+ * A record as an agent sent it, with every field within its limit and of its type: a node may
+ * be buggy or hostile, and what it sends is stored and shown to operators. null when unusable.
+ */
+export function boundUpdateRecord(r: unknown): UpdateRecord | null {
+  if (typeof r !== 'object' || r === null) return null;
+  const x = r as Record<string, unknown>;
+  const id = text(x.id, 64);
+  if (!id) return null;
+  const phases = Array.isArray(x.phases) ? x.phases.slice(-MAX_UPDATE_PHASES).flatMap((p): UpdatePhase[] => {
+    if (typeof p !== 'object' || p === null) return [];
+    const q = p as Record<string, unknown>;
+    const name = text(q.name, 64);
+    if (!name) return [];
+    return [{ name, startedUnixMs: time(q.startedUnixMs), endedUnixMs: time(q.endedUnixMs), source: q.source === 'control-plane' ? 'control-plane' : 'agent' }];
+  }) : [];
+  const result = typeof x.result === 'string' && RESULTS.has(x.result) ? x.result as UpdateResult : '';
+  return {
+    id,
+    fromConfig: text(x.fromConfig, MAX_TEXT),
+    toConfig: text(x.toConfig, MAX_TEXT),
+    startedUnixMs: time(x.startedUnixMs),
+    endedUnixMs: time(x.endedUnixMs),
+    phases,
+    disruption: text(x.disruption, MAX_TEXT),
+    result,
+    reason: text(x.reason, MAX_REASON),
+  };
+}
+
+function text(v: unknown, max: number): string {
+  if (typeof v !== 'string') return '';
+  return v.length <= max ? v : `${v.slice(0, max - 20)} … [cut]`;
+}
+
+function time(v: unknown): number {
+  const n = typeof v === 'string' ? Number(v) : v;
+  return typeof n === 'number' && Number.isFinite(n) && n >= 0 ? Math.floor(n) : 0;
+}
