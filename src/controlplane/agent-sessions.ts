@@ -29,6 +29,8 @@ export interface LocalSession {
   epoch: string;
   /** What was last sent, so an unchanged assignment is not sent twice. */
   lastAssignment?: string;
+  /** The agent's latest report: the cache may not show it yet when the stream ends. */
+  lastStatus: NodeStatus;
 }
 
 export interface SessionOpening {
@@ -97,7 +99,7 @@ export class AgentSessions {
       this.log.info({ node: name }, 'node reconnected; closing its previous stream');
       previous.stream.end();
     }
-    const local: LocalSession = { node: name, stream, epoch };
+    const local: LocalSession = { node: name, stream, epoch, lastStatus: opening.status };
     this.#local.set(name, local);
     // An update that finished while the agent was away (or before a crash here) is stored now.
     this.history.offer(name, epoch, opening.status.lastUpdate);
@@ -123,6 +125,7 @@ export class AgentSessions {
   report(node: string, status: NodeStatus): void {
     const local = this.#local.get(node);
     if (!local) return;
+    local.lastStatus = status;
     this.writer.enqueue(node, local.epoch, status);
     this.history.offer(node, local.epoch, status.lastUpdate);
   }
@@ -134,11 +137,13 @@ export class AgentSessions {
     this.#local.delete(node);
     await this.writer.flush();
     // The session ends, and "last seen" becomes the moment it did (a connected node's agent
-    // sends heartbeats, which are not written: the open session is what says it is there).
-    const status = this.cache.nodeStatuses.get(node);
+    // sends heartbeats, which are not written: the open session is what says it is there). The
+    // status is the session's own last report: the flushed write may not be in the cache yet,
+    // and the cached one would write an older report back over it.
+    const stored = this.cache.nodeStatuses.get(node);
     await this.cache.store.commit([
       { type: 'delete', kind: 'AgentSession', name: node, expectedVersion: local.epoch },
-      ...(status ? [{ type: 'put' as const, kind: 'NodeStatus' as const, name: node, value: { ...status.value, lastSeen: Date.now() } satisfies NodeStatusRecord, createdAt: status.createdAt }] : []),
+      { type: 'put', kind: 'NodeStatus', name: node, value: { status: local.lastStatus, lastSeen: Date.now() } satisfies NodeStatusRecord, ...(stored ? { createdAt: stored.createdAt } : {}) },
     ])
       .catch((err: unknown) => {
         if (!(err instanceof ConflictError)) this.log.warn({ err, node }, 'could not remove the session record; it ends with this replica\'s lease');
