@@ -29,6 +29,9 @@ export function openBus(which: string): MessageBus {
   return sessionBus({ busAddress: which });
 }
 
+/** The cause of a call's error when its connection went away before the reply came. */
+const CONNECTION_LOST = 'the D-Bus connection was lost before the reply';
+
 export class SystemdClient {
   #bus: MessageBus | undefined;
   #finished = new Map<string, JobResult>();
@@ -106,8 +109,19 @@ export class SystemdClient {
     return attempt;
   }
 
+  /**
+   * daemon-reload. A connection lost during it (seen with a loaded user manager: the bus closes
+   * the connection mid-call) is retried once on a new connection, since a reload is idempotent and
+   * failing the whole update for it leaves the node Degraded for nothing. A call that gets no
+   * reply is not retried: a frozen systemd must fail the step within one deadline.
+   */
   async reload(): Promise<void> {
-    await this.#call('Reload', '', []);
+    try {
+      await this.#call('Reload', '', []);
+    } catch (err) {
+      if (!(err instanceof SystemdError) || err.cause !== CONNECTION_LOST) throw err;
+      await this.#call('Reload', '', []);
+    }
   }
 
   startUnit(name: string): Promise<void> { return this.#job('StartUnit', name); }
@@ -204,7 +218,7 @@ export class SystemdClient {
         bus.call(new Message({ destination, path, interface: iface, member, signature, body })),
         new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new SystemdError(`${what}: no reply from systemd within ${this.callTimeoutMs / 1000}s`)), this.callTimeoutMs);
-          lost = (why) => reject(new SystemdError(`${what}: the D-Bus connection to systemd was lost (${why})`));
+          lost = (why) => reject(new SystemdError(`${what}: the D-Bus connection to systemd was lost (${why})`, { cause: CONNECTION_LOST }));
         }),
       ]);
       return reply?.body.length === 1 ? reply.body[0] : reply?.body;
