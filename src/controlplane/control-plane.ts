@@ -43,6 +43,7 @@ import { RenderController } from './render-controller.ts';
 import { Replica } from './replica.ts';
 import { RolloutController } from './rollout-controller.ts';
 import type { Store, WriteOp } from './store/store.ts';
+import type { KubernetesAccess } from './kubernetes/kube-client.ts';
 import type { ReapplyRequestRecord } from './stored-records.ts';
 
 export interface AppliedObject {
@@ -72,6 +73,8 @@ export interface ControlPlaneOptions {
   renderWaitMs?: number;
   /** How often the leader deletes expired enrollment tokens (default 10 min). */
   tokenSweepMs?: number;
+  /** The Kubernetes cluster this control plane works with (--kubeconfig or in-cluster); absent: none. */
+  kubernetes?: KubernetesAccess;
 }
 
 const NODE_STATES: readonly NodeState[] = ['Done', 'Working', 'Degraded', 'Unreconcilable'];
@@ -82,11 +85,14 @@ export class ControlPlane {
   readonly sessions: AgentSessions;
   readonly dispatcher: AssignmentDispatcher;
   readonly election: LeaderElection;
+  /** The cluster's API (drain, node annotations, MachineConfig source), when one is configured. */
+  readonly kubernetes: KubernetesAccess | undefined;
   readonly #controllers: ControllerManager;
   readonly #renderWaitMs: number;
 
   private constructor(readonly cache: ClusterCache, readonly replica: Replica, options: ControlPlaneOptions, private readonly log: Logger) {
     this.#renderWaitMs = options.renderWaitMs ?? 15_000;
+    this.kubernetes = options.kubernetes;
     this.election = new LeaderElection(cache, replica, log);
     this.sessions = new AgentSessions(cache, replica, log);
     this.dispatcher = new AssignmentDispatcher(cache, this.sessions, log);

@@ -10,6 +10,7 @@ import { ControlPlane } from './control-plane.ts';
 import { startGrpcServer, SERVICE_NAMES, type GrpcServerHandle } from './grpc/grpc-server.ts';
 import type { RateLimit } from './rate-limiter.ts';
 import { openStore, type StoreOptions } from './store/open-store.ts';
+import { loadKubernetesAccess, type KubernetesCredentials } from './kubernetes/kube-client.ts';
 
 export interface ServerOptions {
   dataDir: string;
@@ -38,6 +39,8 @@ export interface ServerOptions {
   /** How often the leader deletes expired enrollment tokens (default 10 min). */
   tokenSweepMs?: number;
   log?: Logger;
+  /** Credentials for an existing Kubernetes cluster (--kubeconfig, or in-cluster). */
+  kubernetes?: KubernetesCredentials;
 }
 
 export interface ServerHandle {
@@ -58,6 +61,9 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
     throw new ConfigurationError(`--insecure serves plaintext and is allowed only on a loopback address; --listen ${options.listen} is not one`);
   }
   const tls = options.tls && !options.insecure ? readTlsFiles(options.tls, 'server TLS') : undefined;
+  // Bad credentials stop the server before it opens anything, with the file named.
+  const kubernetes = options.kubernetes ? loadKubernetesAccess(options.kubernetes) : undefined;
+  if (kubernetes) log.info({ kubernetes: kubernetes.server, credentials: kubernetes.credentials }, 'working with a Kubernetes cluster');
 
   const store = await openStore({ dataDir: options.dataDir, ...(options.etcd ? { etcd: options.etcd } : {}), log });
   let cp: ControlPlane | undefined;
@@ -72,6 +78,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       address,
       ...(options.leaseTtlMs ? { leaseTtlMs: options.leaseTtlMs } : {}),
       ...(options.tokenSweepMs ? { tokenSweepMs: options.tokenSweepMs } : {}),
+      ...(kubernetes ? { kubernetes } : {}),
     }, log);
     grpc.serve(cp, tls !== undefined);
     const health = grpc.health;
