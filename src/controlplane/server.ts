@@ -41,6 +41,8 @@ export interface ServerOptions {
   log?: Logger;
   /** Credentials for an existing Kubernetes cluster (--kubeconfig, or in-cluster). */
   kubernetes?: KubernetesCredentials;
+  /** --kubernetes-source: take MachineConfigs and pools from that cluster. */
+  kubernetesSource?: boolean;
 }
 
 export interface ServerHandle {
@@ -63,6 +65,9 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
   const tls = options.tls && !options.insecure ? readTlsFiles(options.tls, 'server TLS') : undefined;
   // Bad credentials stop the server before it opens anything, with the file named.
   const kubernetes = options.kubernetes ? loadKubernetesAccess(options.kubernetes) : undefined;
+  if (options.kubernetesSource && !kubernetes) {
+    throw new ConfigurationError('--kubernetes-source needs a cluster: give --kubeconfig FILE (or run in a pod with a service account)');
+  }
   if (kubernetes) log.info({ kubernetes: kubernetes.server, credentials: kubernetes.credentials }, 'working with a Kubernetes cluster');
 
   const store = await openStore({ dataDir: options.dataDir, ...(options.etcd ? { etcd: options.etcd } : {}), log });
@@ -79,6 +84,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       ...(options.leaseTtlMs ? { leaseTtlMs: options.leaseTtlMs } : {}),
       ...(options.tokenSweepMs ? { tokenSweepMs: options.tokenSweepMs } : {}),
       ...(kubernetes ? { kubernetes } : {}),
+      ...(options.kubernetesSource ? { kubernetesSource: true } : {}),
     }, log);
     grpc.serve(cp, tls !== undefined);
     const health = grpc.health;

@@ -24,3 +24,4 @@ export { isDegraded, isReady, isUpdated, unavailableReason } from './node-availa
 export { computePoolStatus, conditionOf, type PoolStatusInput } from './pool-status.ts';
 export { decideRollout, rolloutOrder, type RolloutDecision } from './rollout.ts';
 export { unselectedConfigs, unselectedConfigWarnings } from './unselected-configs.ts';
+export { isRenderedConfigName, manifestFromClusterObject, RENDERED_PREFIX, type ClusterKind } from './cluster-object.ts';

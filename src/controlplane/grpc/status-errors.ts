@@ -32,6 +32,7 @@ const STATUS_BY_CODE: Record<McplaneErrorCode, Status> = {
   MCPLANE_WAIT_FAILED: Status.INTERNAL,
   MCPLANE_UNSAFE_PATH: Status.INTERNAL,
   MCPLANE_JOURNAL: Status.INTERNAL,
+  MCPLANE_KUBERNETES_SOURCE: Status.FAILED_PRECONDITION,
 };
 
 export const PROBLEMS_TRAILER = 'mcplane-problems-bin';

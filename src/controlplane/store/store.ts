@@ -27,12 +27,18 @@ export type StoredKind =
   | 'Replica'
   /** The leader election record; attached to the leader's lease. */
   | 'Leader'
-  | 'EnrollmentToken';
+  | 'EnrollmentToken'
+  /**
+   * With --kubernetes-source: what the leader's source controller found wrong with the cluster's
+   * MachineConfigs and pools (one record, `cluster`). Written by that controller only.
+   */
+  | 'KubernetesSource';
 
 export const STORED_KINDS: readonly StoredKind[] = [
   'MachineConfig', 'MachineConfigPool', 'PoolStatus', 'RenderedConfig', 'Node', 'NodeAssignment',
   'NodeStatus', 'AgentSession', 'ReapplyRequest', 'Replica', 'Leader', 'EnrollmentToken',
   'MachineConfiguration',
+  'KubernetesSource',
 ];
 
 export interface StoredObject<T = unknown> {
