@@ -61,9 +61,9 @@ export interface KubeApiStandIn {
   /** Writes the in-cluster service account files under `root` as loadFromCluster(root) reads them. */
   writeServiceAccount(root: string, namespace?: string): void;
   /** Test side: stores an object as given (status included), bypassing the API's rules. */
-  add(object: AnyObject): KubeObject;
+  add<T extends AnyObject>(object: T): KubeObject;
   /** Test side: replaces an object as given (status included). */
-  put(object: AnyObject): KubeObject;
+  put<T extends AnyObject>(object: T): KubeObject;
   get(kind: string, name: string, namespace?: string): KubeObject | undefined;
   list(kind: string, namespace?: string): KubeObject[];
   remove(kind: string, name: string, namespace?: string): void;

@@ -213,6 +213,14 @@ export class KubernetesSourceError extends McplaneError {
   override readonly code = 'MCPLANE_KUBERNETES_SOURCE';
 }
 
+/** A call to the Kubernetes API failed (`mcctl import`); `httpCode` is 0 when no answer came. */
+export class KubernetesApiError extends McplaneError {
+  override readonly code = 'MCPLANE_KUBERNETES_API';
+  constructor(message: string, readonly httpCode: number) {
+    super(message);
+  }
+}
+
 /** Every error class mcplane raises on purpose: the code-to-status table is checked against it. */
 export const ERROR_CLASSES = [
   InvalidDocumentError, RenderError, PoolConflictError, UnknownPoolError, NotFoundError, ConflictError,
@@ -220,7 +228,7 @@ export const ERROR_CLASSES = [
   RemoteCallError, SystemdError, RpmOstreeError, UpdateStepError, UnreconcilableError, ConfigurationError,
   ManifestReadError, NotLeaderError, WaitFailedError, YamlSyntaxError, UnsafePathError, JournalError,
   // New classes at the end of this list (several branches add theirs).
-  KubernetesSourceError,
+  KubernetesSourceError, KubernetesApiError,
 ] as const;
 
 /** The stable codes, one per class above. */

@@ -33,6 +33,7 @@ const STATUS_BY_CODE: Record<McplaneErrorCode, Status> = {
   MCPLANE_UNSAFE_PATH: Status.INTERNAL,
   MCPLANE_JOURNAL: Status.INTERNAL,
   MCPLANE_KUBERNETES_SOURCE: Status.FAILED_PRECONDITION,
+  MCPLANE_KUBERNETES_API: Status.UNAVAILABLE,
 };
 
 export const PROBLEMS_TRAILER = 'mcplane-problems-bin';
