@@ -28,7 +28,7 @@ import { serveWatch } from './watch-stream.ts';
 export interface KubeApiStandInOptions {
   /** Multiplies every grace period (pod deletion) so tests stay fast; default 0.01. */
   timeScale?: number;
-  /** The bearer token the stand-in accepts; a random one by default. */
+  /** mcplane's bearer token (user `mcplane`); a random one by default. */
   token?: string;
 }
 
@@ -44,6 +44,11 @@ export interface StandInRequest {
   name?: string;
   code: number;
   authenticated: boolean;
+  /**
+   * Who called: `mcplane` (its token: the calls the RBAC manifest must allow) or `admin` (the
+   * test acting as a cluster administrator, e.g. `oc apply`).
+   */
+  user?: 'mcplane' | 'admin';
 }
 
 /** Any object with apiVersion, kind and metadata: a plain one or @kubernetes/client-node's model classes. */
@@ -53,11 +58,13 @@ export interface KubeApiStandIn {
   url: string;
   port: number;
   token: string;
+  /** A second user's token, for the test's own calls as a cluster administrator. */
+  adminToken: string;
   caPem: string;
   /** Every request answered so far, in order. */
   requests: StandInRequest[];
   /** Writes a kubeconfig for this stand-in (token auth, its CA) and returns its path. */
-  writeKubeconfig(dir: string, name?: string): string;
+  writeKubeconfig(dir: string, name?: string, user?: 'mcplane' | 'admin'): string;
   /** Writes the in-cluster service account files under `root` as loadFromCluster(root) reads them. */
   writeServiceAccount(root: string, namespace?: string): void;
   /** Test side: stores an object as given (status included), bypassing the API's rules. */
@@ -89,6 +96,7 @@ export async function startKubeApiStandIn(options: KubeApiStandInOptions = {}): 
   const ca = await createCertificateAuthority('kube-api stand-in CA');
   const serving = await issueCertificate(ca, { commonName: 'kube-apiserver-stand-in', hosts: ['127.0.0.1', 'localhost'], usage: 'server' });
   const token = options.token ?? randomBytes(16).toString('hex');
+  const adminToken = randomBytes(16).toString('hex');
   const store = new ObjectStore();
   const pods = resourceOfKind('Pod');
   const budgets = resourceOfKind('PodDisruptionBudget');
@@ -117,7 +125,9 @@ export async function startKubeApiStandIn(options: KubeApiStandInOptions = {}): 
   const handle = async (req: IncomingMessage, res: ServerResponse, entry: StandInRequest): Promise<void> => {
     const url = new URL(req.url ?? '/', 'https://stand-in');
     const header = req.headers.authorization ?? '';
-    entry.authenticated = header === `Bearer ${token}`;
+    if (header === `Bearer ${token}`) entry.user = 'mcplane';
+    else if (header === `Bearer ${adminToken}`) entry.user = 'admin';
+    entry.authenticated = entry.user !== undefined;
     if (!entry.authenticated) throw apiErrors.unauthorized();
     const routed = routeOf(url.pathname);
     if (routed.kind === 'discovery') {
@@ -187,17 +197,18 @@ export async function startKubeApiStandIn(options: KubeApiStandInOptions = {}): 
     url,
     port,
     token,
+    adminToken,
     caPem: ca.certPem,
     requests,
-    writeKubeconfig(dir, name = 'kubeconfig') {
+    writeKubeconfig(dir, name = 'kubeconfig', user = 'mcplane') {
       mkdirSync(dir, { recursive: true });
       const path = join(dir, name);
       const config = {
         apiVersion: 'v1',
         kind: 'Config',
         clusters: [{ name: 'stand-in', cluster: { server: url, 'certificate-authority-data': Buffer.from(ca.certPem).toString('base64') } }],
-        users: [{ name: 'mcplane', user: { token } }],
-        contexts: [{ name: 'stand-in', context: { cluster: 'stand-in', user: 'mcplane', namespace: 'default' } }],
+        users: [{ name: user, user: { token: user === 'admin' ? adminToken : token } }],
+        contexts: [{ name: 'stand-in', context: { cluster: 'stand-in', user, namespace: 'default' } }],
         'current-context': 'stand-in',
       };
       writeFileSync(path, JSON.stringify(config, null, 2), { mode: 0o600 });

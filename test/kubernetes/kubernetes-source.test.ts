@@ -19,6 +19,7 @@ import { RemoteCallError } from '../../src/machineconfig/index.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { openshiftClusterObjects, userChronyConfig } from './openshift-cluster-objects.ts';
+import { assertCallsAllowed } from './rbac.ts';
 
 const GROUP = 'machineconfiguration.openshift.io';
 const merge = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
@@ -51,9 +52,12 @@ describe('--kubernetes-source against a cluster shaped like OpenShift', () => {
   before(async () => {
     standIn = await startKubeApiStandIn();
     for (const o of openshiftClusterObjects()) standIn.add(o);
-    kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'kube-source-')));
+    const dir = mkdtempSync(join(tmpdir(), 'kube-source-'));
+    kubeconfig = standIn.writeKubeconfig(dir);
+    // The test plays the cluster's administrator (oc apply) with a user of its own, so the
+    // request log tells mcplane's calls apart for the RBAC check.
     const kc = new k8s.KubeConfig();
-    kc.loadFromFile(kubeconfig);
+    kc.loadFromFile(standIn.writeKubeconfig(dir, 'admin', 'admin'));
     custom = kc.makeApiClient(k8s.CustomObjectsApi);
     core = kc.makeApiClient(k8s.CoreV1Api);
     server = await startTestServer({ kubernetes: { kubeconfig }, kubernetesSource: true });
@@ -249,5 +253,13 @@ describe('--kubernetes-source against a cluster shaped like OpenShift', () => {
     const policy = await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'p.yaml', text: 'apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata: {name: cluster}\nspec: {nodeDisruptionPolicy: {sshkey: {actions: [{type: None}]}}}\n' }], dryRun: false }, 'apply');
     assert.equal(policy.objects[0]!.action, 'created');
     assert.ok(cache().configs.has('00-worker'));
+  });
+
+  it('every call mcplane made to the cluster is allowed by packaging/kubernetes/rbac.yaml', () => {
+    const calls = standIn.requests.filter((r) => r.user === 'mcplane');
+    for (const needed of ['list machineconfigs', 'watch machineconfigs', 'list machineconfigpools', 'watch machineconfigpools', 'update machineconfigpools/status', 'create events', 'patch events']) {
+      assert.ok(calls.some((r) => `${r.verb} ${r.resource}${r.subresource ? `/${r.subresource}` : ''}` === needed), `mcplane made a "${needed}" call`);
+    }
+    assert.ok(assertCallsAllowed(standIn.requests) > 10);
   });
 });

@@ -7,6 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { assertCallsAllowed } from './rbac.ts';
 import { startKubeApiStandIn, type KubeApiStandIn } from '../../sandbox/kube-api-stand-in/kube-api-stand-in.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
@@ -86,5 +87,9 @@ describe('mcctl import --kubeconfig (the path off MCO)', () => {
     const refused = await runCliAsync(['import', '--kubeconfig', wrongToken], { env });
     assert.equal(refused.status, 1);
     assert.match(refused.stderr, new RegExp(`cannot list machineconfigpools\\.machineconfiguration\\.openshift\\.io at ${standIn.url.replace(/\./g, '\\.')} \\(kubeconfig .*wrong-token\\): the cluster rejected the credentials \\(401\\)`));
+  });
+
+  it("every call it made to the cluster with mcplane's credentials is allowed by packaging/kubernetes/rbac.yaml", () => {
+    assert.ok(assertCallsAllowed(standIn.requests) > 0);
   });
 });
