@@ -57,6 +57,11 @@ export interface KubernetesCredentials {
    * root under which the service account directory is (tests point it at a temp dir).
    */
   inCluster?: { env: NodeJS.ProcessEnv; root?: string };
+  /**
+   * client-node ends a watch that receives nothing for this long (its default: 30 s); the
+   * informers then resume it. Tests shorten it.
+   */
+  watchIdleTimeoutMs?: number;
 }
 
 /** In-cluster credentials exist: the service host is set and the token is mounted. */
@@ -106,6 +111,8 @@ export function loadKubernetesAccess(credentials: KubernetesCredentials): Kubern
     throw new ConfigurationError('no Kubernetes credentials: give --kubeconfig FILE, or run in a pod with a service account');
   }
   const watcher = new Watch(kc);
+  // A private field in client-node's types, read on every watch; there is no setter.
+  if (credentials.watchIdleTimeoutMs) (watcher as unknown as { requestTimeoutMs: number }).requestTimeoutMs = credentials.watchIdleTimeoutMs;
   return {
     server: kc.getCurrentCluster()!.server,
     credentials: from,
@@ -123,6 +130,11 @@ export function loadKubernetesAccess(credentials: KubernetesCredentials): Kubern
 function restoreEnv(name: string, value: string | undefined): void {
   if (value === undefined) delete process.env[name];
   else process.env[name] = value;
+}
+
+/** A watch that ended because nothing came for a while (client-node's idle timeout), not a failure. */
+export function isIdleTimeout(err: unknown): boolean {
+  return (err as { name?: string } | null)?.name === 'TimeoutError';
 }
 
 /** The apiserver's answer to a failed call: HTTP code, and its Status when it sent one. */

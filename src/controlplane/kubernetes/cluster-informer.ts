@@ -5,7 +5,7 @@
 
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../../runtime/logger.ts';
-import { kubeFailureOf, type KubernetesAccess } from './kube-client.ts';
+import { isIdleTimeout, kubeFailureOf, type KubernetesAccess } from './kube-client.ts';
 
 export interface CustomResource {
   group: string;
@@ -101,10 +101,11 @@ export class ClusterInformer extends EventEmitter<{ change: [] }> {
       if (relist) {
         this.log.info({ resource: this.what, resourceVersion: this.#resourceVersion }, 'watch history compacted (410 Gone); listing again');
         void this.#list(epoch);
-      } else if (err) {
+      } else if (err && !isIdleTimeout(err)) {
         this.#retry(epoch, 'watch', err, () => void this.#watch(epoch));
       } else {
-        // The server ends watches now and then (its timeout): resume where it stopped.
+        // The server ends watches now and then (its timeout), and the client ends one that was
+        // quiet for a while: resume where it stopped.
         void this.#watch(epoch);
       }
     };
