@@ -45,10 +45,11 @@ export interface StandInRequest {
   code: number;
   authenticated: boolean;
   /**
-   * Who called: `mcplane` (its token: the calls the RBAC manifest must allow) or `admin` (the
-   * test acting as a cluster administrator, e.g. `oc apply`).
+   * Who called: `mcplane` (its token: the calls the RBAC manifest must allow), `admin` (the
+   * test acting as a cluster administrator, e.g. `oc apply`), or a user from addUser (one per
+   * mcplane replica, to see which replica called).
    */
-  user?: 'mcplane' | 'admin';
+  user?: string;
 }
 
 /** Any object with apiVersion, kind and metadata: a plain one or @kubernetes/client-node's model classes. */
@@ -64,7 +65,9 @@ export interface KubeApiStandIn {
   /** Every request answered so far, in order. */
   requests: StandInRequest[];
   /** Writes a kubeconfig for this stand-in (token auth, its CA) and returns its path. */
-  writeKubeconfig(dir: string, name?: string, user?: 'mcplane' | 'admin'): string;
+  writeKubeconfig(dir: string, name?: string, user?: string): string;
+  /** Test side: another user with a token of its own (e.g. one per mcplane replica); returns the token. */
+  addUser(name: string): string;
   /** Writes the in-cluster service account files under `root` as loadFromCluster(root) reads them. */
   writeServiceAccount(root: string, namespace?: string): void;
   /** Test side: stores an object as given (status included), bypassing the API's rules. */
@@ -97,6 +100,7 @@ export async function startKubeApiStandIn(options: KubeApiStandInOptions = {}): 
   const serving = await issueCertificate(ca, { commonName: 'kube-apiserver-stand-in', hosts: ['127.0.0.1', 'localhost'], usage: 'server' });
   const token = options.token ?? randomBytes(16).toString('hex');
   const adminToken = randomBytes(16).toString('hex');
+  const users = new Map<string, string>([[token, 'mcplane'], [adminToken, 'admin']]);
   const store = new ObjectStore();
   const pods = resourceOfKind('Pod');
   const budgets = resourceOfKind('PodDisruptionBudget');
@@ -125,9 +129,9 @@ export async function startKubeApiStandIn(options: KubeApiStandInOptions = {}): 
   const handle = async (req: IncomingMessage, res: ServerResponse, entry: StandInRequest): Promise<void> => {
     const url = new URL(req.url ?? '/', 'https://stand-in');
     const header = req.headers.authorization ?? '';
-    if (header === `Bearer ${token}`) entry.user = 'mcplane';
-    else if (header === `Bearer ${adminToken}`) entry.user = 'admin';
-    entry.authenticated = entry.user !== undefined;
+    const user = header.startsWith('Bearer ') ? users.get(header.slice('Bearer '.length)) : undefined;
+    if (user) entry.user = user;
+    entry.authenticated = user !== undefined;
     if (!entry.authenticated) throw apiErrors.unauthorized();
     const routed = routeOf(url.pathname);
     if (routed.kind === 'discovery') {
@@ -207,12 +211,17 @@ export async function startKubeApiStandIn(options: KubeApiStandInOptions = {}): 
         apiVersion: 'v1',
         kind: 'Config',
         clusters: [{ name: 'stand-in', cluster: { server: url, 'certificate-authority-data': Buffer.from(ca.certPem).toString('base64') } }],
-        users: [{ name: user, user: { token: user === 'admin' ? adminToken : token } }],
+        users: [{ name: user, user: { token: [...users].find(([, u]) => u === user)?.[0] ?? token } }],
         contexts: [{ name: 'stand-in', context: { cluster: 'stand-in', user, namespace: 'default' } }],
         'current-context': 'stand-in',
       };
       writeFileSync(path, JSON.stringify(config, null, 2), { mode: 0o600 });
       return path;
+    },
+    addUser(name) {
+      const t = randomBytes(16).toString('hex');
+      users.set(t, name);
+      return t;
     },
     writeServiceAccount(root, namespace = 'mcplane') {
       const dir = join(root, 'var/run/secrets/kubernetes.io/serviceaccount');
