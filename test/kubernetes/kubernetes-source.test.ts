@@ -215,6 +215,19 @@ describe('--kubernetes-source against a cluster shaped like OpenShift', () => {
     await until('the deleted pool gone', () => !cache().pools.has('gpu'));
   });
 
+  it('an object with many problems is reported with the first 20 and how many more, so the record stays bounded', async () => {
+    const files = Array.from({ length: 30 }, (_, i) => ({ path: `/usr/bin/x${i}`, contents: { source: 'data:,x' }, mode: 420 }));
+    await custom.createClusterCustomObject({ ...mc, body: { apiVersion: `${GROUP}/v1`, kind: 'MachineConfig', metadata: { name: '75-many', labels: { [`${GROUP}/role`]: 'master' } }, spec: { config: { ignition: { version: '3.4.0' }, storage: { files } } } } });
+    const message = await until('RenderDegraded on master', () => {
+      const cond = poolStatus('master')?.status?.conditions.find((x) => x.type === 'RenderDegraded');
+      return cond?.status === 'True' ? cond.message : undefined;
+    });
+    assert.equal((message.match(/\[path-writable-root\]/g) ?? []).length, 20);
+    assert.match(message, /\.\.\. and 10 more problems \(fix these to see the rest\) \[more-problems\]$/);
+    await custom.deleteClusterCustomObject({ ...mc, name: '75-many' });
+    await until('master clean again', () => poolStatus('master')?.status?.conditions.find((x) => x.type === 'RenderDegraded')?.status === 'False');
+  });
+
   it('resumes its watch after the server closes it, and lists again after a 410 Gone', async () => {
     const lists = () => standIn.requests.filter((r) => r.verb === 'list' && r.resource === 'machineconfigs').length;
     const listsBefore = lists();
