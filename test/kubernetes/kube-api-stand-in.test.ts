@@ -220,6 +220,29 @@ describe('Kubernetes API stand-in (through @kubernetes/client-node)', () => {
     assert.match(gone.message, /^too old resource version: \d+ \(\d+\)$/);
   });
 
+  it('?watch=1&resourceVersion=N on the wire: newline-delimited JSON events on a 200 that stays open', async () => {
+    const from = standIn.resourceVersion();
+    const lines: string[] = [];
+    const req = httpsGet(`${standIn.url}/api/v1/nodes?watch=1&resourceVersion=${from}`, { ca: standIn.caPem, headers: { Authorization: `Bearer ${standIn.token}` } });
+    const response = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => req.on('response', resolve).on('error', reject));
+    assert.equal(response.statusCode, 200);
+    assert.match(String(response.headers['content-type']), /application\/json/);
+    let buffer = '';
+    response.on('data', (chunk) => {
+      buffer += chunk;
+      const parts = buffer.split('\n');
+      buffer = parts.pop()!;
+      lines.push(...parts);
+    });
+    await core.createNode({ body: { metadata: { name: 'node-wire' } } });
+    await core.deleteNode({ name: 'node-wire' });
+    await waitFor('two lines', () => lines.length >= 2);
+    req.destroy();
+    const events = lines.map((l) => JSON.parse(l));
+    assert.deepEqual(events.map((e) => [e.type, e.object.kind, e.object.metadata.name]), [['ADDED', 'Node', 'node-wire'], ['DELETED', 'Node', 'node-wire']]);
+    assert.ok(Number(events[0].object.metadata.resourceVersion) > from);
+  });
+
   it('a watch without resourceVersion starts with ADDED for every object; closeWatches ends it from the server side', async () => {
     const seen: string[] = [];
     let ended = false;

@@ -122,7 +122,9 @@ export class ClusterInformer extends EventEmitter<{ change: [] }> {
     const failure = kubeFailureOf(err);
     // A watch cut by a 410 at the HTTP level (some servers) also means: list again.
     const next = failure.code === 410 ? () => void this.#list(epoch) : again;
-    this.log[this.#failures === 1 ? 'warn' : 'debug']({ resource: this.what, attempt: this.#failures, retryInMs: delay, error: failure.message }, `cannot ${what} ${this.what} in the cluster; retrying`);
+    const hint = failure.code === 404 ? ` (the cluster has no ${this.what}: is the Machine Config Operator's CRD installed?)`
+      : failure.code === 403 ? ' (not allowed: see packaging/kubernetes/rbac.yaml)' : '';
+    this.log[this.#failures === 1 ? 'warn' : 'debug']({ resource: this.what, attempt: this.#failures, retryInMs: delay, error: failure.message }, `cannot ${what} ${this.what} in the cluster${hint}; retrying`);
     clearTimeout(this.#timer);
     this.#timer = setTimeout(() => {
       if (epoch === this.#epoch) next();
