@@ -14,6 +14,7 @@ import { inClusterAvailable, kubeFailureOf, loadKubernetesAccess, patchAs } from
 import { ConfigurationError } from '../../src/machineconfig/index.ts';
 import { ClusterInformer } from '../../src/controlplane/kubernetes/cluster-informer.ts';
 import { createLogger } from '../../src/runtime/logger.ts';
+import { resolveOptions } from '../../src/controlplane/main.ts';
 
 async function until(done: () => boolean, timeoutMs = 5000): Promise<void> {
   const end = Date.now() + timeoutMs;
@@ -112,6 +113,16 @@ describe('Kubernetes credentials and KubernetesAccess', () => {
     } finally {
       await plain.close();
     }
+  });
+
+  it('server.yaml takes kubeconfig and kubernetesSource as the flags do; the flags win', () => {
+    const file = join(dir, 'server.yaml');
+    writeFileSync(file, `kubeconfig: ${kubeconfig}\nkubernetesSource: true\n`);
+    const fromFile = resolveOptions({ config: file });
+    assert.deepEqual(fromFile.kubernetes, { kubeconfig });
+    assert.equal(fromFile.kubernetesSource, true);
+    assert.deepEqual(resolveOptions({ config: file, kubeconfig: '/elsewhere' }).kubernetes, { kubeconfig: '/elsewhere' });
+    assert.equal(resolveOptions({}).kubernetes, undefined, 'no kubeconfig and not in a pod: no Kubernetes');
   });
 
   it('mcplane-server --kubeconfig: starts and says which cluster; a bad file stops it with the file named', async () => {
