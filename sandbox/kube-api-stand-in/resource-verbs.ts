@@ -64,6 +64,8 @@ export function createObject(ctx: VerbContext, route: ResourceRoute, body: Recor
   for (const owned of ['uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp']) delete metadata[owned];
   const object: KubeObject = { ...body, metadata };
   if (resource.custom && resource.status) delete object.status;
+  // The pod strategy's PrepareForCreate: a new pod is Pending until a kubelet says otherwise.
+  if (resource.plural === 'pods') object.status = { phase: 'Pending' };
   return ctx.store.create(resource, object);
 }
 

@@ -170,6 +170,10 @@ describe('Kubernetes API stand-in (through @kubernetes/client-node)', () => {
     assert.deepEqual(onA.items.map((p) => p.metadata!.name).sort(), ['dns-1', 'web-1']);
     const inApps = await core.listNamespacedPod({ namespace: 'apps', labelSelector: 'app in (web,db)' });
     assert.equal(inApps.items.length, 2);
+    const created = await core.createNamespacedPod({ namespace: 'apps', body: { metadata: { name: 'new-1', labels: { app: 'web' } }, spec: { nodeName: 'node-b', containers: [{ name: 'c', image: 'x' }] }, status: { phase: 'Running' } } });
+    assert.equal(created.status!.phase, 'Pending', 'a created pod is Pending until its kubelet reports');
+    assert.deepEqual((await core.listNamespacedPod({ namespace: 'apps', fieldSelector: 'status.phase=Pending' })).items.map((p) => p.metadata!.name), ['new-1']);
+    await core.deleteNamespacedPod({ name: 'new-1', namespace: 'apps', body: { gracePeriodSeconds: 0 } });
     const bad = await failure(core.listPodForAllNamespaces({ fieldSelector: 'spec.color=red' }));
     assert.equal(bad.code, 400);
     const deleted = await core.deleteNamespacedPod({ name: 'dns-1', namespace: 'kube-system', gracePeriodSeconds: 0 });
