@@ -137,7 +137,7 @@ export async function startKubeApiStandIn(options: KubeApiStandInOptions = {}): 
     if (routed.kind === 'discovery') {
       entry.verb = 'discovery';
       if (req.method !== 'GET') throw apiErrors.methodNotAllowed(req.method ?? '');
-      return reply(res, 200, serveDiscovery(routed.group, routed.version));
+      return reply(res, 200, serveDiscovery(routed.root, routed.group, routed.version));
     }
     const route = routed.route;
     Object.assign(entry, {

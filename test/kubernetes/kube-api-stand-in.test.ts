@@ -393,6 +393,18 @@ describe('Kubernetes API stand-in (through @kubernetes/client-node)', () => {
     assert.equal((await failure(custom.getClusterCustomObject({ group: MCO_GROUP, version: 'v1', plural: 'machineconfigs', name: '50-a' }))).code, 404);
   });
 
+  it('serves discovery, so clients that resolve kinds through it (KubernetesObjectApi) work', async () => {
+    const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+    const pool = await objects.read({ apiVersion: `${MCO_GROUP}/v1`, kind: 'MachineConfigPool', metadata: { name: 'infra' } }) as any;
+    assert.equal(pool.spec.paused, true);
+    const nodes = await objects.list('v1', 'Node');
+    assert.ok(nodes.items.length >= 2);
+    const versions = await kc.makeApiClient(k8s.CoreApi).getAPIVersions();
+    assert.deepEqual(versions.versions, ['v1']);
+    const groups = await kc.makeApiClient(k8s.ApisApi).getAPIVersions();
+    assert.deepEqual(groups.groups.map((g) => g.name).sort(), [MCO_GROUP, 'policy']);
+  });
+
   it('logs every request as RBAC sees it (verb, group, resource, subresource, namespace, name, code)', () => {
     const has = (p: Partial<(typeof standIn.requests)[number]>) => standIn.requests.some((r) => Object.entries(p).every(([k, v]) => (r as any)[k] === v));
     assert.ok(has({ verb: 'list', apiGroup: '', resource: 'pods', code: 200 }));
