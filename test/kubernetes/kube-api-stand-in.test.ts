@@ -405,6 +405,18 @@ describe('Kubernetes API stand-in (through @kubernetes/client-node)', () => {
     assert.deepEqual(groups.groups.map((g) => g.name).sort(), [MCO_GROUP, 'policy']);
   });
 
+  it('CRDs prune spec fields their schema does not declare, as a structural schema makes the apiserver do', async () => {
+    const created = await custom.createClusterCustomObject({ group: MCO_GROUP, version: 'v1', plural: 'machineconfigpools', body: {
+      apiVersion: `${MCO_GROUP}/v1`, kind: 'MachineConfigPool', metadata: { name: 'pruned' },
+      spec: { paused: false, driftPolicy: 'Reconcile', disruptionPolicy: { sshkey: { actions: [{ type: 'none' }] } } },
+    } });
+    assert.deepEqual(created.spec, { paused: false });
+    const patched = await custom.patchClusterCustomObject({ group: MCO_GROUP, version: 'v1', plural: 'machineconfigpools', name: 'pruned', body: { spec: { driftPolicy: 'Degrade', maxUnavailable: 2 } } }, merge);
+    assert.deepEqual(patched.spec, { paused: false, maxUnavailable: 2 });
+    const mc = await custom.createClusterCustomObject({ group: MCO_GROUP, version: 'v1', plural: 'machineconfigs', body: { apiVersion: `${MCO_GROUP}/v1`, kind: 'MachineConfig', metadata: { name: '10-pruned' }, spec: { kernelArgs: ['typo'], kernelArguments: ['a=1'] } } });
+    assert.deepEqual(mc.spec, { kernelArguments: ['a=1'] });
+  });
+
   it('logs every request as RBAC sees it (verb, group, resource, subresource, namespace, name, code)', () => {
     const has = (p: Partial<(typeof standIn.requests)[number]>) => standIn.requests.some((r) => Object.entries(p).every(([k, v]) => (r as any)[k] === v));
     assert.ok(has({ verb: 'list', apiGroup: '', resource: 'pods', code: 200 }));
