@@ -164,6 +164,27 @@ describe('Kubernetes credentials and KubernetesAccess', () => {
     }
   });
 
+  it('the informer backs off when the cluster ends its watch with an error event, instead of asking again at once', async () => {
+    const logs: string[] = [];
+    const log = createLogger({ level: 'debug', write: (line) => logs.push(line) });
+    const informer = new ClusterInformer(loadKubernetesAccess({ kubeconfig }), { group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'machineconfigpools' }, log);
+    informer.start();
+    try {
+      await until(() => informer.synced);
+      const watches = () => standIn.requests.filter((r) => r.verb === 'watch' && r.resource === 'machineconfigpools');
+      await until(() => watches().length === 1);
+      const t0 = Date.now();
+      standIn.failWatches(500, 'InternalError', 'etcdserver: leader changed');
+      await until(() => watches().length === 2);
+      assert.ok(Date.now() - t0 >= 150, `asked again after ${Date.now() - t0} ms`);
+      assert.ok(logs.some((l) => /cannot watch machineconfigpools/.test(l) && /etcdserver: leader changed/.test(l)), logs.join('\n'));
+      standIn.add({ apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'MachineConfigPool', metadata: { name: 'after-error' }, spec: {} });
+      await until(() => informer.objects.has('after-error'));
+    } finally {
+      informer.stop();
+    }
+  });
+
   it("every call it made to the cluster with mcplane's credentials is allowed by packaging/kubernetes/rbac.yaml", () => {
     assert.ok(assertCallsAllowed(standIn.requests) > 0);
   });
