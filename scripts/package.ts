@@ -105,7 +105,10 @@ function stage(arch: RpmArch, bundle: string): string {
   const dir = join(STAGE, arch);
   const runtime = nodeRuntime(arch);
   mkdirSync(join(dir, 'bin'), { recursive: true });
-  for (const f of readdirSync(join(ROOT, 'packaging'), { withFileTypes: true })) if (f.isFile()) copyFileSync(join(ROOT, 'packaging', f.name), join(dir, f.name));
+  // Files only: packaging/kubernetes/ holds manifests for a cluster, not RPM sources.
+  for (const f of readdirSync(join(ROOT, 'packaging'), { withFileTypes: true })) {
+    if (f.isFile()) copyFileSync(join(ROOT, 'packaging', f.name), join(dir, f.name));
+  }
   // The Prometheus alert rules the server package ships for operators to load.
   copyFileSync(join(ROOT, 'packaging/prometheus/mcplane-alerts.yaml'), join(dir, 'mcplane-alerts.yaml'));
   // %license and %doc: the project's license, that of the Node runtime each package carries, the README.

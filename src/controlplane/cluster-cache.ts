@@ -18,9 +18,11 @@ import {
 import type { Logger } from '../runtime/logger.ts';
 import type { ChangeEvent, Store, StoredKind, StoredObject } from './store/store.ts';
 import {
+  KUBERNETES_SOURCE_KEY,
   LEADER_KEY,
   type AgentSessionRecord,
   type EventRecord,
+  type KubernetesSourceRecord,
   type LeaderRecord,
   type NodeAssignmentRecord,
   type NodeRecordValue,
@@ -36,6 +38,7 @@ const CACHED_KINDS: readonly StoredKind[] = [
   'MachineConfig', 'MachineConfigPool', 'PoolStatus', 'RenderedConfig', 'Node', 'NodeAssignment',
   'NodeStatus', 'AgentSession', 'ReapplyRequest', 'Replica', 'Leader', 'MachineConfiguration',
   'Event',
+  'KubernetesSource',
 ];
 
 /** The kinds whose objects together make one node's view. */
@@ -120,6 +123,8 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
   get leader(): StoredObject<LeaderRecord> | undefined { return this.#map<LeaderRecord>('Leader').get(LEADER_KEY); }
   /** MachineConfiguration/cluster, the cluster-wide disruption policy, when one was applied. */
   get machineConfiguration(): StoredObject<MachineConfiguration> | undefined { return this.#map<MachineConfiguration>('MachineConfiguration').get(CLUSTER_MACHINE_CONFIGURATION); }
+  /** With --kubernetes-source: the cluster objects the leader could not take, and why. */
+  get kubernetesSource(): StoredObject<KubernetesSourceRecord> | undefined { return this.#map<KubernetesSourceRecord>('KubernetesSource').get(KUBERNETES_SOURCE_KEY); }
 
   get nodes(): ReadonlyMap<string, NodeView> {
     return this.#nodes;

@@ -8,7 +8,9 @@
 
 import {
   canonicalJson,
+  ConfigurationError,
   ConflictError,
+  KubernetesSourceError,
   configsForPool,
   defaultPools,
   InvalidDocumentError,
@@ -46,6 +48,8 @@ import { RenderController } from './render-controller.ts';
 import { Replica } from './replica.ts';
 import { RolloutController } from './rollout-controller.ts';
 import type { Store, WriteOp } from './store/store.ts';
+import type { KubernetesAccess } from './kubernetes/kube-client.ts';
+import { KubernetesSourceController } from './kubernetes/kubernetes-source-controller.ts';
 import type { ReapplyRequestRecord } from './stored-records.ts';
 
 export interface AppliedObject {
@@ -77,6 +81,10 @@ export interface ControlPlaneOptions {
   tokenSweepMs?: number;
   /** The time decisions read (windows, soaks, drain deadlines); tests pass a ManualClock. */
   clock?: Clock;
+  /** The Kubernetes cluster this control plane works with (--kubeconfig or in-cluster); absent: none. */
+  kubernetes?: KubernetesAccess;
+  /** --kubernetes-source: MachineConfigs and pools come from the cluster (needs `kubernetes`). */
+  kubernetesSource?: boolean;
 }
 
 const NODE_STATES: readonly NodeState[] = ['Done', 'Working', 'Degraded', 'Unreconcilable'];
@@ -87,21 +95,34 @@ export class ControlPlane {
   readonly sessions: AgentSessions;
   readonly dispatcher: AssignmentDispatcher;
   readonly election: LeaderElection;
+  /** The cluster's API (drain, node annotations, MachineConfig source), when one is configured. */
+  readonly kubernetes: KubernetesAccess | undefined;
   readonly #controllers: ControllerManager;
   /** Events (kubectl get events); other leader-only controllers record theirs through it. */
   readonly events: EventRecorder;
   readonly #renderWaitMs: number;
   readonly clock: Clock;
+  /** With --kubernetes-source, the controller that takes MachineConfigs and pools from the cluster. */
+  readonly #source: KubernetesSourceController | undefined;
 
   private constructor(readonly cache: ClusterCache, readonly replica: Replica, options: ControlPlaneOptions, private readonly log: Logger, readonly metrics: ServerMetrics) {
     this.#renderWaitMs = options.renderWaitMs ?? 15_000;
     this.clock = options.clock ?? systemClock;
+    this.kubernetes = options.kubernetes;
     this.election = new LeaderElection(cache, replica, log);
     this.sessions = new AgentSessions(cache, replica, log);
     this.dispatcher = new AssignmentDispatcher(cache, this.sessions, log);
     const writer = new LeaderWriter(cache, this.election);
     this.events = new EventRecorder(cache, writer, log);
+    if (options.kubernetesSource) {
+      if (!options.kubernetes) throw new ConfigurationError('--kubernetes-source needs a cluster: give --kubeconfig FILE (or run in a pod with a service account)');
+      this.#source = new KubernetesSourceController(cache, writer, options.kubernetes, log);
+      const source = this.#source;
+      this.election.on('leading', (leading) => source.setLeading(leading));
+    }
     this.#controllers = new ControllerManager([
+      // First, so what it stores is rendered in the same pass.
+      ...(this.#source ? [this.#source] : []),
       new RenderController(cache, writer, log, metrics),
       new PoolMembershipController(cache, writer, log),
       new RolloutController(cache, writer, this.clock, log),
@@ -157,6 +178,7 @@ export class ControlPlane {
 
   /** Ends this replica's part: streams closed, leadership and lease given up, watch stopped. */
   async stop(): Promise<void> {
+    this.#source?.setLeading(false);
     await this.#controllers.stop();
     this.sessions.closeAll();
     await this.sessions.writer.flush();
@@ -211,6 +233,7 @@ export class ControlPlane {
     const parsed = parseDocuments(documents);
     problems.push(...parsed.problems);
     if (problems.length) throw new InvalidDocumentError(problems);
+    this.#refuseInSourceMode([...parsed.configs.map((c) => `MachineConfig/${c.metadata.name}`), ...parsed.pools.map((p) => `MachineConfigPool/${p.metadata.name}`)], 'applied');
     if (documents.length === 0) {
       throw new InvalidDocumentError([{ object: 'request', field: 'manifests', rule: 'required', message: 'no documents to apply' }]);
     }
@@ -258,6 +281,7 @@ export class ControlPlane {
   }
 
   async delete(kind: string, name: string): Promise<void> {
+    if (kind === 'MachineConfig' || kind === 'MachineConfigPool') this.#refuseInSourceMode([`${kind}/${name}`], 'deleted');
     let touchedPools = new Set<string>();
     let revision: number;
     if (kind === 'MachineConfig') {
@@ -295,6 +319,7 @@ export class ControlPlane {
   }
 
   async setPoolPaused(name: string, paused: boolean): Promise<void> {
+    this.#refuseInSourceMode([`MachineConfigPool/${name}`], paused ? 'paused' : 'resumed');
     const existing = this.cache.pools.get(name);
     if (!existing) throw new NotFoundError('MachineConfigPool', name);
     if (existing.value.spec.paused === paused) return;
@@ -349,6 +374,17 @@ export class ControlPlane {
     const { revision } = await this.store.commit([{ type: 'put', kind: 'Node', name, value: { ...rest, labels }, expectedVersion: record.resourceVersion, createdAt: record.createdAt }]);
     await this.cache.waitForRevision(revision);
     this.log.info({ node: name, set, remove, requestedBy }, 'node labels changed');
+  }
+
+  /**
+   * In source mode the cluster owns MachineConfigs and pools: a change made here would be put
+   * back at the next sync, so it is refused with the way to make it in the cluster.
+   */
+  #refuseInSourceMode(objects: string[], verb: string): void {
+    if (!this.#source || objects.length === 0) return;
+    const server = this.kubernetes?.server ?? 'the cluster';
+    const how = verb === 'deleted' ? 'oc delete' : verb === 'applied' ? 'oc apply -f' : `oc patch mcp --type=merge -p '{"spec":{"paused":${verb === 'paused'}}}'`;
+    throw new KubernetesSourceError(`${objects.join(', ')} cannot be ${verb} here: this control plane runs with --kubernetes-source, so MachineConfigs and MachineConfigPools come from the Kubernetes cluster (${server}); change them there (${how}) and mcplane follows`);
   }
 
   /** Pools whose rendered config may change with these configs (or that are these pools). */

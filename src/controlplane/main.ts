@@ -10,6 +10,7 @@ import { onStopSignal, runProgram } from '../runtime/entry-point.ts';
 import { VERSION } from '../runtime/version.ts';
 import { DEFAULT_BOOTSTRAP_PORT } from './bootstrap-server.ts';
 import { startServer, type ServerOptions } from './server.ts';
+import { inClusterAvailable } from './kubernetes/kube-client.ts';
 
 interface Flags {
   config?: string;
@@ -35,6 +36,8 @@ interface Flags {
   logLevel?: string;
   metricsListen?: string;
   metricsAllowNonLoopback?: boolean;
+  kubeconfig?: string;
+  kubernetesSource?: boolean;
 }
 
 /** The config file uses the flags' names in camelCase: dataDir, listen, pkiDir, ... */
@@ -62,6 +65,10 @@ export function resolveOptions(flags: Flags): ServerOptions & { logLevel?: strin
   if (f.logLevel) options.logLevel = f.logLevel;
   if (f.metricsListen) options.metrics = { listen: f.metricsListen, allowNonLoopback: f.metricsAllowNonLoopback === true };
   else if (f.metricsAllowNonLoopback) throw new ConfigurationError('--metrics-allow-non-loopback needs --metrics-listen HOST:PORT');
+  // A pod's service account is used without a flag, as kubectl and client libraries do.
+  if (f.kubeconfig) options.kubernetes = { kubeconfig: f.kubeconfig };
+  else if (inClusterAvailable(process.env)) options.kubernetes = { inCluster: { env: process.env } };
+  if (f.kubernetesSource) options.kubernetesSource = true;
   if (f.replicaName) options.replicaName = f.replicaName;
   if (f.store) options.etcd = parseStoreUrl(f);
   else if (f.etcdCa || f.etcdCert || f.etcdKey) throw new ConfigurationError('--etcd-ca/--etcd-cert/--etcd-key need --store etcd://HOST:PORT[,HOST:PORT...]');
@@ -128,6 +135,8 @@ export async function main(argv: string[]): Promise<void> {
     .option('--bootstrap-advertise <host:port>', 'bootstrap address written into bootstrapped hosts\' agent config')
     .option('--metrics-listen <host:port>', 'serve Prometheus metrics over plain HTTP at http://HOST:PORT/metrics (default: off; loopback addresses only)')
     .option('--metrics-allow-non-loopback', 'let --metrics-listen use an address other than loopback (unauthenticated plain HTTP: firewall it)')
+    .option('--kubeconfig <file>', 'kubeconfig of an existing Kubernetes cluster to work with (default: the pod\'s service account when run in a cluster)')
+    .option('--kubernetes-source', 'take MachineConfigs and MachineConfigPools from the Kubernetes cluster (watched; mcctl apply/delete of them is refused) and write pool status back to it')
     .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error']))
     .showHelpAfterError();
   program.parse(argv, { from: 'user' });

@@ -12,6 +12,7 @@ import { ControlPlane } from './control-plane.ts';
 import { startGrpcServer, SERVICE_NAMES, type GrpcServerHandle } from './grpc/grpc-server.ts';
 import type { RateLimit } from './rate-limiter.ts';
 import { openStore, type StoreOptions } from './store/open-store.ts';
+import { loadKubernetesAccess, type KubernetesCredentials } from './kubernetes/kube-client.ts';
 
 export interface ServerOptions {
   dataDir: string;
@@ -44,6 +45,10 @@ export interface ServerOptions {
   /** Prometheus /metrics over plain HTTP (off when absent); loopback only unless allowNonLoopback. */
   metrics?: { listen: string; allowNonLoopback?: boolean };
   log?: Logger;
+  /** Credentials for an existing Kubernetes cluster (--kubeconfig, or in-cluster). */
+  kubernetes?: KubernetesCredentials;
+  /** --kubernetes-source: take MachineConfigs and pools from that cluster. */
+  kubernetesSource?: boolean;
 }
 
 export interface ServerHandle {
@@ -69,6 +74,12 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
   const metricsListen = options.metrics && { ...options.metrics, setting: '--metrics-listen', optIn: '--metrics-allow-non-loopback' };
   // Refused before anything starts, like a plaintext --listen.
   if (metricsListen) checkMetricsListen(metricsListen);
+  // Bad credentials stop the server before it opens anything, with the file named.
+  const kubernetes = options.kubernetes ? loadKubernetesAccess(options.kubernetes) : undefined;
+  if (options.kubernetesSource && !kubernetes) {
+    throw new ConfigurationError('--kubernetes-source needs a cluster: give --kubeconfig FILE (or run in a pod with a service account)');
+  }
+  if (kubernetes) log.info({ kubernetes: kubernetes.server, credentials: kubernetes.credentials }, 'working with a Kubernetes cluster');
 
   const store = await openStore({ dataDir: options.dataDir, ...(options.etcd ? { etcd: options.etcd } : {}), log });
   let cp: ControlPlane | undefined;
@@ -85,6 +96,8 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       ...(options.leaseTtlMs ? { leaseTtlMs: options.leaseTtlMs } : {}),
       ...(options.tokenSweepMs ? { tokenSweepMs: options.tokenSweepMs } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
+      ...(kubernetes ? { kubernetes } : {}),
+      ...(options.kubernetesSource ? { kubernetesSource: true } : {}),
     }, log);
     grpc.serve(cp, tls !== undefined);
     const health = grpc.health;

@@ -25,3 +25,4 @@ export { computePoolStatus, conditionOf, type PoolStatusInput } from './pool-sta
 export { decideRollout, rolloutOrder, type RolloutDecision } from './rollout.ts';
 export { unselectedConfigs, unselectedConfigWarnings } from './unselected-configs.ts';
 export { appendToHistory, boundUpdateRecord, endPhase, enterPhase, finishUpdate, MAX_HISTORY_UPDATES, MAX_UPDATE_PHASES, startUpdate, withPhase, type UpdatePhase, type UpdateRecord, type UpdateResult } from './update-record.ts';
+export { isRenderedConfigName, manifestFromClusterObject, RENDERED_PREFIX, type ClusterKind } from './cluster-object.ts';

@@ -31,13 +31,18 @@ export type StoredKind =
   /** A node's last updates (bounded); written by the replica holding its stream, fenced by the session epoch. */
   | 'NodeHistory'
   /** What happened (kubectl get events), bounded and expiring; written by the leader only. */
-  | 'Event';
+  | 'Event'
+  /**
+   * With --kubernetes-source: what the leader's source controller found wrong with the cluster's
+   * MachineConfigs and pools (one record, `cluster`). Written by that controller only.
+   */
+  | 'KubernetesSource';
 
 export const STORED_KINDS: readonly StoredKind[] = [
   'MachineConfig', 'MachineConfigPool', 'PoolStatus', 'RenderedConfig', 'Node', 'NodeAssignment',
   'NodeStatus', 'AgentSession', 'ReapplyRequest', 'Replica', 'Leader', 'EnrollmentToken',
   'MachineConfiguration',
-  'NodeHistory', 'Event',
+  'NodeHistory', 'Event', 'KubernetesSource',
 ];
 
 export interface StoredObject<T = unknown> {
