@@ -379,7 +379,7 @@ export class ControlPlane {
     const session = await this.sessions.open({ nodeName: reg.nodeName, labels: reg.labels, ...(reg.boundPool ? { boundPool: reg.boundPool } : {}), bootId: reg.bootId, status }, stream);
     // The leader decides the pool; the answer here is the same rule applied to what this
     // replica sees now, for the agent's log.
-    const membership = poolFor(this.cache, reg.nodeName, this.cache.nodeRecords.get(reg.nodeName)?.value.labels ?? reg.labels);
+    const membership = poolFor(this.cache, reg.nodeName, this.cache.nodes.get(reg.nodeName)?.labels ?? reg.labels);
     this.log.info({ node: reg.nodeName, pool: membership.pool || undefined, poolError: membership.poolError, bootId: reg.bootId, current: status.currentConfig || undefined, new: isNew }, 'node registered');
     stream.write({ registered: { pool: membership.pool } });
     this.dispatcher.sendAssignment(session, true);

@@ -27,12 +27,16 @@ export type StoredKind =
   | 'Replica'
   /** The leader election record; attached to the leader's lease. */
   | 'Leader'
-  | 'EnrollmentToken';
+  | 'EnrollmentToken'
+  /** The leader's: a drain in progress on a Kubernetes Node, so a new leader resumes it. */
+  | 'NodeDrain'
+  /** The leader's copy of a Kubernetes Node (labels, creation time, cordon, MCO annotations). */
+  | 'KubernetesNode';
 
 export const STORED_KINDS: readonly StoredKind[] = [
   'MachineConfig', 'MachineConfigPool', 'PoolStatus', 'RenderedConfig', 'Node', 'NodeAssignment',
   'NodeStatus', 'AgentSession', 'ReapplyRequest', 'Replica', 'Leader', 'EnrollmentToken',
-  'MachineConfiguration',
+  'MachineConfiguration', 'NodeDrain', 'KubernetesNode',
 ];
 
 export interface StoredObject<T = unknown> {
