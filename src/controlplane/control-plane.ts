@@ -44,6 +44,12 @@ import { RenderController } from './render-controller.ts';
 import { Replica } from './replica.ts';
 import { RolloutController } from './rollout-controller.ts';
 import type { Store, WriteOp } from './store/store.ts';
+import type { KubernetesAccess } from './kubernetes/kube-client.ts';
+import { NodeOperations } from './kubernetes/node-operations.ts';
+import { KubernetesNodeSync } from './kubernetes-node-sync.ts';
+import { DEFAULT_DRAIN_SETTINGS, DrainController, type DrainSettings } from './drain-controller.ts';
+import type { DrainAccess } from './drain-gate.ts';
+import { NodeAnnotationController } from './node-annotation-controller.ts';
 import type { ReapplyRequestRecord } from './stored-records.ts';
 
 export interface AppliedObject {
@@ -75,6 +81,10 @@ export interface ControlPlaneOptions {
   tokenSweepMs?: number;
   /** The time decisions read (windows, soaks, drain deadlines); tests pass a ManualClock. */
   clock?: Clock;
+  /** The Kubernetes cluster this control plane works with (--kubeconfig or in-cluster); absent: none. */
+  kubernetes?: KubernetesAccess;
+  /** Drain retry and poll timing (tests shorten it). */
+  drain?: Partial<DrainSettings>;
 }
 
 const NODE_STATES: readonly NodeState[] = ['Done', 'Working', 'Degraded', 'Unreconcilable'];
@@ -85,25 +95,40 @@ export class ControlPlane {
   readonly sessions: AgentSessions;
   readonly dispatcher: AssignmentDispatcher;
   readonly election: LeaderElection;
+  /** The cluster's API (drain, node annotations, MachineConfig source), when one is configured. */
+  readonly kubernetes: KubernetesAccess | undefined;
   readonly #controllers: ControllerManager;
+  readonly #nodeSync: KubernetesNodeSync | undefined;
   readonly #renderWaitMs: number;
   readonly clock: Clock;
 
   private constructor(readonly cache: ClusterCache, readonly replica: Replica, options: ControlPlaneOptions, private readonly log: Logger) {
     this.#renderWaitMs = options.renderWaitMs ?? 15_000;
     this.clock = options.clock ?? systemClock;
+    this.kubernetes = options.kubernetes;
     this.election = new LeaderElection(cache, replica, log);
     this.sessions = new AgentSessions(cache, replica, log);
     this.dispatcher = new AssignmentDispatcher(cache, this.sessions, log);
     const writer = new LeaderWriter(cache, this.election);
+    // With a cluster: its Nodes are synced into the store while this replica leads, and drains
+    // and MCO's node annotations run on the leader.
+    const nodeOps = options.kubernetes ? new NodeOperations(options.kubernetes) : undefined;
+    const nodeSync = nodeOps ? new KubernetesNodeSync(cache, writer, nodeOps, log, () => this.#controllers.resyncAll()) : undefined;
+    this.#nodeSync = nodeSync;
+    const drainAccess: DrainAccess = { enabled: nodeOps !== undefined, get nodesSynced() { return nodeSync?.synced ?? false; } };
     this.#controllers = new ControllerManager([
       new RenderController(cache, writer, log),
       new PoolMembershipController(cache, writer, log),
-      new RolloutController(cache, writer, this.clock, log),
+      new RolloutController(cache, writer, this.clock, log, drainAccess),
       new PoolStatusController(cache, writer, this.clock),
       new EnrollmentTokenCollector(cache, writer, options.tokenSweepMs ?? 600_000, log),
+      new DrainController(cache, writer, this.clock, log, nodeOps && nodeSync ? { ops: nodeOps, sync: nodeSync } : undefined, { ...DEFAULT_DRAIN_SETTINGS, ...options.drain }),
+      ...(nodeOps && nodeSync ? [new NodeAnnotationController(cache, nodeOps, nodeSync, log)] : []),
     ], cache, log);
-    this.election.on('leading', (leading) => this.#controllers.setLeading(leading));
+    this.election.on('leading', (leading) => {
+      this.#controllers.setLeading(leading);
+      nodeSync?.setLeading(leading);
+    });
   }
 
   static async start(store: Store, options: ControlPlaneOptions, log: Logger): Promise<ControlPlane> {
@@ -148,6 +173,7 @@ export class ControlPlane {
   /** Ends this replica's part: streams closed, leadership and lease given up, watch stopped. */
   async stop(): Promise<void> {
     await this.#controllers.stop();
+    await this.#nodeSync?.stop();
     this.sessions.closeAll();
     await this.sessions.writer.flush();
     await this.election.resign();
@@ -332,6 +358,10 @@ export class ControlPlane {
     if (problems.length) throw new InvalidDocumentError(problems);
     const record = this.cache.nodeRecords.get(name);
     if (!record) throw new NotFoundError('Node', name);
+    if (this.cache.kubernetesNodes.has(name)) {
+      // Stored labels would be ignored: the cluster's Node object decides them.
+      throw new PermissionDeniedError(`Node/${name} is a Kubernetes Node: its labels come from the cluster; use kubectl label node ${name} ...`);
+    }
     const labels = { ...record.value.labels, ...set };
     for (const k of remove) delete labels[k];
     const { ignoredLabels: _forgotten, ...rest } = record.value;

@@ -4,7 +4,7 @@
 // serves the same node view, and a new leader decides from what the last one saw.
 // Only the fields mcplane reads are compared, so kubelet heartbeats write nothing.
 
-import type { V1Node } from '@kubernetes/client-node';
+import type { V1Node } from './kubernetes/kube-client.ts';
 import { canonicalJson } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { ClusterCache } from './cluster-cache.ts';

@@ -10,6 +10,7 @@ import { onStopSignal, runProgram } from '../runtime/entry-point.ts';
 import { VERSION } from '../runtime/version.ts';
 import { DEFAULT_BOOTSTRAP_PORT } from './bootstrap-server.ts';
 import { startServer, type ServerOptions } from './server.ts';
+import { inClusterAvailable } from './kubernetes/kube-client.ts';
 
 interface Flags {
   config?: string;
@@ -33,6 +34,7 @@ interface Flags {
   advertise?: string;
   bootstrapAdvertise?: string;
   logLevel?: string;
+  kubeconfig?: string;
 }
 
 /** The config file uses the flags' names in camelCase: dataDir, listen, pkiDir, ... */
@@ -58,6 +60,9 @@ export function resolveOptions(flags: Flags): ServerOptions & { logLevel?: strin
     insecure: f.insecure ?? false,
   };
   if (f.logLevel) options.logLevel = f.logLevel;
+  // A pod's service account is used without a flag, as kubectl and client libraries do.
+  if (f.kubeconfig) options.kubernetes = { kubeconfig: f.kubeconfig };
+  else if (inClusterAvailable(process.env)) options.kubernetes = { inCluster: { env: process.env } };
   if (f.replicaName) options.replicaName = f.replicaName;
   if (f.store) options.etcd = parseStoreUrl(f);
   else if (f.etcdCa || f.etcdCert || f.etcdKey) throw new ConfigurationError('--etcd-ca/--etcd-cert/--etcd-key need --store etcd://HOST:PORT[,HOST:PORT...]');
@@ -122,6 +127,7 @@ export async function main(argv: string[]): Promise<void> {
     .option('--bootstrap-listen <host:port>', `bootstrap endpoint address (default 0.0.0.0:${DEFAULT_BOOTSTRAP_PORT})`)
     .option('--advertise <host:port>', 'gRPC address written into bootstrapped hosts\' agent config')
     .option('--bootstrap-advertise <host:port>', 'bootstrap address written into bootstrapped hosts\' agent config')
+    .option('--kubeconfig <file>', 'kubeconfig of an existing Kubernetes cluster to work with (default: the pod\'s service account when run in a cluster)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error']))
     .showHelpAfterError();
   program.parse(argv, { from: 'user' });

@@ -8,7 +8,7 @@ import { canonicalJson } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { CacheChange, ClusterCache, NodeView } from './cluster-cache.ts';
 import type { Controller, ReconcileResult } from './controller.ts';
-import { apiStatus, MCO_ANNOTATION_PREFIX, type NodeOperations } from './kubernetes/node-operations.ts';
+import { failureMessage, MCO_ANNOTATION_PREFIX, type NodeOperations } from './kubernetes/node-operations.ts';
 import type { KubernetesNodeSync } from './kubernetes-node-sync.ts';
 
 export const CURRENT_CONFIG_ANNOTATION = `${MCO_ANNOTATION_PREFIX}currentConfig`;
@@ -71,7 +71,7 @@ export class NodeAnnotationController implements Controller {
           await this.sync.observe(node);
         } catch (err) {
           failed = true;
-          this.log.warn({ node: p.node, err: apiStatus(err)?.message ?? (err as Error).message }, 'writing MCO node annotations failed; retrying');
+          this.log.warn({ node: p.node, err: failureMessage(err) }, 'writing MCO node annotations failed; retrying');
         }
       }));
     }

@@ -7,10 +7,11 @@ import { createLogger, type Logger } from '../runtime/logger.ts';
 import { isLoopbackHost, parseHostPort, readTlsFiles, serverCredentials, type TlsFiles } from '../runtime/tls.ts';
 import { reachableAddress, startBootstrapServer } from './bootstrap-server.ts';
 import type { Clock } from './clock.ts';
-import { ControlPlane } from './control-plane.ts';
+import { ControlPlane, type ControlPlaneOptions } from './control-plane.ts';
 import { startGrpcServer, SERVICE_NAMES, type GrpcServerHandle } from './grpc/grpc-server.ts';
 import type { RateLimit } from './rate-limiter.ts';
 import { openStore, type StoreOptions } from './store/open-store.ts';
+import { loadKubernetesAccess, type KubernetesCredentials } from './kubernetes/kube-client.ts';
 
 export interface ServerOptions {
   dataDir: string;
@@ -41,6 +42,10 @@ export interface ServerOptions {
   /** The time decisions read; tests pass a ManualClock (no flag: production runs on real time). */
   clock?: Clock;
   log?: Logger;
+  /** Credentials for an existing Kubernetes cluster (--kubeconfig, or in-cluster). */
+  kubernetes?: KubernetesCredentials;
+  /** Drain retry and poll timing; tests shorten it (no flag: the defaults suit a cluster). */
+  drain?: ControlPlaneOptions['drain'];
 }
 
 export interface ServerHandle {
@@ -61,6 +66,9 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
     throw new ConfigurationError(`--insecure serves plaintext and is allowed only on a loopback address; --listen ${options.listen} is not one`);
   }
   const tls = options.tls && !options.insecure ? readTlsFiles(options.tls, 'server TLS') : undefined;
+  // Bad credentials stop the server before it opens anything, with the file named.
+  const kubernetes = options.kubernetes ? loadKubernetesAccess(options.kubernetes) : undefined;
+  if (kubernetes) log.info({ kubernetes: kubernetes.server, credentials: kubernetes.credentials }, 'working with a Kubernetes cluster');
 
   const store = await openStore({ dataDir: options.dataDir, ...(options.etcd ? { etcd: options.etcd } : {}), log });
   let cp: ControlPlane | undefined;
@@ -76,6 +84,8 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       ...(options.leaseTtlMs ? { leaseTtlMs: options.leaseTtlMs } : {}),
       ...(options.tokenSweepMs ? { tokenSweepMs: options.tokenSweepMs } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
+      ...(kubernetes ? { kubernetes } : {}),
+      ...(options.drain ? { drain: options.drain } : {}),
     }, log);
     grpc.serve(cp, tls !== undefined);
     const health = grpc.health;

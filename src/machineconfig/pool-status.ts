@@ -125,8 +125,9 @@ function list(nodes: readonly NodeRecord[], show: (n: NodeRecord) => string): st
   return nodes.length > LIST_LIMIT ? `${shown} and ${nodes.length - LIST_LIMIT} more` : shown;
 }
 
-/** 90 -> "1m30s", 600000 ms -> "10m": short, as kubectl shows ages. */
+/** 90 s -> "1m30s", 600000 ms -> "10m", 150 ms -> "150ms": short, as kubectl shows ages. */
 export function formatDuration(ms: number): string {
+  if (ms > 0 && ms < 1000) return `${Math.round(ms)}ms`;
   let s = Math.max(0, Math.round(ms / 1000));
   const h = Math.floor(s / 3600);
   s -= h * 3600;

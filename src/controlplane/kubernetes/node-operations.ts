@@ -1,21 +1,11 @@
 // The Kubernetes calls the leader makes on nodes and their pods: cordon, MCO's annotations, the
 // pods a drain must move, and evictions through the Eviction API (policy/v1) so that every
-// PodDisruptionBudget is honoured by the API server itself. Everything goes through the real
-// @kubernetes/client-node; callers see plain results, never its exception types.
+// PodDisruptionBudget is honoured by the API server itself. Everything goes through the
+// KubernetesAccess (the real @kubernetes/client-node); callers see plain results, never its
+// exception types.
 
-import {
-  ApiException,
-  CoreV1Api,
-  PatchStrategy,
-  PolicyV1Api,
-  setHeaderOptions,
-  type KubeConfig,
-  type V1Node,
-  type V1Pod,
-  type V1PodDisruptionBudget,
-} from '@kubernetes/client-node';
-import { matchesSelector } from '../../machineconfig/index.ts';
-import type { LabelSelector } from '../../machineconfig/index.ts';
+import { matchesSelector, type LabelSelector } from '../../machineconfig/index.ts';
+import { kubeFailureOf, patchAs, type KubernetesAccess, type V1Node, type V1Pod, type V1PodDisruptionBudget } from './kube-client.ts';
 
 /** What an eviction request came to. */
 export type EvictionResult =
@@ -37,16 +27,10 @@ export interface PodOnNode {
 export const MCO_ANNOTATION_PREFIX = 'machineconfiguration.openshift.io/';
 
 export class NodeOperations {
-  readonly #core: CoreV1Api;
-  readonly #policy: PolicyV1Api;
-
-  constructor(readonly kubeConfig: KubeConfig) {
-    this.#core = kubeConfig.makeApiClient(CoreV1Api);
-    this.#policy = kubeConfig.makeApiClient(PolicyV1Api);
-  }
+  constructor(readonly access: KubernetesAccess) {}
 
   async listNodes(): Promise<{ nodes: V1Node[]; resourceVersion: string }> {
-    const list = await this.#core.listNode();
+    const list = await this.access.core.listNode();
     return { nodes: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
   }
 
@@ -66,7 +50,7 @@ export class NodeOperations {
    * cannot evict them). Pods with emptyDir volumes are included: their data is scratch by design.
    */
   async podsToEvict(node: string): Promise<PodOnNode[]> {
-    const list = await this.#core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` });
+    const list = await this.access.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` });
     return list.items.filter(mustEvict).map((p) => ({
       namespace: p.metadata?.namespace ?? 'default',
       name: p.metadata?.name ?? '',
@@ -80,34 +64,35 @@ export class NodeOperations {
    */
   async evict(pod: { namespace: string; name: string }): Promise<EvictionResult> {
     try {
-      await this.#core.createNamespacedPodEviction({
+      await this.access.core.createNamespacedPodEviction({
         name: pod.name,
         namespace: pod.namespace,
         body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: pod.name, namespace: pod.namespace } },
       });
       return { outcome: 'evicted' };
     } catch (err) {
-      const status = apiStatus(err);
-      if (status?.code === 404) return { outcome: 'gone' };
-      if (status?.code === 429) {
-        const budget = await this.#budgetFor(pod, status.causes).catch(() => undefined);
-        return { outcome: 'refused', budget: budget?.metadata?.name ?? '', disruptionsAllowed: budget?.status?.disruptionsAllowed ?? null, message: status.message };
+      const failure = kubeFailureOf(err);
+      if (failure.code === 404) return { outcome: 'gone' };
+      if (failure.code === 429) {
+        const causes = failure.causes.map((c) => c.message ?? '');
+        const budget = await this.#budgetFor(pod, causes).catch(() => undefined);
+        return { outcome: 'refused', budget: budget?.metadata?.name ?? '', disruptionsAllowed: budget?.status?.disruptionsAllowed ?? null, message: failure.message };
       }
-      return { outcome: 'failed', message: status ? `HTTP ${status.code}: ${status.message}` : (err as Error).message };
+      return { outcome: 'failed', message: failure.code ? `HTTP ${failure.code}: ${failure.message}` : failure.message };
     }
   }
 
   async #patchNode(node: string, body: object): Promise<V1Node> {
-    return this.#core.patchNode({ name: node, body }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    return this.access.core.patchNode({ name: node, body }, patchAs.merge);
   }
 
   /** The budget the API server named in its refusal, or the one whose selector matches the pod. */
   async #budgetFor(pod: { namespace: string; name: string }, causes: string[]): Promise<V1PodDisruptionBudget | undefined> {
     const named = causes.map((c) => /disruption budget (\S+)/i.exec(c)?.[1]).find(Boolean);
-    if (named) return this.#policy.readNamespacedPodDisruptionBudget({ name: named, namespace: pod.namespace });
+    if (named) return this.access.policy.readNamespacedPodDisruptionBudget({ name: named, namespace: pod.namespace });
     const [budgets, found] = await Promise.all([
-      this.#policy.listNamespacedPodDisruptionBudget({ namespace: pod.namespace }),
-      this.#core.readNamespacedPod({ name: pod.name, namespace: pod.namespace }),
+      this.access.policy.listNamespacedPodDisruptionBudget({ namespace: pod.namespace }),
+      this.access.core.readNamespacedPod({ name: pod.name, namespace: pod.namespace }),
     ]);
     const labels = found.metadata?.labels ?? {};
     return budgets.items.find((b) => b.spec?.selector && matchesSelector(b.spec.selector as LabelSelector, labels));
@@ -120,28 +105,8 @@ function mustEvict(pod: V1Pod): boolean {
   return true;
 }
 
-interface ApiStatus {
-  code: number;
-  message: string;
-  /** details.causes[].message */
-  causes: string[];
-}
-
-/** The Kubernetes Status an API call failed with, whatever shape the client gave it in. */
-export function apiStatus(err: unknown): ApiStatus | undefined {
-  if (!(err instanceof ApiException)) return undefined;
-  let body: unknown = err.body;
-  if (typeof body === 'string') {
-    try {
-      body = JSON.parse(body);
-    } catch {
-      // not JSON: the text itself is the message
-    }
-  }
-  const status = (typeof body === 'object' && body !== null ? body : {}) as { message?: string; details?: { causes?: { message?: string }[] } };
-  return {
-    code: err.code,
-    message: status.message ?? (typeof body === 'string' ? body : err.message),
-    causes: (status.details?.causes ?? []).map((c) => c.message ?? '').filter(Boolean),
-  };
+/** A failed call's message, for logs and reasons. */
+export function failureMessage(err: unknown): string {
+  const f = kubeFailureOf(err);
+  return f.code ? `HTTP ${f.code}: ${f.message}` : f.message;
 }

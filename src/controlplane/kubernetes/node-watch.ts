@@ -2,9 +2,9 @@
 // resourceVersion it saw (bookmarks included) whenever the connection ends, and lists again
 // when the API server answers 410 Gone (the version was compacted away: events were lost).
 
-import { Watch, type V1Node } from '@kubernetes/client-node';
 import type { Logger } from '../../runtime/logger.ts';
-import { apiStatus, type NodeOperations } from './node-operations.ts';
+import { kubeFailureOf, type V1Node } from './kube-client.ts';
+import { failureMessage, type NodeOperations } from './node-operations.ts';
 
 export interface NodeWatchHandlers {
   /** Every Node there is, at the start and after each relist. */
@@ -18,7 +18,7 @@ const RETRY_MAX_MS = 30_000;
 /** Starts the list and watch; the returned function stops it. */
 export function watchNodes(ops: NodeOperations, handlers: NodeWatchHandlers, log: Logger): () => void {
   let stopped = false;
-  let abort: AbortController | undefined;
+  let abort: (() => void) | undefined;
   let timer: NodeJS.Timeout | undefined;
   let resourceVersion = '';
   let failures = 0;
@@ -39,7 +39,7 @@ export function watchNodes(ops: NodeOperations, handlers: NodeWatchHandlers, log
       watch();
     } catch (err) {
       failures++;
-      log.warn({ err: apiStatus(err)?.message ?? (err as Error).message, attempt: failures }, 'listing Kubernetes Nodes failed; retrying');
+      log.warn({ err: failureMessage(err), attempt: failures }, 'listing Kubernetes Nodes failed; retrying');
       later(() => void list());
     }
   };
@@ -47,7 +47,7 @@ export function watchNodes(ops: NodeOperations, handlers: NodeWatchHandlers, log
   const watch = (): void => {
     if (stopped) return;
     let gone = false;
-    void new Watch(ops.kubeConfig).watch('/api/v1/nodes', { resourceVersion, allowWatchBookmarks: true }, (type: string, object: V1Node & { code?: number }) => {
+    void ops.access.watch('/api/v1/nodes', { resourceVersion, allowWatchBookmarks: 'true' }, (type: string, object: V1Node & { code?: number }) => {
       if (type === 'ERROR') {
         // A watch event of type ERROR carries a Status; 410 means resourceVersion is too old.
         if (object.code === 410) gone = true;
@@ -56,9 +56,10 @@ export function watchNodes(ops: NodeOperations, handlers: NodeWatchHandlers, log
       const rv = object.metadata?.resourceVersion;
       if (rv) resourceVersion = rv;
       if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') handlers.onEvent(type, object);
-    }, (err: (Error & { statusCode?: number }) | null) => {
+    }, (end: unknown) => {
       if (stopped) return;
-      if (gone || err?.statusCode === 410) {
+      const err = end as (Error & { statusCode?: number }) | null;
+      if (gone || err?.statusCode === 410 || (err && kubeFailureOf(err).code === 410)) {
         log.info({ resourceVersion }, 'Kubernetes Node watch expired (410 Gone); listing again');
         failures = 0;
         void list();
@@ -70,9 +71,9 @@ export function watchNodes(ops: NodeOperations, handlers: NodeWatchHandlers, log
         log.warn({ err: err.message, resourceVersion, attempt: failures }, 'Kubernetes Node watch failed; resuming');
       }
       later(watch);
-    }).then((controller) => {
-      abort = controller;
-      if (stopped) controller.abort();
+    }).then((stop) => {
+      abort = stop;
+      if (stopped) stop();
     }, (err: unknown) => {
       failures++;
       log.warn({ err: (err as Error).message }, 'Kubernetes Node watch could not start; retrying');
@@ -84,6 +85,6 @@ export function watchNodes(ops: NodeOperations, handlers: NodeWatchHandlers, log
   return () => {
     stopped = true;
     clearTimeout(timer);
-    abort?.abort();
+    abort?.();
   };
 }

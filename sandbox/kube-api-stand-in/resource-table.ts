@@ -1,0 +1,36 @@
+// The resources the Kubernetes API stand-in serves: what mcplane uses, no more. Each entry is
+// what the real apiserver's discovery says about it (group, version, plural, kind, scope,
+// subresources), so URLs, RBAC checks and the request log name resources as Kubernetes does.
+
+export interface ResourceType {
+  group: string; // '' for the core group
+  version: string;
+  plural: string;
+  kind: string;
+  namespaced: boolean;
+  /** Has a status subresource: the main resource ignores status, /status changes only status. */
+  status: boolean;
+  /** A CustomResourceDefinition (create drops status when the status subresource is on). */
+  custom: boolean;
+}
+
+export const STAND_IN_RESOURCES: readonly ResourceType[] = [
+  { group: '', version: 'v1', plural: 'nodes', kind: 'Node', namespaced: false, status: true, custom: false },
+  { group: '', version: 'v1', plural: 'pods', kind: 'Pod', namespaced: true, status: true, custom: false },
+  { group: '', version: 'v1', plural: 'events', kind: 'Event', namespaced: true, status: false, custom: false },
+  { group: 'policy', version: 'v1', plural: 'poddisruptionbudgets', kind: 'PodDisruptionBudget', namespaced: true, status: true, custom: false },
+  { group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'machineconfigs', kind: 'MachineConfig', namespaced: false, status: false, custom: true },
+  { group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'machineconfigpools', kind: 'MachineConfigPool', namespaced: false, status: true, custom: true },
+];
+
+export function apiVersionOf(type: ResourceType): string {
+  return type.group ? `${type.group}/${type.version}` : type.version;
+}
+
+export function resourceByPath(group: string, version: string, plural: string): ResourceType | undefined {
+  return STAND_IN_RESOURCES.find((r) => r.group === group && r.version === version && r.plural === plural);
+}
+
+export function resourceByKind(apiVersion: string, kind: string): ResourceType | undefined {
+  return STAND_IN_RESOURCES.find((r) => apiVersionOf(r) === apiVersion && r.kind === kind);
+}

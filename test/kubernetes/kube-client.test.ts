@@ -1,0 +1,121 @@
+// Kubernetes credentials: --kubeconfig on the real mcplane-server, in-cluster service account
+// files, and the KubernetesAccess the control plane hands its controllers, all against the
+// Kubernetes API stand-in with the real @kubernetes/client-node.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { startKubeApiStandIn, type KubeApiStandIn } from '../../sandbox/kube-api-stand-in/kube-api-stand-in.ts';
+import { inClusterAvailable, kubeFailureOf, loadKubernetesAccess, patchAs } from '../../src/controlplane/kubernetes/kube-client.ts';
+import { ConfigurationError } from '../../src/machineconfig/index.ts';
+import { spawnServer } from '../helpers/server-process.ts';
+import { startTestServer } from '../helpers/test-server.ts';
+import { testPki } from '../helpers/test-pki.ts';
+import { spawnSync } from 'node:child_process';
+import { REPO_ROOT } from '../helpers/run-cli.ts';
+
+describe('Kubernetes credentials and KubernetesAccess', () => {
+  let standIn: KubeApiStandIn;
+  const dir = mkdtempSync(join(tmpdir(), 'kube-client-'));
+  let kubeconfig: string;
+
+  before(async () => {
+    standIn = await startKubeApiStandIn();
+    kubeconfig = standIn.writeKubeconfig(dir);
+    standIn.add({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'worker-0', labels: { 'node-role.kubernetes.io/worker': '' } } });
+  });
+  after(() => standIn.close());
+
+  it('loads a kubeconfig file: the typed clients reach the cluster with its token', async () => {
+    const kube = loadKubernetesAccess({ kubeconfig });
+    assert.equal(kube.server, standIn.url);
+    assert.equal(kube.credentials, `kubeconfig ${kubeconfig}`);
+    assert.equal(kube.namespace, 'default');
+    const nodes = await kube.core.listNode();
+    assert.deepEqual(nodes.items.map((n) => n.metadata!.name), ['worker-0']);
+    const patched = await kube.core.patchNode({ name: 'worker-0', body: { spec: { unschedulable: true } } }, patchAs.merge);
+    assert.equal(patched.spec!.unschedulable, true);
+    const last = standIn.requests.at(-1)!;
+    assert.deepEqual([last.verb, last.resource, last.authenticated], ['patch', 'nodes', true]);
+  });
+
+  it('loads in-cluster credentials: KUBERNETES_SERVICE_HOST/PORT and the mounted service account token', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'kube-pod-'));
+    const env = { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: String(standIn.port) };
+    assert.equal(inClusterAvailable(env, root), false, 'no token mounted yet');
+    standIn.writeServiceAccount(root, 'mcplane-system');
+    assert.equal(inClusterAvailable(env, root), true);
+    assert.equal(inClusterAvailable({}, root), false, 'no service host: not in a cluster');
+    const kube = loadKubernetesAccess({ inCluster: { env, root } });
+    assert.equal(kube.credentials, 'in-cluster service account');
+    assert.equal(kube.namespace, 'mcplane-system');
+    assert.equal(kube.server, `https://127.0.0.1:${standIn.port}`);
+    assert.equal((await kube.core.readNode({ name: 'worker-0' })).metadata!.name, 'worker-0');
+    assert.equal(process.env.KUBERNETES_SERVICE_HOST, undefined, 'the process environment is left as it was');
+  });
+
+  it('bad credentials are a ConfigurationError naming the file and what to do', () => {
+    assert.throws(() => loadKubernetesAccess({ kubeconfig: join(dir, 'missing') }), (err: unknown) =>
+      err instanceof ConfigurationError && err.message.startsWith(`--kubeconfig ${join(dir, 'missing')}: `) && /ENOENT/.test(err.message));
+    const noContext = join(dir, 'no-context');
+    writeFileSync(noContext, JSON.stringify({ apiVersion: 'v1', kind: 'Config', clusters: [], users: [], contexts: [{ name: 'a', context: { cluster: 'x', user: 'y' } }] }));
+    assert.throws(() => loadKubernetesAccess({ kubeconfig: noContext }), /no current context with a cluster .*set current-context to one of: a/);
+    assert.throws(() => loadKubernetesAccess({ inCluster: { env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: '1' }, root: dir } }),
+      /serviceaccount\/token is missing/);
+  });
+
+  it('kubeFailureOf reads the apiserver Status out of a failed call, and names a connection failure', async () => {
+    const kube = loadKubernetesAccess({ kubeconfig });
+    const notFound = await kube.core.readNode({ name: 'nope' }).then(() => undefined, kubeFailureOf);
+    assert.deepEqual(notFound, { code: 404, reason: 'NotFound', message: 'nodes "nope" not found', causes: [] });
+    const down = join(dir, 'down');
+    const config = JSON.parse(readFileSync(kubeconfig, 'utf8'));
+    const free = createServer();
+    await new Promise<void>((r) => free.listen(0, '127.0.0.1', () => r()));
+    const port = (free.address() as AddressInfo).port;
+    await new Promise((r) => free.close(r));
+    config.clusters[0].cluster.server = `https://127.0.0.1:${port}`;
+    writeFileSync(down, JSON.stringify(config));
+    const refused = await loadKubernetesAccess({ kubeconfig: down }).core.listNode().then(() => undefined, kubeFailureOf);
+    assert.equal(refused!.code, 0);
+    assert.match(refused!.message, /ECONNREFUSED/);
+  });
+
+  it('the in-process server hands the KubernetesAccess to its control plane', async () => {
+    const server = await startTestServer({ kubernetes: { kubeconfig } });
+    try {
+      const kube = server.handle.controlPlane.kubernetes;
+      assert.ok(kube, 'the control plane has the cluster');
+      assert.equal(kube.server, standIn.url);
+      assert.equal((await kube.core.readNode({ name: 'worker-0' })).metadata!.name, 'worker-0');
+      assert.ok(server.logs.some((l) => l.includes('working with a Kubernetes cluster') && l.includes(standIn.url)));
+    } finally {
+      await server.close();
+    }
+    const plain = await startTestServer();
+    try {
+      assert.equal(plain.handle.controlPlane.kubernetes, undefined, 'no kubeconfig: no Kubernetes');
+    } finally {
+      await plain.close();
+    }
+  });
+
+  it('mcplane-server --kubeconfig: starts and says which cluster; a bad file stops it with the file named', async () => {
+    const pki = await testPki();
+    const data = mkdtempSync(join(tmpdir(), 'kube-server-'));
+    const server = await spawnServer(['--data-dir', data, '--listen', '127.0.0.1:0', '--pki-dir', pki.dir, '--no-bootstrap', '--kubeconfig', kubeconfig]);
+    try {
+      assert.ok(server.logs.some((l) => l.includes('working with a Kubernetes cluster') && l.includes(`kubeconfig ${kubeconfig}`)), server.logs.join('\n'));
+    } finally {
+      server.child.kill('SIGTERM');
+      assert.equal(await server.exited, 0);
+    }
+    const bad = spawnSync(process.execPath, ['--import', 'tsx', 'src/controlplane/main.ts', '--data-dir', data, '--listen', '127.0.0.1:0', '--pki-dir', pki.dir, '--no-bootstrap', '--kubeconfig', join(dir, 'nope.yaml')],
+      { cwd: REPO_ROOT, encoding: 'utf8', timeout: 30_000 });
+    assert.equal(bad.status, 1);
+    assert.match(bad.stderr + bad.stdout, new RegExp(`--kubeconfig ${join(dir, 'nope.yaml').replace(/[.]/g, '\\.')}: ENOENT`));
+  });
+});
