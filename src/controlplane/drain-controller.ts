@@ -42,6 +42,11 @@ export class DrainController implements Controller {
   #due = new Map<string, number>();
   /** Real time of a node's next eviction round after a refusal. */
   #retryAt = new Map<string, number>();
+  /**
+   * Refused rounds in a row under this leader: the backoff grows with it. A new leader starts
+   * again from the shortest delay, as a restarted kubelet does with its back-off.
+   */
+  #refusals = new Map<string, number>();
 
   constructor(
     private readonly cache: ClusterCache,
@@ -85,6 +90,7 @@ export class DrainController implements Controller {
         if (next === undefined) {
           this.#due.delete(name);
           this.#retryAt.delete(name);
+          this.#refusals.delete(name);
           continue;
         }
         wait = next;
@@ -198,7 +204,9 @@ export class DrainController implements Controller {
       }
       if (blocked || failures.length) {
         next.refusals++;
-        const backoff = Math.min(this.settings.retryMaxMs, this.settings.retryBaseMs * 2 ** Math.min(next.refusals - 1, 20));
+        const inARow = (this.#refusals.get(name) ?? 0) + 1;
+        this.#refusals.set(name, inARow);
+        const backoff = Math.min(this.settings.retryMaxMs, this.settings.retryBaseMs * 2 ** Math.min(inARow - 1, 20));
         this.#retryAt.set(name, Date.now() + backoff);
         next.nextRetryAt = now + backoff;
         delay = evicted > 0 ? Math.min(backoff, this.settings.pollMs) : backoff;
@@ -209,6 +217,7 @@ export class DrainController implements Controller {
         next.failures = failures;
       } else {
         next.refusals = 0;
+        this.#refusals.delete(name);
         delete next.blocked;
         delete next.nextRetryAt;
         delete next.failures;

@@ -130,7 +130,7 @@ export interface NodeDrainRecord {
   recordoned: number;
   /** Eviction rounds so far. */
   attempt: number;
-  /** Eviction rounds in a row that were refused or failed (the backoff grows with it). */
+  /** Eviction rounds in a row that were refused or failed. */
   refusals: number;
   /** Evictions that failed other than by a budget (namespace/name: message). */
   failures?: string[];
