@@ -16,7 +16,7 @@ import type { Logger } from '../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from './cluster-cache.ts';
 import type { Clock } from './clock.ts';
 import type { Controller, ReconcileResult } from './controller.ts';
-import type { NodeOperations } from './kubernetes/node-operations.ts';
+import { failureMessage, type NodeOperations } from './kubernetes/node-operations.ts';
 import type { KubernetesNodeSync } from './kubernetes-node-sync.ts';
 import type { LeaderWriter } from './leader-writer.ts';
 import type { WriteOp } from './store/store.ts';
@@ -83,9 +83,10 @@ export class DrainController implements Controller {
       const due = this.#due.get(name) ?? 0;
       let wait = due - now;
       if (wait <= 0) {
-        const next = await this.#step(name, this.kube.ops).catch((err: unknown) => {
-          this.log.warn({ err, node: name }, 'drain step failed; retrying');
-          return this.settings.pollMs;
+        const next = await this.#step(name, this.kube.ops).catch(async (err: unknown) => {
+          this.log.warn({ err: failureMessage(err), node: name }, 'drain step failed; retrying');
+          await this.#noteFailure(name, err).catch(() => undefined);
+          return this.settings.retryBaseMs;
         });
         if (next === undefined) {
           this.#due.delete(name);
@@ -259,6 +260,15 @@ export class DrainController implements Controller {
     }
     // The agent's progress arrives as a change; this is only a safety net.
     return this.settings.pollMs * 10;
+  }
+
+  /** The node's reason says why its drain is not moving when the cluster's API fails. */
+  async #noteFailure(name: string, err: unknown): Promise<void> {
+    const stored = this.cache.drains.get(name);
+    if (stored?.value.phase !== 'Draining') return;
+    const reason = `draining: the Kubernetes API failed (${failureMessage(err)}); retrying`;
+    if (stored.value.reason === reason) return;
+    await this.writer.commit([this.#put(name, { ...stored.value, reason }, stored.resourceVersion)]);
   }
 
   /** Without Kubernetes access on this leader nothing can drain: let held nodes go, and say so. */
