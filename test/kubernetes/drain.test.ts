@@ -13,6 +13,7 @@ import type { Clients } from '../../src/cli/client/connection.ts';
 import { ManualClock } from '../../src/controlplane/clock.ts';
 import { addNode, addPod, evictablePodsOn, Workload, type KubeObjectLike } from '../helpers/kube-workloads.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
+import { runCliAsync } from '../helpers/run-cli.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
@@ -219,6 +220,9 @@ test('uncordoning a node during its drain is undone and said; past its timeout t
   server.handle.controlPlane.resync();
   await eventually(async () => (await condition('NodeDrainStalled'))?.status === 'True', 5000, 'NodeDrainStalled');
   assert.match((await condition('NodeDrainStalled'))!.message, /1 node has been draining for longer than 1m: w0 \(since 2026-01-01T00:00:00\.000Z: draining: eviction of pod shop\/web-a refused by PodDisruptionBudget shop\/web-pdb/);
+  const described = await runCliAsync(['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null', 'describe', 'mcp', 'worker']);
+  assert.match(described.stdout, /\nDrain: +after 2m the node is marked Degraded; NodeDrainStalled after 1m\n/);
+  assert.match(described.stdout, /NodeDrainStalled +True +DrainStalled/);
   assert.equal((await nodeOf(c, 'w0')).status!.state, 'Working', 'not Degraded before the timeout');
 
   // Past timeoutSeconds with onTimeout Degrade: the node is Degraded with the reason, and so the pool.
