@@ -14,11 +14,14 @@ import type { LeaderWriter } from './leader-writer.ts';
 import type { WriteOp } from './store/store.ts';
 import type { KubernetesNodeRecord } from './stored-records.ts';
 
+const RELIST_AFTER_FAILURE_MS = 2000;
+
 export class KubernetesNodeSync {
   #stopWatch: (() => void) | undefined;
   #synced = false;
   /** Writes go one after another, in the order the watch delivered them. */
-  #queue: Promise<void> = Promise.resolve();
+  #queue: Promise<unknown> = Promise.resolve();
+  #restart: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly cache: ClusterCache,
@@ -37,7 +40,10 @@ export class KubernetesNodeSync {
   setLeading(leading: boolean): void {
     if (leading && !this.#stopWatch) {
       this.#stopWatch = watchNodes(this.ops, {
-        onList: (nodes) => this.#enqueue(() => this.#storeList(nodes)),
+        onList: (nodes) => void this.#enqueue(() => this.#storeList(nodes)).then((stored) => {
+          // Until a full list is stored the rollout holds back drainable updates: list again.
+          if (!stored && this.#stopWatch) this.#restartSoon();
+        }),
         onEvent: (type, node) => this.#enqueue(() => (type === 'DELETED' ? this.#storeDelete(node) : this.#storeNodes([node]))),
       }, this.log);
     } else if (!leading && this.#stopWatch) {
@@ -48,24 +54,37 @@ export class KubernetesNodeSync {
   }
 
   async stop(): Promise<void> {
+    clearTimeout(this.#restart);
     this.setLeading(false);
     await this.#queue;
+  }
+
+  #restartSoon(): void {
+    clearTimeout(this.#restart);
+    this.#restart = setTimeout(() => {
+      if (!this.#stopWatch) return;
+      this.setLeading(false);
+      this.setLeading(true);
+    }, RELIST_AFTER_FAILURE_MS);
   }
 
   /**
    * Stores a Node as an API call returned it (the leader's own cordon), in order with the watch's
    * events, so the leader's next decision does not read the Node from before its own change.
    */
-  observe(node: V1Node): Promise<void> {
-    return this.#enqueue(() => this.#storeNodes([node]));
+  async observe(node: V1Node): Promise<void> {
+    await this.#enqueue(() => this.#storeNodes([node]));
   }
 
-  #enqueue(work: () => Promise<void>): Promise<void> {
-    this.#queue = this.#queue.then(work).catch((err: unknown) => {
+  /** Runs `work` after the writes before it; resolves true when it succeeded. */
+  #enqueue(work: () => Promise<void>): Promise<boolean> {
+    const done = this.#queue.then(work).then(() => true, (err: unknown) => {
       // The next event or relist writes the node again; a deposed leader's writes fail here.
       this.log.warn({ err }, 'storing Kubernetes Nodes failed');
+      return false;
     });
-    return this.#queue;
+    this.#queue = done;
+    return done;
   }
 
   async #storeList(nodes: V1Node[]): Promise<void> {
