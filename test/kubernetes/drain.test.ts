@@ -132,14 +132,17 @@ test('a rollout with reboots drains each node first: the PDB blocks, the reason 
     return nodes.every((n) => n.status!.currentConfig === second && n.status!.state === 'Done') && names.every((n) => kubeNode(n).spec?.unschedulable !== true);
   }, 40_000, 'every node updated and uncordoned');
 
-  // Every agent got the new config only when its node held no pod a drain must remove.
+  // Every agent got the new config only when its node held no pod a drain must remove, and
+  // after every accepted eviction of a pod on its node (the stand-in's eviction log).
+  const nodeOfPod = new Map<string, string>([['web-a', 'w0'], ['web-b', 'w0'], ['cache', 'w0'], ['web-c', 'w1'], ['web-d', 'w2'], ...web.replacements.map((r): [string, string] => [r.name, r.node])]);
   for (const n of names) {
     const receipt = atReceipt.find((r) => r.node === n && r.config === second);
-    assert.ok(receipt, `${n} received ${second}`);
+    const received = fleet[names.indexOf(n)]!.assignments.find((a) => a.renderedConfig === second);
+    assert.ok(receipt && received, `${n} received ${second}`);
     assert.deepEqual(receipt.pods, [], `${n} was drained when its agent received the config`);
-    const evictions = requests.filter((r) => r.subresource === 'eviction' && r.code === 201 && (r.name?.startsWith('web-') || r.name === 'cache') && r.namespace === 'shop');
-    const lastOnNode = Math.max(0, ...evictions.filter((r) => r.at < receipt.at).map((r) => r.at));
-    assert.ok(lastOnNode <= receipt.at);
+    const evictionsOnNode = requests.filter((r) => r.subresource === 'eviction' && r.code === 201 && nodeOfPod.get(r.name!) === n);
+    assert.ok(evictionsOnNode.length > 0, `pods were evicted from ${n}`);
+    for (const e of evictionsOnNode) assert.ok(e.at < received.receivedAt, `${n}: ${e.name} evicted at ${e.at}, config received at ${received.receivedAt}`);
   }
   const evicted = requests.filter((r) => r.subresource === 'eviction').map((r) => r.name!);
   assert.ok(evicted.includes('cache'), 'a pod with emptyDir is evicted');
