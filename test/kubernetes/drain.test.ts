@@ -291,3 +291,26 @@ test('with Kubernetes access, a node\'s labels and age come from its Node object
   standIn.remove('Node', 'n1');
   await eventually(async () => (await nodeOf(c, 'n1')).labels['topology.kubernetes.io/zone'] === 'zone-a', 5000, 'the agent\'s labels again');
 });
+
+test('an eviction the API server fails (two budgets cover the pod) is retried, and the reason carries the server\'s message', async () => {
+  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
+  addNode(standIn, 'w0', { 'node-role.kubernetes.io/worker': '' });
+  addNode(standIn, 'w1', { 'node-role.kubernetes.io/worker': '' });
+  addPod(standIn, { namespace: 'shop', name: 'web', node: 'w0', labels: { app: 'web' } });
+  for (const name of ['pdb-1', 'pdb-2']) {
+    standIn.add({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name, namespace: 'shop' }, spec: { maxUnavailable: 1, selector: { matchLabels: { app: 'web' } } } } as never);
+  }
+  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
+  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN });
+  const c = server.admin();
+  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'pool.yaml', text: poolYaml('worker') }, fileConfig('one')], dryRun: false }, 'apply');
+  const first = await target(c);
+  const [w0] = await startAgents(['w0', 'w1'], first, 50);
+  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
+  const second = await target(c);
+  await eventually(async () => (await nodeOf(c, 'w0')).status!.reason.includes('eviction failed'), 10_000, 'the failure in the reason');
+  assert.match((await nodeOf(c, 'w0')).status!.reason, /^draining: eviction failed for shop\/web: HTTP 500: .*more than one PodDisruptionBudget.*; attempt \d+; next retry at /);
+  assert.ok(!w0!.assignments.some((a) => a.renderedConfig === second), 'held');
+  standIn.remove('PodDisruptionBudget', 'pdb-2', 'shop');
+  await w0!.waitFor(() => w0!.status.currentConfig === second, 10_000);
+});

@@ -19,6 +19,8 @@ export type EvictionResult =
 export interface PodOnNode {
   namespace: string;
   name: string;
+  /** Its labels, to find the budget covering it when a refusal names none. */
+  labels: Record<string, string>;
   /** Already being deleted (an eviction was accepted): the drain waits for it to go. */
   terminating: boolean;
 }
@@ -54,6 +56,7 @@ export class NodeOperations {
     return list.items.filter(mustEvict).map((p) => ({
       namespace: p.metadata?.namespace ?? 'default',
       name: p.metadata?.name ?? '',
+      labels: p.metadata?.labels ?? {},
       terminating: Boolean(p.metadata?.deletionTimestamp),
     }));
   }
@@ -62,7 +65,7 @@ export class NodeOperations {
    * Asks the API server to evict the pod. No grace period is set in the request, so the pod's
    * own terminationGracePeriodSeconds applies.
    */
-  async evict(pod: { namespace: string; name: string }): Promise<EvictionResult> {
+  async evict(pod: PodOnNode): Promise<EvictionResult> {
     try {
       await this.access.core.createNamespacedPodEviction({
         name: pod.name,
@@ -87,15 +90,11 @@ export class NodeOperations {
   }
 
   /** The budget the API server named in its refusal, or the one whose selector matches the pod. */
-  async #budgetFor(pod: { namespace: string; name: string }, causes: string[]): Promise<V1PodDisruptionBudget | undefined> {
+  async #budgetFor(pod: PodOnNode, causes: string[]): Promise<V1PodDisruptionBudget | undefined> {
     const named = causes.map((c) => /disruption budget (\S+)/i.exec(c)?.[1]).find(Boolean);
     if (named) return this.access.policy.readNamespacedPodDisruptionBudget({ name: named, namespace: pod.namespace });
-    const [budgets, found] = await Promise.all([
-      this.access.policy.listNamespacedPodDisruptionBudget({ namespace: pod.namespace }),
-      this.access.core.readNamespacedPod({ name: pod.name, namespace: pod.namespace }),
-    ]);
-    const labels = found.metadata?.labels ?? {};
-    return budgets.items.find((b) => b.spec?.selector && matchesSelector(b.spec.selector as LabelSelector, labels));
+    const budgets = await this.access.policy.listNamespacedPodDisruptionBudget({ namespace: pod.namespace });
+    return budgets.items.find((b) => b.spec?.selector && matchesSelector(b.spec.selector as LabelSelector, pod.labels));
   }
 }
 
