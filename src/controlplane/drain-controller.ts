@@ -121,7 +121,8 @@ export class DrainController implements Controller {
         phase: 'Draining',
         startedAt: this.clock.now(),
         // Still cordoned from a drain that is over (an update that did not finish): keep its facts.
-        cordoned: existing?.value.cordoned ?? false,
+        // A Node someone else cordoned counts as cordoned, and stays so after the update.
+        cordoned: existing?.value.cordoned ?? kube?.unschedulable === true,
         wasCordoned: existing ? existing.value.wasCordoned : kube?.unschedulable === true,
         recordoned: 0,
         attempt: 0,
@@ -159,6 +160,8 @@ export class DrainController implements Controller {
     if (!kube.unschedulable) {
       if (drain.cordoned) {
         next.recordoned++;
+        // Whoever uncordoned it wants it schedulable: it is uncordoned after the update.
+        next.wasCordoned = false;
         this.log.warn({ node: name, times: next.recordoned }, 'node was uncordoned during its update; cordoning it again');
       }
       await this.kube!.sync.observe(await ops.setUnschedulable(name, true));
@@ -178,6 +181,7 @@ export class DrainController implements Controller {
     if (pods.length === 0) {
       next = { ...next, phase: 'Drained', remaining: [], reason: `drained; cordoned until the update to ${assignment.value.desiredConfig} is done` };
       delete next.blocked;
+      delete next.failures;
       delete next.nextRetryAt;
       delete next.timedOut;
       delete next.degraded;

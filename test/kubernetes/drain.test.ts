@@ -314,3 +314,25 @@ test('an eviction the API server fails (two budgets cover the pod) is retried, a
   standIn.remove('PodDisruptionBudget', 'pdb-2', 'shop');
   await w0!.waitFor(() => w0!.status.currentConfig === second, 10_000);
 });
+
+test('a Node someone cordoned before its drain is left cordoned after the update', async () => {
+  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
+  addNode(standIn, 'w0', { 'node-role.kubernetes.io/worker': '' });
+  addNode(standIn, 'w1', { 'node-role.kubernetes.io/worker': '' });
+  const w0node = kubeNode('w0');
+  standIn.put({ apiVersion: 'v1', kind: 'Node', ...w0node, spec: { unschedulable: true } } as never);
+  addPod(standIn, { namespace: 'shop', name: 'web', node: 'w0' });
+  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
+  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN });
+  const c = server.admin();
+  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'pool.yaml', text: poolYaml('worker', '  maxUnavailable: 2\n') }, fileConfig('one')], dryRun: false }, 'apply');
+  const first = await target(c);
+  const [w0, w1] = await startAgents(['w0', 'w1'], first, 50);
+  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
+  const second = await target(c);
+  for (const a of [w0!, w1!]) await a.waitFor(() => a.status.currentConfig === second, 10_000);
+  await eventually(() => server!.logs.some((l) => l.includes('left cordoned as it was before the drain')) && server!.logs.some((l) => l.includes('"node":"w1"') && l.includes('node updated and uncordoned')), 5000, 'both drains over');
+  assert.equal(kubeNode('w0').spec?.unschedulable, true, 'still cordoned, as its operator left it');
+  assert.notEqual(kubeNode('w1').spec?.unschedulable, true);
+  assert.equal(standIn.list('Pod', 'shop').length, 0, 'its pod was evicted all the same');
+});
