@@ -28,7 +28,7 @@ import { serveWatch } from './watch-stream.ts';
 export interface KubeApiStandInOptions {
   /** Multiplies every grace period (pod deletion) so tests stay fast; default 0.01. */
   timeScale?: number;
-  /** The bearer token the stand-in accepts; a random one by default. */
+  /** mcplane's bearer token (user `mcplane`); a random one by default. */
   token?: string;
 }
 
@@ -44,6 +44,12 @@ export interface StandInRequest {
   name?: string;
   code: number;
   authenticated: boolean;
+  /**
+   * Who called: `mcplane` (its token: the calls the RBAC manifest must allow), `admin` (the
+   * test acting as a cluster administrator, e.g. `oc apply`), or a user from addUser (one per
+   * mcplane replica, to see which replica called).
+   */
+  user?: string;
 }
 
 /** Any object with apiVersion, kind and metadata: a plain one or @kubernetes/client-node's model classes. */
@@ -53,17 +59,21 @@ export interface KubeApiStandIn {
   url: string;
   port: number;
   token: string;
+  /** A second user's token, for the test's own calls as a cluster administrator. */
+  adminToken: string;
   caPem: string;
   /** Every request answered so far, in order. */
   requests: StandInRequest[];
   /** Writes a kubeconfig for this stand-in (token auth, its CA) and returns its path. */
-  writeKubeconfig(dir: string, name?: string): string;
+  writeKubeconfig(dir: string, name?: string, user?: string): string;
+  /** Test side: another user with a token of its own (e.g. one per mcplane replica); returns the token. */
+  addUser(name: string): string;
   /** Writes the in-cluster service account files under `root` as loadFromCluster(root) reads them. */
   writeServiceAccount(root: string, namespace?: string): void;
   /** Test side: stores an object as given (status included), bypassing the API's rules. */
-  add(object: AnyObject): KubeObject;
+  add<T extends AnyObject>(object: T): KubeObject;
   /** Test side: replaces an object as given (status included). */
-  put(object: AnyObject): KubeObject;
+  put<T extends AnyObject>(object: T): KubeObject;
   get(kind: string, name: string, namespace?: string): KubeObject | undefined;
   list(kind: string, namespace?: string): KubeObject[];
   remove(kind: string, name: string, namespace?: string): void;
@@ -89,6 +99,8 @@ export async function startKubeApiStandIn(options: KubeApiStandInOptions = {}): 
   const ca = await createCertificateAuthority('kube-api stand-in CA');
   const serving = await issueCertificate(ca, { commonName: 'kube-apiserver-stand-in', hosts: ['127.0.0.1', 'localhost'], usage: 'server' });
   const token = options.token ?? randomBytes(16).toString('hex');
+  const adminToken = randomBytes(16).toString('hex');
+  const users = new Map<string, string>([[token, 'mcplane'], [adminToken, 'admin']]);
   const store = new ObjectStore();
   const pods = resourceOfKind('Pod');
   const budgets = resourceOfKind('PodDisruptionBudget');
@@ -117,7 +129,9 @@ export async function startKubeApiStandIn(options: KubeApiStandInOptions = {}): 
   const handle = async (req: IncomingMessage, res: ServerResponse, entry: StandInRequest): Promise<void> => {
     const url = new URL(req.url ?? '/', 'https://stand-in');
     const header = req.headers.authorization ?? '';
-    entry.authenticated = header === `Bearer ${token}`;
+    const user = header.startsWith('Bearer ') ? users.get(header.slice('Bearer '.length)) : undefined;
+    if (user) entry.user = user;
+    entry.authenticated = user !== undefined;
     if (!entry.authenticated) throw apiErrors.unauthorized();
     const routed = routeOf(url.pathname);
     if (routed.kind === 'discovery') {
@@ -187,21 +201,27 @@ export async function startKubeApiStandIn(options: KubeApiStandInOptions = {}): 
     url,
     port,
     token,
+    adminToken,
     caPem: ca.certPem,
     requests,
-    writeKubeconfig(dir, name = 'kubeconfig') {
+    writeKubeconfig(dir, name = 'kubeconfig', user = 'mcplane') {
       mkdirSync(dir, { recursive: true });
       const path = join(dir, name);
       const config = {
         apiVersion: 'v1',
         kind: 'Config',
         clusters: [{ name: 'stand-in', cluster: { server: url, 'certificate-authority-data': Buffer.from(ca.certPem).toString('base64') } }],
-        users: [{ name: 'mcplane', user: { token } }],
-        contexts: [{ name: 'stand-in', context: { cluster: 'stand-in', user: 'mcplane', namespace: 'default' } }],
+        users: [{ name: user, user: { token: [...users].find(([, u]) => u === user)?.[0] ?? token } }],
+        contexts: [{ name: 'stand-in', context: { cluster: 'stand-in', user, namespace: 'default' } }],
         'current-context': 'stand-in',
       };
       writeFileSync(path, JSON.stringify(config, null, 2), { mode: 0o600 });
       return path;
+    },
+    addUser(name) {
+      const t = randomBytes(16).toString('hex');
+      users.set(t, name);
+      return t;
     },
     writeServiceAccount(root, namespace = 'mcplane') {
       const dir = join(root, 'var/run/secrets/kubernetes.io/serviceaccount');

@@ -19,6 +19,8 @@ export function serveWatch(store: ObjectStore, route: ResourceRoute, query: URLS
   // The apiserver answers a watch at once; clients wait for these headers before reading.
   res.flushHeaders();
   const send = (type: string, object: unknown): void => {
+    // Ended from the server side (closeWatches, timeoutSeconds): 'close' unsubscribes shortly.
+    if (res.writableEnded || res.destroyed) return;
     res.write(`${JSON.stringify({ type, object })}\n`);
   };
   const deliver = (change: StoredChange): void => {

@@ -14,6 +14,7 @@ import { completionScript } from './commands/completion.ts';
 import { versionCommand } from './commands/version.ts';
 import { parseDuration, waitCommand } from './commands/wait.ts';
 import { watchCommand } from './commands/watch.ts';
+import { importCommand } from './commands/import.ts';
 import { applyCommand, deleteCommand, labelCommand, pauseCommand, reapplyCommand } from './commands/write.ts';
 import { parseGetFormat, type OutputFormat } from './output.ts';
 
@@ -94,6 +95,11 @@ export function buildProgram(io: Io): Command {
   files(connectionOptions(program.command('apply')).description('create or update MachineConfigs and pools (all or nothing)'))
     .option('--dry-run', 'validate and report what would change, store nothing')
     .action((opts: { filename: string[]; dryRun?: boolean }) => withClients((c) => applyCommand(c, opts.filename, opts.dryRun ?? false, io.err)));
+
+  connectionOptions(program.command('import')).description('import an existing cluster\'s MachineConfigs and MachineConfigPools through Apply (the path off MCO); MCO\'s rendered-* configs are skipped')
+    .requiredOption('--kubeconfig <file>', 'kubeconfig of the cluster to import from (needs list on machineconfigs and machineconfigpools)')
+    .option('--dry-run', 'validate and report what would change, store nothing')
+    .action((opts: { kubeconfig: string; dryRun?: boolean }) => withClients((c) => importCommand(c, opts.kubeconfig, opts.dryRun ?? false, io.err)));
 
   connectionOptions(program.command('delete')).description('delete a MachineConfig, a custom pool, or a retired node')
     .argument('<resource>', 'mc | pool | node')

@@ -19,9 +19,11 @@ import type { Logger } from '../runtime/logger.ts';
 import { displayedStatus } from './displayed-node-status.ts';
 import type { ChangeEvent, Store, StoredKind, StoredObject } from './store/store.ts';
 import {
+  KUBERNETES_SOURCE_KEY,
   LEADER_KEY,
   type AgentSessionRecord,
   type KubernetesNodeRecord,
+  type KubernetesSourceRecord,
   type LeaderRecord,
   type NodeDrainRecord,
   type NodeAssignmentRecord,
@@ -38,6 +40,7 @@ const CACHED_KINDS: readonly StoredKind[] = [
   'MachineConfig', 'MachineConfigPool', 'PoolStatus', 'RenderedConfig', 'Node', 'NodeAssignment',
   'NodeStatus', 'AgentSession', 'ReapplyRequest', 'Replica', 'Leader', 'MachineConfiguration',
   'NodeDrain', 'KubernetesNode',
+  'KubernetesSource',
 ];
 
 /** The kinds whose objects together make one node's view. */
@@ -127,6 +130,8 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
   get machineConfiguration(): StoredObject<MachineConfiguration> | undefined { return this.#map<MachineConfiguration>('MachineConfiguration').get(CLUSTER_MACHINE_CONFIGURATION); }
   get drains(): ReadonlyMap<string, StoredObject<NodeDrainRecord>> { return this.#map('NodeDrain'); }
   get kubernetesNodes(): ReadonlyMap<string, StoredObject<KubernetesNodeRecord>> { return this.#map('KubernetesNode'); }
+  /** With --kubernetes-source: the cluster objects the leader could not take, and why. */
+  get kubernetesSource(): StoredObject<KubernetesSourceRecord> | undefined { return this.#map<KubernetesSourceRecord>('KubernetesSource').get(KUBERNETES_SOURCE_KEY); }
 
   get nodes(): ReadonlyMap<string, NodeView> {
     return this.#nodes;

@@ -8,7 +8,9 @@
 
 import {
   canonicalJson,
+  ConfigurationError,
   ConflictError,
+  KubernetesSourceError,
   configsForPool,
   defaultPools,
   InvalidDocumentError,
@@ -50,6 +52,7 @@ import { KubernetesNodeSync } from './kubernetes-node-sync.ts';
 import { DEFAULT_DRAIN_SETTINGS, DrainController, type DrainSettings } from './drain-controller.ts';
 import type { DrainAccess } from './drain-gate.ts';
 import { NodeAnnotationController } from './node-annotation-controller.ts';
+import { KubernetesSourceController } from './kubernetes/kubernetes-source-controller.ts';
 import type { ReapplyRequestRecord } from './stored-records.ts';
 
 export interface AppliedObject {
@@ -85,6 +88,8 @@ export interface ControlPlaneOptions {
   kubernetes?: KubernetesAccess;
   /** Drain retry and poll timing (tests shorten it). */
   drain?: Partial<DrainSettings>;
+  /** --kubernetes-source: MachineConfigs and pools come from the cluster (needs `kubernetes`). */
+  kubernetesSource?: boolean;
 }
 
 const NODE_STATES: readonly NodeState[] = ['Done', 'Working', 'Degraded', 'Unreconcilable'];
@@ -101,6 +106,8 @@ export class ControlPlane {
   readonly #nodeSync: KubernetesNodeSync | undefined;
   readonly #renderWaitMs: number;
   readonly clock: Clock;
+  /** With --kubernetes-source, the controller that takes MachineConfigs and pools from the cluster. */
+  readonly #source: KubernetesSourceController | undefined;
 
   private constructor(readonly cache: ClusterCache, readonly replica: Replica, options: ControlPlaneOptions, private readonly log: Logger) {
     this.#renderWaitMs = options.renderWaitMs ?? 15_000;
@@ -116,7 +123,15 @@ export class ControlPlane {
     const nodeSync = nodeOps ? new KubernetesNodeSync(cache, writer, nodeOps, log, () => this.#controllers.resyncAll()) : undefined;
     this.#nodeSync = nodeSync;
     const drainAccess: DrainAccess = { enabled: nodeOps !== undefined, get nodesSynced() { return nodeSync?.synced ?? false; } };
+    if (options.kubernetesSource) {
+      if (!options.kubernetes) throw new ConfigurationError('--kubernetes-source needs a cluster: give --kubeconfig FILE (or run in a pod with a service account)');
+      this.#source = new KubernetesSourceController(cache, writer, options.kubernetes, log);
+      const source = this.#source;
+      this.election.on('leading', (leading) => source.setLeading(leading));
+    }
     this.#controllers = new ControllerManager([
+      // First, so what it stores is rendered in the same pass.
+      ...(this.#source ? [this.#source] : []),
       new RenderController(cache, writer, log),
       new PoolMembershipController(cache, writer, log),
       new RolloutController(cache, writer, this.clock, log, drainAccess),
@@ -172,6 +187,7 @@ export class ControlPlane {
 
   /** Ends this replica's part: streams closed, leadership and lease given up, watch stopped. */
   async stop(): Promise<void> {
+    this.#source?.setLeading(false);
     await this.#controllers.stop();
     await this.#nodeSync?.stop();
     this.sessions.closeAll();
@@ -226,6 +242,7 @@ export class ControlPlane {
     const parsed = parseDocuments(documents);
     problems.push(...parsed.problems);
     if (problems.length) throw new InvalidDocumentError(problems);
+    this.#refuseInSourceMode([...parsed.configs.map((c) => `MachineConfig/${c.metadata.name}`), ...parsed.pools.map((p) => `MachineConfigPool/${p.metadata.name}`)], 'applied');
     if (documents.length === 0) {
       throw new InvalidDocumentError([{ object: 'request', field: 'manifests', rule: 'required', message: 'no documents to apply' }]);
     }
@@ -273,6 +290,7 @@ export class ControlPlane {
   }
 
   async delete(kind: string, name: string): Promise<void> {
+    if (kind === 'MachineConfig' || kind === 'MachineConfigPool') this.#refuseInSourceMode([`${kind}/${name}`], 'deleted');
     let touchedPools = new Set<string>();
     let revision: number;
     if (kind === 'MachineConfig') {
@@ -310,6 +328,7 @@ export class ControlPlane {
   }
 
   async setPoolPaused(name: string, paused: boolean): Promise<void> {
+    this.#refuseInSourceMode([`MachineConfigPool/${name}`], paused ? 'paused' : 'resumed');
     const existing = this.cache.pools.get(name);
     if (!existing) throw new NotFoundError('MachineConfigPool', name);
     if (existing.value.spec.paused === paused) return;
@@ -368,6 +387,17 @@ export class ControlPlane {
     const { revision } = await this.store.commit([{ type: 'put', kind: 'Node', name, value: { ...rest, labels }, expectedVersion: record.resourceVersion, createdAt: record.createdAt }]);
     await this.cache.waitForRevision(revision);
     this.log.info({ node: name, set, remove, requestedBy }, 'node labels changed');
+  }
+
+  /**
+   * In source mode the cluster owns MachineConfigs and pools: a change made here would be put
+   * back at the next sync, so it is refused with the way to make it in the cluster.
+   */
+  #refuseInSourceMode(objects: string[], verb: string): void {
+    if (!this.#source || objects.length === 0) return;
+    const server = this.kubernetes?.server ?? 'the cluster';
+    const how = verb === 'deleted' ? 'oc delete' : verb === 'applied' ? 'oc apply -f' : `oc patch mcp --type=merge -p '{"spec":{"paused":${verb === 'paused'}}}'`;
+    throw new KubernetesSourceError(`${objects.join(', ')} cannot be ${verb} here: this control plane runs with --kubernetes-source, so MachineConfigs and MachineConfigPools come from the Kubernetes cluster (${server}); change them there (${how}) and mcplane follows`);
   }
 
   /** Pools whose rendered config may change with these configs (or that are these pools). */

@@ -31,6 +31,12 @@ export class ControllerManager {
   ) {
     cache.on('change', this.#onChange);
     for (const c of controllers) this.#dirty.add(c);
+    for (const c of controllers) {
+      c.bindWake?.(() => {
+        this.#dirty.add(c);
+        this.schedule();
+      });
+    }
   }
 
   get leading(): boolean {

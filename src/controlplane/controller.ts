@@ -14,4 +14,9 @@ export interface Controller {
   readonly leaderOnly: boolean;
   interestedIn(change: CacheChange): boolean;
   reconcile(): Promise<ReconcileResult | void>;
+  /**
+   * For controllers fed by something besides the store (a Kubernetes watch): the manager hands
+   * over a function that marks the controller dirty and schedules a pass.
+   */
+  bindWake?(wake: () => void): void;
 }

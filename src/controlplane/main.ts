@@ -35,6 +35,7 @@ interface Flags {
   bootstrapAdvertise?: string;
   logLevel?: string;
   kubeconfig?: string;
+  kubernetesSource?: boolean;
 }
 
 /** The config file uses the flags' names in camelCase: dataDir, listen, pkiDir, ... */
@@ -63,6 +64,7 @@ export function resolveOptions(flags: Flags): ServerOptions & { logLevel?: strin
   // A pod's service account is used without a flag, as kubectl and client libraries do.
   if (f.kubeconfig) options.kubernetes = { kubeconfig: f.kubeconfig };
   else if (inClusterAvailable(process.env)) options.kubernetes = { inCluster: { env: process.env } };
+  if (f.kubernetesSource) options.kubernetesSource = true;
   if (f.replicaName) options.replicaName = f.replicaName;
   if (f.store) options.etcd = parseStoreUrl(f);
   else if (f.etcdCa || f.etcdCert || f.etcdKey) throw new ConfigurationError('--etcd-ca/--etcd-cert/--etcd-key need --store etcd://HOST:PORT[,HOST:PORT...]');
@@ -128,6 +130,7 @@ export async function main(argv: string[]): Promise<void> {
     .option('--advertise <host:port>', 'gRPC address written into bootstrapped hosts\' agent config')
     .option('--bootstrap-advertise <host:port>', 'bootstrap address written into bootstrapped hosts\' agent config')
     .option('--kubeconfig <file>', 'kubeconfig of an existing Kubernetes cluster to work with (default: the pod\'s service account when run in a cluster)')
+    .option('--kubernetes-source', 'take MachineConfigs and MachineConfigPools from the Kubernetes cluster (watched; mcctl apply/delete of them is refused) and write pool status back to it')
     .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error']))
     .showHelpAfterError();
   program.parse(argv, { from: 'user' });

@@ -1,7 +1,7 @@
 // Computes every pool's counts and conditions from the stored nodes and writes them when they
 // change, so every replica serves the same status and a failover keeps the transition times.
 
-import { computePoolStatus, DEFAULT_DRAIN_STALLED_AFTER_MS, type DrainInProgress, type PoolStatus } from '../machineconfig/index.ts';
+import { computePoolStatus, DEFAULT_DRAIN_STALLED_AFTER_MS, matchesSelector, type DrainInProgress, type MachineConfigPool, type PoolStatus, type Problem } from '../machineconfig/index.ts';
 import type { ReconcileResult } from './controller.ts';
 import { changesPoolsOrNodes, type CacheChange, type ClusterCache } from './cluster-cache.ts';
 import type { Clock } from './clock.ts';
@@ -18,7 +18,7 @@ export class PoolStatusController implements Controller {
   constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly clock: Clock) {}
 
   interestedIn(change: CacheChange): boolean {
-    return changesPoolsOrNodes(change);
+    return changesPoolsOrNodes(change) || change.changed.has('KubernetesSource');
   }
 
   async reconcile(): Promise<ReconcileResult> {
@@ -46,7 +46,7 @@ export function poolStatusFor(cache: ClusterCache, pool: string, record: PoolSta
     target: record.target,
     targetSources: record.targetSources,
     nodes: cache.nodesInPool(pool),
-    renderProblems: record.renderProblems,
+    renderProblems: [...record.renderProblems, ...sourceProblemsFor(cache, spec.value)],
     previous: record.status?.conditions,
     now,
     ...drainsOf(cache, pool),
@@ -77,3 +77,16 @@ function nextStallIn(cache: ClusterCache, now: number): number | undefined {
   return next;
 }
 
+
+/**
+ * With --kubernetes-source, the problems of the cluster objects this pool would take: its own
+ * MachineConfigPool, and each invalid MachineConfig its selector picks by the labels the cluster
+ * has on it. The pool keeps rendering from the last good versions; RenderDegraded says why.
+ */
+function sourceProblemsFor(cache: ClusterCache, pool: MachineConfigPool): Problem[] {
+  const invalid = cache.kubernetesSource?.value.invalid ?? [];
+  return invalid.flatMap((o) => {
+    if (o.kind === 'MachineConfigPool') return o.name === pool.metadata.name ? o.problems : [];
+    return matchesSelector(pool.spec.machineConfigSelector, o.labels) ? o.problems : [];
+  });
+}

@@ -46,6 +46,8 @@ export interface ServerOptions {
   kubernetes?: KubernetesCredentials;
   /** Drain retry and poll timing; tests shorten it (no flag: the defaults suit a cluster). */
   drain?: ControlPlaneOptions['drain'];
+  /** --kubernetes-source: take MachineConfigs and pools from that cluster. */
+  kubernetesSource?: boolean;
 }
 
 export interface ServerHandle {
@@ -68,6 +70,9 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
   const tls = options.tls && !options.insecure ? readTlsFiles(options.tls, 'server TLS') : undefined;
   // Bad credentials stop the server before it opens anything, with the file named.
   const kubernetes = options.kubernetes ? loadKubernetesAccess(options.kubernetes) : undefined;
+  if (options.kubernetesSource && !kubernetes) {
+    throw new ConfigurationError('--kubernetes-source needs a cluster: give --kubeconfig FILE (or run in a pod with a service account)');
+  }
   if (kubernetes) log.info({ kubernetes: kubernetes.server, credentials: kubernetes.credentials }, 'working with a Kubernetes cluster');
 
   const store = await openStore({ dataDir: options.dataDir, ...(options.etcd ? { etcd: options.etcd } : {}), log });
@@ -86,6 +91,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       ...(options.clock ? { clock: options.clock } : {}),
       ...(kubernetes ? { kubernetes } : {}),
       ...(options.drain ? { drain: options.drain } : {}),
+      ...(options.kubernetesSource ? { kubernetesSource: true } : {}),
     }, log);
     grpc.serve(cp, tls !== undefined);
     const health = grpc.health;

@@ -158,3 +158,23 @@ export interface KubernetesNodeRecord {
   annotations: Record<string, string>;
   uid: string;
 }
+
+/** The one KubernetesSource record's name. */
+export const KUBERNETES_SOURCE_KEY = 'cluster';
+
+/** A cluster object the source controller could not take, and why (Apply's validation). */
+export interface SourceObjectProblems {
+  kind: 'MachineConfig' | 'MachineConfigPool';
+  name: string;
+  /** The object's labels as the cluster has them, to find the pools a bad config would feed. */
+  labels: Record<string, string>;
+  uid: string;
+  generation: number;
+  problems: Problem[];
+}
+
+/** Written by the leader's Kubernetes source controller (--kubernetes-source) only. */
+export interface KubernetesSourceRecord {
+  /** Objects left out of the store (their last good version, if any, stays), sorted by kind and name. */
+  invalid: SourceObjectProblems[];
+}

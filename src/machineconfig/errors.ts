@@ -204,12 +204,31 @@ export class JournalError extends McplaneError {
   override readonly code = 'MCPLANE_JOURNAL';
 }
 
+/**
+ * The control plane runs with --kubernetes-source: MachineConfigs and MachineConfigPools come
+ * from the Kubernetes cluster, so changing them through mcplane's API is refused (the next sync
+ * would undo it); the message says where to make the change instead.
+ */
+export class KubernetesSourceError extends McplaneError {
+  override readonly code = 'MCPLANE_KUBERNETES_SOURCE';
+}
+
+/** A call to the Kubernetes API failed (`mcctl import`); `httpCode` is 0 when no answer came. */
+export class KubernetesApiError extends McplaneError {
+  override readonly code = 'MCPLANE_KUBERNETES_API';
+  constructor(message: string, readonly httpCode: number) {
+    super(message);
+  }
+}
+
 /** Every error class mcplane raises on purpose: the code-to-status table is checked against it. */
 export const ERROR_CLASSES = [
   InvalidDocumentError, RenderError, PoolConflictError, UnknownPoolError, NotFoundError, ConflictError,
   StoreLimitError, StoreUnavailableError, PermissionDeniedError, UnauthenticatedError, NodeNotConnectedError,
   RemoteCallError, SystemdError, RpmOstreeError, UpdateStepError, UnreconcilableError, ConfigurationError,
   ManifestReadError, NotLeaderError, WaitFailedError, YamlSyntaxError, UnsafePathError, JournalError,
+  // New classes at the end of this list (several branches add theirs).
+  KubernetesSourceError, KubernetesApiError,
 ] as const;
 
 /** The stable codes, one per class above. */

@@ -24,3 +24,4 @@ export { isDegraded, isReady, isUpdated, unavailableReason } from './node-availa
 export { computePoolStatus, conditionOf, DEFAULT_DRAIN_STALLED_AFTER_MS, formatDuration, type DrainInProgress, type PoolStatusInput } from './pool-status.ts';
 export { decideRollout, rolloutOrder, type RolloutDecision } from './rollout.ts';
 export { unselectedConfigs, unselectedConfigWarnings } from './unselected-configs.ts';
+export { isRenderedConfigName, manifestFromClusterObject, RENDERED_PREFIX, type ClusterKind } from './cluster-object.ts';

@@ -31,12 +31,18 @@ export type StoredKind =
   /** The leader's: a drain in progress on a Kubernetes Node, so a new leader resumes it. */
   | 'NodeDrain'
   /** The leader's copy of a Kubernetes Node (labels, creation time, cordon, MCO annotations). */
-  | 'KubernetesNode';
+  | 'KubernetesNode'
+  /**
+   * With --kubernetes-source: what the leader's source controller found wrong with the cluster's
+   * MachineConfigs and pools (one record, `cluster`). Written by that controller only.
+   */
+  | 'KubernetesSource';
 
 export const STORED_KINDS: readonly StoredKind[] = [
   'MachineConfig', 'MachineConfigPool', 'PoolStatus', 'RenderedConfig', 'Node', 'NodeAssignment',
   'NodeStatus', 'AgentSession', 'ReapplyRequest', 'Replica', 'Leader', 'EnrollmentToken',
   'MachineConfiguration', 'NodeDrain', 'KubernetesNode',
+  'KubernetesSource',
 ];
 
 export interface StoredObject<T = unknown> {
