@@ -16,6 +16,7 @@ import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { startReplicaSet, type ReplicaSet } from '../helpers/replica-set.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { testPki } from '../helpers/test-pki.ts';
+import { assertCallsAllowed } from './rbac.ts';
 import { silenceIpServernameWarning } from '../../src/runtime/process-warnings.ts';
 
 silenceIpServernameWarning();
@@ -87,4 +88,5 @@ test('leader killed mid-drain: the new leader resumes the drain and releases the
   await eventually(() => !cordoned(), 15_000, 'w0 uncordoned');
   const receipt = receipts.find((r) => r.config === second);
   assert.deepEqual(receipt?.pods, [], 'the agent got its config only once the node was drained');
+  assertCallsAllowed(s.requests);
 });

@@ -17,6 +17,7 @@ import { addNode, addPod, evictablePodsOn, type KubeObjectLike } from '../helper
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
 import { startTestServer } from '../helpers/test-server.ts';
+import { assertCallsAllowed } from './rbac.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
 
@@ -53,6 +54,7 @@ test('a real agent: the rebooting config lands on the host only after its Node i
     const evicted = standIn.requests.filter((r) => r.subresource === 'eviction' && r.code === 201).map((r) => r.name);
     assert.deepEqual(evicted, ['web'], 'the pod was evicted, the DaemonSet pod left alone');
     await untilNode(c, [host], 'host-a', () => (standIn.get('Node', 'host-a') as unknown as KubeObjectLike).spec?.unschedulable !== true, 10_000);
+    assertCallsAllowed(standIn.requests);
     await eventually(() => (standIn.get('Node', 'host-a') as unknown as KubeObjectLike).metadata.annotations?.['machineconfiguration.openshift.io/currentConfig'] === target, 5000, 'currentConfig annotation');
   } finally {
     clearInterval(sampler);

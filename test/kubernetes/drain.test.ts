@@ -14,6 +14,7 @@ import { ManualClock } from '../../src/controlplane/clock.ts';
 import { addNode, addPod, evictablePodsOn, Workload, type KubeObjectLike } from '../helpers/kube-workloads.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
+import { assertCallsAllowed } from './rbac.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
@@ -25,6 +26,9 @@ let server: TestServer | undefined;
 let agents: SimulatedAgent[] = [];
 let workloads: Workload[] = [];
 afterEach(async () => {
+  // Whatever the test did, mcplane stayed within packaging/kubernetes/rbac.yaml.
+  const calls = standIn ? assertCallsAllowed(standIn.requests) : 0;
+  assert.ok(calls > 0 || !standIn, 'mcplane called the cluster');
   for (const w of workloads) w.stop();
   for (const a of agents) a.close();
   await server?.close();
