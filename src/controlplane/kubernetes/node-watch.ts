@@ -3,7 +3,7 @@
 // when the API server answers 410 Gone (the version was compacted away: events were lost).
 
 import type { Logger } from '../../runtime/logger.ts';
-import { kubeFailureOf, type V1Node } from './kube-client.ts';
+import { isIdleTimeout, kubeFailureOf, type V1Node } from './kube-client.ts';
 import { failureMessage, type NodeOperations } from './node-operations.ts';
 
 export interface NodeWatchHandlers {
@@ -55,6 +55,7 @@ export function watchNodes(ops: NodeOperations, handlers: NodeWatchHandlers, log
       }
       const rv = object.metadata?.resourceVersion;
       if (rv) resourceVersion = rv;
+      failures = 0; // the watch works again: the next resume need not wait
       if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') handlers.onEvent(type, object);
     }, (end: unknown) => {
       if (stopped) return;
@@ -66,7 +67,7 @@ export function watchNodes(ops: NodeOperations, handlers: NodeWatchHandlers, log
         return;
       }
       // A timeout or a closed connection ends a watch normally: resume where it stopped.
-      if (err && err.name !== 'TimeoutError' && err.name !== 'AbortError') {
+      if (err && !isIdleTimeout(err) && err.name !== 'AbortError') {
         failures++;
         log.warn({ err: err.message, resourceVersion, attempt: failures }, 'Kubernetes Node watch failed; resuming');
       }
