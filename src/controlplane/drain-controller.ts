@@ -149,6 +149,8 @@ export class DrainController implements Controller {
       if (assignment?.value.holdForDrain) {
         writes.push(this.#putAssignment(name, { ...release(assignment.value), drainNote: 'not drained: its Kubernetes Node was deleted during the drain' }, assignment.resourceVersion, assignment.createdAt));
       }
+      // A host deleted from mcplane mid-drain leaves its Node as it found it.
+      if (!assignment && kube && drain.cordoned && !drain.wasCordoned) await this.kube!.sync.observe(await ops.setUnschedulable(name, false));
       this.log.warn({ node: name, reason: assignment ? 'Kubernetes Node deleted' : 'node deleted' }, 'drain abandoned');
       await this.writer.commit(writes);
       return undefined;

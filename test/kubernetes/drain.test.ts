@@ -340,3 +340,26 @@ test('a Node someone cordoned before its drain is left cordoned after the update
   assert.notEqual(kubeNode('w1').spec?.unschedulable, true);
   assert.equal(standIn.list('Pod', 'shop').length, 0, 'its pod was evicted all the same');
 });
+
+test('a host deleted from mcplane in the middle of its drain leaves its Node uncordoned', async () => {
+  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
+  addNode(standIn, 'w0', { 'node-role.kubernetes.io/worker': '' });
+  addNode(standIn, 'w1', { 'node-role.kubernetes.io/worker': '' });
+  addPod(standIn, { namespace: 'shop', name: 'web', node: 'w0', labels: { app: 'web' } });
+  standIn.add({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'web-pdb', namespace: 'shop' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'web' } } } } as never);
+  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
+  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN });
+  const c = server.admin();
+  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'pool.yaml', text: poolYaml('worker') }, fileConfig('one')], dryRun: false }, 'apply');
+  const first = await target(c);
+  const [w0] = await startAgents(['w0', 'w1'], first, 50);
+  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
+  await eventually(async () => (await nodeOf(c, 'w0')).status!.reason.includes('web-pdb'), 10_000, 'blocked');
+  assert.equal(kubeNode('w0').spec?.unschedulable, true);
+  w0!.close();
+  await eventually(async () => !(await nodeOf(c, 'w0')).status!.connected, 5000, 'disconnected');
+  await call(c, c.config.delete.bind(c.config), { kind: 'Node', name: 'w0' }, 'delete node');
+  await eventually(() => kubeNode('w0').spec?.unschedulable === false, 5000, 'uncordoned');
+  assert.ok(server.logs.some((l) => l.includes('"node":"w0"') && l.includes('drain abandoned')));
+  await eventually(() => !server!.handle.controlPlane.cache.drains.has('w0'), 5000, 'the drain record gone');
+});
