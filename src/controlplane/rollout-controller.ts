@@ -35,6 +35,9 @@ export class RolloutController implements Controller {
 
   async reconcile(): Promise<void> {
     const ops: WriteOp[] = [];
+    // Nodes whose update would need a drain that cannot be decided yet: said once per pass.
+    const waiting: string[] = [];
+    let waitReason = '';
     for (const [name, stored] of this.cache.pools) {
       const target = this.cache.poolTarget(name);
       if (!target) continue;
@@ -45,7 +48,8 @@ export class RolloutController implements Controller {
         const assignment = this.cache.assignments.get(node)!;
         const drain = drainDecision(this.cache, this.cache.nodes.get(node)!, target, this.drains);
         if ('wait' in drain) {
-          this.log.info({ node, target, reason: drain.wait }, 'assignment waits');
+          waiting.push(node);
+          waitReason = drain.wait;
           continue;
         }
         const { holdForDrain: _held, drainNote: _note, ...rest } = assignment.value;
@@ -60,6 +64,7 @@ export class RolloutController implements Controller {
         });
       }
     }
+    if (waiting.length) this.log.info({ nodes: waiting.length <= 20 ? waiting : `${waiting.length} nodes`, reason: waitReason }, 'assignments wait: they may need a drain');
     await this.writer.commitEach(ops);
   }
 }
