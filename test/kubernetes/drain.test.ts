@@ -363,3 +363,32 @@ test('a host deleted from mcplane in the middle of its drain leaves its Node unc
   assert.ok(server.logs.some((l) => l.includes('"node":"w0"') && l.includes('drain abandoned')));
   await eventually(() => !server!.handle.controlPlane.cache.drains.has('w0'), 5000, 'the drain record gone');
 });
+
+test('a change the disruption policy covers without a reboot is not drained; a Drain action is', async () => {
+  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
+  const requests = timeRequests(standIn);
+  addNode(standIn, 'w0', { 'node-role.kubernetes.io/worker': '' });
+  addNode(standIn, 'w1', { 'node-role.kubernetes.io/worker': '' });
+  addPod(standIn, { namespace: 'shop', name: 'web', node: 'w0' });
+  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
+  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN });
+  const c = server.admin();
+  const pool = (action: string) => ({ source: 'pool.yaml', text: poolYaml('worker', `  maxUnavailable: 2\n  disruptionPolicy:\n    files:\n    - {path: /etc/a.conf, actions: [${action}]}\n`) });
+  await call(c, c.config.apply.bind(c.config), { manifests: [pool('{type: restart, unit: chronyd.service}'), fileConfig('one')], dryRun: false }, 'apply');
+  const first = await target(c);
+  const [w0] = await startAgents(['w0', 'w1'], first, 50);
+  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
+  const second = await target(c);
+  await w0!.waitFor(() => w0!.status.currentConfig === second, 10_000);
+  assert.equal(requests.filter((r) => r.subresource === 'eviction').length, 0, 'no eviction');
+  assert.ok(!server.logs.some((l) => l.includes('drain started')), 'no drain, so never cordoned');
+  assert.notEqual(kubeNode('w0').spec?.unschedulable, true);
+  assert.equal(standIn.list('Pod', 'shop').length, 1);
+
+  // MCO's Drain action: no reboot, but the node is drained first.
+  await call(c, c.config.apply.bind(c.config), { manifests: [pool('{type: Drain}'), fileConfig('three')], dryRun: false }, 'apply');
+  const third = await target(c);
+  await w0!.waitFor(() => w0!.status.currentConfig === third, 10_000);
+  assert.deepEqual(requests.filter((r) => r.subresource === 'eviction' && r.code === 201).map((r) => r.name), ['web'], 'drained for the Drain action');
+  await eventually(() => kubeNode('w0').spec?.unschedulable === false, 5000, 'uncordoned');
+});
