@@ -360,7 +360,7 @@ test('a host deleted from mcplane in the middle of its drain leaves its Node unc
   await eventually(async () => !(await nodeOf(c, 'w0')).status!.connected, 5000, 'disconnected');
   await call(c, c.config.delete.bind(c.config), { kind: 'Node', name: 'w0' }, 'delete node');
   await eventually(() => kubeNode('w0').spec?.unschedulable === false, 5000, 'uncordoned');
-  assert.ok(server.logs.some((l) => l.includes('"node":"w0"') && l.includes('drain abandoned')));
+  await eventually(() => server!.logs.some((l) => l.includes('"node":"w0"') && l.includes('drain abandoned')), 5000, 'the log says so');
   await eventually(() => !server!.handle.controlPlane.cache.drains.has('w0'), 5000, 'the drain record gone');
 });
 
