@@ -277,10 +277,9 @@ test('with Kubernetes access, a node\'s labels and age come from its Node object
 
   // The watch follows the cluster, across a compaction (410 Gone, then a relist): relabel the Node.
   // The change lands while mcplane's watch is down and its history is compacted before the watch
-  // resumes (it waits 50 ms), so the resume gets 410 Gone and mcplane must list again.
+  // resumes (all in this one tick, so it cannot resume in between): the resume gets 410 Gone and
+  // mcplane must list again.
   standIn.closeWatches();
-  // (The stand-in drops a closed watch on the response's 'close' event: let that run first.)
-  await new Promise((r) => setTimeout(r, 15));
   const node = kubeNode('n1');
   const labels = { ...node.metadata.labels };
   delete labels['node-role.kubernetes.io/infra'];
