@@ -34,6 +34,8 @@ export const DEFAULT_DRAIN_SETTINGS: DrainSettings = { retryBaseMs: 5000, retryM
 
 /** How many pods a reason names before it says "and N more". */
 const NAMED_PODS = 3;
+/** How many of the pods left the record keeps (a node may run hundreds). */
+const REMAINING_KEPT = 20;
 
 export class DrainController implements Controller {
   readonly name = 'drain';
@@ -233,7 +235,7 @@ export class DrainController implements Controller {
     } else if (toEvict.length > 0) {
       delay = Math.max(10, (this.#retryAt.get(name) ?? 0) - Date.now());
     }
-    next.remaining = pods.map((p) => `${p.namespace}/${p.name}`);
+    next.remaining = pods.slice(0, REMAINING_KEPT).map((p) => `${p.namespace}/${p.name}`);
 
     const policy = this.cache.pools.get(assignment.value.pool)?.value.spec.drain;
     if (policy?.timeoutSeconds !== undefined && now - drain.startedAt >= policy.timeoutSeconds * 1000) {
@@ -309,7 +311,7 @@ function release(a: NodeAssignmentRecord): NodeAssignmentRecord {
 /** The node's reason while it drains: what it waits for, and when it tries again. */
 function drainingReason(d: NodeDrainRecord, podCount: number, now: number, timeoutSeconds: number | undefined, pool: string): string {
   const parts: string[] = [];
-  const names = d.remaining.slice(0, NAMED_PODS).join(', ') + (d.remaining.length > NAMED_PODS ? ` and ${d.remaining.length - NAMED_PODS} more` : '');
+  const names = d.remaining.slice(0, NAMED_PODS).join(', ') + (podCount > NAMED_PODS ? ` and ${podCount - NAMED_PODS} more` : '');
   if (d.blocked) {
     const b = d.blocked;
     const budget = b.budget ? `PodDisruptionBudget ${b.namespace}/${b.budget}` : 'the API server (429, no budget named)';
