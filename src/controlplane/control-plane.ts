@@ -52,6 +52,7 @@ import { KubernetesNodeSync } from './kubernetes-node-sync.ts';
 import { DEFAULT_DRAIN_SETTINGS, DrainController, type DrainSettings } from './drain-controller.ts';
 import type { DrainAccess } from './drain-gate.ts';
 import { NodeAnnotationController } from './node-annotation-controller.ts';
+import { EventRecorder } from './kubernetes/event-recorder.ts';
 import { KubernetesSourceController } from './kubernetes/kubernetes-source-controller.ts';
 import type { ReapplyRequestRecord } from './stored-records.ts';
 
@@ -137,7 +138,7 @@ export class ControlPlane {
       new RolloutController(cache, writer, this.clock, log, drainAccess),
       new PoolStatusController(cache, writer, this.clock),
       new EnrollmentTokenCollector(cache, writer, options.tokenSweepMs ?? 600_000, log),
-      new DrainController(cache, writer, this.clock, log, nodeOps && nodeSync ? { ops: nodeOps, sync: nodeSync } : undefined, { ...DEFAULT_DRAIN_SETTINGS, ...options.drain }),
+      new DrainController(cache, writer, this.clock, log, nodeOps && nodeSync ? { ops: nodeOps, sync: nodeSync, events: new EventRecorder(nodeOps.access, log) } : undefined, { ...DEFAULT_DRAIN_SETTINGS, ...options.drain }),
       ...(nodeOps && nodeSync ? [new NodeAnnotationController(cache, nodeOps, nodeSync, log)] : []),
     ], cache, log);
     this.election.on('leading', (leading) => {

@@ -17,6 +17,7 @@ import type { CacheChange, ClusterCache } from './cluster-cache.ts';
 import type { Clock } from './clock.ts';
 import type { Controller, ReconcileResult } from './controller.ts';
 import { failureMessage, type NodeOperations } from './kubernetes/node-operations.ts';
+import type { EventRecorder } from './kubernetes/event-recorder.ts';
 import type { KubernetesNodeSync } from './kubernetes-node-sync.ts';
 import type { LeaderWriter } from './leader-writer.ts';
 import type { WriteOp } from './store/store.ts';
@@ -56,7 +57,7 @@ export class DrainController implements Controller {
     private readonly clock: Clock,
     private readonly log: Logger,
     /** Absent without Kubernetes access: holds are released and drains forgotten. */
-    private readonly kube: { ops: NodeOperations; sync: KubernetesNodeSync } | undefined,
+    private readonly kube: { ops: NodeOperations; sync: KubernetesNodeSync; events?: EventRecorder } | undefined,
     private readonly settings: DrainSettings = DEFAULT_DRAIN_SETTINGS,
   ) {}
 
@@ -167,6 +168,9 @@ export class DrainController implements Controller {
         // Whoever uncordoned it wants it schedulable: it is uncordoned after the update.
         next.wasCordoned = false;
         this.log.warn({ node: name, times: next.recordoned }, 'node was uncordoned during its update; cordoning it again');
+        this.#event(name, 'Warning', 'Recordoned', `uncordoned during its update to ${drain.config}; cordoned again`);
+      } else {
+        this.#event(name, 'Normal', 'Cordon', `cordoned to drain it for ${drain.config}`);
       }
       await this.kube!.sync.observe(await ops.setUnschedulable(name, true));
       next.cordoned = true;
@@ -190,6 +194,7 @@ export class DrainController implements Controller {
       delete next.timedOut;
       delete next.degraded;
       this.log.info({ node: name, config: assignment.value.desiredConfig, attempts: next.attempt, seconds: Math.round((this.clock.now() - drain.startedAt) / 1000) }, 'node drained; releasing its config');
+      this.#event(name, 'Normal', 'Drained', `drained; ${assignment.value.desiredConfig} released to the node's agent`);
       await this.writer.commit([
         this.#put(name, next, stored.resourceVersion),
         this.#putAssignment(name, release(assignment.value), assignment.resourceVersion, assignment.createdAt),
@@ -223,6 +228,8 @@ export class DrainController implements Controller {
         if (failures.length) this.log.warn({ node: name, failures, attempt: next.attempt, retryInMs: backoff }, 'evictions failed; retrying');
         if (blocked) next.blocked = blocked;
         else delete next.blocked;
+        // Worded without attempt or time, so a repeat bumps the Event's count.
+        if (blocked) this.#event(name, 'Warning', 'DrainBlocked', `eviction of pod ${blocked.namespace}/${blocked.pod} refused${blocked.budget ? ` by PodDisruptionBudget ${blocked.namespace}/${blocked.budget}` : ''}: ${blocked.message}`);
         next.failures = failures;
       } else {
         next.refusals = 0;
@@ -257,7 +264,10 @@ export class DrainController implements Controller {
     const desired = this.cache.assignments.get(name)?.value.desiredConfig ?? '';
     const status = this.cache.nodeStatuses.get(name)?.value.status;
     if (status?.currentConfig === desired && status.state === 'Done') {
-      if (next.cordoned && !next.wasCordoned) await this.kube!.sync.observe(await ops.setUnschedulable(name, false));
+      if (next.cordoned && !next.wasCordoned) {
+        await this.kube!.sync.observe(await ops.setUnschedulable(name, false));
+        this.#event(name, 'Normal', 'Uncordon', `uncordoned: the node is Done on ${desired}`);
+      }
       this.log.info({ node: name, config: desired, uncordoned: next.cordoned && !next.wasCordoned }, next.wasCordoned ? 'node updated; left cordoned as it was before the drain' : 'node updated and uncordoned');
       await this.writer.commit([{ type: 'delete', kind: 'NodeDrain', name, expectedVersion: version }]);
       return undefined;
@@ -268,6 +278,14 @@ export class DrainController implements Controller {
     }
     // The agent's progress arrives as a change; this is only a safety net.
     return this.settings.pollMs * 10;
+  }
+
+  /** A Kubernetes Event on the Node (`kubectl describe node`), never waited for nor fatal. */
+  #event(node: string, type: 'Normal' | 'Warning', reason: string, message: string): void {
+    const events = this.kube?.events;
+    if (!events) return;
+    const uid = this.cache.kubernetesNodes.get(node)?.value.uid;
+    void events.record({ apiVersion: 'v1', kind: 'Node', name: node, ...(uid ? { uid } : {}) }, type, reason, message);
   }
 
   /** The node's reason says why its drain is not moving when the cluster's API fails. */

@@ -162,6 +162,16 @@ test('a rollout with reboots drains each node first: the PDB blocks, the reason 
   }), 5000, 'annotations on the new config');
   const pool = await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get pool');
   assert.equal(pool.status!.conditions.find((x) => x.type === 'NodeDrainStalled')?.status, 'False');
+  // Kubernetes Events on the Node, as `kubectl describe node w0` lists them; a repeated refusal
+  // is one Event with a count.
+  type Event = { involvedObject: { kind: string; name: string }; reason: string; type: string; message: string; count: number };
+  const eventsOf = (n: string) => (standIn!.list('Event', 'default') as unknown as Event[]).filter((e) => e.involvedObject.kind === 'Node' && e.involvedObject.name === n);
+  await eventually(() => eventsOf('w0').some((e) => e.reason === 'Uncordon'), 5000, 'the Uncordon event');
+  assert.deepEqual(eventsOf('w0').map((e) => e.reason), ['Cordon', 'DrainBlocked', 'Drained', 'Uncordon']);
+  const blocked = eventsOf('w0').find((e) => e.reason === 'DrainBlocked')!;
+  assert.equal(blocked.type, 'Warning');
+  assert.ok(blocked.count >= 2, `one Event counted ${blocked.count} times`);
+  assert.match(blocked.message, /^eviction of pod shop\/web-[ab] refused by PodDisruptionBudget shop\/web-pdb: Cannot evict pod as it would violate the pod's disruption budget\.$/);
   assert.ok(server.logs.some((l) => l.includes('eviction refused by a disruption budget; retrying')));
 });
 
