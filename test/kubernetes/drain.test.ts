@@ -229,6 +229,8 @@ test('uncordoning a node during its drain is undone and said; past its timeout t
   await eventually(async () => (await nodeOf(c, 'w0')).status!.reason.includes('cordoned again'), 5000, 'the reason says so');
   assert.match((await nodeOf(c, 'w0')).status!.reason, /uncordoned by someone during the drain, cordoned again \(1×\)/);
   assert.ok(server.logs.some((l) => l.includes('node was uncordoned during its update; cordoning it again')));
+  await eventually(() => (standIn!.list('Event', 'default') as unknown as { reason: string; type: string; involvedObject: { name: string } }[])
+    .some((e) => e.reason === 'Recordoned' && e.type === 'Warning' && e.involvedObject.name === 'w0'), 5000, 'a Recordoned event on the Node');
 
   // Past stalledAfterSeconds: the pool's NodeDrainStalled names the node.
   const condition = async (type: string) => (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get pool')).status!.conditions.find((x) => x.type === type);
