@@ -105,6 +105,8 @@ export class ControlPlane {
   readonly kubernetes: KubernetesAccess | undefined;
   readonly #controllers: ControllerManager;
   readonly #nodeSync: KubernetesNodeSync | undefined;
+  /** The leader's drains; `drains.onEvent` is the seam for events, metrics and history. */
+  readonly drains: DrainController;
   readonly #renderWaitMs: number;
   readonly clock: Clock;
   /** With --kubernetes-source, the controller that takes MachineConfigs and pools from the cluster. */
@@ -130,6 +132,7 @@ export class ControlPlane {
       const source = this.#source;
       this.election.on('leading', (leading) => source.setLeading(leading));
     }
+    this.drains = new DrainController(cache, writer, this.clock, log, nodeOps && nodeSync ? { ops: nodeOps, sync: nodeSync, events: new EventRecorder(nodeOps.access, log) } : undefined, { ...DEFAULT_DRAIN_SETTINGS, ...options.drain });
     this.#controllers = new ControllerManager([
       // First, so what it stores is rendered in the same pass.
       ...(this.#source ? [this.#source] : []),
@@ -138,7 +141,7 @@ export class ControlPlane {
       new RolloutController(cache, writer, this.clock, log, drainAccess),
       new PoolStatusController(cache, writer, this.clock),
       new EnrollmentTokenCollector(cache, writer, options.tokenSweepMs ?? 600_000, log),
-      new DrainController(cache, writer, this.clock, log, nodeOps && nodeSync ? { ops: nodeOps, sync: nodeSync, events: new EventRecorder(nodeOps.access, log) } : undefined, { ...DEFAULT_DRAIN_SETTINGS, ...options.drain }),
+      this.drains,
       ...(nodeOps && nodeSync ? [new NodeAnnotationController(cache, nodeOps, nodeSync, log)] : []),
     ], cache, log);
     this.election.on('leading', (leading) => {

@@ -31,6 +31,17 @@ export interface DrainSettings {
   pollMs: number;
 }
 
+/** What a drain did, for whoever wants to know beyond the Node's Kubernetes Events. */
+export interface DrainEvent {
+  node: string;
+  type: 'Normal' | 'Warning';
+  /** Cordon, DrainBlocked, Drained, Uncordon, Recordoned. */
+  reason: string;
+  message: string;
+  /** With Drained: how long the drain took (clock time). */
+  seconds?: number;
+}
+
 export const DEFAULT_DRAIN_SETTINGS: DrainSettings = { retryBaseMs: 5000, retryMaxMs: 120_000, pollMs: 1000 };
 
 /** How many pods a reason names before it says "and N more". */
@@ -41,6 +52,11 @@ const REMAINING_KEPT = 20;
 export class DrainController implements Controller {
   readonly name = 'drain';
   readonly leaderOnly = true;
+  /**
+   * The seam for mcplane's own events, metrics and update history: called with each step the
+   * Node's Kubernetes Events record (Drained carries the drain's duration).
+   */
+  onEvent: (event: DrainEvent) => void = () => {};
   /** Real time before which a node's drain needs no look (its pods are terminating, or backing off). */
   #due = new Map<string, number>();
   /** Real time of a node's next eviction round after a refusal. */
@@ -194,7 +210,8 @@ export class DrainController implements Controller {
       delete next.timedOut;
       delete next.degraded;
       this.log.info({ node: name, config: assignment.value.desiredConfig, attempts: next.attempt, seconds: Math.round((this.clock.now() - drain.startedAt) / 1000) }, 'node drained; releasing its config');
-      this.#event(name, 'Normal', 'Drained', `drained; ${assignment.value.desiredConfig} released to the node's agent`);
+      next.drainedAt = this.clock.now();
+      this.#event(name, 'Normal', 'Drained', `drained; ${assignment.value.desiredConfig} released to the node's agent`, (next.drainedAt - drain.startedAt) / 1000);
       await this.writer.commit([
         this.#put(name, next, stored.resourceVersion),
         this.#putAssignment(name, release(assignment.value), assignment.resourceVersion, assignment.createdAt),
@@ -281,7 +298,12 @@ export class DrainController implements Controller {
   }
 
   /** A Kubernetes Event on the Node (`kubectl describe node`), never waited for nor fatal. */
-  #event(node: string, type: 'Normal' | 'Warning', reason: string, message: string): void {
+  #event(node: string, type: 'Normal' | 'Warning', reason: string, message: string, seconds?: number): void {
+    try {
+      this.onEvent({ node, type, reason, message, ...(seconds !== undefined ? { seconds } : {}) });
+    } catch (err) {
+      this.log.warn({ err, node, reason }, 'a drain event listener failed');
+    }
     const events = this.kube?.events;
     if (!events) return;
     const uid = this.cache.kubernetesNodes.get(node)?.value.uid;

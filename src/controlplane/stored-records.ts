@@ -122,6 +122,8 @@ export interface NodeDrainRecord {
   phase: DrainPhase;
   /** Clock time the drain started (timeouts and NodeDrainStalled count from here). */
   startedAt: number;
+  /** Clock time the node was found empty and its config released (phase Drained). */
+  drainedAt?: number;
   /** True once mcplane set spec.unschedulable (it uncordons only what it cordoned). */
   cordoned: boolean;
   /** The node was already cordoned by someone else before the drain: leave it cordoned after. */

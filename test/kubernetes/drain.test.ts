@@ -11,6 +11,7 @@ import { startKubeApiStandIn, type KubeApiStandIn, type StandInRequest } from '.
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { ManualClock } from '../../src/controlplane/clock.ts';
+import type { DrainEvent } from '../../src/controlplane/drain-controller.ts';
 import { addNode, addPod, evictablePodsOn, Workload, type KubeObjectLike } from '../helpers/kube-workloads.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
@@ -90,6 +91,8 @@ test('a rollout with reboots drains each node first: the PDB blocks, the reason 
 
   const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
   server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN });
+  const drainEvents: DrainEvent[] = [];
+  server.handle.controlPlane.drains.onEvent = (e) => drainEvents.push(e);
   const c = server.admin();
   await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'pool.yaml', text: poolYaml('worker', '  maxUnavailable: 1\n') }, fileConfig('one')], dryRun: false }, 'apply');
   const first = await target(c);
@@ -171,6 +174,12 @@ test('a rollout with reboots drains each node first: the PDB blocks, the reason 
   const blocked = eventsOf('w0').find((e) => e.reason === 'DrainBlocked')!;
   assert.equal(blocked.type, 'Warning');
   assert.ok(blocked.count >= 2, `one Event counted ${blocked.count} times`);
+  // The same steps reach the seam for mcplane's own events, metrics and history, with durations.
+  for (const n of names) {
+    const drained = drainEvents.find((e) => e.node === n && e.reason === 'Drained');
+    assert.ok(drained && drained.seconds! > 0, `${n}: Drained with its duration`);
+  }
+  assert.deepEqual(drainEvents.filter((e) => e.node === 'w0').map((e) => e.reason).filter((r, i, a) => a.indexOf(r) === i), ['Cordon', 'DrainBlocked', 'Drained', 'Uncordon']);
   assert.match(blocked.message, /^eviction of pod shop\/web-[ab] refused by PodDisruptionBudget shop\/web-pdb: Cannot evict pod as it would violate the pod's disruption budget\.$/);
   assert.ok(server.logs.some((l) => l.includes('eviction refused by a disruption budget; retrying')));
 });
