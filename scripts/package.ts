@@ -105,7 +105,10 @@ function stage(arch: RpmArch, bundle: string): string {
   const dir = join(STAGE, arch);
   const runtime = nodeRuntime(arch);
   mkdirSync(join(dir, 'bin'), { recursive: true });
-  for (const f of readdirSync(join(ROOT, 'packaging'))) copyFileSync(join(ROOT, 'packaging', f), join(dir, f));
+  // Files only: packaging/kubernetes/ holds manifests for a cluster, not RPM sources.
+  for (const f of readdirSync(join(ROOT, 'packaging'), { withFileTypes: true })) {
+    if (f.isFile()) copyFileSync(join(ROOT, 'packaging', f.name), join(dir, f.name));
+  }
   // %license and %doc: the project's license, that of the Node runtime each package carries, the README.
   copyFileSync(join(ROOT, 'LICENSE'), join(dir, 'LICENSE'));
   copyFileSync(runtime.license, join(dir, 'LICENSE.nodejs'));

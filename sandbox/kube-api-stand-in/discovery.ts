@@ -4,14 +4,13 @@
 import { apiErrors } from './api-status.ts';
 import { STAND_IN_RESOURCES, apiVersionOf } from './resource-table.ts';
 
-export function serveDiscovery(group?: string, version?: string): unknown {
+export function serveDiscovery(root: 'api' | 'apis' | undefined, group?: string, version?: string): unknown {
+  if (root === 'api') return { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [] };
   if (group === undefined) {
     const groups = [...new Set(STAND_IN_RESOURCES.filter((r) => r.group).map((r) => r.group))];
-    // /api and /apis are told apart by the caller's path; both answers are cheap to give.
     return {
       kind: 'APIGroupList',
       apiVersion: 'v1',
-      versions: ['v1'],
       groups: groups.map((name) => {
         const v = STAND_IN_RESOURCES.find((r) => r.group === name)!.version;
         return { name, versions: [{ groupVersion: `${name}/${v}`, version: v }], preferredVersion: { groupVersion: `${name}/${v}`, version: v } };

@@ -83,6 +83,8 @@ export interface KubeApiStandIn {
   compact(): number;
   /** Ends every open watch from the server side (clients must resume). */
   closeWatches(): void;
+  /** Ends every open watch with an ERROR event carrying this failure (e.g. a 500 mid-stream). */
+  failWatches(code: number, reason: string, message: string): void;
   resourceVersion(): number;
   close(): Promise<void>;
 }
@@ -137,7 +139,7 @@ export async function startKubeApiStandIn(options: KubeApiStandInOptions = {}): 
     if (routed.kind === 'discovery') {
       entry.verb = 'discovery';
       if (req.method !== 'GET') throw apiErrors.methodNotAllowed(req.method ?? '');
-      return reply(res, 200, serveDiscovery(routed.group, routed.version));
+      return reply(res, 200, serveDiscovery(routed.root, routed.group, routed.version));
     }
     const route = routed.route;
     Object.assign(entry, {
@@ -252,6 +254,12 @@ export async function startKubeApiStandIn(options: KubeApiStandInOptions = {}): 
     compact: () => store.compact(),
     closeWatches() {
       for (const res of watches) res.end();
+    },
+    failWatches(code, reason, message) {
+      const status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
+      for (const res of watches) {
+        if (!res.writableEnded) res.end(`${JSON.stringify({ type: 'ERROR', object: status })}\n`);
+      }
     },
     resourceVersion: () => store.resourceVersion(),
     async close() {

@@ -12,19 +12,19 @@ export interface ResourceRoute {
   subresource?: string;
 }
 
-export type Route = { kind: 'resource'; route: ResourceRoute } | { kind: 'discovery'; group?: string; version?: string };
+export type Route = { kind: 'resource'; route: ResourceRoute } | { kind: 'discovery'; root?: 'api' | 'apis'; group?: string; version?: string };
 
 export function routeOf(pathname: string): Route {
   const parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
   let group: string;
   let rest: string[];
   if (parts[0] === 'api') {
-    if (parts.length === 1) return { kind: 'discovery' };
+    if (parts.length === 1) return { kind: 'discovery', root: 'api' };
     if (parts.length === 2) return { kind: 'discovery', group: '', version: parts[1]! };
     group = '';
     rest = parts.slice(1);
   } else if (parts[0] === 'apis') {
-    if (parts.length === 1) return { kind: 'discovery' };
+    if (parts.length === 1) return { kind: 'discovery', root: 'apis' };
     if (parts.length === 3) return { kind: 'discovery', group: parts[1]!, version: parts[2]! };
     if (parts.length < 3) throw apiErrors.pathNotFound(pathname);
     group = parts[1]!;

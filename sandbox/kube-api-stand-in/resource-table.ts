@@ -12,6 +12,11 @@ export interface ResourceType {
   status: boolean;
   /** A CustomResourceDefinition (create drops status when the status subresource is on). */
   custom: boolean;
+  /**
+   * A CRD's structural schema: the spec fields it declares. The apiserver prunes any other
+   * spec field on create, update and patch (MCO's CRDs, as of OpenShift 4.16).
+   */
+  specFields?: readonly string[];
 }
 
 export const STAND_IN_RESOURCES: readonly ResourceType[] = [
@@ -19,8 +24,14 @@ export const STAND_IN_RESOURCES: readonly ResourceType[] = [
   { group: '', version: 'v1', plural: 'pods', kind: 'Pod', namespaced: true, status: true, custom: false },
   { group: '', version: 'v1', plural: 'events', kind: 'Event', namespaced: true, status: false, custom: false },
   { group: 'policy', version: 'v1', plural: 'poddisruptionbudgets', kind: 'PodDisruptionBudget', namespaced: true, status: true, custom: false },
-  { group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'machineconfigs', kind: 'MachineConfig', namespaced: false, status: false, custom: true },
-  { group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'machineconfigpools', kind: 'MachineConfigPool', namespaced: false, status: true, custom: true },
+  {
+    group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'machineconfigs', kind: 'MachineConfig', namespaced: false, status: false, custom: true,
+    specFields: ['baseOSExtensionsContainerImage', 'config', 'extensions', 'fips', 'kernelArguments', 'kernelType', 'osImageURL'],
+  },
+  {
+    group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'machineconfigpools', kind: 'MachineConfigPool', namespaced: false, status: true, custom: true,
+    specFields: ['configuration', 'machineConfigSelector', 'maxUnavailable', 'nodeSelector', 'paused', 'pinnedImageSets'],
+  },
 ];
 
 export function apiVersionOf(type: ResourceType): string {

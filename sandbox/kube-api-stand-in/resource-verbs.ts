@@ -64,6 +64,9 @@ export function createObject(ctx: VerbContext, route: ResourceRoute, body: Recor
   for (const owned of ['uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp']) delete metadata[owned];
   const object: KubeObject = { ...body, metadata };
   if (resource.custom && resource.status) delete object.status;
+  pruneSpec(resource, object);
+  // The pod strategy's PrepareForCreate: a new pod is Pending until a kubelet says otherwise.
+  if (resource.plural === 'pods') object.status = { phase: 'Pending' };
   return ctx.store.create(resource, object);
 }
 
@@ -99,8 +102,16 @@ function write(ctx: VerbContext, route: ResourceRoute, current: KubeObject, next
       if (current.status === undefined) delete object.status;
       else object.status = current.status;
     }
+    pruneSpec(resource, object);
   }
   return ctx.store.update(resource, object, expected);
+}
+
+/** What the apiserver does with spec fields a CRD's structural schema does not declare: drops them. */
+function pruneSpec(resource: ResourceType, object: KubeObject): void {
+  const spec = object.spec;
+  if (!resource.specFields || spec === null || typeof spec !== 'object' || Array.isArray(spec)) return;
+  for (const key of Object.keys(spec)) if (!resource.specFields.includes(key)) delete spec[key];
 }
 
 export function deleteObject(ctx: VerbContext, route: ResourceRoute, query: URLSearchParams, body: Record<string, any> | undefined): KubeObject {

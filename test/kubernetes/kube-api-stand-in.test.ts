@@ -170,6 +170,10 @@ describe('Kubernetes API stand-in (through @kubernetes/client-node)', () => {
     assert.deepEqual(onA.items.map((p) => p.metadata!.name).sort(), ['dns-1', 'web-1']);
     const inApps = await core.listNamespacedPod({ namespace: 'apps', labelSelector: 'app in (web,db)' });
     assert.equal(inApps.items.length, 2);
+    const created = await core.createNamespacedPod({ namespace: 'apps', body: { metadata: { name: 'new-1', labels: { app: 'web' } }, spec: { nodeName: 'node-b', containers: [{ name: 'c', image: 'x' }] }, status: { phase: 'Running' } } });
+    assert.equal(created.status!.phase, 'Pending', 'a created pod is Pending until its kubelet reports');
+    assert.deepEqual((await core.listNamespacedPod({ namespace: 'apps', fieldSelector: 'status.phase=Pending' })).items.map((p) => p.metadata!.name), ['new-1']);
+    await core.deleteNamespacedPod({ name: 'new-1', namespace: 'apps', body: { gracePeriodSeconds: 0 } });
     const bad = await failure(core.listPodForAllNamespaces({ fieldSelector: 'spec.color=red' }));
     assert.equal(bad.code, 400);
     const deleted = await core.deleteNamespacedPod({ name: 'dns-1', namespace: 'kube-system', gracePeriodSeconds: 0 });
@@ -218,6 +222,29 @@ describe('Kubernetes API stand-in (through @kubernetes/client-node)', () => {
     assert.equal(doneErr, null, 'the stream ends normally after the ERROR event');
     assert.deepEqual([gone.kind, gone.code, gone.reason], ['Status', 410, 'Expired']);
     assert.match(gone.message, /^too old resource version: \d+ \(\d+\)$/);
+  });
+
+  it('?watch=1&resourceVersion=N on the wire: newline-delimited JSON events on a 200 that stays open', async () => {
+    const from = standIn.resourceVersion();
+    const lines: string[] = [];
+    const req = httpsGet(`${standIn.url}/api/v1/nodes?watch=1&resourceVersion=${from}`, { ca: standIn.caPem, headers: { Authorization: `Bearer ${standIn.token}` } });
+    const response = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => req.on('response', resolve).on('error', reject));
+    assert.equal(response.statusCode, 200);
+    assert.match(String(response.headers['content-type']), /application\/json/);
+    let buffer = '';
+    response.on('data', (chunk) => {
+      buffer += chunk;
+      const parts = buffer.split('\n');
+      buffer = parts.pop()!;
+      lines.push(...parts);
+    });
+    await core.createNode({ body: { metadata: { name: 'node-wire' } } });
+    await core.deleteNode({ name: 'node-wire' });
+    await waitFor('two lines', () => lines.length >= 2);
+    req.destroy();
+    const events = lines.map((l) => JSON.parse(l));
+    assert.deepEqual(events.map((e) => [e.type, e.object.kind, e.object.metadata.name]), [['ADDED', 'Node', 'node-wire'], ['DELETED', 'Node', 'node-wire']]);
+    assert.ok(Number(events[0].object.metadata.resourceVersion) > from);
   });
 
   it('a watch without resourceVersion starts with ADDED for every object; closeWatches ends it from the server side', async () => {
@@ -364,6 +391,30 @@ describe('Kubernetes API stand-in (through @kubernetes/client-node)', () => {
     assert.equal((await custom.replaceClusterCustomObjectStatus({ group: MCO_GROUP, version: 'v1', plural: 'machineconfigpools', name: 'infra', body: fresh })).status.machineCount, 7);
     await custom.deleteClusterCustomObject({ group: MCO_GROUP, version: 'v1', plural: 'machineconfigs', name: '50-a' });
     assert.equal((await failure(custom.getClusterCustomObject({ group: MCO_GROUP, version: 'v1', plural: 'machineconfigs', name: '50-a' }))).code, 404);
+  });
+
+  it('serves discovery, so clients that resolve kinds through it (KubernetesObjectApi) work', async () => {
+    const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+    const pool = await objects.read({ apiVersion: `${MCO_GROUP}/v1`, kind: 'MachineConfigPool', metadata: { name: 'infra' } }) as any;
+    assert.equal(pool.spec.paused, true);
+    const nodes = await objects.list('v1', 'Node');
+    assert.ok(nodes.items.length >= 2);
+    const versions = await kc.makeApiClient(k8s.CoreApi).getAPIVersions();
+    assert.deepEqual(versions.versions, ['v1']);
+    const groups = await kc.makeApiClient(k8s.ApisApi).getAPIVersions();
+    assert.deepEqual(groups.groups.map((g) => g.name).sort(), [MCO_GROUP, 'policy']);
+  });
+
+  it('CRDs prune spec fields their schema does not declare, as a structural schema makes the apiserver do', async () => {
+    const created = await custom.createClusterCustomObject({ group: MCO_GROUP, version: 'v1', plural: 'machineconfigpools', body: {
+      apiVersion: `${MCO_GROUP}/v1`, kind: 'MachineConfigPool', metadata: { name: 'pruned' },
+      spec: { paused: false, driftPolicy: 'Reconcile', disruptionPolicy: { sshkey: { actions: [{ type: 'none' }] } } },
+    } });
+    assert.deepEqual(created.spec, { paused: false });
+    const patched = await custom.patchClusterCustomObject({ group: MCO_GROUP, version: 'v1', plural: 'machineconfigpools', name: 'pruned', body: { spec: { driftPolicy: 'Degrade', maxUnavailable: 2 } } }, merge);
+    assert.deepEqual(patched.spec, { paused: false, maxUnavailable: 2 });
+    const mc = await custom.createClusterCustomObject({ group: MCO_GROUP, version: 'v1', plural: 'machineconfigs', body: { apiVersion: `${MCO_GROUP}/v1`, kind: 'MachineConfig', metadata: { name: '10-pruned' }, spec: { kernelArgs: ['typo'], kernelArguments: ['a=1'] } } });
+    assert.deepEqual(mc.spec, { kernelArguments: ['a=1'] });
   });
 
   it('logs every request as RBAC sees it (verb, group, resource, subresource, namespace, name, code)', () => {

@@ -14,6 +14,7 @@ import { inClusterAvailable, kubeFailureOf, loadKubernetesAccess, patchAs } from
 import { ConfigurationError } from '../../src/machineconfig/index.ts';
 import { ClusterInformer } from '../../src/controlplane/kubernetes/cluster-informer.ts';
 import { createLogger } from '../../src/runtime/logger.ts';
+import { resolveOptions } from '../../src/controlplane/main.ts';
 
 async function until(done: () => boolean, timeoutMs = 5000): Promise<void> {
   const end = Date.now() + timeoutMs;
@@ -114,6 +115,16 @@ describe('Kubernetes credentials and KubernetesAccess', () => {
     }
   });
 
+  it('server.yaml takes kubeconfig and kubernetesSource as the flags do; the flags win', () => {
+    const file = join(dir, 'server.yaml');
+    writeFileSync(file, `kubeconfig: ${kubeconfig}\nkubernetesSource: true\n`);
+    const fromFile = resolveOptions({ config: file });
+    assert.deepEqual(fromFile.kubernetes, { kubeconfig });
+    assert.equal(fromFile.kubernetesSource, true);
+    assert.deepEqual(resolveOptions({ config: file, kubeconfig: '/elsewhere' }).kubernetes, { kubeconfig: '/elsewhere' });
+    assert.equal(resolveOptions({}).kubernetes, undefined, 'no kubeconfig and not in a pod: no Kubernetes');
+  });
+
   it('mcplane-server --kubeconfig: starts and says which cluster; a bad file stops it with the file named', async () => {
     const pki = await testPki();
     const data = mkdtempSync(join(tmpdir(), 'kube-server-'));
@@ -148,6 +159,27 @@ describe('Kubernetes credentials and KubernetesAccess', () => {
       assert.ok(standIn.requests.filter((r) => r.verb === 'watch' && r.resource === 'machineconfigs').length > watchesBefore + 1, 'resumed after each idle end');
       assert.equal(logs.filter((l) => /cannot watch/.test(l)).length, 0, logs.join('\n'));
       assert.equal(standIn.requests.filter((r) => r.verb === 'list' && r.resource === 'machineconfigs').length, 1, 'an idle end is resumed, not relisted');
+    } finally {
+      informer.stop();
+    }
+  });
+
+  it('the informer backs off when the cluster ends its watch with an error event, instead of asking again at once', async () => {
+    const logs: string[] = [];
+    const log = createLogger({ level: 'debug', write: (line) => logs.push(line) });
+    const informer = new ClusterInformer(loadKubernetesAccess({ kubeconfig }), { group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'machineconfigpools' }, log);
+    informer.start();
+    try {
+      await until(() => informer.synced);
+      const watches = () => standIn.requests.filter((r) => r.verb === 'watch' && r.resource === 'machineconfigpools');
+      await until(() => watches().length === 1);
+      const t0 = Date.now();
+      standIn.failWatches(500, 'InternalError', 'etcdserver: leader changed');
+      await until(() => watches().length === 2);
+      assert.ok(Date.now() - t0 >= 150, `asked again after ${Date.now() - t0} ms`);
+      assert.ok(logs.some((l) => /cannot watch machineconfigpools/.test(l) && /etcdserver: leader changed/.test(l)), logs.join('\n'));
+      standIn.add({ apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'MachineConfigPool', metadata: { name: 'after-error' }, spec: {} });
+      await until(() => informer.objects.has('after-error'));
     } finally {
       informer.stop();
     }

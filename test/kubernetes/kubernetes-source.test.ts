@@ -17,6 +17,7 @@ import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { RemoteCallError } from '../../src/machineconfig/index.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
+import { SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { openshiftClusterObjects, userChronyConfig } from './openshift-cluster-objects.ts';
 import { assertCallsAllowed } from './rbac.ts';
@@ -215,6 +216,19 @@ describe('--kubernetes-source against a cluster shaped like OpenShift', () => {
     await until('the deleted pool gone', () => !cache().pools.has('gpu'));
   });
 
+  it('an object with many problems is reported with the first 20 and how many more, so the record stays bounded', async () => {
+    const files = Array.from({ length: 30 }, (_, i) => ({ path: `/usr/bin/x${i}`, contents: { source: 'data:,x' }, mode: 420 }));
+    await custom.createClusterCustomObject({ ...mc, body: { apiVersion: `${GROUP}/v1`, kind: 'MachineConfig', metadata: { name: '75-many', labels: { [`${GROUP}/role`]: 'master' } }, spec: { config: { ignition: { version: '3.4.0' }, storage: { files } } } } });
+    const message = await until('RenderDegraded on master', () => {
+      const cond = poolStatus('master')?.status?.conditions.find((x) => x.type === 'RenderDegraded');
+      return cond?.status === 'True' ? cond.message : undefined;
+    });
+    assert.equal((message.match(/\[path-writable-root\]/g) ?? []).length, 20);
+    assert.match(message, /\.\.\. and 10 more problems \(fix these to see the rest\) \[more-problems\]$/);
+    await custom.deleteClusterCustomObject({ ...mc, name: '75-many' });
+    await until('master clean again', () => poolStatus('master')?.status?.conditions.find((x) => x.type === 'RenderDegraded')?.status === 'False');
+  });
+
   it('resumes its watch after the server closes it, and lists again after a 410 Gone', async () => {
     const lists = () => standIn.requests.filter((r) => r.verb === 'list' && r.resource === 'machineconfigs').length;
     const listsBefore = lists();
@@ -234,6 +248,33 @@ describe('--kubernetes-source against a cluster shaped like OpenShift', () => {
     await until('the delete seen after the relist', () => !cache().configs.has('61-resumed'));
     assert.ok(lists() > listsBefore, 'listed again after 410 Gone');
     assert.ok(standIn.requests.some((r) => r.verb === 'watch' && r.resource === 'machineconfigs' && r.code === 200));
+  });
+
+  it('node counts reach the MachineConfigPool status: two agents join the worker pool and roll out a change made in the cluster', async () => {
+    const agents: SimulatedAgent[] = [];
+    try {
+      for (const name of ['w-1', 'w-2']) {
+        const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node(name), name, autoDone: true, labels: { 'node-role.kubernetes.io/worker': '' } });
+        await agent.connect();
+        agents.push(agent);
+      }
+      const first = await until('2 of 2 updated in the cluster', () => {
+        const s = clusterPool('worker').status;
+        return s.machineCount === 2 && s.updatedMachineCount === 2 && s.readyMachineCount === 2 ? s : undefined;
+      });
+      assert.equal(first.conditions.find((x: any) => x.type === 'Updated').status, 'True');
+      await custom.createClusterCustomObject({ ...mc, body: { apiVersion: `${GROUP}/v1`, kind: 'MachineConfig', metadata: { name: '65-worker-audit', labels: { [`${GROUP}/role`]: 'worker' } }, spec: { kernelArguments: ['audit=1'] } } });
+      const target = await until('a new worker render', () => poolStatus('worker')!.targetSources.includes('65-worker-audit') && poolStatus('worker')!.target);
+      await until('the agents on it', () => agents.every((a) => a.status.currentConfig === target));
+      const done = await until('2 of 2 updated to it in the cluster', () => {
+        const s = clusterPool('worker').status;
+        return s.configuration.name === target && s.updatedMachineCount === 2 && s.conditions.find((x: any) => x.type === 'Updated').status === 'True' ? s : undefined;
+      });
+      assert.equal(done.unavailableMachineCount, 0);
+      assert.equal(done.degradedMachineCount, 0);
+    } finally {
+      for (const a of agents) a.close();
+    }
   });
 
   it('mcctl apply, delete and pause of what the cluster owns are refused, saying the cluster is the source', async () => {

@@ -3,13 +3,14 @@
 // through ConfigService.Apply, run as a user runs mcctl (a separate process).
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { assertCallsAllowed } from './rbac.ts';
 import { startKubeApiStandIn, type KubeApiStandIn } from '../../sandbox/kube-api-stand-in/kube-api-stand-in.ts';
-import { runCliAsync } from '../helpers/run-cli.ts';
+import { readDocuments } from '../../src/machineconfig/index.ts';
+import { REPO_ROOT, runCliAsync } from '../helpers/run-cli.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { openshiftClusterObjects } from './openshift-cluster-objects.ts';
 
@@ -83,7 +84,7 @@ describe('mcctl import --kubeconfig (the path off MCO)', () => {
     assert.equal(missing.status, 1);
     assert.match(missing.stderr, /--kubeconfig .*nope: ENOENT/);
     const wrongToken = join(dir, 'wrong-token');
-    writeFileSync(wrongToken, (await import('node:fs')).readFileSync(kubeconfig, 'utf8').replace(standIn.token, 'not-the-token'));
+    writeFileSync(wrongToken, readFileSync(kubeconfig, 'utf8').replace(standIn.token, 'not-the-token'));
     const refused = await runCliAsync(['import', '--kubeconfig', wrongToken], { env });
     assert.equal(refused.status, 1);
     assert.match(refused.stderr, new RegExp(`cannot list machineconfigpools\\.machineconfiguration\\.openshift\\.io at ${standIn.url.replace(/\./g, '\\.')} \\(kubeconfig .*wrong-token\\): the cluster rejected the credentials \\(401\\)`));
@@ -93,3 +94,33 @@ describe('mcctl import --kubeconfig (the path off MCO)', () => {
     assert.ok(assertCallsAllowed(standIn.requests) > 0);
   });
 });
+
+describe('mcctl import of the project\'s examples as a cluster stores them (YAML 1.1 read, JSON served)', () => {
+  it('imports every MachineConfig and MachineConfigPool of examples/ unmodified', async () => {
+    const standIn = await startKubeApiStandIn();
+    const server = await startTestServer();
+    try {
+      const expected: string[] = [];
+      for (const file of readdirSync(join(REPO_ROOT, 'examples')).filter((f) => f.endsWith('.yaml'))) {
+        // What `oc apply -f` sends: the YAML read as Kubernetes reads it (mode 0644 is 420).
+        const { documents } = readDocuments(readFileSync(join(REPO_ROOT, 'examples', file), 'utf8'), file);
+        for (const { value } of documents) {
+          if (value.kind !== 'MachineConfig' && value.kind !== 'MachineConfigPool') continue;
+          standIn.add(value as { kind: string; metadata: object });
+          expected.push(`${String(value.kind).toLowerCase()}/${(value.metadata as { name: string }).name}`);
+        }
+      }
+      const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'mcctl-import-examples-')));
+      const r = await runCliAsync(['import', '--kubeconfig', kubeconfig], { env: { MCPLANE_SERVER: server.address, MCPLANE_PKI_DIR: server.pki.dir } });
+      assert.equal(r.status, 0, r.stderr);
+      assert.deepEqual(r.stdout.trim().split('\n').map((l) => l.split(' ')[0]).sort(), expected.sort());
+      const chrony = server.handle.controlPlane.cache.configs.get('50-examplecorp-chrony')!.value;
+      assert.equal(chrony.spec.config.storage?.files?.[0]?.mode, 420);
+      assert.ok(server.handle.controlPlane.cache.poolStatuses.get('infra')!.value.targetSources.includes('50-infra'));
+    } finally {
+      await server.close();
+      await standIn.close();
+    }
+  });
+});
+

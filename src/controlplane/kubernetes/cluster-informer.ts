@@ -79,12 +79,13 @@ export class ClusterInformer extends EventEmitter<{ change: [] }> {
   async #watch(epoch: number): Promise<void> {
     const { group, version, plural } = this.resource;
     let relist = false;
+    let refused: unknown;
     const onEvent = (type: string, object: any): void => {
       if (epoch !== this.#epoch) return;
       if (type === 'ERROR') {
         // 410 Expired: the resourceVersion is older than the server's history.
         if (object?.code === 410) relist = true;
-        else this.log.warn({ resource: this.what, status: object }, 'the cluster sent an error on the watch');
+        else refused = new Error(`the watch ended with an error: ${object?.message ?? JSON.stringify(object)}`);
         return;
       }
       const rv = object?.metadata?.resourceVersion;
@@ -101,8 +102,9 @@ export class ClusterInformer extends EventEmitter<{ change: [] }> {
       if (relist) {
         this.log.info({ resource: this.what, resourceVersion: this.#resourceVersion }, 'watch history compacted (410 Gone); listing again');
         void this.#list(epoch);
-      } else if (err && !isIdleTimeout(err)) {
-        this.#retry(epoch, 'watch', err, () => void this.#watch(epoch));
+      } else if (refused || (err && !isIdleTimeout(err))) {
+        // With backoff: a server that keeps refusing must not be asked again in a tight loop.
+        this.#retry(epoch, 'watch', refused ?? err, () => void this.#watch(epoch));
       } else {
         // The server ends watches now and then (its timeout), and the client ends one that was
         // quiet for a while: resume where it stopped.
@@ -122,7 +124,9 @@ export class ClusterInformer extends EventEmitter<{ change: [] }> {
     const failure = kubeFailureOf(err);
     // A watch cut by a 410 at the HTTP level (some servers) also means: list again.
     const next = failure.code === 410 ? () => void this.#list(epoch) : again;
-    this.log[this.#failures === 1 ? 'warn' : 'debug']({ resource: this.what, attempt: this.#failures, retryInMs: delay, error: failure.message }, `cannot ${what} ${this.what} in the cluster; retrying`);
+    const hint = failure.code === 404 ? ` (the cluster has no ${this.what}: is the Machine Config Operator's CRD installed?)`
+      : failure.code === 403 ? ' (not allowed: see packaging/kubernetes/rbac.yaml)' : '';
+    this.log[this.#failures === 1 ? 'warn' : 'debug']({ resource: this.what, attempt: this.#failures, retryInMs: delay, error: failure.message }, `cannot ${what} ${this.what} in the cluster${hint}; retrying`);
     clearTimeout(this.#timer);
     this.#timer = setTimeout(() => {
       if (epoch === this.#epoch) next();

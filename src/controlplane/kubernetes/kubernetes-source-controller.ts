@@ -47,6 +47,12 @@ export class KubernetesSourceController implements Controller {
   #leading = false;
   /** uid -> `generation|message` of the Warning last recorded for it in this leadership. */
   readonly #reported = new Map<string, string>();
+  /**
+   * `kind/name` -> the validation of the version last seen (by resourceVersion): every pool
+   * status change runs this controller, and a real 00-worker is large, so each version is
+   * parsed once.
+   */
+  readonly #parsed = new Map<string, { resourceVersion: string; value: unknown; problems: Problem[]; matchesStoreAt?: string }>();
 
   constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly kube: KubernetesAccess, private readonly log: Logger) {
     this.configs = new ClusterInformer(kube, { group: GROUP, version: VERSION, plural: 'machineconfigs' }, log);
@@ -98,14 +104,18 @@ export class KubernetesSourceController implements Controller {
       const name = object.metadata.name;
       if (kind === 'MachineConfig' && isRenderedConfigName(name)) continue;
       inCluster.add(name);
-      const parsed = parseDocuments([{ source: SOURCE, value: manifestFromClusterObject(kind, object) }]);
-      const value = kind === 'MachineConfig' ? parsed.configs[0] : parsed.pools[0];
-      if (parsed.problems.length > 0 || !value) {
-        invalid.push(problemsOf(kind, object, parsed.problems));
+      const { value, problems } = this.#validate(kind, object);
+      if (problems.length > 0 || !value) {
+        invalid.push(problemsOf(kind, object, problems));
         continue;
       }
       const existing = stored.get(name);
-      if (existing && canonicalJson(existing.value) === canonicalJson(value)) continue;
+      const entry = this.#parsed.get(`${kind}/${name}`);
+      if (existing && entry?.matchesStoreAt === existing.resourceVersion) continue;
+      if (existing && canonicalJson(existing.value) === canonicalJson(value)) {
+        if (entry) entry.matchesStoreAt = existing.resourceVersion;
+        continue;
+      }
       try {
         await this.writer.commit([{
           type: 'put', kind, name, value,
@@ -117,6 +127,9 @@ export class KubernetesSourceController implements Controller {
         invalid.push(problemsOf(kind, object, [{ source: SOURCE, object: `${kind}/${name}`, field: 'spec', rule: 'apply-size', message: `too large to store as one object: ${err.message}` }]));
       }
     }
+    for (const key of this.#parsed.keys()) {
+      if (key.startsWith(`${kind}/`) && !inCluster.has(key.slice(kind.length + 1))) this.#parsed.delete(key);
+    }
     for (const [name, existing] of stored) {
       if (inCluster.has(name)) continue;
       // MCO's built-in pools exist in every cluster; without them mcplane keeps its own.
@@ -124,6 +137,18 @@ export class KubernetesSourceController implements Controller {
       await this.writer.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]);
       this.log.info({ kind, name }, 'deleted: no longer in the Kubernetes cluster');
     }
+  }
+
+  /** Apply's validation of one cluster object, remembered per resourceVersion. */
+  #validate(kind: SourceKind, object: ClusterObject): { value: unknown; problems: Problem[]; matchesStoreAt?: string } {
+    const key = `${kind}/${object.metadata.name}`;
+    const resourceVersion = object.metadata.resourceVersion ?? '';
+    const cached = this.#parsed.get(key);
+    if (cached && resourceVersion && cached.resourceVersion === resourceVersion) return cached;
+    const parsed = parseDocuments([{ source: SOURCE, value: manifestFromClusterObject(kind, object) }]);
+    const result = { resourceVersion, value: kind === 'MachineConfig' ? parsed.configs[0] : parsed.pools[0], problems: boundedProblems(parsed.problems) };
+    this.#parsed.set(key, result);
+    return result;
   }
 
   async #storeProblems(invalid: SourceObjectProblems[]): Promise<void> {
@@ -196,6 +221,16 @@ export class KubernetesSourceController implements Controller {
     }
     return retry;
   }
+}
+
+/** Problems kept per object: enough to act on, and the record stays far below the store's limits. */
+const MAX_PROBLEMS_PER_OBJECT = 20;
+
+function boundedProblems(problems: Problem[]): Problem[] {
+  if (problems.length <= MAX_PROBLEMS_PER_OBJECT) return problems;
+  const first = problems.slice(0, MAX_PROBLEMS_PER_OBJECT);
+  const last = first[first.length - 1]!;
+  return [...first, { ...last, field: '', rule: 'more-problems', message: `... and ${problems.length - MAX_PROBLEMS_PER_OBJECT} more problems (fix these to see the rest)` }];
 }
 
 function problemsOf(kind: SourceKind, object: ClusterObject, problems: Problem[]): SourceObjectProblems {
