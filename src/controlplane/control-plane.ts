@@ -52,7 +52,7 @@ import { KubernetesNodeSync } from './kubernetes-node-sync.ts';
 import { DEFAULT_DRAIN_SETTINGS, DrainController, type DrainSettings } from './drain-controller.ts';
 import type { DrainAccess } from './drain-gate.ts';
 import { NodeAnnotationController } from './node-annotation-controller.ts';
-import { EventRecorder } from './kubernetes/event-recorder.ts';
+import { EventRecorder as KubernetesEventRecorder } from './kubernetes/event-recorder.ts';
 import { KubernetesSourceController } from './kubernetes/kubernetes-source-controller.ts';
 import type { ReapplyRequestRecord } from './stored-records.ts';
 
@@ -132,7 +132,7 @@ export class ControlPlane {
       const source = this.#source;
       this.election.on('leading', (leading) => source.setLeading(leading));
     }
-    this.drains = new DrainController(cache, writer, this.clock, log, nodeOps && nodeSync ? { ops: nodeOps, sync: nodeSync, events: new EventRecorder(nodeOps.access, log) } : undefined, { ...DEFAULT_DRAIN_SETTINGS, ...options.drain });
+    this.drains = new DrainController(cache, writer, this.clock, log, nodeOps && nodeSync ? { ops: nodeOps, sync: nodeSync, events: new KubernetesEventRecorder(nodeOps.access, log) } : undefined, { ...DEFAULT_DRAIN_SETTINGS, ...options.drain });
     this.#controllers = new ControllerManager([
       // First, so what it stores is rendered in the same pass.
       ...(this.#source ? [this.#source] : []),
