@@ -17,8 +17,10 @@ export class AssignmentDispatcher {
 
   /** The node's assignment as a message, or undefined when it has none yet. */
   assignmentFor(node: string): ServerMessage | undefined {
-    const desired = this.cache.assignments.get(node)?.value.desiredConfig;
-    if (!desired) return undefined;
+    const assignment = this.cache.assignments.get(node)?.value;
+    // Held: the leader drains the node first; the agent keeps what it runs until then.
+    if (!assignment?.desiredConfig || assignment.holdForDrain) return undefined;
+    const desired = assignment.desiredConfig;
     const rendered = this.cache.renderedConfig(desired);
     if (!rendered) return undefined; // its watch event is on its way; the change sends it
     const pool = this.cache.pools.get(rendered.pool)?.value;

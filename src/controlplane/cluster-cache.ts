@@ -16,14 +16,17 @@ import {
   type RenderedConfig,
 } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
+import { displayedStatus } from './displayed-node-status.ts';
 import type { ChangeEvent, Store, StoredKind, StoredObject } from './store/store.ts';
 import {
   KUBERNETES_SOURCE_KEY,
   LEADER_KEY,
   type AgentSessionRecord,
   type EventRecord,
+  type KubernetesNodeRecord,
   type KubernetesSourceRecord,
   type LeaderRecord,
+  type NodeDrainRecord,
   type NodeAssignmentRecord,
   type NodeRecordValue,
   type NodeStatusRecord,
@@ -38,14 +41,15 @@ const CACHED_KINDS: readonly StoredKind[] = [
   'MachineConfig', 'MachineConfigPool', 'PoolStatus', 'RenderedConfig', 'Node', 'NodeAssignment',
   'NodeStatus', 'AgentSession', 'ReapplyRequest', 'Replica', 'Leader', 'MachineConfiguration',
   'Event',
+  'NodeDrain', 'KubernetesNode',
   'KubernetesSource',
 ];
 
 /** The kinds whose objects together make one node's view. */
-const NODE_KINDS: ReadonlySet<StoredKind> = new Set(['Node', 'NodeAssignment', 'NodeStatus', 'AgentSession']);
+const NODE_KINDS: ReadonlySet<StoredKind> = new Set(['Node', 'NodeAssignment', 'NodeStatus', 'AgentSession', 'NodeDrain', 'KubernetesNode']);
 
 /** The kinds a pool's nodes and their states are made of, with the pool's spec and status. */
-const POOL_AND_NODE_KINDS: readonly StoredKind[] = ['PoolStatus', 'MachineConfigPool', 'NodeAssignment', 'NodeStatus', 'AgentSession', 'Node'];
+const POOL_AND_NODE_KINDS: readonly StoredKind[] = ['PoolStatus', 'MachineConfigPool', 'NodeAssignment', 'NodeStatus', 'AgentSession', 'Node', 'NodeDrain', 'KubernetesNode'];
 
 /** Whether a change can alter any pool's nodes, their states, or the pool itself. */
 export function changesPoolsOrNodes(change: CacheChange): boolean {
@@ -72,6 +76,10 @@ export interface NodeView extends NodeRecord {
   resourceVersion: string;
   /** The replica holding the node's agent stream, when connected. */
   replica?: string;
+  /** The leader's drain of the node's Kubernetes Node, while one runs. */
+  drain?: NodeDrainRecord;
+  /** True when a Kubernetes Node of this name exists (labels and registeredAt come from it). */
+  kubernetesNode?: boolean;
 }
 
 export const EMPTY_NODE_STATUS: NodeStatus = {
@@ -123,6 +131,8 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
   get leader(): StoredObject<LeaderRecord> | undefined { return this.#map<LeaderRecord>('Leader').get(LEADER_KEY); }
   /** MachineConfiguration/cluster, the cluster-wide disruption policy, when one was applied. */
   get machineConfiguration(): StoredObject<MachineConfiguration> | undefined { return this.#map<MachineConfiguration>('MachineConfiguration').get(CLUSTER_MACHINE_CONFIGURATION); }
+  get drains(): ReadonlyMap<string, StoredObject<NodeDrainRecord>> { return this.#map('NodeDrain'); }
+  get kubernetesNodes(): ReadonlyMap<string, StoredObject<KubernetesNodeRecord>> { return this.#map('KubernetesNode'); }
   /** With --kubernetes-source: the cluster objects the leader could not take, and why. */
   get kubernetesSource(): StoredObject<KubernetesSourceRecord> | undefined { return this.#map<KubernetesSourceRecord>('KubernetesSource').get(KUBERNETES_SOURCE_KEY); }
 
@@ -252,14 +262,19 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
     const assignment = this.assignments.get(name);
     const status = this.nodeStatuses.get(name);
     const session = this.sessions.get(name);
-    const revision = Math.max(...[record, assignment, status, session].map((o) => (o ? Number(o.resourceVersion) : 0)));
+    const drain = this.drains.get(name);
+    // With a cluster, its Node object says what the node is (labels, age); the agent does not.
+    const kube = this.kubernetesNodes.get(name);
+    const revision = Math.max(...[record, assignment, status, session, drain, kube].map((o) => (o ? Number(o.resourceVersion) : 0)));
+    const desiredConfig = assignment?.value.desiredConfig ?? '';
     const view: NodeView = {
       name,
-      labels: record.value.labels,
+      labels: kube ? kube.value.labels : record.value.labels,
       pool: assignment?.value.pool ?? '',
-      registeredAt: record.createdAt,
-      desiredConfig: assignment?.value.desiredConfig ?? '',
-      status: status?.value.status ?? EMPTY_NODE_STATUS,
+      registeredAt: kube ? kube.value.createdAt : record.createdAt,
+      desiredConfig,
+      // The agent's record stays its own; the view joins the leader's drain into what is shown.
+      status: displayedStatus(status?.value.status ?? EMPTY_NODE_STATUS, desiredConfig, drain?.value, assignment?.value.drainNote),
       lastSeen: status?.value.lastSeen ?? 0,
       connected: session !== undefined,
       resourceVersion: String(revision),
@@ -268,6 +283,8 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
     if (record.value.ignoredLabels) view.ignoredLabels = record.value.ignoredLabels;
     if (record.value.enrolledFor) view.enrolledFor = record.value.enrolledFor;
     if (session) view.replica = session.value.replica;
+    if (drain) view.drain = drain.value;
+    if (kube) view.kubernetesNode = true;
     if (!this.#nodes.has(name)) this.#sortedNodeNames = undefined;
     this.#nodes.set(name, view);
   }

@@ -49,6 +49,12 @@ import { Replica } from './replica.ts';
 import { RolloutController } from './rollout-controller.ts';
 import type { Store, WriteOp } from './store/store.ts';
 import type { KubernetesAccess } from './kubernetes/kube-client.ts';
+import { NodeOperations } from './kubernetes/node-operations.ts';
+import { KubernetesNodeSync } from './kubernetes-node-sync.ts';
+import { DEFAULT_DRAIN_SETTINGS, DrainController, type DrainSettings } from './drain-controller.ts';
+import type { DrainAccess } from './drain-gate.ts';
+import { NodeAnnotationController } from './node-annotation-controller.ts';
+import { EventRecorder as KubernetesEventRecorder } from './kubernetes/event-recorder.ts';
 import { KubernetesSourceController } from './kubernetes/kubernetes-source-controller.ts';
 import type { ReapplyRequestRecord } from './stored-records.ts';
 
@@ -83,6 +89,8 @@ export interface ControlPlaneOptions {
   clock?: Clock;
   /** The Kubernetes cluster this control plane works with (--kubeconfig or in-cluster); absent: none. */
   kubernetes?: KubernetesAccess;
+  /** Drain retry and poll timing (tests shorten it). */
+  drain?: Partial<DrainSettings>;
   /** --kubernetes-source: MachineConfigs and pools come from the cluster (needs `kubernetes`). */
   kubernetesSource?: boolean;
 }
@@ -100,6 +108,9 @@ export class ControlPlane {
   readonly #controllers: ControllerManager;
   /** Events (kubectl get events); other leader-only controllers record theirs through it. */
   readonly events: EventRecorder;
+  readonly #nodeSync: KubernetesNodeSync | undefined;
+  /** The leader's drains; `drains.onEvent` is the seam for events, metrics and history. */
+  readonly drains: DrainController;
   readonly #renderWaitMs: number;
   readonly clock: Clock;
   /** With --kubernetes-source, the controller that takes MachineConfigs and pools from the cluster. */
@@ -114,23 +125,35 @@ export class ControlPlane {
     this.dispatcher = new AssignmentDispatcher(cache, this.sessions, log);
     const writer = new LeaderWriter(cache, this.election);
     this.events = new EventRecorder(cache, writer, log);
+    // With a cluster: its Nodes are synced into the store while this replica leads, and drains
+    // and MCO's node annotations run on the leader.
+    const nodeOps = options.kubernetes ? new NodeOperations(options.kubernetes) : undefined;
+    const nodeSync = nodeOps ? new KubernetesNodeSync(cache, writer, nodeOps, log, () => this.#controllers.resyncAll()) : undefined;
+    this.#nodeSync = nodeSync;
+    const drainAccess: DrainAccess = { enabled: nodeOps !== undefined, get nodesSynced() { return nodeSync?.synced ?? false; } };
     if (options.kubernetesSource) {
       if (!options.kubernetes) throw new ConfigurationError('--kubernetes-source needs a cluster: give --kubeconfig FILE (or run in a pod with a service account)');
       this.#source = new KubernetesSourceController(cache, writer, options.kubernetes, log);
       const source = this.#source;
       this.election.on('leading', (leading) => source.setLeading(leading));
     }
+    this.drains = new DrainController(cache, writer, this.clock, log, nodeOps && nodeSync ? { ops: nodeOps, sync: nodeSync, events: new KubernetesEventRecorder(nodeOps.access, log) } : undefined, { ...DEFAULT_DRAIN_SETTINGS, ...options.drain });
     this.#controllers = new ControllerManager([
       // First, so what it stores is rendered in the same pass.
       ...(this.#source ? [this.#source] : []),
       new RenderController(cache, writer, log, metrics),
       new PoolMembershipController(cache, writer, log),
-      new RolloutController(cache, writer, this.clock, log),
+      new RolloutController(cache, writer, this.clock, log, drainAccess),
       new PoolStatusController(cache, writer, this.clock),
       new EnrollmentTokenCollector(cache, writer, options.tokenSweepMs ?? 600_000, log),
       this.events,
+      this.drains,
+      ...(nodeOps && nodeSync ? [new NodeAnnotationController(cache, nodeOps, nodeSync, log)] : []),
     ], cache, log);
-    this.election.on('leading', (leading) => this.#controllers.setLeading(leading));
+    this.election.on('leading', (leading) => {
+      this.#controllers.setLeading(leading);
+      nodeSync?.setLeading(leading);
+    });
     // A session this replica is opening shows in the cache before the stream is recorded here.
     metrics.bind({ cache, leading: () => this.leading, holdsStream: (node) => this.sessions.get(node) !== undefined || cache.sessions.get(node)?.value.replica === replica.name });
   }
@@ -180,6 +203,7 @@ export class ControlPlane {
   async stop(): Promise<void> {
     this.#source?.setLeading(false);
     await this.#controllers.stop();
+    await this.#nodeSync?.stop();
     this.sessions.closeAll();
     await this.sessions.writer.flush();
     await this.sessions.history.idle();
@@ -368,6 +392,10 @@ export class ControlPlane {
     if (problems.length) throw new InvalidDocumentError(problems);
     const record = this.cache.nodeRecords.get(name);
     if (!record) throw new NotFoundError('Node', name);
+    if (this.cache.kubernetesNodes.has(name)) {
+      // Stored labels would be ignored: the cluster's Node object decides them.
+      throw new PermissionDeniedError(`Node/${name} is a Kubernetes Node: its labels come from the cluster; use kubectl label node ${name} ...`);
+    }
     const labels = { ...record.value.labels, ...set };
     for (const k of remove) delete labels[k];
     const { ignoredLabels: _forgotten, ...rest } = record.value;
@@ -426,7 +454,7 @@ export class ControlPlane {
     const session = await this.sessions.open({ nodeName: reg.nodeName, labels: reg.labels, ...(reg.boundPool ? { boundPool: reg.boundPool } : {}), bootId: reg.bootId, status }, stream);
     // The leader decides the pool; the answer here is the same rule applied to what this
     // replica sees now, for the agent's log.
-    const membership = poolFor(this.cache, reg.nodeName, this.cache.nodeRecords.get(reg.nodeName)?.value.labels ?? reg.labels);
+    const membership = poolFor(this.cache, reg.nodeName, this.cache.nodes.get(reg.nodeName)?.labels ?? reg.labels);
     this.log.info({ node: reg.nodeName, pool: membership.pool || undefined, poolError: membership.poolError, bootId: reg.bootId, current: status.currentConfig || undefined, new: isNew }, 'node registered');
     this.metrics.phases.report(reg.nodeName, status, true);
     stream.write({ registered: { pool: membership.pool } });

@@ -142,9 +142,13 @@ export async function main(argv: string[]): Promise<void> {
   program.parse(argv, { from: 'user' });
   const options = resolveOptions(program.opts<Flags>());
   const log = createLogger({ name: 'mcplane-server', level: options.logLevel });
-  const server = await startServer({ ...options, log });
+  // Signals are caught from the start: a SIGTERM that arrives while the last steps of start-up
+  // run (the leader's first writes) must stop the server cleanly, not kill it mid-write.
+  const starting = startServer({ ...options, log });
   onStopSignal(async (signal) => {
     log.info({ signal }, 'signal received');
+    const server = await starting.catch(() => undefined);
+    if (!server) return 1;
     try {
       await server.close();
       return 0;
@@ -153,6 +157,7 @@ export async function main(argv: string[]): Promise<void> {
       return 1;
     }
   });
+  await starting;
 }
 
 runProgram(import.meta.url, 'mcplane-server', main);

@@ -17,16 +17,19 @@ export class PoolMembershipController implements Controller {
   constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly log: Logger) {}
 
   interestedIn(change: CacheChange): boolean {
-    return change.changed.has('Node') || change.changed.has('MachineConfigPool') || change.changed.has('NodeAssignment');
+    return change.changed.has('Node') || change.changed.has('MachineConfigPool') || change.changed.has('NodeAssignment') || change.changed.has('KubernetesNode');
   }
 
   async reconcile(): Promise<void> {
     const ops: WriteOp[] = [];
     for (const [name, record] of this.cache.nodeRecords) {
-      const next = poolFor(this.cache, name, record.value.labels);
+      // The view's labels: the Kubernetes Node's when the cluster has one, else the host's own.
+      const next = poolFor(this.cache, name, this.cache.nodes.get(name)?.labels ?? record.value.labels);
       const existing = this.cache.assignments.get(name);
       if (existing && existing.value.pool === next.pool && existing.value.poolError === next.poolError) continue;
-      const value: NodeAssignmentRecord = { pool: next.pool, desiredConfig: existing?.value.desiredConfig ?? this.#initialDesired(name) };
+      // A pool change keeps what the rollout decided (the drain hold and its note included).
+      const value: NodeAssignmentRecord = { ...existing?.value, pool: next.pool, desiredConfig: existing?.value.desiredConfig ?? this.#initialDesired(name) };
+      delete value.poolError;
       if (next.poolError) value.poolError = next.poolError;
       if (existing) this.log.info({ node: name, from: existing.value.pool || undefined, to: next.pool || undefined, reason: next.poolError }, 'node pool changed');
       ops.push({

@@ -1,7 +1,8 @@
 // Computes every pool's counts and conditions from the stored nodes and writes them when they
 // change, so every replica serves the same status and a failover keeps the transition times.
 
-import { computePoolStatus, matchesSelector, type MachineConfigPool, type PoolStatus, type Problem } from '../machineconfig/index.ts';
+import { computePoolStatus, DEFAULT_DRAIN_STALLED_AFTER_MS, matchesSelector, type DrainInProgress, type MachineConfigPool, type PoolStatus, type Problem } from '../machineconfig/index.ts';
+import type { ReconcileResult } from './controller.ts';
 import { changesPoolsOrNodes, type CacheChange, type ClusterCache } from './cluster-cache.ts';
 import type { Clock } from './clock.ts';
 import type { Controller } from './controller.ts';
@@ -20,16 +21,19 @@ export class PoolStatusController implements Controller {
     return changesPoolsOrNodes(change) || change.changed.has('KubernetesSource');
   }
 
-  async reconcile(): Promise<void> {
+  async reconcile(): Promise<ReconcileResult> {
     const ops: WriteOp[] = [];
+    const now = this.clock.now();
     for (const name of this.cache.pools.keys()) {
       const record = this.cache.poolStatuses.get(name);
       if (!record) continue; // the render controller creates it
-      const status = poolStatusFor(this.cache, name, record.value, this.clock.now());
+      const status = poolStatusFor(this.cache, name, record.value, now);
       if (JSON.stringify(status) === JSON.stringify(record.value.status)) continue;
       ops.push({ type: 'put', kind: 'PoolStatus', name, value: { ...record.value, status }, expectedVersion: record.resourceVersion, createdAt: record.createdAt });
     }
     await this.writer.commitEach(ops);
+    // A drain becomes stalled with time alone: come back when the next one does.
+    return { ...(nextStallIn(this.cache, now) !== undefined ? { requeueAfterMs: nextStallIn(this.cache, now)! } : {}) };
   }
 }
 
@@ -45,7 +49,32 @@ export function poolStatusFor(cache: ClusterCache, pool: string, record: PoolSta
     renderProblems: [...record.renderProblems, ...sourceProblemsFor(cache, spec.value)],
     previous: record.status?.conditions,
     now,
+    ...drainsOf(cache, pool),
   });
+}
+
+/** The pool's running drains, once the cluster's Nodes are known (see PoolStatusInput.drains). */
+function drainsOf(cache: ClusterCache, pool: string): { drains?: DrainInProgress[]; drainStalledAfterMs?: number } {
+  if (cache.kubernetesNodes.size === 0) return {};
+  const drains: DrainInProgress[] = [];
+  for (const node of cache.nodesInPool(pool)) {
+    if (node.drain?.phase === 'Draining') drains.push({ node: node.name, startedAt: node.drain.startedAt, reason: node.drain.reason });
+  }
+  const seconds = cache.pools.get(pool)?.value.spec.drain?.stalledAfterSeconds;
+  return { drains, ...(seconds ? { drainStalledAfterMs: seconds * 1000 } : {}) };
+}
+
+/** Milliseconds until the next running drain passes its pool's stall time, if any will. */
+function nextStallIn(cache: ClusterCache, now: number): number | undefined {
+  let next: number | undefined;
+  for (const [name, drain] of cache.drains) {
+    if (drain.value.phase !== 'Draining') continue;
+    const pool = cache.nodes.get(name)?.pool ?? '';
+    const after = (cache.pools.get(pool)?.value.spec.drain?.stalledAfterSeconds ?? DEFAULT_DRAIN_STALLED_AFTER_MS / 1000) * 1000;
+    const due = drain.value.startedAt + after - now;
+    if (due > 0 && (next === undefined || due < next)) next = due;
+  }
+  return next;
 }
 
 

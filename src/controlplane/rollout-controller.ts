@@ -9,8 +9,10 @@ import type { Logger } from '../runtime/logger.ts';
 import { changesPoolsOrNodes, type CacheChange, type ClusterCache } from './cluster-cache.ts';
 import type { Clock } from './clock.ts';
 import type { Controller } from './controller.ts';
+import { drainDecision, type DrainAccess } from './drain-gate.ts';
 import type { LeaderWriter } from './leader-writer.ts';
 import type { WriteOp } from './store/store.ts';
+import type { NodeAssignmentRecord } from './stored-records.ts';
 
 
 export class RolloutController implements Controller {
@@ -23,6 +25,8 @@ export class RolloutController implements Controller {
     /** For time-driven decisions (windows, soaks); unused by the plain maxUnavailable rule. */
     protected readonly clock: Clock,
     private readonly log: Logger,
+    /** Set with Kubernetes access: a config that needs a drain is written held until drained. */
+    private readonly drains?: DrainAccess,
   ) {}
 
   interestedIn(change: CacheChange): boolean {
@@ -31,6 +35,9 @@ export class RolloutController implements Controller {
 
   async reconcile(): Promise<void> {
     const ops: WriteOp[] = [];
+    // Nodes whose update would need a drain that cannot be decided yet: said once per pass.
+    const waiting: string[] = [];
+    let waitReason = '';
     for (const [name, stored] of this.cache.pools) {
       const target = this.cache.poolTarget(name);
       if (!target) continue;
@@ -39,12 +46,25 @@ export class RolloutController implements Controller {
       this.log.info({ pool: name, target, nodes: decision.assign.length <= 20 ? decision.assign : `${decision.assign.length} nodes`, maxUnavailable: decision.maxUnavailable, waiting: decision.waiting }, 'assigning config');
       for (const node of decision.assign) {
         const assignment = this.cache.assignments.get(node)!;
+        const drain = drainDecision(this.cache, this.cache.nodes.get(node)!, target, this.drains);
+        if ('wait' in drain) {
+          waiting.push(node);
+          waitReason = drain.wait;
+          continue;
+        }
+        const { holdForDrain: _held, drainNote: _note, ...rest } = assignment.value;
+        const value: NodeAssignmentRecord = { ...rest, desiredConfig: target };
+        if (drain.hold) value.holdForDrain = true;
+        else if (drain.note) value.drainNote = drain.note;
+        if (drain.hold) this.log.info({ node, target }, 'config held until the node is drained');
+        else if (drain.note) this.log.info({ node, target, reason: drain.note }, 'config assigned without drain');
         ops.push({
-          type: 'put', kind: 'NodeAssignment', name: node, value: { ...assignment.value, desiredConfig: target },
+          type: 'put', kind: 'NodeAssignment', name: node, value,
           expectedVersion: assignment.resourceVersion, createdAt: assignment.createdAt,
         });
       }
     }
+    if (waiting.length) this.log.info({ nodes: waiting.length <= 20 ? waiting : `${waiting.length} nodes`, reason: waitReason }, 'assignments wait: they may need a drain');
     await this.writer.commitEach(ops);
   }
 }

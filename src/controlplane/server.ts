@@ -8,7 +8,7 @@ import { checkMetricsListen, startMetricsServer, type MetricsServer } from '../r
 import { isLoopbackHost, parseHostPort, readTlsFiles, serverCredentials, type TlsFiles } from '../runtime/tls.ts';
 import { reachableAddress, startBootstrapServer } from './bootstrap-server.ts';
 import type { Clock } from './clock.ts';
-import { ControlPlane } from './control-plane.ts';
+import { ControlPlane, type ControlPlaneOptions } from './control-plane.ts';
 import { startGrpcServer, SERVICE_NAMES, type GrpcServerHandle } from './grpc/grpc-server.ts';
 import type { RateLimit } from './rate-limiter.ts';
 import { openStore, type StoreOptions } from './store/open-store.ts';
@@ -47,6 +47,8 @@ export interface ServerOptions {
   log?: Logger;
   /** Credentials for an existing Kubernetes cluster (--kubeconfig, or in-cluster). */
   kubernetes?: KubernetesCredentials;
+  /** Drain retry and poll timing; tests shorten it (no flag: the defaults suit a cluster). */
+  drain?: ControlPlaneOptions['drain'];
   /** --kubernetes-source: take MachineConfigs and pools from that cluster. */
   kubernetesSource?: boolean;
 }
@@ -97,6 +99,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       ...(options.tokenSweepMs ? { tokenSweepMs: options.tokenSweepMs } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
       ...(kubernetes ? { kubernetes } : {}),
+      ...(options.drain ? { drain: options.drain } : {}),
       ...(options.kubernetesSource ? { kubernetesSource: true } : {}),
     }, log);
     grpc.serve(cp, tls !== undefined);

@@ -1,6 +1,6 @@
 // The values the control plane keeps in the store, one type per StoredKind. Each kind has one
 // writer, so replicas never fight over an object: the user (MachineConfig, MachineConfigPool),
-// the leader (PoolStatus, RenderedConfig, NodeAssignment), the replica holding a node's stream
+// the leader (PoolStatus, RenderedConfig, NodeAssignment, NodeDrain, KubernetesNode), the replica holding a node's stream
 // (NodeStatus, AgentSession), each replica for itself (Replica), and the election (Leader).
 
 import type { Labels, NodeStatus, PoolStatus, Problem, RenderedConfig, UpdateRecord } from '../machineconfig/index.ts';
@@ -41,6 +41,13 @@ export interface NodeAssignmentRecord {
   poolError?: string;
   /** The rendered config the node must run; "" until the rollout gives it one. */
   desiredConfig: string;
+  /**
+   * Set in the same write as a desiredConfig that needs a drain: the dispatcher sends nothing
+   * while it stands, and the drain controller clears it once the node is drained.
+   */
+  holdForDrain?: boolean;
+  /** Why this update went ahead without a drain (no Kubernetes Node, a single-node cluster). */
+  drainNote?: string;
 }
 
 /** What the node's agent last said, written by the replica holding its stream. */
@@ -108,6 +115,73 @@ export interface EventRecord {
   firstTimestamp: number;
   lastTimestamp: number;
   count: number;
+}
+
+/** Where a drain stands. */
+export type DrainPhase =
+  /** Cordoned (or cordoning); evicting pods until none but DaemonSet and mirror pods remain. */
+  | 'Draining'
+  /** Drained and the hold cleared: the agent updates; uncordoned once it is Done on `config`. */
+  | 'Drained';
+
+/** A PodDisruptionBudget that refused an eviction, as the reason shows it. */
+export interface DrainBlock {
+  namespace: string;
+  pod: string;
+  /** The budget's name, when the refusal or a lookup named one. */
+  budget: string;
+  /** status.disruptionsAllowed of the budget when last read. */
+  disruptionsAllowed: number | null;
+  message: string;
+}
+
+/**
+ * A drain of one node, written by the leader's drain controller only. It outlives a leader:
+ * the next one reads it and goes on from where it stands, so a node is never released undrained.
+ */
+export interface NodeDrainRecord {
+  /** The rendered config the drain is for (the node's desiredConfig when it started). */
+  config: string;
+  phase: DrainPhase;
+  /** Clock time the drain started (timeouts and NodeDrainStalled count from here). */
+  startedAt: number;
+  /** Clock time the node was found empty and its config released (phase Drained). */
+  drainedAt?: number;
+  /** True once mcplane set spec.unschedulable (it uncordons only what it cordoned). */
+  cordoned: boolean;
+  /** The node was already cordoned by someone else before the drain: leave it cordoned after. */
+  wasCordoned: boolean;
+  /** How many times someone uncordoned the node during the drain and mcplane cordoned it again. */
+  recordoned: number;
+  /** Eviction rounds so far. */
+  attempt: number;
+  /** Eviction rounds in a row that were refused or failed. */
+  refusals: number;
+  /** Evictions that failed other than by a budget (namespace/name: message). */
+  failures?: string[];
+  /** Clock time of the next eviction round, when one is scheduled after a refusal. */
+  nextRetryAt?: number;
+  /** Pods still on the node that the drain waits for (first few, namespace/name). */
+  remaining: string[];
+  blocked?: DrainBlock;
+  /** The drain ran past the pool's drain timeout. */
+  timedOut?: boolean;
+  /** The pool says a drain past its timeout degrades the node. */
+  degraded?: boolean;
+  /** What the node's reason says about the drain, kept current by the controller. */
+  reason: string;
+}
+
+/** A Kubernetes Node as the leader last saw it, synced from the cluster's watch. */
+export interface KubernetesNodeRecord {
+  labels: Record<string, string>;
+  /** metadata.creationTimestamp in Unix ms: the node's registration time with a cluster. */
+  createdAt: number;
+  /** spec.unschedulable (cordoned). */
+  unschedulable: boolean;
+  /** The machineconfiguration.openshift.io/ annotations on the Node, as last seen. */
+  annotations: Record<string, string>;
+  uid: string;
 }
 
 /** The one KubernetesSource record's name. */

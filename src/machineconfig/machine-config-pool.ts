@@ -13,16 +13,18 @@ import type {
   DisruptionAction,
   DisruptionActionType,
   DisruptionPolicy,
+  DrainTimeoutAction,
   DriftPolicy,
   MachineConfigPool,
   MachineConfigPoolSpec,
+  PoolDrainPolicy,
 } from './types.ts';
 
 // `configuration` and `pinnedImageSets` are MCO fields mcplane does not act on; they are
 // accepted so that pools exported from a cluster load unmodified.
 const SPEC_KEYS = [
   'machineConfigSelector', 'nodeSelector', 'paused', 'maxUnavailable', 'configuration', 'pinnedImageSets',
-  'disruptionPolicy', 'driftPolicy',
+  'disruptionPolicy', 'driftPolicy', 'drain',
 ];
 const PERCENT = /^(\d+)%$/;
 const ACTION_TYPES: Record<string, DisruptionActionType> = {
@@ -50,9 +52,36 @@ export function parseMachineConfigPool(doc: Record<string, unknown>, c: ProblemC
   }
   const policy = parseDisruptionPolicy(rawSpec.disruptionPolicy, c, 'spec.disruptionPolicy');
   if (policy) spec.disruptionPolicy = policy;
+  const drain = parseDrainPolicy(rawSpec.drain, c);
+  if (drain) spec.drain = drain;
 
   if (!c.ok || !metadata) return undefined;
   return { apiVersion: API_VERSION, kind: KIND_MACHINE_CONFIG_POOL, metadata, spec };
+}
+
+const DRAIN_TIMEOUT_ACTIONS: readonly DrainTimeoutAction[] = ['Wait', 'Degrade'];
+
+/** The pool's drain bounds; the defaults (no timeout, Wait, 600 s) are applied where read. */
+function parseDrainPolicy(raw: unknown, c: ProblemCollector): PoolDrainPolicy | undefined {
+  const d = c.record(raw, 'spec.drain');
+  if (!d) return undefined;
+  c.onlyKeys(d, 'spec.drain', ['timeoutSeconds', 'onTimeout', 'stalledAfterSeconds']);
+  const out: PoolDrainPolicy = {};
+  for (const key of ['timeoutSeconds', 'stalledAfterSeconds'] as const) {
+    const n = c.integer(d[key], 'spec.drain', key);
+    if (n === undefined) continue;
+    if (n < 1) c.add(`spec.drain.${key}`, 'positive', `${key} must be at least 1 (seconds), got ${n}`);
+    else out[key] = n;
+  }
+  const action = c.string(d.onTimeout, 'spec.drain', 'onTimeout');
+  if (action !== undefined) {
+    if (DRAIN_TIMEOUT_ACTIONS.includes(action as DrainTimeoutAction)) out.onTimeout = action as DrainTimeoutAction;
+    else c.add('spec.drain.onTimeout', 'drain-timeout-action', `onTimeout "${action}" is not one of ${DRAIN_TIMEOUT_ACTIONS.join(', ')}`);
+  }
+  if (out.onTimeout === 'Degrade' && out.timeoutSeconds === undefined) {
+    c.add('spec.drain.onTimeout', 'requires-timeout', 'onTimeout Degrade needs timeoutSeconds (how long a drain may take before the node is marked Degraded)');
+  }
+  return out;
 }
 
 function parseMaxUnavailable(raw: unknown, c: ProblemCollector): number | string {

@@ -16,7 +16,22 @@ export interface PoolStatusInput {
   renderProblems?: Problem[];
   previous?: readonly Condition[];
   now: number;
+  /**
+   * The drains running on the pool's nodes, given once the cluster's Nodes are known (Kubernetes
+   * access): the pool then carries a NodeDrainStalled condition.
+   */
+  drains?: readonly DrainInProgress[];
+  /** After this long a drain counts as stalled (the pool's spec.drain.stalledAfterSeconds). */
+  drainStalledAfterMs?: number;
 }
+
+export interface DrainInProgress {
+  node: string;
+  startedAt: number;
+  reason: string;
+}
+
+export const DEFAULT_DRAIN_STALLED_AFTER_MS = 600_000;
 
 const LIST_LIMIT = 10;
 
@@ -71,6 +86,19 @@ export function computePoolStatus(input: PoolStatusInput): PoolStatus {
     add('Updating', 'False', 'NotUpdating', target ? 'no update in progress' : 'nothing to roll out yet');
   }
 
+  if (input.drains) {
+    const after = input.drainStalledAfterMs ?? DEFAULT_DRAIN_STALLED_AFTER_MS;
+    const stalled = input.drains.filter((d) => input.now - d.startedAt >= after);
+    if (stalled.length > 0) {
+      add('NodeDrainStalled', 'True', 'DrainStalled',
+        `${stalled.length} node${stalled.length === 1 ? ' has' : 's have'} been draining for longer than ${formatDuration(after)}: ${stalled.slice(0, LIST_LIMIT).map((d) => `${d.node} (since ${new Date(d.startedAt).toISOString()}: ${d.reason})`).join(', ')}${stalled.length > LIST_LIMIT ? ` and ${stalled.length - LIST_LIMIT} more` : ''}`);
+    } else {
+      add('NodeDrainStalled', 'False', 'NoDrainStalled', input.drains.length
+        ? `${input.drains.length} node${input.drains.length === 1 ? ' is' : 's are'} draining, none for longer than ${formatDuration(after)}`
+        : 'no node is draining');
+    }
+  }
+
   return {
     configuration: target,
     configurationSources: input.targetSources,
@@ -95,4 +123,15 @@ function transitionTime(c: Omit<Condition, 'lastTransitionTime'>, previous: read
 function list(nodes: readonly NodeRecord[], show: (n: NodeRecord) => string): string {
   const shown = nodes.slice(0, LIST_LIMIT).map(show).join(', ');
   return nodes.length > LIST_LIMIT ? `${shown} and ${nodes.length - LIST_LIMIT} more` : shown;
+}
+
+/** 90 s -> "1m30s", 600000 ms -> "10m", 150 ms -> "150ms": short, as kubectl shows ages. */
+export function formatDuration(ms: number): string {
+  if (ms > 0 && ms < 1000) return `${Math.round(ms)}ms`;
+  let s = Math.max(0, Math.round(ms / 1000));
+  const h = Math.floor(s / 3600);
+  s -= h * 3600;
+  const m = Math.floor(s / 60);
+  s -= m * 60;
+  return `${h ? `${h}h` : ''}${m ? `${m}m` : ''}${s || (!h && !m) ? `${s}s` : ''}`;
 }

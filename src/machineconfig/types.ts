@@ -126,7 +126,25 @@ export interface MachineConfigPoolSpec {
   maxUnavailable: number | string;
   disruptionPolicy?: DisruptionPolicy;
   driftPolicy: DriftPolicy;
+  /** mcplane addition: how the leader's drains of this pool's nodes are bounded. */
+  drain?: PoolDrainPolicy;
 }
+
+/** mcplane addition: what happens when draining a node of the pool takes long. */
+export interface PoolDrainPolicy {
+  /** How long a drain may take before onTimeout applies; absent: no limit (MCO's behaviour). */
+  timeoutSeconds?: number;
+  /**
+   * Wait: keep retrying and say so in the node's reason (MCO's behaviour). Degrade: also mark the
+   * node Degraded with the reason, so the pool is Degraded and alerts fire; retries go on, and
+   * the node recovers by itself when the drain completes.
+   */
+  onTimeout?: DrainTimeoutAction;
+  /** After this long a drain sets the pool's NodeDrainStalled condition; default 600 (10 min). */
+  stalledAfterSeconds?: number;
+}
+
+export type DrainTimeoutAction = 'Wait' | 'Degrade';
 
 export interface MachineConfigPool {
   apiVersion: string;

@@ -1,7 +1,7 @@
 // mcctl get (kubectl's conventions: TYPE/NAME, several names, -l, -o wide|name|yaml|json|jsonpath,
 // --no-headers, -w) and mcctl describe.
 
-import { ConfigurationError, formatSelector, matchesSelector, type LabelSelector } from '../../machineconfig/index.ts';
+import { ConfigurationError, formatDuration, formatSelector, matchesSelector, type LabelSelector } from '../../machineconfig/index.ts';
 import type { MachineConfigPool__Output } from '../../runtime/generated/mcplane/v1/MachineConfigPool.ts';
 import type { Node__Output } from '../../runtime/generated/mcplane/v1/Node.ts';
 import type { WatchEvent__Output } from '../../runtime/generated/mcplane/v1/WatchEvent.ts';
@@ -248,6 +248,12 @@ export async function describeCommand(c: Clients, resource: string, name: string
   throw new ConfigurationError(`describe works on pools and nodes; for ${resource} use: mcctl get ${resource} ${name} -o yaml`);
 }
 
+/** The pool's spec.drain with its defaults spelled out (they apply only with Kubernetes access). */
+function describeDrainPolicy(d: { timeoutSeconds?: number; onTimeout?: string; stalledAfterSeconds?: number }): string {
+  const timeout = d.timeoutSeconds ? `after ${formatDuration(d.timeoutSeconds * 1000)} ${d.onTimeout === 'Degrade' ? 'the node is marked Degraded' : 'keep waiting'}` : 'no timeout (keep waiting)';
+  return `${timeout}; NodeDrainStalled after ${formatDuration((d.stalledAfterSeconds ?? 600) * 1000)}`;
+}
+
 function describePool(p: MachineConfigPool__Output, nodes: Node__Output[]): string {
   const spec = JSON.parse(p.specJson || '{}');
   const s = p.status;
@@ -259,6 +265,7 @@ function describePool(p: MachineConfigPool__Output, nodes: Node__Output[]): stri
     `Node Selector:           ${formatSelector(spec.nodeSelector ?? null)}`,
     `Drift Policy:            ${spec.driftPolicy ?? 'Degrade'}`,
     `Disruption Policy:       ${spec.disruptionPolicy ? JSON.stringify(spec.disruptionPolicy) : '<MCO defaults: reboot for files and units, none for SSH keys>'}`,
+    `Drain:                   ${describeDrainPolicy(spec.drain ?? {})}`,
     `Configuration:           ${s?.configuration || '<none>'}`,
     `  Sources:               ${s?.configurationSources.join(', ') || '<none>'}`,
     `Machines:                ${s?.machineCount ?? 0} total, ${s?.updatedMachineCount ?? 0} updated, ${s?.readyMachineCount ?? 0} ready, ${s?.unavailableMachineCount ?? 0} unavailable, ${s?.degradedMachineCount ?? 0} degraded`,

@@ -32,6 +32,10 @@ export type StoredKind =
   | 'NodeHistory'
   /** What happened (kubectl get events), bounded and expiring; written by the leader only. */
   | 'Event'
+  /** The leader's: a drain in progress on a Kubernetes Node, so a new leader resumes it. */
+  | 'NodeDrain'
+  /** The leader's copy of a Kubernetes Node (labels, creation time, cordon, MCO annotations). */
+  | 'KubernetesNode'
   /**
    * With --kubernetes-source: what the leader's source controller found wrong with the cluster's
    * MachineConfigs and pools (one record, `cluster`). Written by that controller only.
@@ -42,7 +46,7 @@ export const STORED_KINDS: readonly StoredKind[] = [
   'MachineConfig', 'MachineConfigPool', 'PoolStatus', 'RenderedConfig', 'Node', 'NodeAssignment',
   'NodeStatus', 'AgentSession', 'ReapplyRequest', 'Replica', 'Leader', 'EnrollmentToken',
   'MachineConfiguration',
-  'NodeHistory', 'Event', 'KubernetesSource',
+  'NodeHistory', 'Event', 'KubernetesSource', 'NodeDrain', 'KubernetesNode',
 ];
 
 export interface StoredObject<T = unknown> {
