@@ -53,6 +53,7 @@ import { NodeOperations } from './kubernetes/node-operations.ts';
 import { KubernetesNodeSync } from './kubernetes-node-sync.ts';
 import { DEFAULT_DRAIN_SETTINGS, DrainController, type DrainSettings } from './drain-controller.ts';
 import type { DrainAccess } from './drain-gate.ts';
+import { observeDrains } from './drain-observers.ts';
 import { NodeAnnotationController } from './node-annotation-controller.ts';
 import { EventRecorder as KubernetesEventRecorder } from './kubernetes/event-recorder.ts';
 import { KubernetesSourceController } from './kubernetes/kubernetes-source-controller.ts';
@@ -138,6 +139,7 @@ export class ControlPlane {
       this.election.on('leading', (leading) => source.setLeading(leading));
     }
     this.drains = new DrainController(cache, writer, this.clock, log, nodeOps && nodeSync ? { ops: nodeOps, sync: nodeSync, events: new KubernetesEventRecorder(nodeOps.access, log) } : undefined, { ...DEFAULT_DRAIN_SETTINGS, ...options.drain });
+    observeDrains(this.drains, { events: this.events, metrics, history: this.sessions.history, cache, log });
     this.#controllers = new ControllerManager([
       // First, so what it stores is rendered in the same pass.
       ...(this.#source ? [this.#source] : []),

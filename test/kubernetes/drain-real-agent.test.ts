@@ -56,6 +56,16 @@ test('a real agent: the rebooting config lands on the host only after its Node i
     await untilNode(c, [host], 'host-a', () => (standIn.get('Node', 'host-a') as unknown as KubeObjectLike).spec?.unschedulable !== true, 10_000);
     assertCallsAllowed(standIn.requests);
     await eventually(() => (standIn.get('Node', 'host-a') as unknown as KubeObjectLike).metadata.annotations?.['machineconfiguration.openshift.io/currentConfig'] === target, 5000, 'currentConfig annotation');
+    // The leader's drain is part of mcplane's own record of the update: an event, and a
+    // control-plane phase before the agent's in the node's history.
+    await eventually(async () => (await call(c, c.status.listEvents.bind(c.status), { node: 'host-a', pool: '', limit: 0 }, 'events')).events.some((e) => e.reason === 'Drained'), 5000, 'a Drained event');
+    const history = await call(c, c.status.getNodeHistory.bind(c.status), { name: 'host-a' }, 'history');
+    const update = history.updates.find((u) => u.toConfig === target);
+    assert.ok(update, 'the update to the target is in the history');
+    const drain = update.phases.find((p) => p.name === 'drain');
+    assert.equal(drain?.source, 'control-plane');
+    assert.ok(Number(drain.endedUnixMs) >= Number(drain.startedUnixMs) && Number(drain.endedUnixMs) > 0, 'the drain phase ended');
+    assert.equal(update.phases[0]?.name, 'drain', 'the drain came before the agent\'s first step');
   } finally {
     clearInterval(sampler);
     await host.stop();
