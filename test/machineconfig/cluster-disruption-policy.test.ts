@@ -120,5 +120,8 @@ test('a file covered only by the cluster policy needs its action, not a reboot, 
   const poolPolicy = { files: [{ path: '/etc/other/', actions: [{ type: 'none' as const }] }] };
   const diff = diffSpecs(spec('a'), spec('b'));
   assert.equal(planDisruption(diff, poolPolicy).reboot, true);
-  assert.deepEqual(planDisruption(diff, mergeDisruptionPolicies(clusterPolicy, poolPolicy)), { reboot: false, rebootReasons: [], actions: [{ type: 'restart', unit: 'my-app.service' }] });
+  assert.deepEqual(planDisruption(diff, mergeDisruptionPolicies(clusterPolicy, poolPolicy)), {
+    reboot: false, rebootReasons: [], actions: [{ type: 'restart', unit: 'my-app.service' }],
+    decisions: [{ change: 'file /etc/my-app.conf changed', actions: [{ type: 'restart', unit: 'my-app.service' }], entry: { kind: 'files', key: '/etc/my-app.conf' }, rule: 'policy files /etc/my-app.conf' }],
+  });
 });
