@@ -24,3 +24,7 @@ export { isDegraded, isReady, isUpdated, unavailableReason } from './node-availa
 export { computePoolStatus, conditionOf, type PoolStatusInput } from './pool-status.ts';
 export { decideRollout, rolloutOrder, type RolloutDecision } from './rollout.ts';
 export { unselectedConfigs, unselectedConfigWarnings } from './unselected-configs.ts';
+export { formatWait, formatWaitChangesIn, isKnownTimeZone, parseWindowDuration, waitsForWindow, windowState, type MaintenanceWindow, type MaintenanceWindowScope, type WindowState } from './maintenance-window.ts';
+export { budgetGroupOf, type DisruptionBudget } from './disruption-budget.ts';
+export { isDisruptive, type RolloutContext } from './rollout.ts';
+export { previewRollout, type NodeSchedule } from './rollout-preview.ts';

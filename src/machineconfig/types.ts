@@ -2,6 +2,8 @@
 // one to one; mcplane's additions are marked as such.
 
 import type { KernelType } from './constants.ts';
+import type { DisruptionBudget } from './disruption-budget.ts';
+import type { MaintenanceWindow, MaintenanceWindowScope } from './maintenance-window.ts';
 
 export type Labels = Record<string, string>;
 
@@ -126,6 +128,12 @@ export interface MachineConfigPoolSpec {
   maxUnavailable: number | string;
   disruptionPolicy?: DisruptionPolicy;
   driftPolicy: DriftPolicy;
+  /** mcplane addition: when drains and reboots may start (maintenance-window.ts). */
+  maintenanceWindows?: MaintenanceWindow[];
+  /** mcplane addition: Disruptive (default) holds drains and reboots for a window; All holds every update. */
+  maintenanceWindowScope?: MaintenanceWindowScope;
+  /** mcplane addition: at most so many unavailable nodes per label group (disruption-budget.ts). */
+  disruptionBudget?: DisruptionBudget;
 }
 
 export interface MachineConfigPool {
@@ -238,4 +246,6 @@ export interface PoolStatus {
   unavailableMachineCount: number;
   degradedMachineCount: number;
   conditions: Condition[];
+  /** mcplane addition: the pool's maintenance window as of the last status: "open until …", "next … (in …)". */
+  maintenanceWindow?: string;
 }
