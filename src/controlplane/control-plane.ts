@@ -31,6 +31,7 @@ import {
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../runtime/logger.ts';
 import { AgentSessions, type AgentStream, type LocalSession } from './agent-sessions.ts';
+import { previewApply, type ApplyPreview } from './apply-preview.ts';
 import { AssignmentDispatcher } from './assignment-dispatcher.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { ClusterCache } from './cluster-cache.ts';
@@ -244,6 +245,12 @@ export class ControlPlane {
     for (const name of this.#poolsSelecting(touchedConfigs, parsed.pools)) touchedPools.add(name);
     await this.#waitForRender(touchedPools, revision);
     return results;
+  }
+
+  /** The dry-run preview of `manifests` (valid ones: call apply with dryRun first). */
+  previewApply(manifests: { source: string; text: string }[]): ApplyPreview {
+    const parsed = parseDocuments(manifests.flatMap(({ source, text }) => readDocuments(text, source).documents));
+    return previewApply(this.cache, parsed, this.clock.now());
   }
 
   async delete(kind: string, name: string): Promise<void> {
