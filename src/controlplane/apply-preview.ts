@@ -5,6 +5,7 @@
 // what it shows is what then happens.
 
 import {
+  canonicalJson,
   configsForPool,
   diffSpecs,
   formatWait,
@@ -78,7 +79,15 @@ export interface AppliedDocuments {
   machineConfigurations: readonly MachineConfiguration[];
 }
 
-export function previewApply(cache: ClusterCache, applied: AppliedDocuments, now: number): ApplyPreview {
+export function previewApply(cache: ClusterCache, request: AppliedDocuments, now: number): ApplyPreview {
+  // Documents identical to what is stored change nothing, and preview nothing (as apply reports
+  // them unchanged).
+  const same = (a: unknown, b: unknown): boolean => b !== undefined && canonicalJson(a) === canonicalJson(b);
+  const applied: AppliedDocuments = {
+    configs: request.configs.filter((mc) => !same(mc, cache.configs.get(mc.metadata.name)?.value)),
+    pools: request.pools.filter((p) => !same(p, cache.pools.get(p.metadata.name)?.value)),
+    machineConfigurations: request.machineConfigurations.filter((m) => !same(m, cache.machineConfiguration?.value)),
+  };
   const configs = new Map([...cache.configs].map(([name, o]) => [name, o.value]));
   for (const mc of applied.configs) configs.set(mc.metadata.name, mc);
   const pools = new Map([...cache.pools].map(([name, o]) => [name, o.value]));

@@ -85,7 +85,7 @@ test('drains and reboots wait for the window; other updates go at once unless th
 });
 
 test('a disruption budget per group: at most so many unavailable per rack, a node without the label in group ""', () => {
-  const rack = (r: string | undefined) => (r === undefined ? { 'node-role.kubernetes.io/worker': '' } : { 'node-role.kubernetes.io/worker': '', rack: r });
+  const rack = (r: string | undefined): Record<string, string> => (r === undefined ? { 'node-role.kubernetes.io/worker': '' } : { 'node-role.kubernetes.io/worker': '', rack: r });
   const nodes = [
     nodeRecord('r1-a', { labels: rack('r1'), registeredAt: 1 }),
     nodeRecord('r1-b', { labels: rack('r1'), registeredAt: 2 }),
