@@ -129,11 +129,11 @@ export function waitsForWindow(spec: Pick<MachineConfigPoolSpec, 'maintenanceWin
 }
 
 /**
- * "3d4h", "5h", "1h42m", "42m", "30s": coarse on purpose (hours once two hours or more away), so
+ * "3d4h", "5h", "1h42m", "42m", "<1m": coarse on purpose (hours once two hours or more away), so
  * a condition message that shows it changes, and is rewritten, at most hourly until the last two.
  */
 export function formatWait(ms: number): string {
-  if (ms < 60_000) return `${Math.max(0, Math.ceil(ms / 1000))}s`;
+  if (ms <= 60_000) return '<1m';
   const m = Math.ceil(ms / 60_000);
   const d = Math.floor(m / 1440);
   const h = Math.floor((m % 1440) / 60);
@@ -146,7 +146,7 @@ export function formatWait(ms: number): string {
 
 /** How long until formatWait(ms) would print something else: when to refresh a message. */
 export function formatWaitChangesIn(ms: number): number {
-  if (ms <= 60_000) return Math.max(1000, ms % 1000 || 1000);
+  if (ms <= 60_000) return Math.max(1000, ms); // "<1m" until the edge itself
   const unit = ms >= 2 * 3600_000 ? 3600_000 : 60_000;
   return (ms - 1) % unit + 1;
 }
