@@ -98,7 +98,7 @@ export class ControlPlane {
     this.dispatcher = new AssignmentDispatcher(cache, this.sessions, log);
     const writer = new LeaderWriter(cache, this.election);
     this.#controllers = new ControllerManager([
-      new RenderController(cache, writer, log),
+      new RenderController(cache, writer, log, this.clock),
       new PoolMembershipController(cache, writer, log),
       new RolloutController(cache, writer, this.clock, log),
       new PoolStatusController(cache, writer, this.clock),

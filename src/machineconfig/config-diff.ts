@@ -114,7 +114,7 @@ export function planDisruption(diff: ConfigDiff, policy: DisruptionPolicy | unde
   const always = (changed: boolean, what: string): void => {
     if (!changed) return;
     rebootReasons.push(`${what} changed`);
-    decisions.push({ change: `${what} changed`, actions: reboot, rule: `default: a ${what} change always reboots (no policy can change that)` });
+    decisions.push({ change: `${what} changed`, actions: reboot, rule: `default: ${what} changes always reboot (no policy can change that)` });
   };
   always(diff.osImageURL, 'osImageURL');
   always(diff.kernelArguments.add.length > 0 || diff.kernelArguments.remove.length > 0, 'kernelArguments');

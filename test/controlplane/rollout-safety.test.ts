@@ -3,7 +3,11 @@
 
 import assert from 'node:assert/strict';
 import { afterEach, test } from 'node:test';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { call } from '../../src/cli/client/call.ts';
+import { applyCommand } from '../../src/cli/commands/write.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { ManualClock } from '../../src/controlplane/clock.ts';
 import { LeaderWriter } from '../../src/controlplane/leader-writer.ts';
@@ -59,6 +63,15 @@ test('a disruption budget per rack: one node per rack at a time, a node without 
   const batches = Object.fromEntries(preview.nodePreviews.map((n) => [n.node, n.batch]));
   assert.deepEqual(batches, { 'node-0': 1, 'node-1': 1, 'node-2': 2, 'node-3': 1, 'node-4': 1, 'node-5': 2, 'node-6': 2 });
   assert.ok(preview.nodePreviews.every((n) => n.action === 'reboot'));
+  // mcctl's -o json carries the same preview for machines.
+  const dir = mkdtempSync(join(tmpdir(), 'preview-'));
+  writeFileSync(join(dir, 'karg.yaml'), kargConfig('a=2').text);
+  const json = JSON.parse(await applyCommand(c, [join(dir, 'karg.yaml')], true, () => {}, 'json'));
+  assert.deepEqual(json.objects, [{ kind: 'MachineConfig', name: '50-karg', action: 'configured' }]);
+  assert.deepEqual(json.pools[0].diff.kernelArgumentsAdded, ['a=2']);
+  assert.deepEqual(json.pools[0].diff.kernelArgumentsRemoved, ['a=1']);
+  assert.deepEqual(json.nodes.map((n: { node: string; order: number; rules: { change: string; rule: string }[] }) => [n.node, n.order]), [['node-0', 1], ['node-1', 2], ['node-2', 3], ['node-3', 4], ['node-4', 5], ['node-5', 6], ['node-6', 7]]);
+  assert.deepEqual(json.nodes[0].rules, [{ change: 'kernelArguments changed', actions: 'reboot', rule: 'default: kernelArguments changes always reboot (no policy can change that)' }]);
 
   await apply(c, false, kargConfig('a=2'));
   const target = (await getPool(c)).status!.configuration;
