@@ -60,7 +60,11 @@ export function poolStatusFor(cache: ClusterCache, pool: string, record: PoolSta
     renderProblems: record.renderProblems,
     previous: record.status?.conditions,
     now,
-    rollout: record.target ? decideRollout(spec.value, record.target, cache.nodesInPool(pool), rolloutContext(cache, now, record.target)) : undefined,
+    // Only windows and group budgets add to the message: skip the decision for other pools (a
+    // status pass runs on every report, and pools can have thousands of nodes).
+    rollout: record.target && (spec.value.spec.maintenanceWindows?.length || spec.value.spec.disruptionBudget)
+      ? decideRollout(spec.value, record.target, cache.nodesInPool(pool), rolloutContext(cache, now, record.target))
+      : undefined,
   });
 }
 
