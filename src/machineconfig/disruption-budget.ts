@@ -25,6 +25,9 @@ export function parseDisruptionBudget(raw: unknown, c: ProblemCollector, field: 
   if (!groupBy || groupBy.length === 0) {
     c.add(join(field, 'groupBy'), 'required', 'a disruption budget needs at least one label key to group nodes by (e.g. topology.kubernetes.io/zone, or a rack label)');
     ok = false;
+  } else if (groupBy.length > 10) {
+    c.add(join(field, 'groupBy'), 'max-keys', `group by at most 10 label keys, got ${groupBy.length}`);
+    ok = false;
   } else {
     groupBy.forEach((key, i) => {
       if (key.trim() === '') {

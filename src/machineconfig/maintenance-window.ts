@@ -22,6 +22,8 @@ export interface MaintenanceWindow {
 export type MaintenanceWindowScope = 'Disruptive' | 'All';
 export const WINDOW_SCOPES: readonly MaintenanceWindowScope[] = ['Disruptive', 'All'];
 
+/** Every reconcile evaluates every window: a pool needs a handful, not thousands. */
+export const MAX_WINDOWS = 20;
 const DURATION = /^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?$/;
 const MAX_DURATION_MS = 7 * 24 * 3600_000;
 
@@ -44,6 +46,10 @@ export function isKnownTimeZone(zone: string): boolean {
 export function parseMaintenanceWindows(raw: unknown, c: ProblemCollector, field: string): MaintenanceWindow[] | undefined {
   const list = c.array(raw, field);
   if (!list) return undefined;
+  if (list.length > MAX_WINDOWS) {
+    c.add(field, 'max-windows', `a pool may have at most ${MAX_WINDOWS} maintenance windows, got ${list.length}: combine schedules (cron lists such as "0 2 * * 1,3,5")`);
+    return undefined;
+  }
   const out: MaintenanceWindow[] = [];
   list.forEach((rawEntry, i) => {
     const f = `${field}[${i}]`;

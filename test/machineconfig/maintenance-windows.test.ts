@@ -40,6 +40,8 @@ test('every field of a window and a budget is checked, each problem naming the p
   assert.match(problems[0]!.message, /not a valid five-field cron expression .*it has 4 fields, not 5/);
   assert.match(problems[2]!.message, /unknown time zone "Mars\/Olympus"/);
   assert.match(problems[1]!.message, /duration "two hours" must be/);
+  const many = problemsOf(poolDoc('edge', { maintenanceWindows: Array.from({ length: 21 }, () => ({ schedule: '0 2 * * *', duration: '1h' })) }));
+  assert.deepEqual(many.map((p) => [p.field, p.rule]), [['spec.maintenanceWindows', 'max-windows']]);
 });
 
 test('a window is open from each start for its duration, in its own time zone, across a DST change', () => {
