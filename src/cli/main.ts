@@ -95,8 +95,9 @@ export function buildProgram(io: Io): Command {
     .action((resource: string, name: string) => withClients((c) => describeCommand(c, resource, name)));
 
   files(connectionOptions(program.command('apply')).description('create or update MachineConfigs and pools (all or nothing)'))
-    .option('--dry-run', 'validate and report what would change, store nothing')
-    .action((opts: { filename: string[]; dryRun?: boolean }) => withClients((c) => applyCommand(c, opts.filename, opts.dryRun ?? false, io.err)));
+    .option('--dry-run', 'validate and report what would change, store nothing; previews every node\'s update (action, why, batch, window)')
+    .addOption(new Option('-o, --output <format>', 'print the result (and the dry-run preview) for machines').choices(['yaml', 'json']))
+    .action((opts: { filename: string[]; dryRun?: boolean; output?: OutputFormat }) => withClients((c) => applyCommand(c, opts.filename, opts.dryRun ?? false, io.err, opts.output)));
 
   connectionOptions(program.command('import')).description('import an existing cluster\'s MachineConfigs and MachineConfigPools through Apply (the path off MCO); MCO\'s rendered-* configs are skipped')
     .requiredOption('--kubeconfig <file>', 'kubeconfig of the cluster to import from (needs list on machineconfigs and machineconfigpools)')

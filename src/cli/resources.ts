@@ -73,14 +73,14 @@ const pools: Resource<MachineConfigPool__Output> = {
   object: poolObject,
   labels: (p) => p.labels,
   columns: ['NAME', 'CONFIG', 'UPDATED', 'UPDATING', 'DEGRADED', 'MACHINECOUNT', 'READYMACHINECOUNT', 'UPDATEDMACHINECOUNT', 'DEGRADEDMACHINECOUNT', 'AGE'],
-  wideColumns: ['PAUSED', 'MAXUNAVAILABLE', 'NODESELECTOR'],
+  wideColumns: ['PAUSED', 'MAXUNAVAILABLE', 'NODESELECTOR', 'WINDOW'],
   row: (p, wide) => {
     const s = p.status;
     const row: (string | number)[] = [p.name, s?.configuration || '', condition(p, 'Updated'), condition(p, 'Updating'), condition(p, 'Degraded'),
       s?.machineCount ?? 0, s?.readyMachineCount ?? 0, s?.updatedMachineCount ?? 0, s?.degradedMachineCount ?? 0, age(p.creationTimeUnixMs)];
     if (wide) {
       const spec = JSON.parse(p.specJson || '{}') as { nodeSelector?: never };
-      row.push(p.paused ? 'True' : 'False', p.maxUnavailable || '1', formatSelector(spec.nodeSelector ?? null));
+      row.push(p.paused ? 'True' : 'False', p.maxUnavailable || '1', formatSelector(spec.nodeSelector ?? null), s?.maintenanceWindow || '-');
     }
     return row;
   },

@@ -33,6 +33,7 @@ import {
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../runtime/logger.ts';
 import { AgentSessions, type AgentStream, type LocalSession } from './agent-sessions.ts';
+import { previewApply, type ApplyPreview } from './apply-preview.ts';
 import { AssignmentDispatcher } from './assignment-dispatcher.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { ClusterCache } from './cluster-cache.ts';
@@ -143,7 +144,7 @@ export class ControlPlane {
     this.#controllers = new ControllerManager([
       // First, so what it stores is rendered in the same pass.
       ...(this.#source ? [this.#source] : []),
-      new RenderController(cache, writer, log, metrics),
+      new RenderController(cache, writer, log, metrics, this.clock),
       new PoolMembershipController(cache, writer, log),
       new RolloutController(cache, writer, this.clock, log, drainAccess),
       new PoolStatusController(cache, writer, this.clock),
@@ -304,6 +305,12 @@ export class ControlPlane {
     for (const name of this.#poolsSelecting(touchedConfigs, parsed.pools)) touchedPools.add(name);
     await this.#waitForRender(touchedPools, revision);
     return results;
+  }
+
+  /** The dry-run preview of `manifests` (valid ones: call apply with dryRun first). */
+  previewApply(manifests: { source: string; text: string }[]): ApplyPreview {
+    const parsed = parseDocuments(manifests.flatMap(({ source, text }) => readDocuments(text, source).documents));
+    return previewApply(this.cache, parsed, this.clock.now());
   }
 
   async delete(kind: string, name: string): Promise<void> {

@@ -11,9 +11,11 @@ import {
   type ConfigDiff,
   type DisruptionPlan,
   type DisruptionPolicy,
+  type NodeRecord,
+  type RolloutContext,
   type UpdateAction,
 } from '../machineconfig/index.ts';
-import type { ClusterCache, NodeView } from './cluster-cache.ts';
+import type { ClusterCache } from './cluster-cache.ts';
 
 export interface NodeUpdatePlan {
   from: string;
@@ -32,7 +34,7 @@ export function disruptionPolicyFor(cache: ClusterCache, pool: string): Disrupti
  * The update `node` would take to reach `target`, or undefined when a rendered config it needs is
  * not in the cache (yet). A node that never had a config plans from nothing, as its agent does.
  */
-export function planNodeUpdate(cache: ClusterCache, node: NodeView, target: string): NodeUpdatePlan | undefined {
+export function planNodeUpdate(cache: ClusterCache, node: NodeRecord, target: string): NodeUpdatePlan | undefined {
   const to = cache.renderedConfig(target);
   if (!to) return undefined;
   const fromName = node.status.currentConfig;
@@ -41,4 +43,20 @@ export function planNodeUpdate(cache: ClusterCache, node: NodeView, target: stri
   const diff = diffSpecs(from?.spec, to.spec);
   const plan = planDisruption(diff, disruptionPolicyFor(cache, to.pool));
   return { from: fromName, to: target, diff, plan, action: updateActionOf(plan) };
+}
+
+/**
+ * What the rollout rules read at `now`: each node's update action, planned once per config the
+ * nodes run (a pool's nodes mostly share one) and only when a rule asks (a closed window).
+ */
+export function rolloutContext(cache: ClusterCache, now: number, target: string): RolloutContext {
+  const byCurrent = new Map<string, UpdateAction | undefined>();
+  return {
+    now,
+    actionOf: (node) => {
+      const from = node.status.currentConfig;
+      if (!byCurrent.has(from)) byCurrent.set(from, planNodeUpdate(cache, node, target)?.action);
+      return byCurrent.get(from);
+    },
+  };
 }

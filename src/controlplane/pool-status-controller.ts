@@ -1,15 +1,17 @@
 // Computes every pool's counts and conditions from the stored nodes and writes them when they
 // change, so every replica serves the same status and a failover keeps the transition times.
 
-import { computePoolStatus, DEFAULT_DRAIN_STALLED_AFTER_MS, matchesSelector, type DrainInProgress, type MachineConfigPool, type PoolStatus, type Problem } from '../machineconfig/index.ts';
-import type { ReconcileResult } from './controller.ts';
+import { computePoolStatus, decideRollout, DEFAULT_DRAIN_STALLED_AFTER_MS, formatWaitChangesIn, matchesSelector, windowState, type DrainInProgress, type MachineConfigPool, type PoolStatus, type Problem } from '../machineconfig/index.ts';
 import { changesPoolsOrNodes, type CacheChange, type ClusterCache } from './cluster-cache.ts';
 import type { Clock } from './clock.ts';
-import type { Controller } from './controller.ts';
+import type { Controller, ReconcileResult } from './controller.ts';
 import type { LeaderWriter } from './leader-writer.ts';
+import { rolloutContext } from './node-update-plan.ts';
 import type { WriteOp } from './store/store.ts';
 import type { PoolStatusRecord } from './stored-records.ts';
 
+/** Longest wait between runs for time-driven work (windows): a timer cannot wait longer safely. */
+export const MAX_REQUEUE_MS = 6 * 3600_000;
 
 export class PoolStatusController implements Controller {
   readonly name = 'pool-status';
@@ -24,16 +26,30 @@ export class PoolStatusController implements Controller {
   async reconcile(): Promise<ReconcileResult> {
     const ops: WriteOp[] = [];
     const now = this.clock.now();
-    for (const name of this.cache.pools.keys()) {
+    let refreshIn: number | undefined;
+    for (const [name, pool] of this.cache.pools) {
       const record = this.cache.poolStatuses.get(name);
       if (!record) continue; // the render controller creates it
       const status = poolStatusFor(this.cache, name, record.value, now);
+      // A pool with windows says when the next opens (and how long until then): run again when
+      // that text would change or a window opens or closes.
+      const windows = pool.value.spec.maintenanceWindows;
+      if (windows?.length) {
+        const state = windowState(windows, now);
+        const edge = state.open ? state.closesAt! : state.nextStart;
+        if (edge !== undefined) refreshIn = Math.min(refreshIn ?? Infinity, formatWaitChangesIn(edge - now), edge - now);
+      }
       if (JSON.stringify(status) === JSON.stringify(record.value.status)) continue;
       ops.push({ type: 'put', kind: 'PoolStatus', name, value: { ...record.value, status }, expectedVersion: record.resourceVersion, createdAt: record.createdAt });
     }
     await this.writer.commitEach(ops);
-    // A drain becomes stalled with time alone: come back when the next one does.
-    return { ...(nextStallIn(this.cache, now) !== undefined ? { requeueAfterMs: nextStallIn(this.cache, now)! } : {}) };
+    // A drain becomes stalled with time alone, and a window's text changes with it: come back
+    // when the next does. setTimeout fires at once beyond 2^31 ms, and a monthly window is
+    // further away than that.
+    const stallIn = nextStallIn(this.cache, now);
+    if (refreshIn !== undefined) refreshIn = Math.min(Math.max(1000, refreshIn), MAX_REQUEUE_MS);
+    const next = Math.min(stallIn ?? Infinity, refreshIn ?? Infinity);
+    return next === Infinity ? {} : { requeueAfterMs: next };
   }
 }
 
@@ -50,6 +66,11 @@ export function poolStatusFor(cache: ClusterCache, pool: string, record: PoolSta
     previous: record.status?.conditions,
     now,
     ...drainsOf(cache, pool),
+    // Only windows and group budgets add to the message: skip the decision for other pools (a
+    // status pass runs on every report, and pools can have thousands of nodes).
+    rollout: record.target && (spec.value.spec.maintenanceWindows?.length || spec.value.spec.disruptionBudget)
+      ? decideRollout(spec.value, record.target, cache.nodesInPool(pool), rolloutContext(cache, now, record.target))
+      : undefined,
   });
 }
 

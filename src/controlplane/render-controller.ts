@@ -7,6 +7,7 @@
 import { configsForPool, RenderError, renderPool, sha256Hex } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from './cluster-cache.ts';
+import { systemClock, type Clock } from './clock.ts';
 import type { Controller } from './controller.ts';
 import type { LeaderWriter } from './leader-writer.ts';
 import type { ServerMetrics } from './metrics/server-metrics.ts';
@@ -22,7 +23,13 @@ export class RenderController implements Controller {
   readonly name = 'render';
   readonly leaderOnly = true;
 
-  constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly log: Logger, private readonly metrics?: Pick<ServerMetrics, 'observeRender'>) {}
+  constructor(
+    private readonly cache: ClusterCache,
+    private readonly writer: LeaderWriter,
+    private readonly log: Logger,
+    private readonly metrics?: Pick<ServerMetrics, 'observeRender'>,
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   interestedIn(change: CacheChange): boolean {
     return change.changed.has('MachineConfig') || change.changed.has('MachineConfigPool');
@@ -65,7 +72,7 @@ export class RenderController implements Controller {
         next = { ...previous, renderProblems: err.problems, renderedInputs: inputs, renderedRevision: revision };
       }
       // The status goes with the new target, so a reader never sees a target without its counts.
-      const status = poolStatusFor(this.cache, name, next);
+      const status = poolStatusFor(this.cache, name, next, this.clock.now());
       if (status) next.status = status;
       await this.writer.commit([{
         type: 'put', kind: 'PoolStatus', name, value: next,

@@ -8,9 +8,11 @@ import { decideRollout } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { changesPoolsOrNodes, type CacheChange, type ClusterCache } from './cluster-cache.ts';
 import type { Clock } from './clock.ts';
-import type { Controller } from './controller.ts';
+import type { Controller, ReconcileResult } from './controller.ts';
 import { drainDecision, type DrainAccess } from './drain-gate.ts';
 import type { LeaderWriter } from './leader-writer.ts';
+import { rolloutContext } from './node-update-plan.ts';
+import { MAX_REQUEUE_MS } from './pool-status-controller.ts';
 import type { WriteOp } from './store/store.ts';
 import type { NodeAssignmentRecord } from './stored-records.ts';
 
@@ -33,15 +35,22 @@ export class RolloutController implements Controller {
     return changesPoolsOrNodes(change);
   }
 
-  async reconcile(): Promise<void> {
+  async reconcile(): Promise<ReconcileResult | void> {
     const ops: WriteOp[] = [];
     // Nodes whose update would need a drain that cannot be decided yet: said once per pass.
     const waiting: string[] = [];
     let waitReason = '';
+    const now = this.clock.now();
+    let nextWindowStart: number | undefined;
     for (const [name, stored] of this.cache.pools) {
       const target = this.cache.poolTarget(name);
       if (!target) continue;
-      const decision = decideRollout(stored.value, target, this.cache.nodesInPool(name));
+      const decision = decideRollout(stored.value, target, this.cache.nodesInPool(name), rolloutContext(this.cache, now, target));
+      // Nodes held for a window go when it opens: run again then, not at the next change.
+      if (decision.nextWindowStart !== undefined) nextWindowStart = Math.min(nextWindowStart ?? Infinity, decision.nextWindowStart);
+      if (decision.heldForWindow.length && decision.assign.length === 0) {
+        this.log.debug({ pool: name, waiting: decision.heldForWindow.length, nextWindowStart: nextWindowStart && new Date(nextWindowStart).toISOString() }, 'waiting for maintenance window');
+      }
       if (decision.assign.length === 0) continue;
       this.log.info({ pool: name, target, nodes: decision.assign.length <= 20 ? decision.assign : `${decision.assign.length} nodes`, maxUnavailable: decision.maxUnavailable, waiting: decision.waiting }, 'assigning config');
       for (const node of decision.assign) {
@@ -66,5 +75,6 @@ export class RolloutController implements Controller {
     }
     if (waiting.length) this.log.info({ nodes: waiting.length <= 20 ? waiting : `${waiting.length} nodes`, reason: waitReason }, 'assignments wait: they may need a drain');
     await this.writer.commitEach(ops);
+    if (nextWindowStart !== undefined) return { requeueAfterMs: Math.min(Math.max(1000, nextWindowStart - now), MAX_REQUEUE_MS) };
   }
 }

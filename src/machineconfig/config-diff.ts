@@ -31,6 +31,26 @@ export interface DisruptionPlan {
   rebootReasons: string[];
   /** Without a reboot: daemon-reload first, then reloads, then restarts, then drain, each once. */
   actions: DisruptionAction[];
+  /** Each change and the rule that decided what it costs, so a preview can say why. */
+  decisions: ChangeDecision[];
+}
+
+/** A policy entry that decided a change: `files` by path prefix, `units` by name, or `sshkey`. */
+export interface PolicyEntryRef {
+  kind: 'files' | 'units' | 'sshkey';
+  /** The entry's path prefix or unit name; "" for sshkey. */
+  key: string;
+}
+
+export interface ChangeDecision {
+  /** "file /etc/chrony.conf changed", "kernelArguments changed", "core SSH keys changed". */
+  change: string;
+  /** What this change alone costs; a reboot is [{type: 'reboot'}]. */
+  actions: DisruptionAction[];
+  /** The policy entry that decided it; absent when MCO's default did. */
+  entry?: PolicyEntryRef;
+  /** Why, in words: the default and its reason, or which entry matched. */
+  rule: string;
 }
 
 /**
@@ -89,31 +109,60 @@ export function isEmptyDiff(d: ConfigDiff): boolean {
 export function planDisruption(diff: ConfigDiff, policy: DisruptionPolicy | undefined): DisruptionPlan {
   const rebootReasons: string[] = [];
   const actions: DisruptionAction[] = [];
-  if (diff.osImageURL) rebootReasons.push('osImageURL changed');
-  if (diff.kernelArguments.add.length || diff.kernelArguments.remove.length) rebootReasons.push('kernelArguments changed');
-  if (diff.kernelType) rebootReasons.push('kernelType changed');
-  if (diff.extensions.add.length || diff.extensions.remove.length) rebootReasons.push('extensions changed');
-  if (diff.fips) rebootReasons.push('fips changed');
-
-  const apply = (what: string, matched: DisruptionAction[] | undefined): void => {
-    if (!matched) rebootReasons.push(`${what}: no disruption policy covers it`);
-    else if (matched.some((a) => a.type === 'reboot')) rebootReasons.push(`${what}: policy says reboot`);
-    else actions.push(...matched);
+  const decisions: ChangeDecision[] = [];
+  const reboot: DisruptionAction[] = [{ type: 'reboot' }];
+  const always = (changed: boolean, what: string): void => {
+    if (!changed) return;
+    rebootReasons.push(`${what} changed`);
+    decisions.push({ change: `${what} changed`, actions: reboot, rule: `default: ${what} changes always reboot (no policy can change that)` });
   };
-  for (const f of diff.files) apply(`file ${f.path} ${f.change}`, fileActions(f.path, policy));
-  for (const u of diff.units) apply(`unit ${u.name} ${u.change}`, policy?.units?.find((p) => p.name === u.name)?.actions);
-  if (diff.sshKeys) apply('core SSH keys changed', policy?.sshkey?.actions ?? [{ type: 'none' }]);
+  always(diff.osImageURL, 'osImageURL');
+  always(diff.kernelArguments.add.length > 0 || diff.kernelArguments.remove.length > 0, 'kernelArguments');
+  always(diff.kernelType, 'kernelType');
+  always(diff.extensions.add.length > 0 || diff.extensions.remove.length > 0, 'extensions');
+  always(diff.fips, 'fips');
 
-  if (rebootReasons.length > 0) return { reboot: true, rebootReasons, actions: [] };
-  return { reboot: false, rebootReasons, actions: orderActions(actions) };
+  const apply = (what: string, matched: { entry: PolicyEntryRef; actions: DisruptionAction[] } | undefined, fallback?: { actions: DisruptionAction[]; rule: string }): void => {
+    if (!matched && fallback) {
+      decisions.push({ change: what, actions: fallback.actions, rule: fallback.rule });
+      actions.push(...fallback.actions);
+      return;
+    }
+    if (!matched) {
+      rebootReasons.push(`${what}: no disruption policy covers it`);
+      decisions.push({ change: what, actions: reboot, rule: 'default: no disruption policy entry covers it, so it reboots' });
+      return;
+    }
+    const rule = `policy ${matched.entry.kind}${matched.entry.key ? ` ${matched.entry.key}` : ''}`;
+    if (matched.actions.some((a) => a.type === 'reboot')) {
+      rebootReasons.push(`${what}: policy says reboot`);
+      decisions.push({ change: what, actions: reboot, entry: matched.entry, rule });
+    } else {
+      actions.push(...matched.actions);
+      decisions.push({ change: what, actions: orderActions(matched.actions), entry: matched.entry, rule });
+    }
+  };
+  for (const f of diff.files) apply(`file ${f.path} ${f.change}`, fileEntry(f.path, policy));
+  for (const u of diff.units) {
+    const entry = policy?.units?.find((p) => p.name === u.name);
+    apply(`unit ${u.name} ${u.change}`, entry && { entry: { kind: 'units', key: entry.name }, actions: entry.actions });
+  }
+  if (diff.sshKeys) {
+    apply('core SSH keys changed', policy?.sshkey && { entry: { kind: 'sshkey', key: '' }, actions: policy.sshkey.actions },
+      { actions: [], rule: 'default: SSH key changes need no disruption' });
+  }
+  if (diff.passwordHash) decisions.push({ change: 'core password changed', actions: [], rule: 'default: a password change needs no disruption' });
+
+  if (rebootReasons.length > 0) return { reboot: true, rebootReasons, actions: [], decisions };
+  return { reboot: false, rebootReasons, actions: orderActions(actions), decisions };
 }
 
-function fileActions(path: string, policy: DisruptionPolicy | undefined): DisruptionAction[] | undefined {
+function fileEntry(path: string, policy: DisruptionPolicy | undefined): { entry: PolicyEntryRef; actions: DisruptionAction[] } | undefined {
   let best: { path: string; actions: DisruptionAction[] } | undefined;
   for (const entry of policy?.files ?? []) {
     if (path.startsWith(entry.path) && (!best || entry.path.length > best.path.length)) best = entry;
   }
-  return best?.actions;
+  return best && { entry: { kind: 'files', key: best.path }, actions: best.actions };
 }
 
 function orderActions(actions: DisruptionAction[]): DisruptionAction[] {

@@ -4,6 +4,7 @@
 // everything else of the cluster's still applies, so a custom pool that takes the worker configs
 // follows the cluster policy without copying it.
 
+import type { PolicyEntryRef } from './config-diff.ts';
 import type { DisruptionPolicy } from './types.ts';
 
 /** Undefined when neither has a policy (the agent then applies MCO's defaults: reboot). */
@@ -20,4 +21,28 @@ export function mergeDisruptionPolicies(cluster: DisruptionPolicy | undefined, p
   const sshkey = pool.sshkey ?? cluster.sshkey;
   if (sshkey) out.sshkey = sshkey;
   return out;
+}
+
+/**
+ * Where a merged policy's entry came from, as a user finds it in their YAML: the pool's entry
+ * wins for the same key (as merged above), otherwise the cluster's.
+ */
+export function policyEntryOrigin(
+  cluster: DisruptionPolicy | undefined,
+  pool: DisruptionPolicy | undefined,
+  poolName: string,
+  entry: PolicyEntryRef,
+): string {
+  const has = (p: DisruptionPolicy | undefined): number => {
+    if (!p) return -1;
+    if (entry.kind === 'sshkey') return p.sshkey ? 0 : -1;
+    if (entry.kind === 'files') return (p.files ?? []).findIndex((f) => f.path === entry.key);
+    return (p.units ?? []).findIndex((u) => u.name === entry.key);
+  };
+  const at = (i: number): string => (entry.kind === 'sshkey' ? 'sshkey' : `${entry.kind}[${i}]`);
+  const inPool = has(pool);
+  if (inPool >= 0) return `MachineConfigPool/${poolName} spec.disruptionPolicy.${at(inPool)}`;
+  const inCluster = has(cluster);
+  if (inCluster >= 0) return `MachineConfiguration/cluster spec.nodeDisruptionPolicy.${at(inCluster)}`;
+  return 'unknown policy entry';
 }

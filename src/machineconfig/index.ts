@@ -4,14 +4,14 @@
 export * from './constants.ts';
 export * from './errors.ts';
 export type * from './types.ts';
-export { diffSpecs, isEmptyDiff, needsDrain, planDisruption, splitKernelArguments, updateActionOf, type ChangeKind, type ConfigDiff, type DisruptionPlan, type UpdateAction } from './config-diff.ts';
+export { diffSpecs, isEmptyDiff, needsDrain, planDisruption, splitKernelArguments, updateActionOf, type ChangeDecision, type ChangeKind, type ConfigDiff, type DisruptionPlan, type PolicyEntryRef, type UpdateAction } from './config-diff.ts';
 export { canonicalJson, sha256Hex } from './canonical-json.ts';
 export { decodeDataUrl, encodeDataUrl, CANONICAL_DATA_URL_PREFIX } from './data-url.ts';
 export { emptyIgnitionConfig, parseIgnition, toIgnitionV2 } from './ignition.ts';
 export { formatSelector, isEmptySelector, matchesSelector } from './label-selector.ts';
 export { parseMachineConfig } from './machine-config.ts';
 export { parseMachineConfiguration } from './machine-configuration.ts';
-export { mergeDisruptionPolicies } from './disruption-policy-merge.ts';
+export { mergeDisruptionPolicies, policyEntryOrigin } from './disruption-policy-merge.ts';
 export { defaultPools, parseMachineConfigPool, resolveMaxUnavailable } from './machine-config-pool.ts';
 export { parseDocuments, parseManifests, readDocuments, type ParsedManifests, type RawDocument } from './manifest.ts';
 export { managedPathViolation, isUnder } from './paths.ts';
@@ -26,3 +26,7 @@ export { decideRollout, rolloutOrder, type RolloutDecision } from './rollout.ts'
 export { unselectedConfigs, unselectedConfigWarnings } from './unselected-configs.ts';
 export { appendToHistory, boundUpdateRecord, endPhase, enterPhase, finishUpdate, MAX_HISTORY_UPDATES, MAX_UPDATE_PHASES, startUpdate, withPhase, type UpdatePhase, type UpdateRecord, type UpdateResult } from './update-record.ts';
 export { isRenderedConfigName, manifestFromClusterObject, RENDERED_PREFIX, type ClusterKind } from './cluster-object.ts';
+export { formatWait, formatWaitChangesIn, isKnownTimeZone, parseWindowDuration, waitsForWindow, windowState, type MaintenanceWindow, type MaintenanceWindowScope, type WindowState } from './maintenance-window.ts';
+export { budgetGroupOf, type DisruptionBudget } from './disruption-budget.ts';
+export { isDisruptive, type RolloutContext } from './rollout.ts';
+export { previewRollout, type NodeSchedule } from './rollout-preview.ts';

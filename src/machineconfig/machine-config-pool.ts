@@ -6,7 +6,9 @@ import {
   ROLE_LABEL,
   WORKER_POOL,
 } from './constants.ts';
+import { parseDisruptionBudget } from './disruption-budget.ts';
 import { parseLabelSelector } from './label-selector.ts';
+import { parseMaintenanceWindows, WINDOW_SCOPES, type MaintenanceWindowScope } from './maintenance-window.ts';
 import { checkApiVersion, parseObjectMeta } from './object-meta.ts';
 import { join, type ProblemCollector } from './problem-collector.ts';
 import type {
@@ -25,6 +27,7 @@ import type {
 const SPEC_KEYS = [
   'machineConfigSelector', 'nodeSelector', 'paused', 'maxUnavailable', 'configuration', 'pinnedImageSets',
   'disruptionPolicy', 'driftPolicy', 'drain',
+  'maintenanceWindows', 'maintenanceWindowScope', 'disruptionBudget',
 ];
 const PERCENT = /^(\d+)%$/;
 const ACTION_TYPES: Record<string, DisruptionActionType> = {
@@ -54,6 +57,15 @@ export function parseMachineConfigPool(doc: Record<string, unknown>, c: ProblemC
   if (policy) spec.disruptionPolicy = policy;
   const drain = parseDrainPolicy(rawSpec.drain, c);
   if (drain) spec.drain = drain;
+  const windows = parseMaintenanceWindows(rawSpec.maintenanceWindows, c, 'spec.maintenanceWindows');
+  if (windows?.length) spec.maintenanceWindows = windows;
+  const scope = c.string(rawSpec.maintenanceWindowScope, 'spec.maintenanceWindowScope');
+  if (scope !== undefined) {
+    if (WINDOW_SCOPES.includes(scope as MaintenanceWindowScope)) spec.maintenanceWindowScope = scope as MaintenanceWindowScope;
+    else c.add('spec.maintenanceWindowScope', 'window-scope', `maintenanceWindowScope "${scope}" is not one of ${WINDOW_SCOPES.join(', ')} (Disruptive: only drains and reboots wait for a window; All: every update does)`);
+  }
+  const budget = parseDisruptionBudget(rawSpec.disruptionBudget, c, 'spec.disruptionBudget');
+  if (budget) spec.disruptionBudget = budget;
 
   if (!c.ok || !metadata) return undefined;
   return { apiVersion: API_VERSION, kind: KIND_MACHINE_CONFIG_POOL, metadata, spec };

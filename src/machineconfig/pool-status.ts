@@ -4,6 +4,7 @@
 import { formatProblem, type Problem } from './errors.ts';
 import { isDegraded, isReady, isUpdated, unavailableReason } from './node-availability.ts';
 import { resolveMaxUnavailable } from './machine-config-pool.ts';
+import { formatWait, windowState } from './maintenance-window.ts';
 import type { Condition, ConditionStatus, MachineConfigPool, NodeRecord, PoolStatus } from './types.ts';
 
 export interface PoolStatusInput {
@@ -23,6 +24,8 @@ export interface PoolStatusInput {
   drains?: readonly DrainInProgress[];
   /** After this long a drain counts as stalled (the pool's spec.drain.stalledAfterSeconds). */
   drainStalledAfterMs?: number;
+  /** What the rollout holds back now (decideRollout), for the Updating condition's message. */
+  rollout?: { heldForWindow: string[]; heldByGroupBudget: string[]; nextWindowStart?: number };
 }
 
 export interface DrainInProgress {
@@ -80,8 +83,18 @@ export function computePoolStatus(input: PoolStatusInput): PoolStatus {
     const inProgress = nodes.filter((n) => n.desiredConfig === target && !isUpdated(n, target));
     const budget = resolveMaxUnavailable(pool.spec.maxUnavailable, nodes.length);
     const detail = inProgress.length ? `; updating now: ${list(inProgress, (n) => `${n.name} (${unavailableReason(n) ?? n.status.phase})`)}` : '';
-    add('Updating', 'True', 'RollingOut',
-      `${updated.length} of ${nodes.length} nodes updated to ${target}, at most ${budget} unavailable at a time${detail}`);
+    const waiting = windowWaitMessage(input);
+    const grouped = input.rollout?.heldByGroupBudget ?? [];
+    const groupDetail = grouped.length && pool.spec.disruptionBudget
+      ? `; held by the disruption budget (at most ${pool.spec.disruptionBudget.maxUnavailable} unavailable per ${pool.spec.disruptionBudget.groupBy.join(',')} group): ${grouped.slice(0, LIST_LIMIT).join(', ')}${grouped.length > LIST_LIMIT ? ` and ${grouped.length - LIST_LIMIT} more` : ''}`
+      : '';
+    if (waiting && inProgress.length === 0) {
+      // Nothing moves until the window opens: not updating, and the message says until when.
+      add('Updating', 'False', 'WaitingForMaintenanceWindow', `${updated.length} of ${nodes.length} nodes updated to ${target}; ${waiting}`);
+    } else {
+      add('Updating', 'True', 'RollingOut',
+        `${updated.length} of ${nodes.length} nodes updated to ${target}, at most ${budget} unavailable at a time${detail}${waiting ? `; ${waiting}` : ''}${groupDetail}`);
+    }
   } else {
     add('Updating', 'False', 'NotUpdating', target ? 'no update in progress' : 'nothing to roll out yet');
   }
@@ -99,7 +112,9 @@ export function computePoolStatus(input: PoolStatusInput): PoolStatus {
     }
   }
 
+  const window = maintenanceWindowText(input);
   return {
+    ...(window ? { maintenanceWindow: window } : {}),
     configuration: target,
     configurationSources: input.targetSources,
     machineCount: nodes.length,
@@ -109,6 +124,30 @@ export function computePoolStatus(input: PoolStatusInput): PoolStatus {
     degradedMachineCount: degraded.length,
     conditions: conditions.map((c) => ({ ...c, lastTransitionTime: transitionTime(c, input.previous, input.now) })),
   };
+}
+
+/** "2 nodes wait for the next maintenance window to drain or reboot (a, b): it opens at …, in 5h". */
+function windowWaitMessage(input: PoolStatusInput): string {
+  const held = input.rollout?.heldForWindow ?? [];
+  const start = input.rollout?.nextWindowStart;
+  if (held.length === 0 || start === undefined) return '';
+  const what = input.pool.spec.maintenanceWindowScope === 'All' ? 'update' : 'drain or reboot';
+  const shown = held.slice(0, LIST_LIMIT).join(', ') + (held.length > LIST_LIMIT ? ` and ${held.length - LIST_LIMIT} more` : '');
+  return `${held.length} node${held.length === 1 ? ' waits' : 's wait'} for the next maintenance window to ${what} (${shown}): it opens at ${isoMinute(start)}, in ${formatWait(start - input.now)}`;
+}
+
+function maintenanceWindowText(input: PoolStatusInput): string {
+  const windows = input.pool.spec.maintenanceWindows;
+  if (!windows?.length) return '';
+  const state = windowState(windows, input.now);
+  if (state.open) return `open until ${isoMinute(state.closesAt!)}`;
+  if (state.nextStart === undefined) return 'no window ahead';
+  const waiting = (input.rollout?.heldForWindow.length ?? 0) > 0;
+  return `next ${isoMinute(state.nextStart)}${waiting ? ` (in ${formatWait(state.nextStart - input.now)})` : ''}`;
+}
+
+function isoMinute(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 16) + 'Z';
 }
 
 export function conditionOf(status: PoolStatus, type: string): Condition | undefined {

@@ -3,7 +3,23 @@
 import { ZONE_LABEL } from './constants.ts';
 import { resolveMaxUnavailable } from './machine-config-pool.ts';
 import { unavailableReason } from './node-availability.ts';
+import type { UpdateAction } from './config-diff.ts';
+import { GroupBudget } from './disruption-budget.ts';
+import { waitsForWindow, windowState } from './maintenance-window.ts';
 import type { MachineConfigPool, NodeRecord } from './types.ts';
+
+/** What decisions read besides the pool and its nodes: the time, and what each update costs. */
+export interface RolloutContext {
+  /** The control plane's clock (maintenance windows). */
+  now: number;
+  /** The node's update to the target; undefined when unknown, which counts as a reboot. */
+  actionOf?: (node: NodeRecord) => UpdateAction | undefined;
+}
+
+/** Updates that drain or reboot: what maintenance windows hold back by default. */
+export function isDisruptive(action: UpdateAction | undefined): boolean {
+  return action === undefined || action === 'reboot' || action === 'drain';
+}
 
 export interface RolloutDecision {
   /** Nodes to hand the target to now, in order. */
@@ -12,6 +28,12 @@ export interface RolloutDecision {
   unavailable: number;
   /** Nodes still waiting for the target, when the budget or the pause holds them back. */
   waiting: number;
+  /** Nodes whose update waits for the pool's next maintenance window. */
+  heldForWindow: string[];
+  /** When the next window opens, when nodes wait for it: the controller runs again then. */
+  nextWindowStart?: number;
+  /** Nodes the pool's budget would take but their group's disruption budget holds back. */
+  heldByGroupBudget: string[];
 }
 
 /**
@@ -23,11 +45,15 @@ export interface RolloutDecision {
  * since it serves nothing yet; and a degraded node that is not on the target gets it without
  * spending budget, since it is unavailable already, so a fix can reach it (MCO leaves it stuck).
  */
-export function decideRollout(pool: MachineConfigPool, target: string, nodes: readonly NodeRecord[]): RolloutDecision {
+export function decideRollout(pool: MachineConfigPool, target: string, nodes: readonly NodeRecord[], context: RolloutContext = { now: Date.now() }): RolloutDecision {
   const maxUnavailable = resolveMaxUnavailable(pool.spec.maxUnavailable, nodes.length);
   const unavailable = nodes.filter((n) => unavailableReason(n) !== undefined).length;
   const pending = nodes.filter((n) => n.desiredConfig !== target);
-  if (pool.spec.paused || !target) return { assign: [], maxUnavailable, unavailable, waiting: pending.length };
+  if (pool.spec.paused || !target) return { assign: [], maxUnavailable, unavailable, waiting: pending.length, heldForWindow: [], heldByGroupBudget: [] };
+  // Windows hold drains and reboots (every update with scope All) while they are closed.
+  const windows = pool.spec.maintenanceWindows?.length ? windowState(pool.spec.maintenanceWindows, context.now) : undefined;
+  const held: NodeRecord[] = [];
+  const mayStartNow = (n: NodeRecord): boolean => !windows || windows.open || !waitsForWindow(pool.spec, isDisruptive(context.actionOf?.(n)));
 
   const fresh: NodeRecord[] = [];
   const free: NodeRecord[] = [];
@@ -35,12 +61,26 @@ export function decideRollout(pool: MachineConfigPool, target: string, nodes: re
   for (const n of pending) {
     if (!n.connected) continue; // it gets the target when it returns and is a candidate again
     if (!n.status.currentConfig && !n.desiredConfig) fresh.push(n);
+    else if (!mayStartNow(n)) held.push(n);
     else if (unavailableReason(n) !== undefined) free.push(n);
     else budgeted.push(n);
   }
   const capacity = Math.max(0, maxUnavailable - unavailable);
-  const chosen = [...fresh, ...free, ...budgeted.sort(rolloutOrder).slice(0, capacity)];
-  return { assign: chosen.map((n) => n.name), maxUnavailable, unavailable, waiting: pending.length - chosen.length };
+  const groups = pool.spec.disruptionBudget && new GroupBudget(pool.spec.disruptionBudget, nodes, (n) => unavailableReason(n) !== undefined);
+  const taken: NodeRecord[] = [];
+  const heldByGroupBudget: string[] = [];
+  for (const n of budgeted.sort(rolloutOrder)) {
+    if (taken.length >= capacity) break;
+    if (groups && !groups.take(n)) heldByGroupBudget.push(n.name);
+    else taken.push(n);
+  }
+  const chosen = [...fresh, ...free, ...taken];
+  return {
+    assign: chosen.map((n) => n.name), maxUnavailable, unavailable, waiting: pending.length - chosen.length,
+    heldForWindow: held.sort(rolloutOrder).map((n) => n.name),
+    ...(held.length && windows?.nextStart !== undefined ? { nextWindowStart: windows.nextStart } : {}),
+    heldByGroupBudget,
+  };
 }
 
 export function rolloutOrder(a: NodeRecord, b: NodeRecord): number {

@@ -2,6 +2,8 @@
 // one to one; mcplane's additions are marked as such.
 
 import type { KernelType } from './constants.ts';
+import type { DisruptionBudget } from './disruption-budget.ts';
+import type { MaintenanceWindow, MaintenanceWindowScope } from './maintenance-window.ts';
 
 export type Labels = Record<string, string>;
 
@@ -128,6 +130,12 @@ export interface MachineConfigPoolSpec {
   driftPolicy: DriftPolicy;
   /** mcplane addition: how the leader's drains of this pool's nodes are bounded. */
   drain?: PoolDrainPolicy;
+  /** mcplane addition: when drains and reboots may start (maintenance-window.ts). */
+  maintenanceWindows?: MaintenanceWindow[];
+  /** mcplane addition: Disruptive (default) holds drains and reboots for a window; All holds every update. */
+  maintenanceWindowScope?: MaintenanceWindowScope;
+  /** mcplane addition: at most so many unavailable nodes per label group (disruption-budget.ts). */
+  disruptionBudget?: DisruptionBudget;
 }
 
 /** mcplane addition: what happens when draining a node of the pool takes long. */
@@ -259,4 +267,6 @@ export interface PoolStatus {
   unavailableMachineCount: number;
   degradedMachineCount: number;
   conditions: Condition[];
+  /** mcplane addition: the pool's maintenance window as of the last status: "open until …", "next … (in …)". */
+  maintenanceWindow?: string;
 }

@@ -19,7 +19,7 @@ function node(name: string, status: Partial<NodeStatus__Output> = {}, pool = 'wo
 function pool(name: string, target: string): MachineConfigPool__Output {
   return {
     name, specJson: '{}', paused: false, maxUnavailable: '1', resourceVersion: '1', creationTimeUnixMs: 1, labels: {},
-    status: { configuration: target, configurationSources: [], machineCount: 0, updatedMachineCount: 0, readyMachineCount: 0, unavailableMachineCount: 0, degradedMachineCount: 0,
+    status: { configuration: target, configurationSources: [], machineCount: 0, updatedMachineCount: 0, readyMachineCount: 0, unavailableMachineCount: 0, degradedMachineCount: 0, maintenanceWindow: '',
       conditions: [{ type: 'NodeDegraded', status: target === 'r-bad' ? 'True' : 'False', reason: 'NodesDegraded', message: '1 node is degraded', lastTransitionTimeUnixMs: 0 }] },
   } as MachineConfigPool__Output;
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { defaultPools, diffSpecs, mergeDisruptionPolicies, parseManifests, planDisruption, renderPool } from '../../src/machineconfig/index.ts';
+import { defaultPools, diffSpecs, mergeDisruptionPolicies, parseManifests, planDisruption, policyEntryOrigin, renderPool } from '../../src/machineconfig/index.ts';
 import { fileEntry, ign, mcDoc, parseValid } from '../helpers/manifests.ts';
 
 // As an OpenShift cluster prints it (oc get machineconfiguration cluster -o yaml), status included.
@@ -120,5 +120,20 @@ test('a file covered only by the cluster policy needs its action, not a reboot, 
   const poolPolicy = { files: [{ path: '/etc/other/', actions: [{ type: 'none' as const }] }] };
   const diff = diffSpecs(spec('a'), spec('b'));
   assert.equal(planDisruption(diff, poolPolicy).reboot, true);
-  assert.deepEqual(planDisruption(diff, mergeDisruptionPolicies(clusterPolicy, poolPolicy)), { reboot: false, rebootReasons: [], actions: [{ type: 'restart', unit: 'my-app.service' }] });
+  assert.deepEqual(planDisruption(diff, mergeDisruptionPolicies(clusterPolicy, poolPolicy)), {
+    reboot: false, rebootReasons: [], actions: [{ type: 'restart', unit: 'my-app.service' }],
+    decisions: [{ change: 'file /etc/my-app.conf changed', actions: [{ type: 'restart', unit: 'my-app.service' }], entry: { kind: 'files', key: '/etc/my-app.conf' }, rule: 'policy files /etc/my-app.conf' }],
+  });
+});
+
+test('the preview names the policy entry that decided a change as the user finds it: the pool\'s for the same key, else the cluster\'s', () => {
+  const cluster = { files: [{ path: '/etc/a/', actions: [{ type: 'none' as const }] }, { path: '/etc/b/', actions: [{ type: 'none' as const }] }], sshkey: { actions: [{ type: 'none' as const }] } };
+  const pool = { files: [{ path: '/etc/b/', actions: [{ type: 'reboot' as const }] }], units: [{ name: 'u.service', actions: [{ type: 'none' as const }] }] };
+  assert.equal(policyEntryOrigin(cluster, pool, 'infra', { kind: 'files', key: '/etc/a/' }), 'MachineConfiguration/cluster spec.nodeDisruptionPolicy.files[0]');
+  assert.equal(policyEntryOrigin(cluster, pool, 'infra', { kind: 'files', key: '/etc/b/' }), 'MachineConfigPool/infra spec.disruptionPolicy.files[0]');
+  assert.equal(policyEntryOrigin(cluster, pool, 'infra', { kind: 'units', key: 'u.service' }), 'MachineConfigPool/infra spec.disruptionPolicy.units[0]');
+  assert.equal(policyEntryOrigin(cluster, pool, 'infra', { kind: 'sshkey', key: '' }), 'MachineConfiguration/cluster spec.nodeDisruptionPolicy.sshkey');
+  // The plan of the merged policy points at the entry the origin is found for.
+  const plan = planDisruption({ ...diffSpecs(undefined, renderPool(defaultPools()[1]!, []).spec), files: [{ path: '/etc/b/x', change: 'added' }] }, mergeDisruptionPolicies(cluster, pool));
+  assert.deepEqual(plan.decisions.find((d) => d.change === 'file /etc/b/x added')?.entry, { kind: 'files', key: '/etc/b/' });
 });

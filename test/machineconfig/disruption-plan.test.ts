@@ -12,18 +12,19 @@ test('the same config twice is an empty diff and needs nothing', () => {
   const a = render(file('/etc/a', 'x'));
   const diff = diffSpecs(a, render(file('/etc/a', 'x')));
   assert.ok(isEmptyDiff(diff));
-  assert.deepEqual(planDisruption(diff, undefined), { reboot: false, rebootReasons: [], actions: [] });
+  assert.deepEqual(planDisruption(diff, undefined), { reboot: false, rebootReasons: [], actions: [], decisions: [] });
 });
 
 test('a file with no policy reboots, and the reason names the file', () => {
   const plan = planDisruption(diffSpecs(render(), render(file('/etc/chrony.conf', 'server x'))), undefined);
   assert.equal(plan.reboot, true);
   assert.deepEqual(plan.rebootReasons, ['file /etc/chrony.conf added: no disruption policy covers it']);
+  assert.deepEqual(plan.decisions, [{ change: 'file /etc/chrony.conf added', actions: [{ type: 'reboot' }], rule: 'default: no disruption policy entry covers it, so it reboots' }]);
 });
 
 test('SSH key changes apply without a reboot', () => {
   const plan = planDisruption(diffSpecs(render(keys('a')), render(keys('a', 'b'))), undefined);
-  assert.deepEqual(plan, { reboot: false, rebootReasons: [], actions: [] });
+  assert.deepEqual(plan, { reboot: false, rebootReasons: [], actions: [], decisions: [{ change: 'core SSH keys changed', actions: [], rule: 'default: SSH key changes need no disruption' }] });
 });
 
 test('OS image, kargs, kernelType, extensions and fips always reboot, whatever the policy', () => {
@@ -32,6 +33,9 @@ test('OS image, kargs, kernelType, extensions and fips always reboot, whatever t
   for (const spec of [{ osImageURL: 'quay.io/x@sha256:1' }, { kernelArguments: ['a'] }, { kernelType: 'realtime' }, { extensions: ['usbguard'] }, { fips: true }]) {
     const plan = planDisruption(diffSpecs(base, render(mcDoc('x', 'worker', spec))), policy);
     assert.equal(plan.reboot, true, JSON.stringify(spec));
+    assert.equal(plan.decisions.length, 1);
+    assert.match(plan.decisions[0]!.rule, /^default: \w+ changes always reboot/);
+    assert.equal(plan.decisions[0]!.entry, undefined);
   }
 });
 
@@ -47,12 +51,20 @@ test('longest prefix wins; a reboot anywhere wins over everything', () => {
   }));
   const policy = pool!.spec.disruptionPolicy;
   const only = (f: Record<string, unknown>) => planDisruption(diffSpecs(render(), render(f)), policy);
-  assert.deepEqual(only(file('/etc/chrony.conf', 'x')), { reboot: false, rebootReasons: [], actions: [{ type: 'restart', unit: 'chronyd.service' }] });
+  assert.deepEqual(only(file('/etc/chrony.conf', 'x')), {
+    reboot: false, rebootReasons: [], actions: [{ type: 'restart', unit: 'chronyd.service' }],
+    decisions: [{ change: 'file /etc/chrony.conf added', actions: [{ type: 'restart', unit: 'chronyd.service' }], entry: { kind: 'files', key: '/etc/chrony' }, rule: 'policy files /etc/chrony' }],
+  });
   assert.deepEqual(only(file('/etc/chrony.d/a.conf', 'x')).actions, [{ type: 'daemon-reload' }, { type: 'reload', unit: 'chronyd.service' }]);
   const both = planDisruption(diffSpecs(render(), render(file('/etc/chrony.conf', 'x'), file('/etc/other', 'y'))), policy);
   assert.equal(both.reboot, true);
   assert.deepEqual(both.actions, []);
   assert.deepEqual(both.rebootReasons, ['file /etc/other added: policy says reboot']);
+  // Each change keeps its own rule, the one that did not reboot too.
+  assert.deepEqual(both.decisions.map((d) => [d.change, d.actions.map((a) => a.type).join(','), d.entry?.key]), [
+    ['file /etc/chrony.conf added', 'restart', '/etc/chrony'],
+    ['file /etc/other added', 'reboot', '/etc/'],
+  ]);
 });
 
 test('removing a karg deletes it again; entries with spaces and quotes are split like MCO', () => {

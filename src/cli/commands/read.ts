@@ -266,6 +266,10 @@ function describePool(p: MachineConfigPool__Output, nodes: Node__Output[]): stri
     `Drift Policy:            ${spec.driftPolicy ?? 'Degrade'}`,
     `Disruption Policy:       ${spec.disruptionPolicy ? JSON.stringify(spec.disruptionPolicy) : '<MCO defaults: reboot for files and units, none for SSH keys>'}`,
     `Drain:                   ${describeDrainPolicy(spec.drain ?? {})}`,
+    ...(spec.maintenanceWindows?.length ? [
+      `Maintenance Windows:     ${(spec.maintenanceWindows as { schedule: string; duration: string; timeZone: string }[]).map((w) => `"${w.schedule}" for ${w.duration} (${w.timeZone})`).join(', ')}; ${spec.maintenanceWindowScope === 'All' ? 'every update waits' : 'drains and reboots wait'}: ${s?.maintenanceWindow || 'unknown'}`,
+    ] : []),
+    ...(spec.disruptionBudget ? [`Disruption Budget:       at most ${spec.disruptionBudget.maxUnavailable} unavailable per ${spec.disruptionBudget.groupBy.join(',')} group (nodes without the label: group "")`] : []),
     `Configuration:           ${s?.configuration || '<none>'}`,
     `  Sources:               ${s?.configurationSources.join(', ') || '<none>'}`,
     `Machines:                ${s?.machineCount ?? 0} total, ${s?.updatedMachineCount ?? 0} updated, ${s?.readyMachineCount ?? 0} ready, ${s?.unavailableMachineCount ?? 0} unavailable, ${s?.degradedMachineCount ?? 0} degraded`,

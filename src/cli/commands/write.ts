@@ -3,19 +3,62 @@
 import { ConfigurationError } from '../../machineconfig/index.ts';
 import { call } from '../client/call.ts';
 import type { Clients } from '../client/connection.ts';
+import type { NodePreview__Output } from '../../runtime/generated/mcplane/v1/NodePreview.ts';
+import type { PoolPreview__Output } from '../../runtime/generated/mcplane/v1/PoolPreview.ts';
+import type { RenderedDiff__Output } from '../../runtime/generated/mcplane/v1/RenderedDiff.ts';
+import { table } from '../format.ts';
 import { loadManifestFiles } from '../manifest-files.ts';
+import { formatObject, type OutputFormat } from '../output.ts';
 import { resourceOf } from '../resources.ts';
 
 const KIND_NAMES: Record<string, string> = { MachineConfig: 'machineconfig', MachineConfigPool: 'machineconfigpool', MachineConfiguration: 'machineconfiguration' };
 
-export async function applyCommand(c: Clients, paths: string[], dryRun: boolean, warn: (text: string) => void = () => {}): Promise<string> {
+export async function applyCommand(c: Clients, paths: string[], dryRun: boolean, warn: (text: string) => void = () => {}, output?: OutputFormat): Promise<string> {
   // The server validates; reading here gathers the texts (and reports unreadable files and
   // YAML syntax errors with their line, before any round trip).
   const { texts } = loadManifestFiles(paths);
   const res = await call(c, c.config.apply.bind(c.config), { manifests: texts, dryRun }, 'apply');
   for (const w of res.warnings ?? []) warn(`Warning: ${w}\n`);
+  if (output) {
+    return formatObject(dryRun ? { objects: res.objects, pools: res.poolPreviews, nodes: res.nodePreviews } : { objects: res.objects }, output);
+  }
   const suffix = dryRun ? ' (dry run)' : '';
-  return res.objects.map((o) => `${KIND_NAMES[o.kind] ?? o.kind}/${o.name} ${o.action}${suffix}\n`).join('');
+  const lines = res.objects.map((o) => `${KIND_NAMES[o.kind] ?? o.kind}/${o.name} ${o.action}${suffix}\n`).join('');
+  return dryRun ? lines + previewText(res.poolPreviews ?? [], res.nodePreviews ?? []) : lines;
+}
+
+/** The dry-run preview for people: each pool's rendered diff, then one row per node. */
+function previewText(pools: PoolPreview__Output[], nodes: NodePreview__Output[]): string {
+  let out = '';
+  for (const p of pools) {
+    if (p.renderProblems.length) {
+      out += `\npool/${p.pool}: would fail to render (nodes keep ${p.current || 'nothing'}): ${p.renderProblems.join('; ')}\n`;
+      continue;
+    }
+    const changes = diffLines(p.diff);
+    out += `\npool/${p.pool}: ${p.current === p.rendered ? `stays on ${p.current}` : `${p.current || '(nothing)'} -> ${p.rendered}`}\n`;
+    out += changes.length ? changes.map((l) => `  ${l}\n`).join('') : '  no change to the rendered config\n';
+  }
+  if (nodes.length === 0) return out;
+  const rows = nodes.map((n) => [n.node, n.pool, n.action, n.why, n.batch ? String(n.batch) : `- (${n.note})`, n.window]);
+  return out + '\n' + table(['NODE', 'POOL', 'ACTION', 'WHY', 'BATCH', 'WINDOW'], rows);
+}
+
+function diffLines(d: RenderedDiff__Output | null): string[] {
+  if (!d) return [];
+  const out: string[] = [];
+  for (const f of d.files) out.push(`file ${f.name} ${f.change}`);
+  for (const u of d.units) out.push(`unit ${u.name} ${u.change}`);
+  if (d.sshKeys) out.push('core SSH keys changed');
+  if (d.passwordHash) out.push('core password changed');
+  if (d.kernelArgumentsAdded.length) out.push(`kernel arguments added: ${d.kernelArgumentsAdded.join(' ')}`);
+  if (d.kernelArgumentsRemoved.length) out.push(`kernel arguments removed: ${d.kernelArgumentsRemoved.join(' ')}`);
+  if (d.kernelTypeChanged) out.push(`kernel type -> ${d.kernelType}`);
+  if (d.extensionsAdded.length) out.push(`extensions added: ${d.extensionsAdded.join(', ')}`);
+  if (d.extensionsRemoved.length) out.push(`extensions removed: ${d.extensionsRemoved.join(', ')}`);
+  if (d.osImageUrlChanged) out.push(`OS image -> ${d.osImageUrl || '(default)'}`);
+  if (d.fips) out.push('fips changed');
+  return out;
 }
 
 export async function deleteCommand(c: Clients, resource: string, name: string): Promise<string> {

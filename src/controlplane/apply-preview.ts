@@ -1,0 +1,207 @@
+// The dry-run preview: what an Apply would do to every pool and node before anything is stored.
+// It renders each affected pool from the cache with the applied documents laid over it, and plans
+// every node's update with the functions the agent runs (diffSpecs, planDisruption) and the
+// rollout with the rules the rollout controller runs (previewRollout replays decideRollout), so
+// what it shows is what then happens.
+
+import {
+  canonicalJson,
+  configsForPool,
+  diffSpecs,
+  formatWait,
+  mergeDisruptionPolicies,
+  planDisruption,
+  policyEntryOrigin,
+  previewRollout,
+  RenderError,
+  renderPool,
+  updateActionOf,
+  formatProblem,
+  type ConfigDiff,
+  type DisruptionAction,
+  type DisruptionPlan,
+  type MachineConfig,
+  type MachineConfigPool,
+  type MachineConfiguration,
+  type UpdateAction,
+} from '../machineconfig/index.ts';
+import type { ClusterCache } from './cluster-cache.ts';
+
+export interface PathChangePreview { name: string; change: string }
+
+export interface RenderedDiffPreview {
+  files: PathChangePreview[];
+  units: PathChangePreview[];
+  sshKeys: boolean;
+  passwordHash: boolean;
+  kernelArgumentsAdded: string[];
+  kernelArgumentsRemoved: string[];
+  kernelTypeChanged: boolean;
+  kernelType: string;
+  extensionsAdded: string[];
+  extensionsRemoved: string[];
+  osImageUrlChanged: boolean;
+  osImageUrl: string;
+  fips: boolean;
+}
+
+export interface PoolPreview {
+  pool: string;
+  current: string;
+  rendered: string;
+  diff: RenderedDiffPreview | null;
+  renderProblems: string[];
+}
+
+export interface NodePreview {
+  node: string;
+  pool: string;
+  from: string;
+  action: UpdateAction;
+  actions: string;
+  rules: { change: string; actions: string; rule: string }[];
+  why: string;
+  batch: number;
+  order: number;
+  window: string;
+  startsAtUnixMs: number;
+  note: string;
+}
+
+export interface ApplyPreview {
+  poolPreviews: PoolPreview[];
+  nodePreviews: NodePreview[];
+}
+
+export interface AppliedDocuments {
+  configs: readonly MachineConfig[];
+  pools: readonly MachineConfigPool[];
+  machineConfigurations: readonly MachineConfiguration[];
+}
+
+export function previewApply(cache: ClusterCache, request: AppliedDocuments, now: number): ApplyPreview {
+  // Documents identical to what is stored change nothing, and preview nothing (as apply reports
+  // them unchanged).
+  const same = (a: unknown, b: unknown): boolean => b !== undefined && canonicalJson(a) === canonicalJson(b);
+  const applied: AppliedDocuments = {
+    configs: request.configs.filter((mc) => !same(mc, cache.configs.get(mc.metadata.name)?.value)),
+    pools: request.pools.filter((p) => !same(p, cache.pools.get(p.metadata.name)?.value)),
+    machineConfigurations: request.machineConfigurations.filter((m) => !same(m, cache.machineConfiguration?.value)),
+  };
+  const configs = new Map([...cache.configs].map(([name, o]) => [name, o.value]));
+  for (const mc of applied.configs) configs.set(mc.metadata.name, mc);
+  const pools = new Map([...cache.pools].map(([name, o]) => [name, o.value]));
+  for (const p of applied.pools) pools.set(p.metadata.name, p);
+  const cluster = (applied.machineConfigurations[0] ?? cache.machineConfiguration?.value)?.spec.nodeDisruptionPolicy;
+  const allConfigs = [...configs.values()];
+
+  // A pool is affected when its spec, a config it selects (before or after), or the cluster
+  // policy is in the request.
+  const touchedConfigs = [...applied.configs, ...applied.configs.map((mc) => cache.configs.get(mc.metadata.name)?.value).filter((x): x is MachineConfig => !!x)];
+  const affected = [...pools.keys()].filter((name) =>
+    applied.machineConfigurations.length > 0 ||
+    applied.pools.some((p) => p.metadata.name === name) ||
+    configsForPool(pools.get(name)!, touchedConfigs).length > 0).sort();
+
+  const poolPreviews: PoolPreview[] = [];
+  const nodePreviews: NodePreview[] = [];
+  for (const name of affected) {
+    const pool = pools.get(name)!;
+    const current = cache.poolTarget(name) ?? '';
+    const currentSpec = current ? cache.renderedConfig(current)?.spec : undefined;
+    let rendered;
+    try {
+      rendered = renderPool(pool, allConfigs);
+    } catch (err) {
+      if (!(err instanceof RenderError)) throw err;
+      poolPreviews.push({ pool: name, current, rendered: '', diff: null, renderProblems: err.problems.map(formatProblem) });
+      continue;
+    }
+    poolPreviews.push({ pool: name, current, rendered: rendered.name, diff: wireDiff(diffSpecs(currentSpec, rendered.spec), rendered.spec), renderProblems: [] });
+
+    const poolPolicy = pool.spec.disruptionPolicy;
+    const policy = mergeDisruptionPolicies(cluster, poolPolicy);
+    const nodes = cache.nodesInPool(name);
+    const plans = new Map<string, DisruptionPlan | undefined>();
+    for (const n of nodes) {
+      const fromName = n.status.currentConfig;
+      const from = fromName ? cache.renderedConfig(fromName)?.spec : undefined;
+      // A node whose current config was collected cannot be planned: the agent would say so too.
+      plans.set(n.name, fromName && !from ? undefined : planDisruption(diffSpecs(from, rendered.spec), policy));
+    }
+    const actionOf = (n: { name: string }): UpdateAction | undefined => {
+      const plan = plans.get(n.name);
+      return plan && updateActionOf(plan);
+    };
+    // Nodes already on the would-be target (a no-op apply) have nothing to schedule.
+    const schedule = new Map(previewRollout(pool, rendered.name, nodes, { now, actionOf }).map((s) => [s.node, s]));
+    for (const n of nodes) {
+      const plan = plans.get(n.name);
+      const s = schedule.get(n.name)!;
+      const onTarget = n.status.currentConfig === rendered.name && n.desiredConfig === rendered.name;
+      const rules = plan?.decisions.map((d) => ({
+        change: d.change,
+        actions: actionsText(d.actions),
+        rule: d.entry ? `${policyEntryOrigin(cluster, poolPolicy, name, d.entry)} (${d.entry.kind === 'sshkey' ? 'sshkey' : d.entry.key})` : d.rule,
+      })) ?? [];
+      const action = plan ? updateActionOf(plan) : 'reboot';
+      nodePreviews.push({
+        node: n.name,
+        pool: name,
+        from: n.status.currentConfig,
+        action: onTarget ? 'none' : action,
+        actions: onTarget ? 'none' : plan ? (plan.reboot ? 'reboot' : actionsText(plan.actions)) : 'reboot',
+        rules: onTarget ? [] : rules,
+        why: onTarget ? 'already on it' : plan ? whyOf(plan, rules) : `its current config ${n.status.currentConfig} is gone, so it cannot be planned (assumed to reboot)`,
+        batch: onTarget ? 0 : s.batch,
+        order: s.order,
+        window: onTarget ? '-' : windowText(s.window, now),
+        startsAtUnixMs: s.startsAt,
+        note: onTarget ? 'already on the config' : s.note,
+      });
+    }
+  }
+  return { poolPreviews, nodePreviews };
+}
+
+/** The rules behind the node's action: those that reboot for a reboot, else those that act. */
+function whyOf(plan: DisruptionPlan, rules: { change: string; actions: string; rule: string }[]): string {
+  if (rules.length === 0) return 'no change';
+  const deciding = plan.reboot ? rules.filter((r) => r.actions === 'reboot') : rules.filter((r) => r.actions !== 'none');
+  const shown = deciding.length ? deciding : rules;
+  return shown.map((r) => `${r.change}: ${r.rule}`).join('; ');
+}
+
+function actionsText(actions: readonly DisruptionAction[]): string {
+  const acting = actions.filter((a) => a.type !== 'none');
+  return acting.length ? acting.map((a) => (a.unit ? `${a.type} ${a.unit}` : a.type)).join(', ') : 'none';
+}
+
+function windowText(window: { open: boolean; start?: number; closesAt?: number } | undefined, now: number): string {
+  if (!window) return '-';
+  if (window.open) return `open until ${iso(window.closesAt ?? now)}`;
+  if (window.start === undefined) return 'no window ahead';
+  return `${iso(window.start)} (in ${formatWait(window.start - now)})`;
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 16) + 'Z';
+}
+
+function wireDiff(d: ConfigDiff, to: { kernelType: string; osImageURL: string }): RenderedDiffPreview {
+  return {
+    files: d.files.map((f) => ({ name: f.path, change: f.change })),
+    units: d.units.map((u) => ({ name: u.name, change: u.change })),
+    sshKeys: d.sshKeys,
+    passwordHash: d.passwordHash,
+    kernelArgumentsAdded: d.kernelArguments.add,
+    kernelArgumentsRemoved: d.kernelArguments.remove,
+    kernelTypeChanged: d.kernelType,
+    kernelType: d.kernelType ? to.kernelType : '',
+    extensionsAdded: d.extensions.add,
+    extensionsRemoved: d.extensions.remove,
+    osImageUrlChanged: d.osImageURL,
+    osImageUrl: d.osImageURL ? to.osImageURL : '',
+    fips: d.fips,
+  };
+}
