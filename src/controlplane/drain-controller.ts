@@ -11,7 +11,7 @@
 // Where a drain stands is a stored NodeDrain record, so a new leader after a failover resumes it
 // from there: the hold stays until some leader has seen the node empty.
 
-import { formatDuration } from '../machineconfig/index.ts';
+import { formatDuration, formatWait, windowState } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from './cluster-cache.ts';
 import type { Clock } from './clock.ts';
@@ -66,13 +66,15 @@ export class DrainController implements Controller {
    * again from the shortest delay, as a restarted kubelet does with its back-off.
    */
   #refusals = new Map<string, number>();
+  /** Clock time a drained node's maintenance window opens: it is due then, whatever #due says. */
+  #windowOpensAt = new Map<string, number>();
 
   constructor(
     private readonly cache: ClusterCache,
     private readonly writer: LeaderWriter,
     private readonly clock: Clock,
     private readonly log: Logger,
-    /** Absent without Kubernetes access: holds are released and drains forgotten. */
+    /** Absent without Kubernetes access: holds and drains wait for a leader that has it. */
     private readonly kube: { ops: NodeOperations; sync: KubernetesNodeSync; events?: EventRecorder } | undefined,
     private readonly settings: DrainSettings = DEFAULT_DRAIN_SETTINGS,
   ) {}
@@ -101,7 +103,10 @@ export class DrainController implements Controller {
     for (const name of [...this.cache.drains.keys()]) {
       const due = this.#due.get(name) ?? 0;
       let wait = due - now;
+      // A test moves the control plane's clock to a window's start: the node is due at once.
+      if ((this.#windowOpensAt.get(name) ?? Infinity) <= this.clock.now()) wait = 0;
       if (wait <= 0) {
+        this.#windowOpensAt.delete(name);
         const next = await this.#step(name, this.kube.ops).catch(async (err: unknown) => {
           this.log.warn({ err: failureMessage(err), node: name }, 'drain step failed; retrying');
           await this.#noteFailure(name, err).catch(() => undefined);
@@ -117,6 +122,10 @@ export class DrainController implements Controller {
         this.#due.set(name, Date.now() + wait);
       }
       requeue = requeue === undefined ? wait : Math.min(requeue, wait);
+    }
+    // Drains that ended elsewhere (another leader, a deleted node) leave nothing behind here.
+    for (const map of [this.#due, this.#retryAt, this.#refusals, this.#windowOpensAt]) {
+      for (const name of map.keys()) if (!this.cache.drains.has(name)) map.delete(name);
     }
     return requeue === undefined ? {} : { requeueAfterMs: Math.max(10, requeue) };
   }
@@ -203,6 +212,17 @@ export class DrainController implements Controller {
 
     const pods = await ops.podsToEvict(name);
     if (pods.length === 0) {
+      // A drain can outlast the maintenance window the rollout started it in (a budget held it):
+      // the reboot then waits, drained and cordoned, for the next window rather than go now.
+      const closed = this.#windowClosed(assignment.value.pool);
+      if (closed) {
+        const reason = `drained; the maintenance window closed during the drain: ${assignment.value.desiredConfig} is released when the next opens (${new Date(closed.nextStart).toISOString()}, in ${formatWait(closed.nextStart - this.clock.now())})`;
+        if (drain.reason !== reason) this.log.info({ node: name, nextWindow: new Date(closed.nextStart).toISOString() }, 'node drained after its maintenance window closed; its config waits for the next');
+        const waiting: NodeDrainRecord = { ...next, remaining: [], reason };
+        if (JSON.stringify(waiting) !== JSON.stringify(drain)) await this.writer.commit([this.#put(name, waiting, stored.resourceVersion)]);
+        this.#windowOpensAt.set(name, closed.nextStart);
+        return Math.max(this.settings.pollMs, Math.min(closed.nextStart - this.clock.now(), 60_000));
+      }
       next = { ...next, phase: 'Drained', remaining: [], reason: `drained; cordoned until the update to ${assignment.value.desiredConfig} is done` };
       delete next.blocked;
       delete next.failures;
@@ -319,18 +339,33 @@ export class DrainController implements Controller {
     await this.writer.commit([this.#put(name, { ...stored.value, reason }, stored.resourceVersion)]);
   }
 
-  /** Without Kubernetes access on this leader nothing can drain: let held nodes go, and say so. */
+  /**
+   * Without Kubernetes access on this leader nothing can drain, and a config held for a drain must
+   * not reach its node undrained (a replica started without --kubeconfig may lead for a while):
+   * held configs and drains in progress wait for a leader that has access, and say so.
+   */
   async #withoutKubernetes(): Promise<void> {
     const ops: WriteOp[] = [];
     for (const [name, a] of this.cache.assignments) {
-      if (!a.value.holdForDrain) continue;
-      this.log.warn({ node: name }, 'config held for a drain, but this leader has no Kubernetes access (--kubeconfig); releasing it undrained');
-      ops.push(this.#putAssignment(name, { ...release(a.value), drainNote: 'not drained: the leader has no Kubernetes access' }, a.resourceVersion, a.createdAt));
+      if (!a.value.holdForDrain || a.value.drainNote === NO_ACCESS) continue;
+      this.log.warn({ node: name }, 'config held for a drain, but this leader has no Kubernetes access (--kubeconfig); it stays held until a leader with access drains the node');
+      ops.push(this.#putAssignment(name, { ...a.value, drainNote: NO_ACCESS }, a.resourceVersion, a.createdAt));
     }
-    for (const [name, d] of this.cache.drains) ops.push({ type: 'delete', kind: 'NodeDrain', name, expectedVersion: d.resourceVersion });
+    for (const [name, d] of this.cache.drains) {
+      if (d.value.phase === 'Draining' && d.value.reason !== NO_ACCESS) ops.push(this.#put(name, { ...d.value, reason: NO_ACCESS }, d.resourceVersion));
+    }
     // Labels and creation times from a cluster this leader cannot see would go stale unnoticed.
     for (const [name, k] of this.cache.kubernetesNodes) ops.push({ type: 'delete', kind: 'KubernetesNode', name, expectedVersion: k.resourceVersion });
     await this.writer.commitEach(ops);
+  }
+
+  /** When the pool has maintenance windows and none is open now: when the next opens. */
+  #windowClosed(pool: string): { nextStart: number } | undefined {
+    const windows = this.cache.pools.get(pool)?.value.spec.maintenanceWindows;
+    if (!windows?.length) return undefined;
+    // A held config needs a drain, so it is disruptive: it waits whatever the pool's scope.
+    const state = windowState(windows, this.clock.now());
+    return state.open || state.nextStart === undefined ? undefined : { nextStart: state.nextStart };
   }
 
   #put(name: string, value: NodeDrainRecord, expectedVersion: string | null): WriteOp {
@@ -342,6 +377,8 @@ export class DrainController implements Controller {
     return { type: 'put', kind: 'NodeAssignment', name, value, expectedVersion, createdAt };
   }
 }
+
+const NO_ACCESS = 'held for a drain: the leader has no Kubernetes access (--kubeconfig); it waits for a leader that can drain the node';
 
 function release(a: NodeAssignmentRecord): NodeAssignmentRecord {
   const { holdForDrain: _held, drainNote: _note, ...rest } = a;

@@ -412,3 +412,87 @@ test('a change the disruption policy covers without a reboot is not drained; a D
   assert.deepEqual(requests.filter((r) => r.subresource === 'eviction' && r.code === 201).map((r) => r.name), ['web'], 'drained for the Drain action');
   await eventually(() => kubeNode('w0').spec?.unschedulable === false, 5000, 'uncordoned');
 });
+
+test('a drain that outlasts its maintenance window holds the reboot, drained and cordoned, until the next window opens', async () => {
+  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
+  const names = ['w0', 'w1'];
+  names.forEach((n, i) => addNode(standIn!, n, { 'node-role.kubernetes.io/worker': '', 'topology.kubernetes.io/zone': `zone-${i}` }));
+  addPod(standIn, { namespace: 'shop', name: 'web-a', node: 'w0', labels: { app: 'web' } });
+  // minAvailable 1 of 1: the eviction is refused until the budget goes.
+  standIn.add({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'web-pdb', namespace: 'shop' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'web' } } } } as never);
+  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
+  // 02:30 UTC, inside the nightly 02:00-03:00 window.
+  const clock = new ManualClock(Date.parse('2026-01-01T02:30:00Z'));
+  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN, clock });
+  const c = server.admin();
+  const pool = { source: 'pool.yaml', text: poolYaml('worker', '  maxUnavailable: 1\n  maintenanceWindows: [{schedule: "0 2 * * *", duration: 1h, timeZone: UTC}]\n') };
+  await call(c, c.config.apply.bind(c.config), { manifests: [pool, fileConfig('one')], dryRun: false }, 'apply');
+  const first = await target(c);
+  const [w0] = await startAgents(names, first, 100);
+  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
+  const second = await target(c);
+  await eventually(async () => (await nodeOf(c, 'w0')).status!.reason.includes('web-pdb'), 10_000, 'blocked by the budget');
+
+  // The window closes while the budget holds the drain; then the budget goes.
+  clock.set(Date.parse('2026-01-01T03:30:00Z'));
+  standIn.remove('PodDisruptionBudget', 'web-pdb', 'shop');
+  server.handle.controlPlane.resync();
+  await eventually(async () => (await nodeOf(c, 'w0')).status!.reason.includes('maintenance window closed'), 10_000, 'the reason says it waits for the window');
+  assert.match((await nodeOf(c, 'w0')).status!.reason, /^drained; the maintenance window closed during the drain: rendered-worker-\S+ is released when the next opens \(2026-01-02T02:00:00\.000Z, in 22h\)$/);
+  assert.deepEqual(evictablePodsOn(standIn, 'w0'), [], 'drained');
+  assert.equal(kubeNode('w0').spec?.unschedulable, true, 'still cordoned');
+  await new Promise((r) => setTimeout(r, 300));
+  assert.ok(!w0!.assignments.some((a) => a.renderedConfig === second), 'the agent has not received the config outside the window');
+
+  // The next window opens: the config goes, and the node is uncordoned once Done.
+  clock.set(Date.parse('2026-01-02T02:01:00Z'));
+  server.handle.controlPlane.resync();
+  await w0!.waitFor(() => w0!.assignments.some((a) => a.renderedConfig === second), 10_000);
+  await eventually(async () => (await nodeOf(c, 'w0')).status!.currentConfig === second && kubeNode('w0').spec?.unschedulable !== true, 10_000, 'updated and uncordoned');
+});
+
+test('a leader without Kubernetes access never releases a held config undrained: it waits, and says why', async () => {
+  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
+  const names = ['w0', 'w1'];
+  names.forEach((n, i) => addNode(standIn!, n, { 'node-role.kubernetes.io/worker': '', 'topology.kubernetes.io/zone': `zone-${i}` }));
+  addPod(standIn, { namespace: 'shop', name: 'web-a', node: 'w0', labels: { app: 'web' } });
+  standIn.add({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'web-pdb', namespace: 'shop' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'web' } } } } as never);
+  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
+  const dataDir = mkdtempSync(join(tmpdir(), 'drain-data-'));
+  server = await startTestServer({ dataDir, kubernetes: { kubeconfig }, drain: FAST_DRAIN });
+  let c = server.admin();
+  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'pool.yaml', text: poolYaml('worker', '  maxUnavailable: 1\n') }, fileConfig('one')], dryRun: false }, 'apply');
+  const first = await target(c);
+  const [w0] = await startAgents(names, first, 100);
+  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
+  const second = await target(c);
+  await eventually(async () => (await nodeOf(c, 'w0')).status!.reason.includes('web-pdb'), 10_000, 'blocked by the budget');
+
+  // The same store, served by a replica started without --kubeconfig.
+  await server.close();
+  server = await startTestServer({ dataDir, drain: FAST_DRAIN });
+  c = server.admin();
+  for (const a of agents) await a.connect(server.address);
+  await eventually(async () => (await nodeOf(c, 'w0')).status!.reason.includes('no Kubernetes access'), 10_000, 'the reason says why it waits');
+  assert.match((await nodeOf(c, 'w0')).status!.reason, /held for a drain: the leader has no Kubernetes access \(--kubeconfig\); it waits for a leader that can drain the node/);
+  await new Promise((r) => setTimeout(r, 500));
+  assert.ok(!w0!.assignments.some((a) => a.renderedConfig === second), 'the undrained node never received the config');
+  assert.equal(evictablePodsOn(standIn, 'w0').length, 1, 'its pod still runs there');
+});
+
+test('a Node watch the API server keeps failing (403, 500) is resumed with back-off, not every 50 ms', async () => {
+  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
+  addNode(standIn, 'w0', { 'node-role.kubernetes.io/worker': '' });
+  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
+  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN });
+  const nodeWatches = () => standIn!.requests.filter((r) => r.verb === 'watch' && r.resource === 'nodes').length;
+  await eventually(() => nodeWatches() >= 1, 5000, 'the Node watch');
+  const before = nodeWatches();
+  // For two seconds every watch the server answers ends at once with a 500 Status.
+  const failing = setInterval(() => standIn!.failWatches(500, 'InternalError', 'etcdserver: request timed out'), 10);
+  await new Promise((r) => setTimeout(r, 2000));
+  clearInterval(failing);
+  const reopened = nodeWatches() - before;
+  assert.ok(reopened >= 1 && reopened <= 6, `the watch was reopened ${reopened} times in 2 s`);
+  assert.ok(server.logs.some((l) => l.includes('Kubernetes Node watch failed; resuming') && l.includes('etcdserver: request timed out')), 'the failure is logged with the server\'s message');
+});

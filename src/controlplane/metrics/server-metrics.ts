@@ -11,7 +11,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { NodeState } from '../../machineconfig/index.ts';
 import type { CacheChange, ClusterCache } from '../cluster-cache.ts';
 import type { Store } from '../store/store.ts';
-import { PhaseTracker } from './phase-tracker.ts';
+import { phaseLabel, PhaseTracker } from './phase-tracker.ts';
 import { RolloutEta } from './rollout-eta.ts';
 
 const NODE_STATES: readonly NodeState[] = ['Done', 'Working', 'Degraded', 'Unreconcilable'];
@@ -196,7 +196,7 @@ export class ServerMetrics {
         for (const n of cache.nodes.values()) {
           if (n.status.state !== 'Working') continue;
           const since = this.phases.since(n.name);
-          if (since !== undefined) inPhase.set({ node: n.name, pool: n.pool, phase: n.status.phase ? n.status.phase.slice(0, 64) : 'unknown' }, Math.max(0, now - since) / 1000);
+          if (since !== undefined) inPhase.set({ node: n.name, pool: n.pool, phase: phaseLabel(n.status.phase) }, Math.max(0, now - since) / 1000);
         }
       },
     });
