@@ -3,12 +3,16 @@
 // node's stream sees the write and sends the assignment. Because the decision rests on stored
 // state only, a node assigned a config it has not reached counts against the budget whoever
 // assigned it, across a failover too.
+//
+// For spec.rollout it also keeps the pool's rollout bookkeeping in the PoolStatus record (the
+// leader's, never the user's spec): the last config every node reached, when the canaries'
+// soak began, and the circuit breaker's halt. It asks to run again when a soak ends.
 
-import { decideRollout } from '../machineconfig/index.ts';
+import { decideRollout, nextRolloutState, type RolloutState } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { changesPoolsOrNodes, type CacheChange, type ClusterCache } from './cluster-cache.ts';
 import type { Clock } from './clock.ts';
-import type { Controller } from './controller.ts';
+import type { Controller, ReconcileResult } from './controller.ts';
 import type { LeaderWriter } from './leader-writer.ts';
 import type { WriteOp } from './store/store.ts';
 
@@ -20,7 +24,7 @@ export class RolloutController implements Controller {
   constructor(
     private readonly cache: ClusterCache,
     private readonly writer: LeaderWriter,
-    /** For time-driven decisions (windows, soaks); unused by the plain maxUnavailable rule. */
+    /** For time-driven decisions (windows, soaks). */
     protected readonly clock: Clock,
     private readonly log: Logger,
   ) {}
@@ -29,22 +33,55 @@ export class RolloutController implements Controller {
     return changesPoolsOrNodes(change);
   }
 
-  async reconcile(): Promise<void> {
+  async reconcile(): Promise<ReconcileResult> {
     const ops: WriteOp[] = [];
+    const now = this.clock.now();
+    let requeueAt: number | undefined;
     for (const [name, stored] of this.cache.pools) {
       const target = this.cache.poolTarget(name);
       if (!target) continue;
-      const decision = decideRollout(stored.value, target, this.cache.nodesInPool(name));
+      const nodes = this.cache.nodesInPool(name);
+      const record = this.cache.poolStatuses.get(name);
+      const state = this.#rolloutState(name, target, nodes, record?.value.rollout, now, stored.value);
+      const decision = decideRollout(stored.value, target, nodes, { state, now });
+      if (decision.canary) state.soak = decision.canary.soak;
+      if (!state.soak) delete state.soak;
+      if (decision.canary?.soakEndsAt !== undefined) requeueAt = Math.min(requeueAt ?? Infinity, decision.canary.soakEndsAt);
+      if (record && JSON.stringify(state) !== JSON.stringify(record.value.rollout ?? {})) {
+        await this.writer.commit([{ type: 'put', kind: 'PoolStatus', name, value: { ...record.value, rollout: state }, expectedVersion: record.resourceVersion, createdAt: record.createdAt }]);
+      }
+      const resume = this.cache.poolResumes.get(name);
+      if (resume) ops.push({ type: 'delete', kind: 'PoolResume', name, expectedVersion: resume.resourceVersion });
       if (decision.assign.length === 0) continue;
-      this.log.info({ pool: name, target, nodes: decision.assign.length <= 20 ? decision.assign : `${decision.assign.length} nodes`, maxUnavailable: decision.maxUnavailable, waiting: decision.waiting }, 'assigning config');
+      const sendTo = decision.target ?? target;
+      this.log.info({ pool: name, target: sendTo, nodes: decision.assign.length <= 20 ? decision.assign : `${decision.assign.length} nodes`, maxUnavailable: decision.maxUnavailable, waiting: decision.waiting }, 'assigning config');
       for (const node of decision.assign) {
         const assignment = this.cache.assignments.get(node)!;
         ops.push({
-          type: 'put', kind: 'NodeAssignment', name: node, value: { ...assignment.value, desiredConfig: target },
+          type: 'put', kind: 'NodeAssignment', name: node, value: { ...assignment.value, desiredConfig: sendTo },
           expectedVersion: assignment.resourceVersion, createdAt: assignment.createdAt,
         });
       }
     }
     await this.writer.commitEach(ops);
+    return requeueAt === undefined ? {} : { requeueAfterMs: Math.max(0, requeueAt - now) };
+  }
+
+  /** The pool's bookkeeping now: an operator's resume clears the halt first, then the breaker counts. */
+  #rolloutState(pool: string, target: string, nodes: ReturnType<ClusterCache['nodesInPool']>, previous: RolloutState | undefined, now: number, spec: Parameters<typeof nextRolloutState>[0]): RolloutState {
+    let state: RolloutState = { ...previous };
+    const resume = this.cache.poolResumes.get(pool);
+    if (resume && state.halt && state.halt.target === resume.value.target) {
+      // The failures the operator resumed past are not counted again on this target.
+      const forgiven = state.forgiven?.target === state.halt.target ? state.forgiven.nodes : [];
+      this.log.warn({ pool, target: state.halt.target, failed: state.halt.failed.map((f) => f.node) }, 'rollout halt cleared by an operator');
+      state = { ...state, forgiven: { target: state.halt.target, nodes: [...new Set([...forgiven, ...state.halt.failed.map((f) => f.node)])] } };
+      delete state.halt;
+    }
+    const next = nextRolloutState(spec, target, nodes, state, now);
+    if (next.halt && !state.halt) {
+      this.log.error({ pool, target, action: next.halt.action, rollbackTo: next.halt.rollbackTo || undefined, failed: next.halt.failed }, 'rollout halted: too many nodes failed');
+    }
+    return next;
   }
 }

@@ -22,5 +22,8 @@ export { mergeSpecs, renderPool, renderedConfigJson, renderedConfigManifest, ren
 export { boundNodeStatus, MAX_DRIFT_ENTRIES, MAX_REASON_CHARS } from './node-status-limits.ts';
 export { isDegraded, isReady, isUpdated, unavailableReason } from './node-availability.ts';
 export { computePoolStatus, conditionOf, type PoolStatusInput } from './pool-status.ts';
-export { decideRollout, rolloutOrder, type RolloutDecision } from './rollout.ts';
+export { decideRollout, rolloutOrder, type RolloutDecision, type RolloutSafetyInput } from './rollout.ts';
 export { unselectedConfigs, unselectedConfigWarnings } from './unselected-configs.ts';
+export { durationMs, parseHealthCheck, parseRolloutPolicy } from './rollout-policy.ts';
+export { canaryCount, canaryGate, canaryNames, isCanary, type CanaryGate, type CanarySoak } from './canary.ts';
+export { activeHalt, describeHalt, effectiveTarget, failedNodes, nextRolloutState, type FailedNode, type RolloutHalt, type RolloutState } from './rollout-failures.ts';

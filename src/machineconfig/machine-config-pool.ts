@@ -9,6 +9,7 @@ import {
 import { parseLabelSelector } from './label-selector.ts';
 import { checkApiVersion, parseObjectMeta } from './object-meta.ts';
 import { join, type ProblemCollector } from './problem-collector.ts';
+import { parseHealthCheck, parseRolloutPolicy } from './rollout-policy.ts';
 import type {
   DisruptionAction,
   DisruptionActionType,
@@ -23,6 +24,7 @@ import type {
 const SPEC_KEYS = [
   'machineConfigSelector', 'nodeSelector', 'paused', 'maxUnavailable', 'configuration', 'pinnedImageSets',
   'disruptionPolicy', 'driftPolicy',
+  'rollout', 'healthCheck',
 ];
 const PERCENT = /^(\d+)%$/;
 const ACTION_TYPES: Record<string, DisruptionActionType> = {
@@ -50,6 +52,10 @@ export function parseMachineConfigPool(doc: Record<string, unknown>, c: ProblemC
   }
   const policy = parseDisruptionPolicy(rawSpec.disruptionPolicy, c, 'spec.disruptionPolicy');
   if (policy) spec.disruptionPolicy = policy;
+  const rollout = parseRolloutPolicy(rawSpec.rollout, c);
+  if (rollout) spec.rollout = rollout;
+  const healthCheck = parseHealthCheck(rawSpec.healthCheck, c);
+  if (healthCheck) spec.healthCheck = healthCheck;
 
   if (!c.ok || !metadata) return undefined;
   return { apiVersion: API_VERSION, kind: KIND_MACHINE_CONFIG_POOL, metadata, spec };

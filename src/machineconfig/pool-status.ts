@@ -4,6 +4,7 @@
 import { formatProblem, type Problem } from './errors.ts';
 import { isDegraded, isReady, isUpdated, unavailableReason } from './node-availability.ts';
 import { resolveMaxUnavailable } from './machine-config-pool.ts';
+import { describeHalt, type RolloutHalt } from './rollout-failures.ts';
 import type { Condition, ConditionStatus, MachineConfigPool, NodeRecord, PoolStatus } from './types.ts';
 
 export interface PoolStatusInput {
@@ -16,6 +17,10 @@ export interface PoolStatusInput {
   renderProblems?: Problem[];
   previous?: readonly Condition[];
   now: number;
+  /** spec.rollout: the breaker's halt in force (Rollback: `target` is the config returned to). */
+  halt?: RolloutHalt;
+  /** spec.rollout: why the nodes that are not canaries wait (canary-gate's words). */
+  canaryWait?: string;
 }
 
 const LIST_LIMIT = 10;
@@ -61,12 +66,16 @@ export function computePoolStatus(input: PoolStatusInput): PoolStatus {
     add('Updating', 'False', 'Paused', behind.length
       ? `the pool is paused: ${behind.length} node${behind.length === 1 ? '' : 's'} wait${behind.length === 1 ? 's' : ''} for ${target || 'a rendered config'} (${list(behind, (n) => n.name)}); resume it to continue`
       : `the pool is paused; every node is on ${target}`);
+  } else if (input.halt) {
+    const { reason, message } = describeHalt(pool.metadata.name, input.halt, pool.spec.rollout?.maxFailures ?? 0);
+    add('Updating', 'False', reason, message);
   } else if (!allUpdated && target) {
     const inProgress = nodes.filter((n) => n.desiredConfig === target && !isUpdated(n, target));
     const budget = resolveMaxUnavailable(pool.spec.maxUnavailable, nodes.length);
     const detail = inProgress.length ? `; updating now: ${list(inProgress, (n) => `${n.name} (${unavailableReason(n) ?? n.status.phase})`)}` : '';
-    add('Updating', 'True', 'RollingOut',
-      `${updated.length} of ${nodes.length} nodes updated to ${target}, at most ${budget} unavailable at a time${detail}`);
+    const canary = input.canaryWait ? `; ${input.canaryWait}, then the rest go` : '';
+    add('Updating', 'True', input.canaryWait ? 'Canary' : 'RollingOut',
+      `${updated.length} of ${nodes.length} nodes updated to ${target}, at most ${budget} unavailable at a time${detail}${canary}`);
   } else {
     add('Updating', 'False', 'NotUpdating', target ? 'no update in progress' : 'nothing to roll out yet');
   }

@@ -3,7 +3,15 @@
 import { ZONE_LABEL } from './constants.ts';
 import { resolveMaxUnavailable } from './machine-config-pool.ts';
 import { unavailableReason } from './node-availability.ts';
+import { canaryGate, type CanaryGate } from './canary.ts';
+import { activeHalt, effectiveTarget, type RolloutState } from './rollout-failures.ts';
 import type { MachineConfigPool, NodeRecord } from './types.ts';
+
+/** The leader's rollout bookkeeping and the time, for spec.rollout (canaries, soak, the breaker). */
+export interface RolloutSafetyInput {
+  state?: RolloutState;
+  now: number;
+}
 
 export interface RolloutDecision {
   /** Nodes to hand the target to now, in order. */
@@ -12,6 +20,10 @@ export interface RolloutDecision {
   unavailable: number;
   /** Nodes still waiting for the target, when the budget or the pause holds them back. */
   waiting: number;
+  /** The config assigned: the target, or the config a rollback returns to (spec.rollout). */
+  target?: string;
+  /** The canary gate, when the pool has canaries and is not halted. */
+  canary?: CanaryGate;
 }
 
 /**
@@ -23,11 +35,16 @@ export interface RolloutDecision {
  * since it serves nothing yet; and a degraded node that is not on the target gets it without
  * spending budget, since it is unavailable already, so a fix can reach it (MCO leaves it stuck).
  */
-export function decideRollout(pool: MachineConfigPool, target: string, nodes: readonly NodeRecord[]): RolloutDecision {
+export function decideRollout(pool: MachineConfigPool, renderedTarget: string, nodes: readonly NodeRecord[], safety?: RolloutSafetyInput): RolloutDecision {
+  // spec.rollout: a halted pool assigns nothing (Pause) or sends its nodes back (Rollback); the
+  // rules are in rollout-failures.ts and canary.ts.
+  const halt = activeHalt(safety?.state, renderedTarget);
+  const target = effectiveTarget(safety?.state, renderedTarget);
+  const gate = safety && !halt ? canaryGate(pool, target, nodes, safety.state?.soak, safety.now) : undefined;
   const maxUnavailable = resolveMaxUnavailable(pool.spec.maxUnavailable, nodes.length);
   const unavailable = nodes.filter((n) => unavailableReason(n) !== undefined).length;
   const pending = nodes.filter((n) => n.desiredConfig !== target);
-  if (pool.spec.paused || !target) return { assign: [], maxUnavailable, unavailable, waiting: pending.length };
+  if (pool.spec.paused || !target || (halt && target === renderedTarget)) return { assign: [], maxUnavailable, unavailable, waiting: pending.length, target };
 
   const fresh: NodeRecord[] = [];
   const free: NodeRecord[] = [];
@@ -35,12 +52,13 @@ export function decideRollout(pool: MachineConfigPool, target: string, nodes: re
   for (const n of pending) {
     if (!n.connected) continue; // it gets the target when it returns and is a candidate again
     if (!n.status.currentConfig && !n.desiredConfig) fresh.push(n);
+    else if (gate && !gate.open && !gate.canaries.has(n.name)) continue; // after the canaries' soak
     else if (unavailableReason(n) !== undefined) free.push(n);
     else budgeted.push(n);
   }
   const capacity = Math.max(0, maxUnavailable - unavailable);
   const chosen = [...fresh, ...free, ...budgeted.sort(rolloutOrder).slice(0, capacity)];
-  return { assign: chosen.map((n) => n.name), maxUnavailable, unavailable, waiting: pending.length - chosen.length };
+  return { assign: chosen.map((n) => n.name), maxUnavailable, unavailable, waiting: pending.length - chosen.length, target, ...(gate ? { canary: gate } : {}) };
 }
 
 export function rolloutOrder(a: NodeRecord, b: NodeRecord): number {

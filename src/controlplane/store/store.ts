@@ -27,12 +27,15 @@ export type StoredKind =
   | 'Replica'
   /** The leader election record; attached to the leader's lease. */
   | 'Leader'
-  | 'EnrollmentToken';
+  | 'EnrollmentToken'
+  /** An operator's `mcctl resume pool` past a rollout halt, until the leader clears the halt. */
+  | 'PoolResume';
 
 export const STORED_KINDS: readonly StoredKind[] = [
   'MachineConfig', 'MachineConfigPool', 'PoolStatus', 'RenderedConfig', 'Node', 'NodeAssignment',
   'NodeStatus', 'AgentSession', 'ReapplyRequest', 'Replica', 'Leader', 'EnrollmentToken',
   'MachineConfiguration',
+  'PoolResume',
 ];
 
 export interface StoredObject<T = unknown> {
