@@ -100,6 +100,7 @@ export class SandboxHost {
       jobTimeoutSeconds: 20,
       ...this.options.config,
     }));
+    this.#env = env;
     this.spawnAgent(env);
   }
 
@@ -129,6 +130,8 @@ export class SandboxHost {
   }
 
   #rootMode = false;
+  /** The agent's environment, kept across reboots as a unit's Environment= is. */
+  #env: NodeJS.ProcessEnv = {};
 
   /** A path inside the root as the host sees it ("/etc/..."); throws for one outside. */
   hostPath(path: string): string {
@@ -136,7 +139,7 @@ export class SandboxHost {
     return path.slice(this.root.length);
   }
 
-  spawnAgent(env: NodeJS.ProcessEnv = {}): void {
+  spawnAgent(env: NodeJS.ProcessEnv = this.#env): void {
     const [program, ...args] = this.options.agentCommand ?? [process.execPath, '--import', 'tsx', 'src/agent/main.ts'];
     const child = spawn(program!, [...args, ...(this.#rootMode ? ['--root', this.root] : ['--config', this.configPath])], {
       cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
