@@ -42,8 +42,15 @@ async function healthProblem(check: HealthCheck, probe: HealthProbe, deadline: n
   const r = await runCommand(check.command, Math.max(1000, deadline - now()));
   if (r.code === 0) return undefined;
   const how = r.error ? `could not run: ${r.error}` : r.timedOut ? 'did not finish before the timeout' : r.signal ? `was killed by ${r.signal}` : `exited ${r.code}`;
-  return `command ${check.command.join(' ')} ${how}${r.tail ? `: ${r.tail}` : ''}`;
+  return `command ${shown(check.command)} ${how}${r.tail ? `: ${r.tail}` : ''}`;
 }
+
+/** The command as the reason names it: a long inline script is cut, its output says the rest. */
+function shown(argv: string[]): string {
+  const text = argv.join(' ');
+  return text.length <= COMMAND_CHARS ? text : `${text.slice(0, COMMAND_CHARS)}…`;
+}
+const COMMAND_CHARS = 40;
 
 interface CommandResult {
   code: number | null;
