@@ -47,6 +47,10 @@ export interface PendingUpdate {
   fileOps?: FileOp[];
   backupsToAdd?: Record<string, BackupRecord>;
   backupsToDrop?: string[];
+  /** Committed: originals this update put back, deleted once it is done, backups again if it rolls back. */
+  droppedBackups?: Record<string, BackupRecord>;
+  /** Committed: paths whose originals this update took over, forgotten again if it rolls back. */
+  addedBackups?: string[];
   /** Boot id when the reboot was requested; a different one at start means it happened. */
   rebootFromBootId?: string;
   /** Said in the node's reason while this update runs (why it runs: a journal recovery). */

@@ -5,6 +5,8 @@
 // pauses the pool or rolls it back.
 
 import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
@@ -32,7 +34,7 @@ const MOTD_CHECK = `["/bin/sh", "-c", "grep -q good \\"$MCPLANE_TEST_ROOT/etc/de
 // Fails on a host whose environment names a kernel argument it must not boot with.
 const KARG_CHECK = `["/bin/sh", "-c", "if [ -n \\"$MCPLANE_TEST_BAD_KARG\\" ] && grep -qw \\"$MCPLANE_TEST_BAD_KARG\\" \\"$MCPLANE_TEST_CMDLINE\\"; then echo \\"booted with $MCPLANE_TEST_BAD_KARG\\"; exit 4; fi"]`;
 
-const demoConfig = (motd: string, karg = '') => `apiVersion: machineconfiguration.openshift.io/v1
+const demoConfig = (motd: string, karg = '', extraFile = '') => `apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfig
 metadata: {name: 50-demo, labels: {machineconfiguration.openshift.io/role: worker}}
 spec:
@@ -42,7 +44,7 @@ spec:
     storage:
       files:
         - {path: /etc/demo/motd, mode: 0644, contents: {source: "data:,${encodeURIComponent(motd)}"}}
-    systemd:
+${extraFile ? `        - {path: /etc/demo/original, mode: 0644, contents: {source: "data:,${encodeURIComponent(extraFile)}"}}\n` : ''}    systemd:
       units:
         - name: demo.service
           enabled: true
@@ -65,9 +67,10 @@ const apply = (c: Clients, ...texts: string[]) => call(c, c.config.apply.bind(c.
 const getPool = async (c: Clients) => call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get pool');
 const updating = async (c: Clients) => (await getPool(c)).status!.conditions.find((x) => x.type === 'Updating')!;
 
-async function startHost(name: string, env: Record<string, string> = {}): Promise<SandboxHost> {
+async function startHost(name: string, env: Record<string, string> = {}, prepare?: (h: SandboxHost) => void): Promise<SandboxHost> {
   const host = new SandboxHost({ name, server: server!.address, pki: server!.pki });
   hosts.push(host);
+  prepare?.(host);
   await host.start({ MCPLANE_TEST_ROOT: host.root, MCPLANE_TEST_CMDLINE: host.cmdlineFile, ...env });
   return host;
 }
@@ -91,9 +94,14 @@ test('Pause: the canary fails its health gate, rolls its files back, reports Rol
   rollout: {canary: 1, onFailure: Pause}
   healthCheck: {units: [demo.service], command: ${MOTD_CHECK}, timeout: 2s}
 ${noRebootPolicy}`);
-  await apply(c, pool, demoConfig('good'));
+  // The first config takes over a file the host had (its original is backed up); the failing
+  // config gives it back, and so the rollback must make the original a backup again.
+  await apply(c, pool, demoConfig('good', '', 'managed'));
   const first = (await getPool(c)).status!.configuration;
-  const a = await startHost('host-a');
+  const a = await startHost('host-a', {}, (h) => {
+    mkdirSync(join(h.root, 'etc/demo'), { recursive: true });
+    writeFileSync(join(h.root, 'etc/demo/original'), 'from the image\n');
+  });
   await untilNode(c, hosts, 'host-a', (n) => n.status!.currentConfig === first && n.status!.state === 'Done');
   const b = await startHost('host-b');
   await untilNode(c, hosts, 'host-b', (n) => n.status!.currentConfig === first && n.status!.state === 'Done');
@@ -107,6 +115,7 @@ ${noRebootPolicy}`);
   assert.equal(node.status!.phase, 'health');
   assert.match(node.status!.reason, new RegExp(`^health: command /bin/sh -c .* exited 3: checking motd \\| motd says: bad \\(after 2s, the health check's timeout\\); rolled back to ${first}; \`mcctl node reapply\` retries ${second}`));
   assert.equal(a.file('etc/demo/motd'), 'good', 'the previous file is back');
+  assert.equal(a.file('etc/demo/original'), 'managed', 'the file the failed config gave back is managed again');
   assert.equal(a.reboots, 0);
 
   await untilNode(c, hosts, 'host-a', () => true);
@@ -129,6 +138,7 @@ ${noRebootPolicy}`);
   const third = (await getPool(c)).status!.configuration;
   for (const name of ['host-a', 'host-b']) await untilNode(c, hosts, name, (n) => n.status!.currentConfig === third && n.status!.state === 'Done');
   assert.equal(a.file('etc/demo/motd'), 'good again');
+  assert.equal(a.file('etc/demo/original'), 'from the image\n', 'the original survived the rollback and comes back when no config manages it');
 });
 
 test('Rollback after a reboot update: the gate fails on the booted deployment, rpm-ostree rolls back with a reboot, and the pool returns its updated nodes to the previous config', { skip }, async () => {
