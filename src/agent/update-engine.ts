@@ -469,6 +469,7 @@ export class UpdateEngine {
       }
       this.#d.log.error({ config: p().to, cause }, 'health check failed; rolling the node back');
       j.update((s) => { s.pending!.step = 'rolling-back'; s.pending!.rollbackCause = cause; });
+      this.#d.failpoints.hit('rolling-back');
     }
     if (p().step === 'rolling-back') {
       await this.#rollBackNode();
@@ -498,6 +499,7 @@ export class UpdateEngine {
     this.#files.cleanupErrors = [];
     this.#files.rollBack();
     if (this.#files.cleanupErrors.length) this.#d.log.error({ errors: this.#files.cleanupErrors }, 'some old files could not be put back');
+    this.#d.failpoints.hit('rollback-files');
     const previous = j.state.currentSpec;
     await this.#within('rollback', 'systemd units and the password of core', async () => {
       await this.#d.systemd.reload();
