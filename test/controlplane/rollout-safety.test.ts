@@ -10,6 +10,7 @@ import { ManualClock } from '../../src/controlplane/clock.ts';
 import { referencedConfigs } from '../../src/controlplane/render-controller.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
+import { runCliAsync } from '../helpers/run-cli.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 let server: TestServer;
@@ -93,6 +94,13 @@ test('Pause: a failed canary halts the pool, the condition names it, and `resume
   assert.equal(p.paused, false, 'the user\'s spec.paused is left alone');
   assert.match(condition(p, 'Updating').message, new RegExp(`the rollout stopped: 1 node failed on ${target} \\(maxFailures 0\\): node-0 \\(RolledBack: health: unit web.service is not active \\(failed\\)\\); \`mcctl resume pool worker\` retries`));
   assert.match(condition(p, 'NodeDegraded').message, /node-0 \(RolledBack/);
+  // What an operator reads: the node's new state and the pool's settings and halt.
+  const conn = ['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null'];
+  const nodesOut = await runCliAsync([...conn, 'get', 'nodes']);
+  assert.match(nodesOut.stdout, /node-0\s+worker\s+RolledBack\s+health\s/);
+  const describeOut = await runCliAsync([...conn, 'describe', 'pool', 'worker']);
+  assert.match(describeOut.stdout, /Rollout:\s+\{"maxFailures":0,"onFailure":"Pause","canary":1\}/);
+  assert.match(describeOut.stdout, /Updating\s+False\s+RolloutPaused\s+\S+\s+the rollout stopped: 1 node failed/);
   await new Promise((r) => setTimeout(r, 300));
   assert.deepEqual(nodes.slice(1).map((n) => n.lastAssignment?.renderedConfig === target), [false, false], 'nothing more is assigned');
 

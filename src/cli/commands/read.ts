@@ -243,6 +243,9 @@ function describePool(p: MachineConfigPool__Output, nodes: Node__Output[]): stri
     `Node Selector:           ${formatSelector(spec.nodeSelector ?? null)}`,
     `Drift Policy:            ${spec.driftPolicy ?? 'Degrade'}`,
     `Disruption Policy:       ${spec.disruptionPolicy ? JSON.stringify(spec.disruptionPolicy) : '<MCO defaults: reboot for files and units, none for SSH keys>'}`,
+    // mcplane's rollout safety (spec.rollout, spec.healthCheck), shown only where set.
+    ...(spec.rollout ? [`Rollout:                 ${JSON.stringify(spec.rollout)}`] : []),
+    ...(spec.healthCheck ? [`Health Check:            ${JSON.stringify(spec.healthCheck)}`] : []),
     `Configuration:           ${s?.configuration || '<none>'}`,
     `  Sources:               ${s?.configurationSources.join(', ') || '<none>'}`,
     `Machines:                ${s?.machineCount ?? 0} total, ${s?.updatedMachineCount ?? 0} updated, ${s?.readyMachineCount ?? 0} ready, ${s?.unavailableMachineCount ?? 0} unavailable, ${s?.degradedMachineCount ?? 0} degraded`,
