@@ -43,7 +43,7 @@ export class RolloutController implements Controller {
       const nodes = this.cache.nodesInPool(name);
       const record = this.cache.poolStatuses.get(name);
       const state = this.#rolloutState(name, target, nodes, record?.value.rollout, now, stored.value);
-      const decision = decideRollout(stored.value, target, nodes, { state, now });
+      const decision = decideRollout(stored.value, target, nodes, { now, rolloutState: state });
       if (decision.canary) state.soak = decision.canary.soak;
       if (!state.soak) delete state.soak;
       if (decision.canary?.soakEndsAt !== undefined) requeueAt = Math.min(requeueAt ?? Infinity, decision.canary.soakEndsAt);

@@ -7,10 +7,13 @@ import { canaryGate, type CanaryGate } from './canary.ts';
 import { activeHalt, effectiveTarget, type RolloutState } from './rollout-failures.ts';
 import type { MachineConfigPool, NodeRecord } from './types.ts';
 
-/** The leader's rollout bookkeeping and the time, for spec.rollout (canaries, soak, the breaker). */
+/**
+ * The leader's rollout bookkeeping and the time, for spec.rollout (canaries, soak, the breaker).
+ * Shaped as a part of the decision's context (the clock, and what else decisions read).
+ */
 export interface RolloutSafetyInput {
-  state?: RolloutState;
   now: number;
+  rolloutState?: RolloutState;
 }
 
 export interface RolloutDecision {
@@ -38,9 +41,9 @@ export interface RolloutDecision {
 export function decideRollout(pool: MachineConfigPool, renderedTarget: string, nodes: readonly NodeRecord[], safety?: RolloutSafetyInput): RolloutDecision {
   // spec.rollout: a halted pool assigns nothing (Pause) or sends its nodes back (Rollback); the
   // rules are in rollout-failures.ts and canary.ts.
-  const halt = activeHalt(safety?.state, renderedTarget);
-  const target = effectiveTarget(safety?.state, renderedTarget);
-  const gate = safety && !halt ? canaryGate(pool, target, nodes, safety.state?.soak, safety.now) : undefined;
+  const halt = activeHalt(safety?.rolloutState, renderedTarget);
+  const target = effectiveTarget(safety?.rolloutState, renderedTarget);
+  const gate = safety?.rolloutState && !halt ? canaryGate(pool, target, nodes, safety.rolloutState.soak, safety.now) : undefined;
   const maxUnavailable = resolveMaxUnavailable(pool.spec.maxUnavailable, nodes.length);
   const unavailable = nodes.filter((n) => unavailableReason(n) !== undefined).length;
   const pending = nodes.filter((n) => n.desiredConfig !== target);
