@@ -102,6 +102,7 @@ export class SandboxHost {
       metrics: { listen: '127.0.0.1:0' },
       ...this.options.config,
     }));
+    this.#env = env;
     this.spawnAgent(env);
   }
 
@@ -132,6 +133,8 @@ export class SandboxHost {
   }
 
   #rootMode = false;
+  /** The agent's environment, kept across reboots as a unit's Environment= is. */
+  #env: NodeJS.ProcessEnv = {};
 
   /** A path inside the root as the host sees it ("/etc/..."); throws for one outside. */
   hostPath(path: string): string {
@@ -139,7 +142,7 @@ export class SandboxHost {
     return path.slice(this.root.length);
   }
 
-  spawnAgent(env: NodeJS.ProcessEnv = {}): void {
+  spawnAgent(env: NodeJS.ProcessEnv = this.#env): void {
     const [program, ...args] = this.options.agentCommand ?? [process.execPath, '--import', 'tsx', 'src/agent/main.ts'];
     const child = spawn(program!, [...args, ...(this.#rootMode ? ['--root', this.root] : ['--config', this.configPath])], {
       cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],

@@ -13,6 +13,11 @@
 //   update [--install P] [--uninstall P]
 //   rebase [--experimental] ostree-unverified-registry:IMAGE
 //   cancel
+//   rollback                              as rpm-ostree(1): "Prepare the previous deployment to be
+//                                         booted next": a staged deployment is dropped (the booted
+//                                         one stays the default); otherwise the rollback deployment
+//                                         moves to the top of the boot order. Without one it fails
+//                                         with rpm-ostree's "No rollback deployment found".
 //
 // Test-only verbs (not rpm-ostree's): `standin-boot` makes the staged deployment the booted
 // one (what a reboot does); `standin-busy N` makes the next N commands fail as if another
@@ -151,8 +156,23 @@ switch (verb) {
   case 'cancel':
     save(state);
     break;
-  case 'standin-boot': {
+  case 'rollback': {
     const s = staged();
+    const previous = state.deployments.find((d) => !d.booted && !d.staged);
+    if (s) {
+      state.deployments = state.deployments.filter((d) => d !== s);
+    } else if (previous) {
+      state.deployments = [previous, ...state.deployments.filter((d) => d !== previous)];
+    } else {
+      fail('No rollback deployment found');
+    }
+    save(state);
+    process.stdout.write(`Moving '${(s ? booted() : previous).checksum}.0' to be first deployment\nRun "systemctl reboot" to start a reboot\n`);
+    break;
+  }
+  case 'standin-boot': {
+    // The default deployment (first in boot order) boots: the staged one, or one a rollback moved up.
+    const s = staged() ?? (state.deployments[0].booted ? undefined : state.deployments[0]);
     if (s) {
       s.staged = false;
       s.booted = true;

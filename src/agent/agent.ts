@@ -4,11 +4,13 @@
 import { readFileSync } from 'node:fs';
 import {
   API_VERSION,
+  parseHealthCheck,
   parseMachineConfig,
   SystemdError,
   ProblemCollector,
   type Drift,
   type DriftPolicy,
+  type HealthCheck,
   type NodeStatus,
   type OsStatus,
 } from '../machineconfig/index.ts';
@@ -181,11 +183,25 @@ export class Agent {
       this.engine.markFailed('Unreconcilable', 'check', `check: ${a.renderedConfig}: the assignment is not a valid rendered config: ${c.problems.map((p) => `${p.field}: ${p.message}`).join('; ')}`);
       return;
     }
+    // The pool's health gate, checked as the pool's spec was: a server must not crash the agent.
+    let healthCheck: HealthCheck | null = null;
+    if (a.healthCheckJson) {
+      try {
+        healthCheck = parseHealthCheck(JSON.parse(a.healthCheckJson), c, 'healthCheck') ?? null;
+      } catch (err) {
+        c.add('healthCheck', 'json', `the assignment's health check is not JSON: ${(err as Error).message}`);
+      }
+      if (!c.ok) {
+        this.engine.markFailed('Unreconcilable', 'check', `check: ${a.renderedConfig}: the assignment's health check is invalid: ${c.problems.map((p) => `${p.field}: ${p.message}`).join('; ')}`);
+        return;
+      }
+    }
     const assignment: Assignment = {
       config: a.renderedConfig,
       spec: mc.spec,
       policy: a.disruptionPolicyJson ? JSON.parse(a.disruptionPolicyJson) : null,
       driftPolicy: (a.driftPolicy === 'Reconcile' ? 'Reconcile' : 'Degrade') as DriftPolicy,
+      healthCheck,
     };
     this.#latest = assignment;
     this.engine.assign(assignment);
@@ -193,9 +209,9 @@ export class Agent {
 
   #currentAssignment(): Assignment | undefined {
     const j = this.journal.state;
-    if (j.pending) return { config: j.pending.to, spec: j.pending.toSpec, policy: j.pending.policy, driftPolicy: j.pending.driftPolicy };
+    if (j.pending) return { config: j.pending.to, spec: j.pending.toSpec, policy: j.pending.policy, driftPolicy: j.pending.driftPolicy, healthCheck: j.pending.healthCheck ?? null };
     if (!j.currentSpec) return undefined;
-    return { config: j.currentConfig, spec: j.currentSpec, policy: j.currentPolicy, driftPolicy: j.currentDriftPolicy };
+    return { config: j.currentConfig, spec: j.currentSpec, policy: j.currentPolicy, driftPolicy: j.currentDriftPolicy, healthCheck: j.currentHealthCheck ?? null };
   }
 
   async #refreshOs(): Promise<void> {

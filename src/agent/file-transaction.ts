@@ -155,11 +155,15 @@ export class FileTransaction {
     this.#dirs.fsyncAll();
     this.journal.update((s) => {
       for (const [path, record] of Object.entries(s.pending!.backupsToAdd ?? {})) s.backups[path] = record;
+      // The originals put back are kept until the update is done: a rollback (a unit that will
+      // not start, a failed health gate) makes them backups again, or they would be lost.
+      const dropped: Record<string, BackupRecord> = {};
       for (const path of s.pending!.backupsToDrop ?? []) {
-        const record = s.backups[path];
-        if (record?.backupFile) removeIfExists(record.backupFile);
+        if (s.backups[path]) dropped[path] = s.backups[path]!;
         delete s.backups[path];
       }
+      s.pending!.droppedBackups = { ...s.pending!.droppedBackups, ...dropped };
+      s.pending!.addedBackups = [...(s.pending!.addedBackups ?? []), ...Object.keys(s.pending!.backupsToAdd ?? {})];
       s.pending!.backupsToAdd = {};
       s.pending!.backupsToDrop = [];
       s.pending!.step = 'files-done';
@@ -196,13 +200,29 @@ export class FileTransaction {
       });
     }
     this.#dirs.fsyncAll();
+    // The backups follow the files: originals taken over by this update are no longer managed,
+    // and the ones it put back are managed again.
+    this.journal.update((s) => {
+      const p = s.pending!;
+      for (const path of p.addedBackups ?? []) {
+        const record = s.backups[path];
+        if (record?.backupFile) removeIfExists(record.backupFile);
+        delete s.backups[path];
+      }
+      for (const [path, record] of Object.entries(p.droppedBackups ?? {})) s.backups[path] = record;
+      p.addedBackups = [];
+      p.droppedBackups = {};
+    });
   }
 
-  /** The update is applied: the undo links are no longer needed. */
+  /** The update is applied: the undo links and the originals it put back are no longer needed. */
   finish(): void {
     for (const op of this.journal.state.pending?.fileOps ?? []) {
       if (op.undo) this.#bestEffort(op.hostPath, (dir) => dir.unlinkIfExists(basename(op.undo!)));
     }
+    const dropped = Object.values(this.journal.state.pending?.droppedBackups ?? {});
+    for (const record of dropped) if (record.backupFile) removeIfExists(record.backupFile);
+    if (this.journal.state.pending && dropped.length) this.journal.update((s) => { s.pending!.droppedBackups = {}; });
     this.release();
   }
 

@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { JournalError } from '../machineconfig/index.ts';
 import { join } from 'node:path';
-import type { DisruptionPlan, DisruptionPolicy, DriftPolicy, MachineConfigSpec, NodeState, UpdateRecord } from '../machineconfig/index.ts';
+import type { DisruptionPlan, DisruptionPolicy, DriftPolicy, HealthCheck, MachineConfigSpec, NodeState, UpdateRecord } from '../machineconfig/index.ts';
 import { fsyncPath, writeFileAtomic } from './durable-fs.ts';
 
 /** The original of a path the agent took over, to put back when no config manages it. */
@@ -29,7 +29,9 @@ export interface FileOp {
 }
 
 export type UpdateStep =
-  | 'check' | 'staging' | 'committing' | 'files-done' | 'units-done' | 'os-done' | 'actions-done' | 'rebooting' | 'validating';
+  | 'check' | 'staging' | 'committing' | 'files-done' | 'units-done' | 'os-done' | 'actions-done' | 'rebooting' | 'validating'
+  // The health gate, and the way back when it fails: files, units and rpm-ostree, then the reboot.
+  | 'health' | 'rolling-back' | 'rollback-rebooting';
 
 export interface PendingUpdate {
   id: string;
@@ -45,10 +47,20 @@ export interface PendingUpdate {
   fileOps?: FileOp[];
   backupsToAdd?: Record<string, BackupRecord>;
   backupsToDrop?: string[];
+  /** Committed: originals this update put back, deleted once it is done, backups again if it rolls back. */
+  droppedBackups?: Record<string, BackupRecord>;
+  /** Committed: paths whose originals this update took over, forgotten again if it rolls back. */
+  addedBackups?: string[];
   /** Boot id when the reboot was requested; a different one at start means it happened. */
   rebootFromBootId?: string;
   /** Said in the node's reason while this update runs (why it runs: a journal recovery). */
   note?: string;
+  /** The pool's health gate for this update (spec.healthCheck). */
+  healthCheck?: HealthCheck | null;
+  /** rpm-ostree staged a deployment for this update: a rollback must go back to the previous one. */
+  osChanged?: boolean;
+  /** Why the health gate failed, kept while the node rolls back (across its reboot too). */
+  rollbackCause?: string;
 }
 
 export interface JournalState {
@@ -58,11 +70,16 @@ export interface JournalState {
   /** The pool policies that came with the current config. */
   currentPolicy: DisruptionPolicy | null;
   currentDriftPolicy: DriftPolicy;
+  /** The health check that came with the current config. */
+  currentHealthCheck?: HealthCheck | null;
   backups: Record<string, BackupRecord>;
   pending: PendingUpdate | null;
   lastDisruption: string;
-  /** Set while the node is Degraded or Unreconcilable, cleared by a successful update. */
-  failure: { state: NodeState; phase: string; reason: string } | null;
+  /**
+   * Set while the node is Degraded, Unreconcilable or RolledBack, cleared by a successful update.
+   * `config` is the config it failed on: a RolledBack node does not take that one again unforced.
+   */
+  failure: { state: NodeState; phase: string; reason: string; config?: string } | null;
   /**
    * Set when the journal was found corrupt and moved aside: until the next assignment has been
    * checked against the disk, the agent does not know what it applied.

@@ -6,6 +6,7 @@
 //   apply     files, units and keys in one transaction; then units; then rpm-ostree
 //   reboot    only if the plan says so, through logind, after the journal records it
 //   validate  the disk, systemd and the booted deployment match the config
+//   health    the pool's health gate (spec.healthCheck): units active, a command succeeds
 //   done      currentConfig advances
 //
 // Each phase is also written to the journal's timeline of the update (currentUpdate) with its
@@ -13,6 +14,9 @@
 // lastUpdate with its result, which the status report carries to the control plane's history.
 //
 // A failure names the step, the object and the cause; a failed apply puts the old files back.
+// A failed health gate puts the node back as it was (files, units, password, rpm-ostree's
+// previous deployment and a reboot when the update rebooted) and reports it RolledBack; it does
+// not take that config again until an operator forces it or another config comes.
 
 import { randomBytes } from 'node:crypto';
 import { fchmodSync, fchownSync, readFileSync } from 'node:fs';
@@ -28,6 +32,7 @@ import {
   UpdateStepError,
   type DisruptionPolicy,
   type DriftPolicy,
+  type HealthCheck,
   type MachineConfigSpec,
   type NodeState,
 } from '../machineconfig/index.ts';
@@ -44,12 +49,15 @@ import type { Rebooter } from './reboot.ts';
 import type { RpmOstree } from './rpm-ostree.ts';
 import type { SystemdClient } from './systemd-client.ts';
 import { applyUnitStates, describeUnitMismatch, retireRemovedUnits, runActions, unitMismatches } from './unit-operations.ts';
+import { runHealthGate } from './health-gate.ts';
 
 export interface Assignment {
   config: string;
   spec: MachineConfigSpec;
   policy: DisruptionPolicy | null;
   driftPolicy: DriftPolicy;
+  /** The pool's health gate (spec.healthCheck); null for none. */
+  healthCheck?: HealthCheck | null;
 }
 
 export interface Progress {
@@ -99,7 +107,7 @@ export class UpdateEngine {
     this.progress = s.recovered
       ? { state: 'Working', phase: 'check', reason: `${this.#note}; waiting for the desired config to check the disk against it`, desiredConfig: '' }
       : s.failure
-      ? { state: s.failure.state, phase: s.failure.phase, reason: s.failure.reason, desiredConfig: s.pending?.to ?? s.currentConfig }
+      ? { state: s.failure.state, phase: s.failure.phase, reason: s.failure.reason, desiredConfig: s.pending?.to ?? s.failure.config ?? s.currentConfig }
       : s.pending
         ? { state: 'Working', phase: s.pending.step, reason: '', desiredConfig: s.pending.to }
         : { state: 'Done', phase: 'done', reason: '', desiredConfig: s.currentConfig };
@@ -119,6 +127,8 @@ export class UpdateEngine {
     const s = this.#d.journal.state;
     const current = !s.pending && !s.failure && s.currentConfig === assignment.config;
     if (current && !force) return;
+    // Rolled back from this very config: an operator's re-apply or another config, not a retry loop.
+    if (!force && !s.pending && s.failure?.state === 'RolledBack' && s.failure.config === assignment.config) return;
     if (s.pending && s.pending.to === assignment.config && !force && !this.#running) {
       this.#start(() => this.#resume());
       return;
@@ -199,7 +209,8 @@ export class UpdateEngine {
 
   #report(state: NodeState, phase: string, reason = this.#note): void {
     this.#recordPhase(state, phase);
-    this.progress = { state, phase, reason, desiredConfig: this.#d.journal.state.pending?.to ?? this.#d.journal.state.currentConfig };
+    const s = this.#d.journal.state;
+    this.progress = { state, phase, reason, desiredConfig: s.pending?.to ?? s.failure?.config ?? s.currentConfig };
     this.#d.onProgress(this.progress);
   }
 
@@ -231,7 +242,7 @@ export class UpdateEngine {
       const id = randomBytes(4).toString('hex');
       s.pending = {
         id, from: s.currentConfig, to: a.config, toSpec: a.spec,
-        policy: a.policy, driftPolicy: a.driftPolicy, step: 'check', force,
+        policy: a.policy, driftPolicy: a.driftPolicy, healthCheck: a.healthCheck ?? null, step: 'check', force,
         ...(this.#note ? { note: this.#note } : {}),
       };
       s.currentUpdate = startUpdate(`${id}-${randomBytes(2).toString('hex')}`, s.currentConfig, a.config, now);
@@ -245,6 +256,10 @@ export class UpdateEngine {
     const j = this.#d.journal;
     const p = (): PendingUpdate => j.state.pending!;
     try {
+      if (p().step === 'health' || p().step === 'rolling-back' || p().step === 'rollback-rebooting') {
+        await this.#resumeHealth();
+        return;
+      }
       if (p().step === 'staging') this.#files.abandonStaged();
       if (p().step === 'check') await this.#checkAndApplyFiles();
       else if (p().step === 'committing') this.#files.commit();
@@ -325,6 +340,7 @@ export class UpdateEngine {
     await this.#applyStep('os-done', 'rpm-ostree', async () => {
       const changed = await applyOsChanges(this.#d.rpmOstree, j.state.currentSpec, j.state.pending!.toSpec);
       if (changed.length) this.#d.log.info({ changed }, 'OS changes staged with rpm-ostree');
+      if (changed.length) j.update((s) => { s.pending!.osChanged = true; });
     });
   }
 
@@ -445,12 +461,25 @@ export class UpdateEngine {
     this.#report('Working', 'validate');
     const mismatches = await this.#mismatches(p.toSpec, j.state.currentSpec);
     if (mismatches.length) throw new UpdateStepError('validate', p.to, mismatches.join('; '));
+    if (p.healthCheck) {
+      j.update((s) => { s.pending!.step = 'health'; });
+      await this.#resumeHealth();
+      return;
+    }
+    this.#finishUpdate();
+  }
+
+  /** The update is applied and healthy: the undo links go and currentConfig advances. */
+  #finishUpdate(): void {
+    const j = this.#d.journal;
+    const p = j.state.pending!;
     this.#files.finish();
     j.update((s) => {
       s.currentConfig = p.to;
       s.currentSpec = p.toSpec;
       s.currentPolicy = p.policy;
       s.currentDriftPolicy = p.driftPolicy;
+      s.currentHealthCheck = p.healthCheck ?? null;
       s.pending = null;
       s.failure = null;
       if (s.currentUpdate) s.lastUpdate = finishUpdate(s.currentUpdate, 'Done', '', Date.now());
@@ -458,6 +487,90 @@ export class UpdateEngine {
     });
     this.#d.log.info({ config: p.to }, 'update done');
     this.#report('Done', 'done');
+  }
+
+  /** The health gate and, when it fails, the way back; each step journaled, so a crash or the reboot resumes it. */
+  async #resumeHealth(): Promise<void> {
+    const j = this.#d.journal;
+    const p = (): PendingUpdate => j.state.pending!;
+    if (p().step === 'health') {
+      this.#report('Working', 'health');
+      const cause = await runHealthGate(p().healthCheck!, { activeState: (u) => this.#within('health', `unit ${u}`, () => this.#d.systemd.activeState(u)) });
+      if (!cause) {
+        this.#d.log.info({ config: p().to }, 'health check passed');
+        this.#finishUpdate();
+        return;
+      }
+      this.#d.log.error({ config: p().to, cause }, 'health check failed; rolling the node back');
+      j.update((s) => { s.pending!.step = 'rolling-back'; s.pending!.rollbackCause = cause; });
+      this.#d.failpoints.hit('rolling-back');
+    }
+    if (p().step === 'rolling-back') {
+      await this.#rollBackNode();
+      if (p().step === 'rollback-rebooting') return; // the process ends with the machine
+    } else if (p().step === 'rollback-rebooting' && this.#bootId() === p().rebootFromBootId) {
+      await this.#reboot(); // the reboot has not happened yet
+      return;
+    }
+    const cause = p().rollbackCause ?? 'the health check failed';
+    const back = p().from || 'no config';
+    const reason = `health: ${cause}; rolled back to ${back}${p().osChanged ? ' (rpm-ostree rollback and a reboot)' : p().plan?.reboot ? ' (with a reboot)' : ''}; \`mcctl node reapply\` retries ${p().to}, a new config replaces it`;
+    this.#files.release();
+    j.update((s) => {
+      s.failure = { state: 'RolledBack', phase: 'health', reason, config: s.pending!.to };
+      s.pending = null;
+      if (s.currentUpdate) s.lastUpdate = finishUpdate(s.currentUpdate, 'RolledBack', reason, Date.now());
+      s.currentUpdate = null;
+    });
+    this.#d.log.warn({ config: back, failed: j.state.failure!.config }, 'node rolled back');
+    this.#report('RolledBack', 'health', reason);
+  }
+
+  /** Puts the files, units and password of the previous config back, and rpm-ostree's previous deployment. */
+  async #rollBackNode(): Promise<void> {
+    const j = this.#d.journal;
+    const p = j.state.pending!;
+    this.#report('Working', 'rollback', `health: ${p.rollbackCause}; returning to ${p.from || 'no config'}`);
+    // The undo links are still there (finish() runs only after the gate): every old inode comes back.
+    this.#files.cleanupErrors = [];
+    this.#files.rollBack();
+    if (this.#files.cleanupErrors.length) this.#d.log.error({ errors: this.#files.cleanupErrors }, 'some old files could not be put back');
+    this.#d.failpoints.hit('rollback-files');
+    const previous = j.state.currentSpec;
+    await this.#within('rollback', 'systemd units and the password of core', async () => {
+      await this.#d.systemd.reload();
+      if (!previous) return; // a first config: nothing was there before it
+      await applyUnitStates(this.#d.systemd, p.toSpec, previous, true);
+      await applyPasswordHash(this.#layout.root, p.toSpec, previous);
+    });
+    if (p.osChanged) await this.#within('rollback', 'rpm-ostree rollback', () => this.#rpmOstreeRollback());
+    if (p.plan?.reboot) {
+      j.update((s) => {
+        s.pending!.step = 'rollback-rebooting';
+        s.pending!.rebootFromBootId = this.#bootId();
+        s.lastDisruption = 'reboot: rollback after a failed health check';
+      });
+      await this.#reboot();
+      return;
+    }
+    // No reboot: the services the update restarted run again on the old files.
+    const actions = (p.plan?.actions ?? []).filter((a) => a.type === 'restart' || a.type === 'reload' || a.type === 'daemon-reload');
+    await this.#within('rollback', 'restarting services on the old files', () => runActions(this.#d.systemd, actions)).catch((err: unknown) => {
+      this.#d.log.error({ err: (err as Error).message }, 'a service did not restart on the old files');
+    });
+  }
+
+  /**
+   * \`rpm-ostree rollback\` makes the previous deployment the default for the next boot. Run it
+   * once only: it toggles, so after a crash the boot order tells whether it already ran (the
+   * booted deployment is first until it has).
+   */
+  async #rpmOstreeRollback(): Promise<void> {
+    const status = JSON.parse(await this.#d.rpmOstree.run(['status', '--json'])) as { deployments?: { booted?: boolean; staged?: boolean }[] };
+    const first = status.deployments?.[0];
+    if (!first || (!first.booted && !first.staged)) return;
+    await this.#d.rpmOstree.run(['rollback']);
+    this.#d.log.warn('rpm-ostree rollback: the previous deployment boots next');
   }
 
   async #rollBack(): Promise<void> {
@@ -475,13 +588,13 @@ export class UpdateEngine {
     this.#d.log.error({ step: e.step, object: e.object, cause: e.cause_, state }, 'update failed');
     const j = this.#d.journal;
     j.update((s) => {
-      s.failure = { state, phase: e.step, reason: e.message };
+      s.failure = { state, phase: e.step, reason: e.message, ...(s.pending ? { config: s.pending.to } : {}) };
       if (s.currentUpdate) s.lastUpdate = finishUpdate(s.currentUpdate, state, e.message, Date.now());
       s.currentUpdate = null;
       // Only a reboot still to happen or a validation still to pass is worth resuming; at every
       // other step the files were never committed or have been rolled back, and resuming would
-      // replay the commit over the restored ones.
-      if (s.pending && s.pending.step !== 'rebooting' && s.pending.step !== 'validating') s.pending = null;
+      // replay the commit over the restored ones. A health gate or a rollback resumes too.
+      if (s.pending && !['rebooting', 'validating', 'health', 'rolling-back', 'rollback-rebooting'].includes(s.pending.step)) s.pending = null;
     });
     this.#report(state, e.step, e.message);
   }

@@ -32,6 +32,7 @@ export class AssignmentDispatcher {
         pool: rendered.pool,
         disruptionPolicyJson: policy ? JSON.stringify(policy) : '',
         driftPolicy: pool?.spec.driftPolicy ?? 'Degrade',
+        healthCheckJson: pool?.spec.healthCheck ? JSON.stringify(pool.spec.healthCheck) : '',
       },
     };
   }
@@ -40,8 +41,8 @@ export class AssignmentDispatcher {
   sendAssignment(session: LocalSession, always = false): void {
     const message = this.assignmentFor(session.node);
     if (!message?.assignment) return;
-    const { renderedConfig, disruptionPolicyJson, driftPolicy } = message.assignment;
-    const fingerprint = `${renderedConfig}\n${disruptionPolicyJson}\n${driftPolicy}`;
+    const { renderedConfig, disruptionPolicyJson, driftPolicy, healthCheckJson } = message.assignment;
+    const fingerprint = `${renderedConfig}\n${disruptionPolicyJson}\n${driftPolicy}\n${healthCheckJson ?? ''}`;
     if (!always && session.lastAssignment === fingerprint) return;
     session.lastAssignment = fingerprint;
     session.stream.write(message);

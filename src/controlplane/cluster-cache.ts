@@ -30,6 +30,7 @@ import {
   type NodeAssignmentRecord,
   type NodeRecordValue,
   type NodeStatusRecord,
+  type PoolResumeRecord,
   type PoolStatusRecord,
   type ReapplyRequestRecord,
   type ReplicaRecord,
@@ -43,13 +44,14 @@ const CACHED_KINDS: readonly StoredKind[] = [
   'Event',
   'NodeDrain', 'KubernetesNode',
   'KubernetesSource',
+  'PoolResume',
 ];
 
 /** The kinds whose objects together make one node's view. */
 const NODE_KINDS: ReadonlySet<StoredKind> = new Set(['Node', 'NodeAssignment', 'NodeStatus', 'AgentSession', 'NodeDrain', 'KubernetesNode']);
 
 /** The kinds a pool's nodes and their states are made of, with the pool's spec and status. */
-const POOL_AND_NODE_KINDS: readonly StoredKind[] = ['PoolStatus', 'MachineConfigPool', 'NodeAssignment', 'NodeStatus', 'AgentSession', 'Node', 'NodeDrain', 'KubernetesNode'];
+const POOL_AND_NODE_KINDS: readonly StoredKind[] = ['PoolStatus', 'MachineConfigPool', 'NodeAssignment', 'NodeStatus', 'AgentSession', 'Node', 'NodeDrain', 'KubernetesNode', 'PoolResume'];
 
 /** Whether a change can alter any pool's nodes, their states, or the pool itself. */
 export function changesPoolsOrNodes(change: CacheChange): boolean {
@@ -126,6 +128,7 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
   get nodeStatuses(): ReadonlyMap<string, StoredObject<NodeStatusRecord>> { return this.#map('NodeStatus'); }
   get sessions(): ReadonlyMap<string, StoredObject<AgentSessionRecord>> { return this.#map('AgentSession'); }
   get reapplyRequests(): ReadonlyMap<string, StoredObject<ReapplyRequestRecord>> { return this.#map('ReapplyRequest'); }
+  get poolResumes(): ReadonlyMap<string, StoredObject<PoolResumeRecord>> { return this.#map('PoolResume'); }
   get replicas(): ReadonlyMap<string, StoredObject<ReplicaRecord>> { return this.#map('Replica'); }
   get events(): ReadonlyMap<string, StoredObject<EventRecord>> { return this.#map('Event'); }
   get leader(): StoredObject<LeaderRecord> | undefined { return this.#map<LeaderRecord>('Leader').get(LEADER_KEY); }

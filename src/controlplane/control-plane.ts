@@ -58,7 +58,7 @@ import { observeDrains } from './drain-observers.ts';
 import { NodeAnnotationController } from './node-annotation-controller.ts';
 import { EventRecorder as KubernetesEventRecorder } from './kubernetes/event-recorder.ts';
 import { KubernetesSourceController } from './kubernetes/kubernetes-source-controller.ts';
-import type { ReapplyRequestRecord } from './stored-records.ts';
+import type { PoolResumeRecord, ReapplyRequestRecord } from './stored-records.ts';
 
 export interface AppliedObject {
   kind: string;
@@ -97,7 +97,7 @@ export interface ControlPlaneOptions {
   kubernetesSource?: boolean;
 }
 
-const NODE_STATES: readonly NodeState[] = ['Done', 'Working', 'Degraded', 'Unreconcilable'];
+const NODE_STATES: readonly NodeState[] = ['Done', 'Working', 'Degraded', 'Unreconcilable', 'RolledBack'];
 
 export class ControlPlane {
   /** 'shutdown': the server is about to stop; long-lived calls end with a status that says so. */
@@ -355,12 +355,46 @@ export class ControlPlane {
     this.#refuseInSourceMode([`MachineConfigPool/${name}`], paused ? 'paused' : 'resumed');
     const existing = this.cache.pools.get(name);
     if (!existing) throw new NotFoundError('MachineConfigPool', name);
+    if (!paused) await this.#resumeHaltedRollout(name);
     if (existing.value.spec.paused === paused) return;
     const pool: MachineConfigPool = structuredClone(existing.value);
     pool.spec.paused = paused;
     const { revision } = await this.store.commit([{ type: 'put', kind: 'MachineConfigPool', name, value: pool, expectedVersion: existing.resourceVersion, createdAt: existing.createdAt }]);
     this.log.info({ pool: name, paused }, paused ? 'pool paused' : 'pool resumed');
     await this.#waitForRender(new Set([name]), revision);
+  }
+
+  /**
+   * `mcctl resume pool` past the circuit breaker: the halt is the leader's record, so the resume
+   * is a request it acts on (and deletes). Answers once the leader has cleared the halt.
+   */
+  async #resumeHaltedRollout(name: string): Promise<void> {
+    const record = this.cache.poolStatuses.get(name);
+    const halt = record?.value.rollout?.halt;
+    if (!record || !halt || halt.target !== record.value.target) return;
+    const value: PoolResumeRecord = { target: halt.target, requestedAt: this.clock.now() };
+    const { revision } = await this.store.commit([{ type: 'put', kind: 'PoolResume', name, value }]);
+    this.log.info({ pool: name, target: halt.target }, 'resume past a rollout halt requested');
+    await this.cache.waitForRevision(revision);
+    await this.#waitFor(() => this.cache.poolStatuses.get(name)?.value.rollout?.halt?.target !== halt.target, `the leader to clear the rollout halt of pool ${name}`);
+  }
+
+  /** Resolves once `done()` holds, or fails after the render wait naming what it waited for. */
+  async #waitFor(done: () => boolean, what: string): Promise<void> {
+    if (done()) return;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.cache.off('change', check);
+        reject(new StoreUnavailableError(`stored, but timed out after ${this.#renderWaitMs} ms waiting for ${what}; the leader does it when it can`));
+      }, this.#renderWaitMs);
+      const check = (): void => {
+        if (!done()) return;
+        clearTimeout(timer);
+        this.cache.off('change', check);
+        resolve();
+      };
+      this.cache.on('change', check);
+    });
   }
 
   /** Stores a re-apply request; the replica holding the node's stream delivers it. */

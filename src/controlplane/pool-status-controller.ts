@@ -1,7 +1,7 @@
 // Computes every pool's counts and conditions from the stored nodes and writes them when they
 // change, so every replica serves the same status and a failover keeps the transition times.
 
-import { computePoolStatus, decideRollout, DEFAULT_DRAIN_STALLED_AFTER_MS, formatWaitChangesIn, matchesSelector, windowState, type DrainInProgress, type MachineConfigPool, type PoolStatus, type Problem } from '../machineconfig/index.ts';
+import { activeHalt, canaryGate, computePoolStatus, decideRollout, DEFAULT_DRAIN_STALLED_AFTER_MS, effectiveTarget, formatWaitChangesIn, matchesSelector, windowState, type DrainInProgress, type MachineConfigPool, type PoolStatus, type Problem } from '../machineconfig/index.ts';
 import { changesPoolsOrNodes, type CacheChange, type ClusterCache } from './cluster-cache.ts';
 import type { Clock } from './clock.ts';
 import type { Controller, ReconcileResult } from './controller.ts';
@@ -57,20 +57,27 @@ export class PoolStatusController implements Controller {
 export function poolStatusFor(cache: ClusterCache, pool: string, record: PoolStatusRecord, now = Date.now()): PoolStatus | undefined {
   const spec = cache.pools.get(pool);
   if (!spec) return undefined;
+  const nodes = cache.nodesInPool(pool);
+  // spec.rollout: a pool rolled back reports the config it returned to, and says why.
+  const halt = activeHalt(record.rollout, record.target);
+  const target = effectiveTarget(record.rollout, record.target);
+  const canaryWait = !halt && spec.value.spec.rollout && target ? canaryGate(spec.value, target, nodes, record.rollout?.soak, now).waitingFor : undefined;
   return computePoolStatus({
     pool: spec.value,
-    target: record.target,
-    targetSources: record.targetSources,
-    nodes: cache.nodesInPool(pool),
+    target,
+    targetSources: target === record.target ? record.targetSources : cache.rendered.get(target)?.value.sources ?? [],
+    nodes,
     renderProblems: [...record.renderProblems, ...sourceProblemsFor(cache, spec.value)],
     previous: record.status?.conditions,
     now,
     ...drainsOf(cache, pool),
     // Only windows and group budgets add to the message: skip the decision for other pools (a
     // status pass runs on every report, and pools can have thousands of nodes).
-    rollout: record.target && (spec.value.spec.maintenanceWindows?.length || spec.value.spec.disruptionBudget)
-      ? decideRollout(spec.value, record.target, cache.nodesInPool(pool), rolloutContext(cache, now, record.target))
+    rollout: target && (spec.value.spec.maintenanceWindows?.length || spec.value.spec.disruptionBudget)
+      ? decideRollout(spec.value, record.target, nodes, { ...rolloutContext(cache, now, record.target), ...(record.rollout ? { rolloutState: record.rollout } : {}) })
       : undefined,
+    ...(halt ? { halt } : {}),
+    ...(canaryWait ? { canaryWait } : {}),
   });
 }
 

@@ -139,5 +139,10 @@ export function referencedConfigs(cache: ClusterCache): Map<string, string[]> {
     add(node.status.desiredConfig, `node/${node.name}`);
   }
   for (const [name, status] of cache.poolStatuses) add(status.value.target, `pool/${name}`);
+  // spec.rollout: what a pool may roll back to, and what it rolled back to, must survive the GC.
+  for (const [name, status] of cache.poolStatuses) {
+    add(status.value.rollout?.stableConfig ?? '', `pool/${name} (rollback)`);
+    add(status.value.rollout?.halt?.rollbackTo ?? '', `pool/${name} (rollback)`);
+  }
   return refs;
 }

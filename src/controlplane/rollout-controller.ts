@@ -3,8 +3,12 @@
 // node's stream sees the write and sends the assignment. Because the decision rests on stored
 // state only, a node assigned a config it has not reached counts against the budget whoever
 // assigned it, across a failover too.
+//
+// For spec.rollout it also keeps the pool's rollout bookkeeping in the PoolStatus record (the
+// leader's, never the user's spec): the last config every node reached, when the canaries'
+// soak began, and the circuit breaker's halt. It asks to run again when a soak ends.
 
-import { decideRollout } from '../machineconfig/index.ts';
+import { decideRollout, nextRolloutState, type RolloutState } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { changesPoolsOrNodes, type CacheChange, type ClusterCache } from './cluster-cache.ts';
 import type { Clock } from './clock.ts';
@@ -24,7 +28,7 @@ export class RolloutController implements Controller {
   constructor(
     private readonly cache: ClusterCache,
     private readonly writer: LeaderWriter,
-    /** For time-driven decisions (windows, soaks); unused by the plain maxUnavailable rule. */
+    /** For time-driven decisions (windows, soaks). */
     protected readonly clock: Clock,
     private readonly log: Logger,
     /** Set with Kubernetes access: a config that needs a drain is written held until drained. */
@@ -35,38 +39,51 @@ export class RolloutController implements Controller {
     return changesPoolsOrNodes(change);
   }
 
-  async reconcile(): Promise<ReconcileResult | void> {
+  async reconcile(): Promise<ReconcileResult> {
     const ops: WriteOp[] = [];
     // Nodes whose update would need a drain that cannot be decided yet: said once per pass.
     const waiting: string[] = [];
     let waitReason = '';
     const now = this.clock.now();
-    let nextWindowStart: number | undefined;
+    // When to run again without a change: a maintenance window opening, a canaries' soak ending.
+    let requeueAt: number | undefined;
     for (const [name, stored] of this.cache.pools) {
       const target = this.cache.poolTarget(name);
       if (!target) continue;
-      const decision = decideRollout(stored.value, target, this.cache.nodesInPool(name), rolloutContext(this.cache, now, target));
+      const nodes = this.cache.nodesInPool(name);
+      const record = this.cache.poolStatuses.get(name);
+      const state = this.#rolloutState(name, target, nodes, record?.value.rollout, now, stored.value);
+      const decision = decideRollout(stored.value, target, nodes, { ...rolloutContext(this.cache, now, target), rolloutState: state });
+      if (decision.canary) state.soak = decision.canary.soak;
+      if (!state.soak) delete state.soak;
+      if (decision.canary?.soakEndsAt !== undefined) requeueAt = Math.min(requeueAt ?? Infinity, decision.canary.soakEndsAt);
       // Nodes held for a window go when it opens: run again then, not at the next change.
-      if (decision.nextWindowStart !== undefined) nextWindowStart = Math.min(nextWindowStart ?? Infinity, decision.nextWindowStart);
+      if (decision.nextWindowStart !== undefined) requeueAt = Math.min(requeueAt ?? Infinity, decision.nextWindowStart);
       if (decision.heldForWindow.length && decision.assign.length === 0) {
-        this.log.debug({ pool: name, waiting: decision.heldForWindow.length, nextWindowStart: nextWindowStart && new Date(nextWindowStart).toISOString() }, 'waiting for maintenance window');
+        this.log.debug({ pool: name, waiting: decision.heldForWindow.length, nextWindowStart: decision.nextWindowStart && new Date(decision.nextWindowStart).toISOString() }, 'waiting for maintenance window');
       }
+      if (record && JSON.stringify(state) !== JSON.stringify(record.value.rollout ?? {})) {
+        await this.writer.commit([{ type: 'put', kind: 'PoolStatus', name, value: { ...record.value, rollout: state }, expectedVersion: record.resourceVersion, createdAt: record.createdAt }]);
+      }
+      const resume = this.cache.poolResumes.get(name);
+      if (resume) ops.push({ type: 'delete', kind: 'PoolResume', name, expectedVersion: resume.resourceVersion });
       if (decision.assign.length === 0) continue;
-      this.log.info({ pool: name, target, nodes: decision.assign.length <= 20 ? decision.assign : `${decision.assign.length} nodes`, maxUnavailable: decision.maxUnavailable, waiting: decision.waiting }, 'assigning config');
+      const sendTo = decision.target ?? target;
+      this.log.info({ pool: name, target: sendTo, nodes: decision.assign.length <= 20 ? decision.assign : `${decision.assign.length} nodes`, maxUnavailable: decision.maxUnavailable, waiting: decision.waiting }, 'assigning config');
       for (const node of decision.assign) {
         const assignment = this.cache.assignments.get(node)!;
-        const drain = drainDecision(this.cache, this.cache.nodes.get(node)!, target, this.drains);
+        const drain = drainDecision(this.cache, this.cache.nodes.get(node)!, sendTo, this.drains);
         if ('wait' in drain) {
           waiting.push(node);
           waitReason = drain.wait;
           continue;
         }
         const { holdForDrain: _held, drainNote: _note, ...rest } = assignment.value;
-        const value: NodeAssignmentRecord = { ...rest, desiredConfig: target };
+        const value: NodeAssignmentRecord = { ...rest, desiredConfig: sendTo };
         if (drain.hold) value.holdForDrain = true;
         else if (drain.note) value.drainNote = drain.note;
-        if (drain.hold) this.log.info({ node, target }, 'config held until the node is drained');
-        else if (drain.note) this.log.info({ node, target, reason: drain.note }, 'config assigned without drain');
+        if (drain.hold) this.log.info({ node, target: sendTo }, 'config held until the node is drained');
+        else if (drain.note) this.log.info({ node, target: sendTo, reason: drain.note }, 'config assigned without drain');
         ops.push({
           type: 'put', kind: 'NodeAssignment', name: node, value,
           expectedVersion: assignment.resourceVersion, createdAt: assignment.createdAt,
@@ -75,6 +92,25 @@ export class RolloutController implements Controller {
     }
     if (waiting.length) this.log.info({ nodes: waiting.length <= 20 ? waiting : `${waiting.length} nodes`, reason: waitReason }, 'assignments wait: they may need a drain');
     await this.writer.commitEach(ops);
-    if (nextWindowStart !== undefined) return { requeueAfterMs: Math.min(Math.max(1000, nextWindowStart - now), MAX_REQUEUE_MS) };
+    // setTimeout fires at once beyond 2^31 ms: a far window is looked at again within hours.
+    return requeueAt === undefined ? {} : { requeueAfterMs: Math.min(Math.max(10, requeueAt - now), MAX_REQUEUE_MS) };
+  }
+
+  /** The pool's bookkeeping now: an operator's resume clears the halt first, then the breaker counts. */
+  #rolloutState(pool: string, target: string, nodes: ReturnType<ClusterCache['nodesInPool']>, previous: RolloutState | undefined, now: number, spec: Parameters<typeof nextRolloutState>[0]): RolloutState {
+    let state: RolloutState = { ...previous };
+    const resume = this.cache.poolResumes.get(pool);
+    if (resume && state.halt && state.halt.target === resume.value.target) {
+      // The failures the operator resumed past are not counted again on this target.
+      const forgiven = state.forgiven?.target === state.halt.target ? state.forgiven.nodes : [];
+      this.log.warn({ pool, target: state.halt.target, failed: state.halt.failed.map((f) => f.node) }, 'rollout halt cleared by an operator');
+      state = { ...state, forgiven: { target: state.halt.target, nodes: [...new Set([...forgiven, ...state.halt.failed.map((f) => f.node)])] } };
+      delete state.halt;
+    }
+    const next = nextRolloutState(spec, target, nodes, state, now);
+    if (next.halt && !state.halt) {
+      this.log.error({ pool, target, action: next.halt.action, rollbackTo: next.halt.rollbackTo || undefined, failed: next.halt.failed }, 'rollout halted: too many nodes failed');
+    }
+    return next;
   }
 }

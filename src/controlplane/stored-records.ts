@@ -3,7 +3,7 @@
 // the leader (PoolStatus, RenderedConfig, NodeAssignment, NodeDrain, KubernetesNode), the replica holding a node's stream
 // (NodeStatus, AgentSession), each replica for itself (Replica), and the election (Leader).
 
-import type { Labels, NodeStatus, PoolStatus, Problem, RenderedConfig, UpdateRecord } from '../machineconfig/index.ts';
+import type { Labels, NodeStatus, PoolStatus, Problem, RenderedConfig, RolloutState, UpdateRecord } from '../machineconfig/index.ts';
 
 export type StoredRendered = Omit<RenderedConfig, 'specJson'>;
 
@@ -20,6 +20,8 @@ export interface PoolStatusRecord {
   renderedRevision: number;
   /** Counts and conditions; transition times survive a failover because they are stored. */
   status?: PoolStatus;
+  /** spec.rollout's bookkeeping (the rollout controller's): stable config, canary soak, halt. */
+  rollout?: RolloutState;
 }
 
 /** A host's identity: written when it enrolls or registers, and by `mcctl label node`. */
@@ -202,4 +204,15 @@ export interface SourceObjectProblems {
 export interface KubernetesSourceRecord {
   /** Objects left out of the store (their last good version, if any, stays), sorted by kind and name. */
   invalid: SourceObjectProblems[];
+}
+
+/**
+ * `mcctl resume pool` on a pool the circuit breaker halted. Written by the API for the operator,
+ * deleted by the leader's rollout controller once it has cleared the halt (one writer each way,
+ * as ReapplyRequest).
+ */
+export interface PoolResumeRecord {
+  /** The halted target the operator resumed past. */
+  target: string;
+  requestedAt: number;
 }

@@ -22,7 +22,7 @@ export { mergeSpecs, renderPool, renderedConfigJson, renderedConfigManifest, ren
 export { boundNodeStatus, MAX_DRIFT_ENTRIES, MAX_REASON_CHARS } from './node-status-limits.ts';
 export { isDegraded, isReady, isUpdated, unavailableReason } from './node-availability.ts';
 export { computePoolStatus, conditionOf, DEFAULT_DRAIN_STALLED_AFTER_MS, formatDuration, type DrainInProgress, type PoolStatusInput } from './pool-status.ts';
-export { decideRollout, rolloutOrder, type RolloutDecision } from './rollout.ts';
+export { decideRollout, rolloutOrder, type RolloutDecision, type RolloutSafetyInput } from './rollout.ts';
 export { unselectedConfigs, unselectedConfigWarnings } from './unselected-configs.ts';
 export { appendToHistory, boundUpdateRecord, endPhase, enterPhase, finishUpdate, MAX_HISTORY_UPDATES, MAX_UPDATE_PHASES, startUpdate, withPhase, type UpdatePhase, type UpdateRecord, type UpdateResult } from './update-record.ts';
 export { isRenderedConfigName, manifestFromClusterObject, RENDERED_PREFIX, type ClusterKind } from './cluster-object.ts';
@@ -30,3 +30,6 @@ export { formatWait, formatWaitChangesIn, isKnownTimeZone, parseWindowDuration, 
 export { budgetGroupOf, type DisruptionBudget } from './disruption-budget.ts';
 export { isDisruptive, type RolloutContext } from './rollout.ts';
 export { previewRollout, type NodeSchedule } from './rollout-preview.ts';
+export { durationMs, parseHealthCheck, parseRolloutPolicy } from './rollout-policy.ts';
+export { canaryCount, canaryGate, canaryNames, isCanary, type CanaryGate, type CanarySoak } from './canary.ts';
+export { activeHalt, describeHalt, effectiveTarget, failedNodes, nextRolloutState, type FailedNode, type RolloutHalt, type RolloutState } from './rollout-failures.ts';

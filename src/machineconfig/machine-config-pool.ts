@@ -11,6 +11,7 @@ import { parseLabelSelector } from './label-selector.ts';
 import { parseMaintenanceWindows, WINDOW_SCOPES, type MaintenanceWindowScope } from './maintenance-window.ts';
 import { checkApiVersion, parseObjectMeta } from './object-meta.ts';
 import { join, type ProblemCollector } from './problem-collector.ts';
+import { parseHealthCheck, parseRolloutPolicy } from './rollout-policy.ts';
 import type {
   DisruptionAction,
   DisruptionActionType,
@@ -28,6 +29,7 @@ const SPEC_KEYS = [
   'machineConfigSelector', 'nodeSelector', 'paused', 'maxUnavailable', 'configuration', 'pinnedImageSets',
   'disruptionPolicy', 'driftPolicy', 'drain',
   'maintenanceWindows', 'maintenanceWindowScope', 'disruptionBudget',
+  'rollout', 'healthCheck',
 ];
 const PERCENT = /^(\d+)%$/;
 const ACTION_TYPES: Record<string, DisruptionActionType> = {
@@ -66,6 +68,10 @@ export function parseMachineConfigPool(doc: Record<string, unknown>, c: ProblemC
   }
   const budget = parseDisruptionBudget(rawSpec.disruptionBudget, c, 'spec.disruptionBudget');
   if (budget) spec.disruptionBudget = budget;
+  const rollout = parseRolloutPolicy(rawSpec.rollout, c);
+  if (rollout) spec.rollout = rollout;
+  const healthCheck = parseHealthCheck(rawSpec.healthCheck, c);
+  if (healthCheck) spec.healthCheck = healthCheck;
 
   if (!c.ok || !metadata) return undefined;
   return { apiVersion: API_VERSION, kind: KIND_MACHINE_CONFIG_POOL, metadata, spec };

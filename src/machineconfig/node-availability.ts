@@ -4,7 +4,8 @@
 import type { NodeRecord } from './types.ts';
 
 export function isDegraded(node: NodeRecord): boolean {
-  return node.status.state === 'Degraded' || node.status.state === 'Unreconcilable';
+  // RolledBack: the node runs its previous config, but its update failed and waits for an operator.
+  return node.status.state === 'Degraded' || node.status.state === 'Unreconcilable' || node.status.state === 'RolledBack';
 }
 
 /** Why a node is unavailable, or undefined when it is available. */

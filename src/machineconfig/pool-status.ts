@@ -5,6 +5,7 @@ import { formatProblem, type Problem } from './errors.ts';
 import { isDegraded, isReady, isUpdated, unavailableReason } from './node-availability.ts';
 import { resolveMaxUnavailable } from './machine-config-pool.ts';
 import { formatWait, windowState } from './maintenance-window.ts';
+import { describeHalt, type RolloutHalt } from './rollout-failures.ts';
 import type { Condition, ConditionStatus, MachineConfigPool, NodeRecord, PoolStatus } from './types.ts';
 
 export interface PoolStatusInput {
@@ -26,6 +27,10 @@ export interface PoolStatusInput {
   drainStalledAfterMs?: number;
   /** What the rollout holds back now (decideRollout), for the Updating condition's message. */
   rollout?: { heldForWindow: string[]; heldByGroupBudget: string[]; nextWindowStart?: number };
+  /** spec.rollout: the breaker's halt in force (Rollback: `target` is the config returned to). */
+  halt?: RolloutHalt;
+  /** spec.rollout: why the nodes that are not canaries wait (canary-gate's words). */
+  canaryWait?: string;
 }
 
 export interface DrainInProgress {
@@ -79,6 +84,9 @@ export function computePoolStatus(input: PoolStatusInput): PoolStatus {
     add('Updating', 'False', 'Paused', behind.length
       ? `the pool is paused: ${behind.length} node${behind.length === 1 ? '' : 's'} wait${behind.length === 1 ? 's' : ''} for ${target || 'a rendered config'} (${list(behind, (n) => n.name)}); resume it to continue`
       : `the pool is paused; every node is on ${target}`);
+  } else if (input.halt) {
+    const { reason, message } = describeHalt(pool.metadata.name, input.halt, pool.spec.rollout?.maxFailures ?? 0);
+    add('Updating', 'False', reason, message);
   } else if (!allUpdated && target) {
     const inProgress = nodes.filter((n) => n.desiredConfig === target && !isUpdated(n, target));
     const budget = resolveMaxUnavailable(pool.spec.maxUnavailable, nodes.length);
@@ -88,12 +96,13 @@ export function computePoolStatus(input: PoolStatusInput): PoolStatus {
     const groupDetail = grouped.length && pool.spec.disruptionBudget
       ? `; held by the disruption budget (at most ${pool.spec.disruptionBudget.maxUnavailable} unavailable per ${pool.spec.disruptionBudget.groupBy.join(',')} group): ${grouped.slice(0, LIST_LIMIT).join(', ')}${grouped.length > LIST_LIMIT ? ` and ${grouped.length - LIST_LIMIT} more` : ''}`
       : '';
+    const canary = input.canaryWait ? `; ${input.canaryWait}, then the rest go` : '';
     if (waiting && inProgress.length === 0) {
       // Nothing moves until the window opens: not updating, and the message says until when.
       add('Updating', 'False', 'WaitingForMaintenanceWindow', `${updated.length} of ${nodes.length} nodes updated to ${target}; ${waiting}`);
     } else {
-      add('Updating', 'True', 'RollingOut',
-        `${updated.length} of ${nodes.length} nodes updated to ${target}, at most ${budget} unavailable at a time${detail}${waiting ? `; ${waiting}` : ''}${groupDetail}`);
+      add('Updating', 'True', input.canaryWait ? 'Canary' : 'RollingOut',
+        `${updated.length} of ${nodes.length} nodes updated to ${target}, at most ${budget} unavailable at a time${detail}${canary}${waiting ? `; ${waiting}` : ''}${groupDetail}`);
     }
   } else {
     add('Updating', 'False', 'NotUpdating', target ? 'no update in progress' : 'nothing to roll out yet');

@@ -3,18 +3,25 @@
 import { ZONE_LABEL } from './constants.ts';
 import { resolveMaxUnavailable } from './machine-config-pool.ts';
 import { unavailableReason } from './node-availability.ts';
+import { canaryGate, type CanaryGate } from './canary.ts';
 import type { UpdateAction } from './config-diff.ts';
 import { GroupBudget } from './disruption-budget.ts';
 import { waitsForWindow, windowState } from './maintenance-window.ts';
+import { activeHalt, effectiveTarget, type RolloutState } from './rollout-failures.ts';
 import type { MachineConfigPool, NodeRecord } from './types.ts';
 
-/** What decisions read besides the pool and its nodes: the time, and what each update costs. */
+/** What decisions read besides the pool and its nodes: the time, what each update costs, and the leader's rollout bookkeeping. */
 export interface RolloutContext {
-  /** The control plane's clock (maintenance windows). */
+  /** The control plane's clock (maintenance windows, the canaries' soak). */
   now: number;
   /** The node's update to the target; undefined when unknown, which counts as a reboot. */
   actionOf?: (node: NodeRecord) => UpdateAction | undefined;
+  /** spec.rollout: the canaries' soak and the circuit breaker's halt (rollout-failures.ts). */
+  rolloutState?: RolloutState;
 }
+
+/** The part of the context spec.rollout reads. */
+export type RolloutSafetyInput = Pick<RolloutContext, 'now' | 'rolloutState'>;
 
 /** Updates that drain or reboot: what maintenance windows hold back by default. */
 export function isDisruptive(action: UpdateAction | undefined): boolean {
@@ -34,6 +41,10 @@ export interface RolloutDecision {
   nextWindowStart?: number;
   /** Nodes the pool's budget would take but their group's disruption budget holds back. */
   heldByGroupBudget: string[];
+  /** The config assigned: the target, or the config a rollback returns to (spec.rollout). */
+  target?: string;
+  /** The canary gate, when the pool has canaries and is not halted. */
+  canary?: CanaryGate;
 }
 
 /**
@@ -45,11 +56,16 @@ export interface RolloutDecision {
  * since it serves nothing yet; and a degraded node that is not on the target gets it without
  * spending budget, since it is unavailable already, so a fix can reach it (MCO leaves it stuck).
  */
-export function decideRollout(pool: MachineConfigPool, target: string, nodes: readonly NodeRecord[], context: RolloutContext = { now: Date.now() }): RolloutDecision {
+export function decideRollout(pool: MachineConfigPool, renderedTarget: string, nodes: readonly NodeRecord[], context: RolloutContext = { now: Date.now() }): RolloutDecision {
+  // spec.rollout: a halted pool assigns nothing (Pause) or sends its nodes back (Rollback); the
+  // rules are in rollout-failures.ts and canary.ts.
+  const halt = activeHalt(context.rolloutState, renderedTarget);
+  const target = effectiveTarget(context.rolloutState, renderedTarget);
+  const gate = context.rolloutState && !halt ? canaryGate(pool, target, nodes, context.rolloutState.soak, context.now) : undefined;
   const maxUnavailable = resolveMaxUnavailable(pool.spec.maxUnavailable, nodes.length);
   const unavailable = nodes.filter((n) => unavailableReason(n) !== undefined).length;
   const pending = nodes.filter((n) => n.desiredConfig !== target);
-  if (pool.spec.paused || !target) return { assign: [], maxUnavailable, unavailable, waiting: pending.length, heldForWindow: [], heldByGroupBudget: [] };
+  if (pool.spec.paused || !target || (halt && target === renderedTarget)) return { assign: [], maxUnavailable, unavailable, waiting: pending.length, heldForWindow: [], heldByGroupBudget: [], target };
   // Windows hold drains and reboots (every update with scope All) while they are closed.
   const windows = pool.spec.maintenanceWindows?.length ? windowState(pool.spec.maintenanceWindows, context.now) : undefined;
   const held: NodeRecord[] = [];
@@ -61,6 +77,7 @@ export function decideRollout(pool: MachineConfigPool, target: string, nodes: re
   for (const n of pending) {
     if (!n.connected) continue; // it gets the target when it returns and is a candidate again
     if (!n.status.currentConfig && !n.desiredConfig) fresh.push(n);
+    else if (gate && !gate.open && !gate.canaries.has(n.name)) continue; // after the canaries' soak
     else if (!mayStartNow(n)) held.push(n);
     else if (unavailableReason(n) !== undefined) free.push(n);
     else budgeted.push(n);
@@ -80,6 +97,8 @@ export function decideRollout(pool: MachineConfigPool, target: string, nodes: re
     heldForWindow: held.sort(rolloutOrder).map((n) => n.name),
     ...(held.length && windows?.nextStart !== undefined ? { nextWindowStart: windows.nextStart } : {}),
     heldByGroupBudget,
+    target,
+    ...(gate ? { canary: gate } : {}),
   };
 }
 

@@ -136,6 +136,33 @@ export interface MachineConfigPoolSpec {
   maintenanceWindowScope?: MaintenanceWindowScope;
   /** mcplane addition: at most so many unavailable nodes per label group (disruption-budget.ts). */
   disruptionBudget?: DisruptionBudget;
+  /** mcplane addition: canaries, soak and the circuit breaker (rollout-policy.ts). */
+  rollout?: RolloutPolicy;
+  /** mcplane addition: what must hold on a node after each update (rollout-policy.ts). */
+  healthCheck?: HealthCheck;
+}
+
+/** mcplane addition: what a pool does when nodes fail on a new config. */
+export type RolloutFailureAction = 'Pause' | 'Rollback';
+
+/** mcplane addition: how a pool rolls a new config out. Durations are kept as written ("10m"). */
+export interface RolloutPolicy {
+  /** Nodes that go first, in the rollout order: a count or a percentage ("10%", rounded up). */
+  canary?: number | string;
+  /** How long every canary must stay updated and Done before the rest go. */
+  soak?: string;
+  /** Nodes that may fail on a config before the pool stops (default 0: the first failure stops it). */
+  maxFailures: number;
+  onFailure: RolloutFailureAction;
+}
+
+/** mcplane addition: a node's update fails unless these hold within `timeout` after it. */
+export interface HealthCheck {
+  /** Units that must be active. */
+  units: string[];
+  /** A command (argv, no shell) that must exit 0; empty for none. */
+  command: string[];
+  timeout: string;
 }
 
 /** mcplane addition: what happens when draining a node of the pool takes long. */
@@ -193,7 +220,11 @@ export interface RenderedConfig {
 
 // ---- Node ---------------------------------------------------------------------------------------
 
-export type NodeState = 'Done' | 'Working' | 'Degraded' | 'Unreconcilable';
+/**
+ * RolledBack (mcplane addition): the update failed its health check and the agent put the node
+ * back on its previous config; it does not retry that config until an operator acts or a new one comes.
+ */
+export type NodeState = 'Done' | 'Working' | 'Degraded' | 'Unreconcilable' | 'RolledBack';
 
 /** What rpm-ostree reports for the booted deployment. */
 export interface OsStatus {

@@ -270,6 +270,9 @@ function describePool(p: MachineConfigPool__Output, nodes: Node__Output[]): stri
       `Maintenance Windows:     ${(spec.maintenanceWindows as { schedule: string; duration: string; timeZone: string }[]).map((w) => `"${w.schedule}" for ${w.duration} (${w.timeZone})`).join(', ')}; ${spec.maintenanceWindowScope === 'All' ? 'every update waits' : 'drains and reboots wait'}: ${s?.maintenanceWindow || 'unknown'}`,
     ] : []),
     ...(spec.disruptionBudget ? [`Disruption Budget:       at most ${spec.disruptionBudget.maxUnavailable} unavailable per ${spec.disruptionBudget.groupBy.join(',')} group (nodes without the label: group "")`] : []),
+    // mcplane's rollout safety (spec.rollout, spec.healthCheck), shown only where set.
+    ...(spec.rollout ? [`Rollout:                 ${JSON.stringify(spec.rollout)}`] : []),
+    ...(spec.healthCheck ? [`Health Check:            ${JSON.stringify(spec.healthCheck)}`] : []),
     `Configuration:           ${s?.configuration || '<none>'}`,
     `  Sources:               ${s?.configurationSources.join(', ') || '<none>'}`,
     `Machines:                ${s?.machineCount ?? 0} total, ${s?.updatedMachineCount ?? 0} updated, ${s?.readyMachineCount ?? 0} ready, ${s?.unavailableMachineCount ?? 0} unavailable, ${s?.degradedMachineCount ?? 0} degraded`,

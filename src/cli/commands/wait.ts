@@ -50,7 +50,8 @@ function parseFor(text: string): { type: string; status: string } {
 
 const isWorking = (n: Node__Output): boolean =>
   n.status?.state === 'Working' || (!!n.status?.desiredConfig && n.status.desiredConfig !== n.status.currentConfig);
-const isDegraded = (n: Node__Output): boolean => n.status?.state === 'Degraded' || n.status?.state === 'Unreconcilable';
+// RolledBack: the node's update failed its health gate; it waits for an operator or a new config.
+const isDegraded = (n: Node__Output): boolean => n.status?.state === 'Degraded' || n.status?.state === 'Unreconcilable' || n.status?.state === 'RolledBack';
 
 /** The display: a summary line, then one line per node at work or degraded. */
 export function progressLines(name: string, pool: MachineConfigPool__Output | undefined, nodes: Node__Output[]): string[] {

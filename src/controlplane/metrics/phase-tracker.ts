@@ -16,7 +16,7 @@ import type { NodeState, NodeStatus } from '../../machineconfig/index.ts';
  * else an agent sends is counted as "other": a label value per arbitrary string would let one
  * agent blow up every scrape.
  */
-export const KNOWN_PHASES: readonly string[] = ['check', 'diff', 'plan', 'drain', 'apply', 'actions', 'reboot', 'validate', 'done', 'drift'];
+export const KNOWN_PHASES: readonly string[] = ['check', 'diff', 'plan', 'drain', 'apply', 'actions', 'reboot', 'validate', 'health', 'rollback', 'done', 'drift'];
 
 export function phaseLabel(phase: string): string {
   return KNOWN_PHASES.includes(phase) ? phase : 'other';

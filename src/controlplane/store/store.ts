@@ -40,13 +40,15 @@ export type StoredKind =
    * With --kubernetes-source: what the leader's source controller found wrong with the cluster's
    * MachineConfigs and pools (one record, `cluster`). Written by that controller only.
    */
-  | 'KubernetesSource';
+  | 'KubernetesSource'
+  /** An operator's `mcctl resume pool` past a rollout halt, until the leader clears the halt. */
+  | 'PoolResume';
 
 export const STORED_KINDS: readonly StoredKind[] = [
   'MachineConfig', 'MachineConfigPool', 'PoolStatus', 'RenderedConfig', 'Node', 'NodeAssignment',
   'NodeStatus', 'AgentSession', 'ReapplyRequest', 'Replica', 'Leader', 'EnrollmentToken',
   'MachineConfiguration',
-  'NodeHistory', 'Event', 'KubernetesSource', 'NodeDrain', 'KubernetesNode',
+  'NodeHistory', 'Event', 'KubernetesSource', 'NodeDrain', 'KubernetesNode', 'PoolResume',
 ];
 
 export interface StoredObject<T = unknown> {

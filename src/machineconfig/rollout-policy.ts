@@ -1,0 +1,74 @@
+// mcplane's rollout-safety fields of a pool: spec.rollout (canaries, soak, circuit breaker) and
+// spec.healthCheck (what must hold on a node after each update). MCO has neither; Flight Control's
+// batches and success thresholds and Talos' timed try-and-revert are the models.
+
+import { join, type ProblemCollector } from './problem-collector.ts';
+import type { HealthCheck, RolloutFailureAction, RolloutPolicy } from './types.ts';
+
+const PERCENT = /^(\d+)%$/;
+const DURATION = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/;
+const FAILURE_ACTIONS: readonly RolloutFailureAction[] = ['Pause', 'Rollback'];
+/** A health check longer than this is a typo, not a plan: the node stays Working all that time. */
+const MAX_HEALTH_TIMEOUT_MS = 60 * 60 * 1000;
+/** A systemd unit name, as systemd accepts it (unit-name.c: valid characters and a known suffix). */
+const UNIT_NAME = /^[A-Za-z0-9:_.\\@-]+\.(service|socket|target|mount|automount|swap|path|timer|slice|scope|device)$/;
+
+/** Milliseconds in a Go-style duration ("90s", "10m", "1h30m"), or undefined if it is not one. */
+export function durationMs(text: string): number | undefined {
+  const m = DURATION.exec(text);
+  if (!m || text === '') return undefined;
+  return ((Number(m[1] ?? 0) * 60 + Number(m[2] ?? 0)) * 60 + Number(m[3] ?? 0)) * 1000;
+}
+
+export function parseRolloutPolicy(raw: unknown, c: ProblemCollector, field = 'spec.rollout'): RolloutPolicy | undefined {
+  const r = c.record(raw, field);
+  if (!r) return undefined;
+  c.onlyKeys(r, field, ['canary', 'soak', 'maxFailures', 'onFailure']);
+  const out: RolloutPolicy = { maxFailures: 0, onFailure: 'Pause' };
+  if (r.canary !== undefined && r.canary !== null) {
+    const v = r.canary;
+    if (typeof v === 'number' && Number.isInteger(v) && v >= 0) out.canary = v;
+    else if (typeof v === 'string' && PERCENT.test(v) && Number(PERCENT.exec(v)![1]) <= 100) out.canary = v;
+    else c.add(join(field, 'canary'), 'canary', `canary must be a whole number of nodes or a percentage from 0% to 100%, got ${JSON.stringify(v)}`);
+  }
+  const soak = c.string(r.soak, field, 'soak');
+  if (soak !== undefined) {
+    if (durationMs(soak) === undefined) c.add(join(field, 'soak'), 'duration', `soak must be a duration such as 90s, 10m or 1h30m, got ${JSON.stringify(soak)}`);
+    else out.soak = soak;
+  }
+  const max = c.integer(r.maxFailures, field, 'maxFailures');
+  if (max !== undefined) {
+    if (max < 0) c.add(join(field, 'maxFailures'), 'max-failures', `maxFailures must be 0 or more, got ${max}`);
+    else out.maxFailures = max;
+  }
+  const action = c.string(r.onFailure, field, 'onFailure');
+  if (action !== undefined) {
+    if (FAILURE_ACTIONS.includes(action as RolloutFailureAction)) out.onFailure = action as RolloutFailureAction;
+    else c.add(join(field, 'onFailure'), 'on-failure', `onFailure "${action}" is not one of ${FAILURE_ACTIONS.join(', ')}`);
+  }
+  if (out.soak && durationMs(out.soak)! > 0 && !out.canary) {
+    c.add(join(field, 'soak'), 'soak-needs-canary', 'a soak needs canaries to soak: set canary to a count or a percentage of the pool\'s nodes');
+  }
+  return out;
+}
+
+export function parseHealthCheck(raw: unknown, c: ProblemCollector, field = 'spec.healthCheck'): HealthCheck | undefined {
+  const r = c.record(raw, field);
+  if (!r) return undefined;
+  c.onlyKeys(r, field, ['units', 'command', 'timeout']);
+  const units = c.stringList(r.units, field, 'units') ?? [];
+  units.forEach((u, i) => {
+    if (!UNIT_NAME.test(u)) c.add(`${join(field, 'units')}[${i}]`, 'unit-name', `${JSON.stringify(u)} is not a systemd unit name (name.service, name.timer, ...)`);
+  });
+  const command = c.stringList(r.command, field, 'command') ?? [];
+  if (command.length > 0 && !command[0]!.startsWith('/')) {
+    c.add(`${join(field, 'command')}[0]`, 'path-absolute', `the command runs without a shell or PATH: its first word must be an absolute path, got ${JSON.stringify(command[0])}`);
+  }
+  if (units.length === 0 && command.length === 0) c.add(field, 'required', 'a health check needs units that must be active, a command that must succeed, or both');
+  const timeout = c.string(r.timeout, field, 'timeout') ?? '2m';
+  const ms = durationMs(timeout);
+  if (ms === undefined || ms === 0 || ms > MAX_HEALTH_TIMEOUT_MS) {
+    c.add(join(field, 'timeout'), 'duration', `timeout must be a duration from 1s to 1h such as 30s or 2m, got ${JSON.stringify(timeout)}`);
+  }
+  return { units, command, timeout };
+}
