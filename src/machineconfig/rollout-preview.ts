@@ -1,9 +1,10 @@
 // When each node of a pool would get a new target: its batch, its place in MCO's zone/oldest
 // order, and the window it waits for. It replays decideRollout itself, batch after batch, with
 // every batch finishing before the next is decided, so the preview follows the same rules
-// (maxUnavailable, group budgets, windows) as the rollout it predicts.
+// (maxUnavailable, group budgets, windows, canaries and their soak) as the rollout it predicts.
 
 import { decideRollout, isDisruptive, rolloutOrder, type RolloutContext } from './rollout.ts';
+import type { RolloutState } from './rollout-failures.ts';
 import { waitsForWindow, windowState } from './maintenance-window.ts';
 import type { MachineConfigPool, NodeRecord } from './types.ts';
 
@@ -46,8 +47,11 @@ export function previewRollout(pool: MachineConfigPool, target: string, nodes: r
     return any;
   };
   let batch = 0;
+  // A new target starts a new rollout: no soak begun, no halt (the breaker cannot be foreseen).
+  let state: RolloutState = {};
   for (let step = 0; step < nodes.length * 3 + 10; step++) {
-    const d = decideRollout(pool, target, sim, { ...context, now });
+    const d = decideRollout(pool, target, sim, { ...context, now, ...(pool.spec.rollout ? { rolloutState: state } : {}) });
+    state = d.canary?.soak ? { soak: d.canary.soak } : {};
     if (d.assign.length) {
       batch++;
       const assigned = new Set(d.assign);
@@ -62,6 +66,10 @@ export function previewRollout(pool: MachineConfigPool, target: string, nodes: r
       continue;
     }
     if (finishAll()) continue; // nodes updating now use the budget until they finish
+    if (d.canary?.soakEndsAt !== undefined && d.canary.soakEndsAt > now) {
+      now = d.canary.soakEndsAt; // the rest go once the canaries have soaked
+      continue;
+    }
     if (d.heldForWindow.length && d.nextWindowStart !== undefined && d.nextWindowStart > now) {
       now = d.nextWindowStart;
       continue;

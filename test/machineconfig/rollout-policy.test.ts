@@ -3,7 +3,8 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { canaryNames, durationMs, isCanary, type NodeRecord } from '../../src/machineconfig/index.ts';
+import { canaryNames, durationMs, isCanary, previewRollout, type NodeRecord } from '../../src/machineconfig/index.ts';
+import { nodeRecord } from '../helpers/nodes.ts';
 import { parseValid, poolDoc, problemsOf } from '../helpers/manifests.ts';
 
 const base = { machineConfigSelector: {}, nodeSelector: { matchLabels: { a: 'b' } } };
@@ -50,4 +51,12 @@ test('the canaries are the first nodes in the rollout order (zone, then oldest),
   assert.equal(isCanary(pool(1), 'c', nodes), true);
   assert.equal(isCanary(pool(1), 'd', nodes), false);
   assert.equal(canaryNames(pool(0), nodes).size, 0);
+});
+
+test('the preview puts the canaries in the first batch and the rest after the soak', () => {
+  const { pools: [pool] } = parseValid(poolDoc('worker', { ...base, maxUnavailable: 2, rollout: { canary: 1, soak: '10m' } }));
+  const nodes = ['a', 'b', 'c', 'd'].map((n, i) => nodeRecord(n, { registeredAt: i, desiredConfig: 'old', status: { currentConfig: 'old', state: 'Done' } }));
+  const schedule = previewRollout(pool!, 'new', nodes, { now: 1_000 });
+  assert.deepEqual(schedule.map((s) => [s.node, s.batch, s.startsAt]), [['a', 1, 1_000], ['b', 2, 601_000], ['c', 2, 601_000], ['d', 3, 601_000]]);
+  assert.ok(isCanary(pool!, 'a', nodes) && !isCanary(pool!, 'b', nodes));
 });
