@@ -10,7 +10,6 @@ import {
   diffSpecs,
   formatWait,
   mergeDisruptionPolicies,
-  planDisruption,
   policyEntryOrigin,
   previewRollout,
   RenderError,
@@ -26,6 +25,7 @@ import {
   type UpdateAction,
 } from '../machineconfig/index.ts';
 import type { ClusterCache } from './cluster-cache.ts';
+import { planNodeUpdateTo } from './node-update-plan.ts';
 
 export interface PathChangePreview { name: string; change: string }
 
@@ -123,12 +123,9 @@ export function previewApply(cache: ClusterCache, request: AppliedDocuments, now
     const policy = mergeDisruptionPolicies(cluster, poolPolicy);
     const nodes = cache.nodesInPool(name);
     const plans = new Map<string, DisruptionPlan | undefined>();
-    for (const n of nodes) {
-      const fromName = n.status.currentConfig;
-      const from = fromName ? cache.renderedConfig(fromName)?.spec : undefined;
-      // A node whose current config was collected cannot be planned: the agent would say so too.
-      plans.set(n.name, fromName && !from ? undefined : planDisruption(diffSpecs(from, rendered.spec), policy));
-    }
+    // The agent's own planning, as the rollout gates use it (node-update-plan.ts). A node whose
+    // current config was collected cannot be planned: the agent would say so too.
+    for (const n of nodes) plans.set(n.name, planNodeUpdateTo(cache, n, rendered, policy)?.plan);
     const actionOf = (n: { name: string }): UpdateAction | undefined => {
       const plan = plans.get(n.name);
       return plan && updateActionOf(plan);

@@ -11,6 +11,7 @@ import {
   type ConfigDiff,
   type DisruptionPlan,
   type DisruptionPolicy,
+  type MachineConfigSpec,
   type NodeRecord,
   type RolloutContext,
   type UpdateAction,
@@ -37,12 +38,20 @@ export function disruptionPolicyFor(cache: ClusterCache, pool: string): Disrupti
 export function planNodeUpdate(cache: ClusterCache, node: NodeRecord, target: string): NodeUpdatePlan | undefined {
   const to = cache.renderedConfig(target);
   if (!to) return undefined;
+  return planNodeUpdateTo(cache, node, to, disruptionPolicyFor(cache, to.pool));
+}
+
+/**
+ * The same for a config that may not be stored yet (the dry-run preview renders one) under a
+ * given policy; undefined when the node's current config is no longer known.
+ */
+export function planNodeUpdateTo(cache: ClusterCache, node: NodeRecord, to: { name: string; spec: MachineConfigSpec }, policy: DisruptionPolicy | undefined): NodeUpdatePlan | undefined {
   const fromName = node.status.currentConfig;
   const from = fromName ? cache.renderedConfig(fromName) : undefined;
   if (fromName && !from) return undefined;
   const diff = diffSpecs(from?.spec, to.spec);
-  const plan = planDisruption(diff, disruptionPolicyFor(cache, to.pool));
-  return { from: fromName, to: target, diff, plan, action: updateActionOf(plan) };
+  const plan = planDisruption(diff, policy);
+  return { from: fromName, to: to.name, diff, plan, action: updateActionOf(plan) };
 }
 
 /**
