@@ -13,7 +13,7 @@ const pool = (maxUnavailable: number | string, paused = false) => ({
   apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'MachineConfigPool', metadata: { name: 'worker' },
   spec: { maxUnavailable, paused, machineConfigSelector: {}, nodeSelector: {} },
 }) as unknown as MachineConfigPool;
-const status = (machineCount: number, updatedMachineCount: number) => ({ configuration: 'rendered-new', machineCount, updatedMachineCount }) as PoolStatus;
+const status = (machineCount: number, updatedMachineCount: number, updating?: string) => ({ configuration: 'rendered-new', machineCount, updatedMachineCount, conditions: updating ? [{ type: 'Updating', status: 'False', reason: updating, message: '', lastTransitionTime: 0 }] : [] }) as PoolStatus;
 const view = (name: string, desired: string, current: string, state: 'Done' | 'Working' = 'Done'): NodeView =>
   ({ ...nodeRecord(name, { desiredConfig: desired, status: { currentConfig: current, desiredConfig: desired, state } }), resourceVersion: '1' });
 
@@ -34,6 +34,11 @@ test('ETA: mean of the timed updates x ceil(nodes left / maxUnavailable); absent
   assert.equal(eta.etaSeconds(pool('50%'), status(10, 2)), 90 * 2, '50% of 10 is 5 at a time');
   assert.equal(eta.etaSeconds(pool(1), status(10, 10)), undefined, 'all updated');
   assert.equal(eta.etaSeconds(pool(1, true), status(10, 2)), undefined, 'paused');
+  // A pool waiting for its maintenance window adds the wait: 01:00 UTC, the window opens at 02:00.
+  now = Date.parse('2026-01-01T01:00:00Z');
+  const windowed = { ...pool(1), spec: { ...pool(1).spec, maintenanceWindows: [{ schedule: '0 2 * * *', duration: '1h', timeZone: 'UTC' }] } } as MachineConfigPool;
+  assert.equal(eta.etaSeconds(windowed, status(10, 2, 'WaitingForMaintenanceWindow')), 90 * 8 + 3600, 'the waves after an hour\'s wait');
+  assert.equal(eta.etaSeconds(windowed, status(10, 2, 'RollingOut')), 90 * 8, 'inside a window: the waves only');
   // A node first seen mid-update (a replica's start) is not timed: its assignment time is unknown.
   eta.observe(view('c', 'rendered-new', 'rendered-old', 'Working'), 'c', true);
   now = 130_000;

@@ -2,12 +2,13 @@
 // replica watches assignments and reports through its cache, notes when a node was given a new
 // desired config, and when that node reports Done on it, keeps the duration (assigned -> Done)
 // among its pool's recent ones. The estimate is the mean of those times the waves still to go:
-// ceil(nodes not yet updated / maxUnavailable).
+// ceil(nodes not yet updated / maxUnavailable), plus the wait for the pool's next maintenance
+// window when the pool says it waits for one.
 //
 // Nodes already mid-update when this replica started are not measured (their start is unknown),
 // so right after a start there may be no estimate yet.
 
-import { resolveMaxUnavailable, type MachineConfigPool, type PoolStatus } from '../../machineconfig/index.ts';
+import { conditionOf, resolveMaxUnavailable, windowState, type MachineConfigPool, type PoolStatus } from '../../machineconfig/index.ts';
 import type { NodeView } from '../cluster-cache.ts';
 
 /** How many recent update durations per pool the mean is taken over. */
@@ -61,7 +62,14 @@ export class RolloutEta {
     if (!recent?.length) return undefined;
     const mean = recent.reduce((a, b) => a + b, 0) / recent.length;
     const budget = resolveMaxUnavailable(pool.spec.maxUnavailable, status.machineCount);
-    return mean * Math.ceil(remaining / Math.max(1, budget));
+    const waves = mean * Math.ceil(remaining / Math.max(1, budget));
+    // Nothing moves until the window opens (a window too short for every wave is not foreseen).
+    const windows = pool.spec.maintenanceWindows;
+    if (windows?.length && conditionOf(status, 'Updating')?.reason === 'WaitingForMaintenanceWindow') {
+      const next = windowState(windows, this.now()).nextStart;
+      if (next !== undefined) return waves + Math.max(0, next - this.now()) / 1000;
+    }
+    return waves;
   }
 
   /** The pool's recent update durations in seconds (oldest first). */
