@@ -88,3 +88,19 @@ test('a snapshot after a reconnect deletes what is gone, and marks phases that c
   assert.deepEqual(u.nodes.map((n) => [n.name, n.phaseSinceMs, n.phaseSinceExact]), [['a', 5000, false]]);
   assert.deepEqual(m.snapshot().pools.map((p) => p.name), ['worker']);
 });
+
+test('a node met in a snapshot whose agent reports its running phase\'s start shows the exact time in phase', () => {
+  const m = new DashboardModel(() => 9000);
+  const currentUpdate = {
+    id: 'u1', fromConfig: 'r-old', toConfig: 'r-new', startedUnixMs: 2000, endedUnixMs: 0, disruption: '', result: '', reason: '',
+    phases: [
+      { name: 'check', startedUnixMs: 2000, endedUnixMs: 2500, source: 'agent' },
+      { name: 'reboot', startedUnixMs: 4000, endedUnixMs: 0, source: 'agent' },
+    ],
+  };
+  m.applySnapshot([ev('ADDED', { pool: pool('worker', 'r-new') }), ev('ADDED', { node: node('a', { state: 'Working', phase: 'reboot', desiredConfig: 'r-new', currentUpdate } as Partial<NodeStatus__Output>) })]);
+  assert.deepEqual(m.snapshot().nodes.map((n) => [n.name, n.phaseSinceMs, n.phaseSinceExact]), [['a', 4000, true]]);
+  // A timeline whose last phase is not the reported one (a report in between) is not trusted.
+  m.applySnapshot([ev('ADDED', { pool: pool('worker', 'r-new') }), ev('ADDED', { node: node('b', { state: 'Working', phase: 'validate', desiredConfig: 'r-new', currentUpdate } as Partial<NodeStatus__Output>) })]);
+  assert.deepEqual(m.snapshot().nodes.filter((n) => n.name === 'b').map((n) => [n.phaseSinceMs, n.phaseSinceExact]), [[9000, false]]);
+});

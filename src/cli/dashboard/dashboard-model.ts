@@ -174,6 +174,13 @@ export class DashboardModel {
       // snapshot (or changed while the stream was down) was in this phase for some time already.
       phaseSinceExact: samePhase ? previous.phaseSinceExact : live,
     };
+    // The agent's update timeline says when the running phase began (its clock): exact even for
+    // a node first met in a snapshot.
+    const running = s?.currentUpdate?.phases?.at(-1);
+    if (running && running.name === phase && Number(running.endedUnixMs) === 0 && Number(running.startedUnixMs) > 0) {
+      view.phaseSinceMs = Number(running.startedUnixMs);
+      view.phaseSinceExact = true;
+    }
     this.#views.set(n.name, view);
     this.#dirtyNodes.add(n.name);
     this.#dirtyPools.add(n.pool);
