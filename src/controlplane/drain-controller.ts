@@ -21,6 +21,7 @@ import type { EventRecorder } from './kubernetes/event-recorder.ts';
 import type { KubernetesNodeSync } from './kubernetes-node-sync.ts';
 import type { LeaderWriter } from './leader-writer.ts';
 import type { WriteOp } from './store/store.ts';
+import { withoutDrainHold } from './drain-gate.ts';
 import type { DrainBlock, NodeAssignmentRecord, NodeDrainRecord } from './stored-records.ts';
 
 export interface DrainSettings {
@@ -175,7 +176,7 @@ export class DrainController implements Controller {
       // The host was deleted, or its Node left the cluster (its pods go with it): nothing to hold.
       const writes: WriteOp[] = [{ type: 'delete', kind: 'NodeDrain', name, expectedVersion: stored.resourceVersion }];
       if (assignment?.value.holdForDrain) {
-        writes.push(this.#putAssignment(name, { ...release(assignment.value), drainNote: 'not drained: its Kubernetes Node was deleted during the drain' }, assignment.resourceVersion, assignment.createdAt));
+        writes.push(this.#putAssignment(name, { ...withoutDrainHold(assignment.value), drainNote: 'not drained: its Kubernetes Node was deleted during the drain' }, assignment.resourceVersion, assignment.createdAt));
       }
       // A host deleted from mcplane mid-drain leaves its Node as it found it.
       if (!assignment && kube && drain.cordoned && !drain.wasCordoned) await this.kube!.sync.observe(await ops.setUnschedulable(name, false));
@@ -234,7 +235,7 @@ export class DrainController implements Controller {
       this.#event(name, 'Normal', 'Drained', `drained; ${assignment.value.desiredConfig} released to the node's agent`, (next.drainedAt - drain.startedAt) / 1000);
       await this.writer.commit([
         this.#put(name, next, stored.resourceVersion),
-        this.#putAssignment(name, release(assignment.value), assignment.resourceVersion, assignment.createdAt),
+        this.#putAssignment(name, withoutDrainHold(assignment.value), assignment.resourceVersion, assignment.createdAt),
       ]);
       return this.settings.pollMs;
     }
@@ -380,10 +381,6 @@ export class DrainController implements Controller {
 
 const NO_ACCESS = 'held for a drain: the leader has no Kubernetes access (--kubeconfig); it waits for a leader that can drain the node';
 
-function release(a: NodeAssignmentRecord): NodeAssignmentRecord {
-  const { holdForDrain: _held, drainNote: _note, ...rest } = a;
-  return rest;
-}
 
 /** The node's reason while it drains: what it waits for, and when it tries again. */
 function drainingReason(d: NodeDrainRecord, podCount: number, now: number, timeoutSeconds: number | undefined, pool: string): string {

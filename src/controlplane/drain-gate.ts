@@ -5,6 +5,7 @@
 import { needsDrain } from '../machineconfig/index.ts';
 import type { ClusterCache, NodeView } from './cluster-cache.ts';
 import { planNodeUpdate } from './node-update-plan.ts';
+import type { NodeAssignmentRecord } from './stored-records.ts';
 
 /** What the drain side of the control plane can tell the rollout. */
 export interface DrainAccess {
@@ -29,4 +30,10 @@ export function drainDecision(cache: ClusterCache, node: NodeView, target: strin
   if (!cache.kubernetesNodes.has(node.name)) return { hold: false, note: `not drained: the cluster has no Node named ${node.name}` };
   if (cache.kubernetesNodes.size <= 1) return { hold: false, note: 'not drained: a single-node cluster has nowhere to move its pods' };
   return { hold: true };
+}
+
+/** The assignment with no drain hold and no drain note: what a drain leaves, and a new config starts from. */
+export function withoutDrainHold(a: NodeAssignmentRecord): NodeAssignmentRecord {
+  const { holdForDrain: _held, drainNote: _note, ...rest } = a;
+  return rest;
 }

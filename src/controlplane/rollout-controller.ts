@@ -13,7 +13,7 @@ import type { Logger } from '../runtime/logger.ts';
 import { changesPoolsOrNodes, type CacheChange, type ClusterCache } from './cluster-cache.ts';
 import type { Clock } from './clock.ts';
 import type { Controller, ReconcileResult } from './controller.ts';
-import { drainDecision, type DrainAccess } from './drain-gate.ts';
+import { drainDecision, withoutDrainHold, type DrainAccess } from './drain-gate.ts';
 import type { LeaderWriter } from './leader-writer.ts';
 import { rolloutContext } from './node-update-plan.ts';
 import { MAX_REQUEUE_MS } from './pool-status-controller.ts';
@@ -78,8 +78,7 @@ export class RolloutController implements Controller {
           waitReason = drain.wait;
           continue;
         }
-        const { holdForDrain: _held, drainNote: _note, ...rest } = assignment.value;
-        const value: NodeAssignmentRecord = { ...rest, desiredConfig: sendTo };
+        const value: NodeAssignmentRecord = { ...withoutDrainHold(assignment.value), desiredConfig: sendTo };
         if (drain.hold) value.holdForDrain = true;
         else if (drain.note) value.drainNote = drain.note;
         if (drain.hold) this.log.info({ node, target: sendTo }, 'config held until the node is drained');
