@@ -107,7 +107,8 @@ test('Pause: a failed canary halts the pool, the condition names it, and `resume
   // The operator resumes; the failure they resumed past is not counted again, so the rest go
   // once the canary is fixed (here: it reports Done).
   await call(c, c.config.setPoolPaused.bind(c.config), { name: 'worker', paused: false }, 'resume');
-  assert.notEqual(condition(await pool(c), 'Updating').reason, 'RolloutPaused');
+  // The leader clears the halt when it sees the resume (asynchronously, through the watch).
+  await eventually(async () => condition(await pool(c), 'Updating').reason !== 'RolloutPaused', 10_000, 'the halt cleared');
   nodes[0]!.report({ currentConfig: target, desiredConfig: target, state: 'Done', phase: 'done', reason: '' });
   await eventually(async () => (await pool(c)).status!.updatedMachineCount === 3, 10_000, 'the rollout continues');
 });
