@@ -78,10 +78,19 @@ export async function startUserSystemd(options: { configHome?: string } = {}): P
     },
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
-      systemctl('exit');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 3000);
+      // Asynchronous, so several managers stop side by side (a blocking `systemctl exit` made
+      // three hosts stop one after another). A manager that no longer answers on its bus (Ctrl-C
+      // reaches it too, and it may be exiting already) is killed with its tree after 2 s.
+      const exit = spawn('systemctl', ['--user', 'exit'], { env, stdio: 'ignore' });
+      exit.on('error', () => undefined);
+      const timer = setTimeout(() => {
+        const tree = descendants(child.pid!);
+        child.kill('SIGKILL');
+        for (const pid of tree) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+      }, 2000);
       await exited;
       clearTimeout(timer);
+      if (exit.exitCode === null) exit.kill('SIGKILL');
     },
   };
 }
