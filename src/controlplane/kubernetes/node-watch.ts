@@ -47,13 +47,10 @@ export function watchNodes(ops: NodeOperations, handlers: NodeWatchHandlers, log
   const watch = (): void => {
     if (stopped) return;
     let gone = false;
-    let refused: string | undefined;
-    void ops.access.watch('/api/v1/nodes', { resourceVersion, allowWatchBookmarks: 'true' }, (type: string, object: V1Node & { code?: number; message?: string }) => {
+    void ops.access.watch('/api/v1/nodes', { resourceVersion, allowWatchBookmarks: 'true' }, (type: string, object: V1Node & { code?: number }) => {
       if (type === 'ERROR') {
         // A watch event of type ERROR carries a Status; 410 means resourceVersion is too old.
-        // Any other (403, 500) is a failure: resumed with back-off, not every 50 ms.
         if (object.code === 410) gone = true;
-        else refused = `${object.code ?? '?'}: ${object.message ?? 'watch error'}`;
         return;
       }
       const rv = object.metadata?.resourceVersion;
@@ -70,9 +67,9 @@ export function watchNodes(ops: NodeOperations, handlers: NodeWatchHandlers, log
         return;
       }
       // A timeout or a closed connection ends a watch normally: resume where it stopped.
-      if (refused || (err && !isIdleTimeout(err) && err.name !== 'AbortError')) {
+      if (err && !isIdleTimeout(err) && err.name !== 'AbortError') {
         failures++;
-        log.warn({ err: refused ?? err?.message, resourceVersion, attempt: failures }, 'Kubernetes Node watch failed; resuming');
+        log.warn({ err: err.message, resourceVersion, attempt: failures }, 'Kubernetes Node watch failed; resuming');
       }
       later(watch);
     }).then((stop) => {
