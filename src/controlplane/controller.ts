@@ -20,3 +20,6 @@ export interface Controller {
    */
   bindWake?(wake: () => void): void;
 }
+
+/** Longest wait between runs for time-driven work (windows): a timer cannot wait longer safely. */
+export const MAX_REQUEUE_MS = 6 * 3600_000;

@@ -4,14 +4,11 @@
 import { activeHalt, canaryGate, computePoolStatus, decideRollout, DEFAULT_DRAIN_STALLED_AFTER_MS, effectiveTarget, formatWaitChangesIn, matchesSelector, windowState, type DrainInProgress, type MachineConfigPool, type PoolStatus, type Problem } from '../machineconfig/index.ts';
 import { changesPoolsOrNodes, type CacheChange, type ClusterCache } from './cluster-cache.ts';
 import type { Clock } from './clock.ts';
-import type { Controller, ReconcileResult } from './controller.ts';
+import { MAX_REQUEUE_MS, type Controller, type ReconcileResult } from './controller.ts';
 import type { LeaderWriter } from './leader-writer.ts';
 import { rolloutContext } from './node-update-plan.ts';
 import type { WriteOp } from './store/store.ts';
 import type { PoolStatusRecord } from './stored-records.ts';
-
-/** Longest wait between runs for time-driven work (windows): a timer cannot wait longer safely. */
-export const MAX_REQUEUE_MS = 6 * 3600_000;
 
 export class PoolStatusController implements Controller {
   readonly name = 'pool-status';

@@ -12,11 +12,10 @@ import { decideRollout, nextRolloutState, type RolloutState } from '../machineco
 import type { Logger } from '../runtime/logger.ts';
 import { changesPoolsOrNodes, type CacheChange, type ClusterCache } from './cluster-cache.ts';
 import type { Clock } from './clock.ts';
-import type { Controller, ReconcileResult } from './controller.ts';
+import { MAX_REQUEUE_MS, type Controller, type ReconcileResult } from './controller.ts';
 import { drainDecision, withoutDrainHold, type DrainAccess } from './drain-gate.ts';
 import type { LeaderWriter } from './leader-writer.ts';
 import { rolloutContext } from './node-update-plan.ts';
-import { MAX_REQUEUE_MS } from './pool-status-controller.ts';
 import type { WriteOp } from './store/store.ts';
 import type { NodeAssignmentRecord } from './stored-records.ts';
 
