@@ -206,8 +206,18 @@ export class SandboxHost {
     }
   }
 
-  async stop(): Promise<void> {
-    await this.kill('SIGTERM');
+  /**
+   * Stops the host as a shutdown would: the agent gets SIGTERM and, like a unit past its
+   * TimeoutStopSec=, SIGKILL after `graceMs`. Without the bound an agent that waits for an update
+   * to finish (it does, on SIGTERM) could wait out a D-Bus call's 25 s deadline when Ctrl-C has
+   * stopped its systemd too; the journal makes the kill safe, as on a real host.
+   */
+  async stop(graceMs = 1500): Promise<void> {
+    if (this.alive) {
+      const timer = setTimeout(() => this.#child?.kill('SIGKILL'), graceMs);
+      await this.kill('SIGTERM');
+      clearTimeout(timer);
+    }
     if (this.#ownSystemd) await this.systemd.stop();
   }
 }
