@@ -1,14 +1,15 @@
 // The one place assignments are sent from. Every replica runs it for the agent streams it
-// holds: when the store says a node's desired config, its pool's policies or the cluster's
-// disruption policy changed, or an operator asked for a re-apply, the replica holding the node's
-// stream sends it. Controllers only write; this only sends.
+// holds: when the store says a node's desired config or its pool's drift policy or health check
+// changed, or an operator asked for a re-apply, the replica holding the node's stream sends it.
+// The disruption policy it sends is the one stored with the assignment: the one the leader
+// decided the drain and the window with. Controllers only write; this only sends.
 
 import { ConflictError } from '../machineconfig/index.ts';
 import type { ServerMessage } from '../runtime/generated/mcplane/v1/ServerMessage.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { AgentSessions, LocalSession } from './agent-sessions.ts';
 import type { CacheChange, ClusterCache } from './cluster-cache.ts';
-import { disruptionPolicyFor } from './node-update-plan.ts';
+import { disruptionPolicyJsonFor } from './node-update-plan.ts';
 
 export class AssignmentDispatcher {
   constructor(private readonly cache: ClusterCache, private readonly sessions: AgentSessions, private readonly log: Logger) {
@@ -24,13 +25,13 @@ export class AssignmentDispatcher {
     const rendered = this.cache.renderedConfig(desired);
     if (!rendered) return undefined; // its watch event is on its way; the change sends it
     const pool = this.cache.pools.get(rendered.pool)?.value;
-    const policy = disruptionPolicyFor(this.cache, rendered.pool);
     return {
       assignment: {
         renderedConfig: rendered.name,
         specJson: rendered.specJson,
         pool: rendered.pool,
-        disruptionPolicyJson: policy ? JSON.stringify(policy) : '',
+        // The policy the leader decided this update's drain and window with (see the record).
+        disruptionPolicyJson: assignment.disruptionPolicyJson ?? disruptionPolicyJsonFor(this.cache, rendered.pool),
         driftPolicy: pool?.spec.driftPolicy ?? 'Degrade',
         healthCheckJson: pool?.spec.healthCheck ? JSON.stringify(pool.spec.healthCheck) : '',
       },

@@ -144,6 +144,13 @@ export class DrainController implements Controller {
         }
         continue;
       }
+      const status = this.cache.nodeStatuses.get(name)?.value.status;
+      if (status?.state === 'Done' && status.currentConfig === assignment.value.desiredConfig) {
+        // Held by a re-decision (a policy change) after the node had started: it finished with
+        // the plan it had, which needed no drain. Nothing is left to drain for.
+        ops.push(this.#putAssignment(name, withoutDrainHold(assignment.value), assignment.resourceVersion, assignment.createdAt));
+        continue;
+      }
       const kube = this.cache.kubernetesNodes.get(name)?.value;
       const value: NodeDrainRecord = {
         config: assignment.value.desiredConfig,

@@ -31,6 +31,12 @@ export function disruptionPolicyFor(cache: ClusterCache, pool: string): Disrupti
   return mergeDisruptionPolicies(cache.machineConfiguration?.value.spec.nodeDisruptionPolicy, cache.pools.get(pool)?.value.spec.disruptionPolicy);
 }
 
+/** The same as the agent receives it: JSON, or "" when neither the cluster nor the pool has one. */
+export function disruptionPolicyJsonFor(cache: ClusterCache, pool: string): string {
+  const policy = disruptionPolicyFor(cache, pool);
+  return policy ? JSON.stringify(policy) : '';
+}
+
 /**
  * The update `node` would take to reach `target`, or undefined when a rendered config it needs is
  * not in the cache (yet). A node that never had a config plans from nothing, as its agent does.

@@ -8,14 +8,14 @@
 // leader's, never the user's spec): the last config every node reached, when the canaries'
 // soak began, and the circuit breaker's halt. It asks to run again when a soak ends.
 
-import { decideRollout, nextRolloutState, type RolloutState } from '../machineconfig/index.ts';
+import { decideRollout, isDisruptive, nextRolloutState, waitsForWindow, windowState, type RolloutState } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { changesPoolsOrNodes, type CacheChange, type ClusterCache } from './cluster-cache.ts';
 import type { Clock } from './clock.ts';
 import { MAX_REQUEUE_MS, type Controller, type ReconcileResult } from './controller.ts';
 import { drainDecision, withoutDrainHold, type DrainAccess } from './drain-gate.ts';
 import type { LeaderWriter } from './leader-writer.ts';
-import { rolloutContext } from './node-update-plan.ts';
+import { disruptionPolicyJsonFor, planNodeUpdate, rolloutContext } from './node-update-plan.ts';
 import type { WriteOp } from './store/store.ts';
 import type { NodeAssignmentRecord } from './stored-records.ts';
 
@@ -23,6 +23,8 @@ import type { NodeAssignmentRecord } from './stored-records.ts';
 export class RolloutController implements Controller {
   readonly name = 'rollout';
   readonly leaderOnly = true;
+  /** Re-decisions that wait for a window, each logged once. */
+  #toldWaitingForWindow = new Set<string>();
 
   constructor(
     private readonly cache: ClusterCache,
@@ -35,7 +37,8 @@ export class RolloutController implements Controller {
   ) {}
 
   interestedIn(change: CacheChange): boolean {
-    return changesPoolsOrNodes(change);
+    // The cluster's disruption policy: updates under way are decided again with it.
+    return changesPoolsOrNodes(change) || change.changed.has('MachineConfiguration');
   }
 
   async reconcile(): Promise<ReconcileResult> {
@@ -77,7 +80,7 @@ export class RolloutController implements Controller {
           waitReason = drain.wait;
           continue;
         }
-        const value: NodeAssignmentRecord = { ...withoutDrainHold(assignment.value), desiredConfig: sendTo };
+        const value: NodeAssignmentRecord = { ...withoutDrainHold(assignment.value), desiredConfig: sendTo, disruptionPolicyJson: this.#policyJson(sendTo) };
         if (drain.hold) value.holdForDrain = true;
         else if (drain.note) value.drainNote = drain.note;
         if (drain.hold) this.log.info({ node, target: sendTo }, 'config held until the node is drained');
@@ -89,9 +92,63 @@ export class RolloutController implements Controller {
       }
     }
     if (waiting.length) this.log.info({ nodes: waiting.length <= 20 ? waiting : `${waiting.length} nodes`, reason: waitReason }, 'assignments wait: they may need a drain');
+    const redecided = this.#redecideUnderNewPolicy(now, new Set(ops.map((op) => op.name)));
+    ops.push(...redecided.ops);
+    if (redecided.windowOpensAt !== undefined) requeueAt = Math.min(requeueAt ?? Infinity, redecided.windowOpensAt);
     await this.writer.commitEach(ops);
     // setTimeout fires at once beyond 2^31 ms: a far window is looked at again within hours.
     return requeueAt === undefined ? {} : { requeueAfterMs: Math.min(Math.max(10, requeueAt - now), MAX_REQUEUE_MS) };
+  }
+
+  /** The disruption policy the agent will plan its update to `config` with. */
+  #policyJson(config: string): string {
+    const rendered = this.cache.renderedConfig(config);
+    return rendered ? disruptionPolicyJsonFor(this.cache, rendered.pool) : '';
+  }
+
+  /**
+   * An update handed out under one disruption policy whose policy changed before the node
+   * finished it (it was disconnected, or Degraded and about to retry): the new policy may make it
+   * a reboot nobody drained for, or outside the pool's window. Its assignment takes the new
+   * policy only with the gates decided again, in the same write: held for a drain when the new
+   * plan needs one, and not at all while the window the new plan would wait for is closed (the
+   * node keeps the policy it has until the window opens). A node Done on its config never plans
+   * with it again (a re-apply of the same config disrupts nothing), so it is left alone: its next
+   * config brings the policy of that moment.
+   */
+  #redecideUnderNewPolicy(now: number, alreadyWritten: ReadonlySet<string>): { ops: WriteOp[]; windowOpensAt?: number } {
+    const ops: WriteOp[] = [];
+    let windowOpensAt: number | undefined;
+    if (this.#toldWaitingForWindow.size > 10_000) this.#toldWaitingForWindow.clear();
+    for (const [name, stored] of this.cache.assignments) {
+      const a = stored.value;
+      if (!a.desiredConfig || a.holdForDrain || a.disruptionPolicyJson === undefined || alreadyWritten.has(name)) continue;
+      const live = this.#policyJson(a.desiredConfig);
+      if (live === a.disruptionPolicyJson) continue;
+      const node = this.cache.nodes.get(name);
+      if (!node || (node.status.currentConfig === a.desiredConfig && node.status.state === 'Done')) continue;
+      const pool = this.cache.pools.get(this.cache.renderedConfig(a.desiredConfig)?.pool ?? '')?.value;
+      if (pool?.spec.maintenanceWindows?.length) {
+        const windows = windowState(pool.spec.maintenanceWindows, now);
+        if (!windows.open && waitsForWindow(pool.spec, isDisruptive(planNodeUpdate(this.cache, node, a.desiredConfig)?.action))) {
+          if (windows.nextStart !== undefined) windowOpensAt = Math.min(windowOpensAt ?? Infinity, windows.nextStart);
+          const key = `${name}\n${a.desiredConfig}\n${live}`;
+          if (!this.#toldWaitingForWindow.has(key)) {
+            this.#toldWaitingForWindow.add(key);
+            this.log.info({ node: name, config: a.desiredConfig, nextWindowStart: windows.nextStart && new Date(windows.nextStart).toISOString() }, 'the disruption policy changed before the node finished its update; under the new one it waits for the maintenance window, and keeps the policy it has until then');
+          }
+          continue;
+        }
+      }
+      const drain = drainDecision(this.cache, node, a.desiredConfig, this.drains);
+      if ('wait' in drain) continue;
+      const value: NodeAssignmentRecord = { ...withoutDrainHold(a), disruptionPolicyJson: live };
+      if (drain.hold) value.holdForDrain = true;
+      else if (drain.note) value.drainNote = drain.note;
+      this.log.info({ node: name, config: a.desiredConfig, heldForDrain: drain.hold }, 'the disruption policy changed before the node finished its update; decided again under the new one');
+      ops.push({ type: 'put', kind: 'NodeAssignment', name, value, expectedVersion: stored.resourceVersion, createdAt: stored.createdAt });
+    }
+    return windowOpensAt === undefined ? { ops } : { ops, windowOpensAt };
   }
 
   /** The pool's bookkeeping now: an operator's resume clears the halt first, then the breaker counts. */

@@ -50,6 +50,13 @@ export interface NodeAssignmentRecord {
   holdForDrain?: boolean;
   /** Why this update went ahead without a drain (no Kubernetes Node, a single-node cluster). */
   drainNote?: string;
+  /**
+   * The disruption policy (JSON, "" for none) the drain and the maintenance window were decided
+   * with. The dispatcher sends this one, not the live policy: an agent must never plan a reboot
+   * with a policy nobody drained for. A policy change reaches an unfinished update only when the
+   * rollout re-decides with it. Absent in records from before it existed: the live policy goes.
+   */
+  disruptionPolicyJson?: string;
 }
 
 /** What the node's agent last said, written by the replica holding its stream. */

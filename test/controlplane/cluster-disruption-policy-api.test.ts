@@ -75,24 +75,34 @@ spec:
   await assert.rejects(call(c, c.config.delete.bind(c.config), { kind: 'MachineConfiguration', name: 'default' }, 'delete'), (e: RemoteCallError) => e.grpcCode === Status.NOT_FOUND);
 });
 
-test('a node in a custom pool gets the cluster policy under its pool\'s, and a change of the cluster policy re-sends it', async () => {
+test('a node in a custom pool gets the cluster policy under its pool\'s; a changed policy reaches an unfinished update, not a node Done on its config', async () => {
   await apply(changed(infraPool, '  paused: false', '  paused: false\n  disruptionPolicy:\n    sshkey:\n      actions: [{type: reboot}]'), 'infra.yaml');
-  const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node('infra-0', 'infra'), name: 'infra-0', autoDone: true, labels: { 'node-role.kubernetes.io/infra': '' } });
-  agents.push(agent);
-  await agent.connect();
-  await eventually(() => agent.lastAssignment !== undefined, 10_000, 'first assignment');
-  assert.equal(agent.lastAssignment!.pool, 'infra');
-  const first = JSON.parse(agent.lastAssignment!.disruptionPolicyJson);
+  const labels = { 'node-role.kubernetes.io/infra': '' };
+  const done = new SimulatedAgent({ address: server.address, tls: await server.pki.node('infra-0', 'infra'), name: 'infra-0', autoDone: true, labels });
+  const failing = new SimulatedAgent({ address: server.address, tls: await server.pki.node('infra-1', 'infra'), name: 'infra-1', autoDone: false, labels });
+  agents.push(done, failing);
+  await done.connect();
+  await failing.connect();
+  await eventually(() => done.lastAssignment !== undefined && failing.lastAssignment !== undefined, 10_000, 'first assignments');
+  assert.equal(done.lastAssignment!.pool, 'infra');
+  const first = JSON.parse(done.lastAssignment!.disruptionPolicyJson);
   assert.deepEqual(first.files, [{ path: '/etc/mcplane-demo/', actions: [{ type: 'restart', unit: 'mcplane-demo-motd.service' }] }]);
   assert.deepEqual(first.sshkey, { actions: [{ type: 'reboot' }] }, 'the pool\'s own entry');
+  // infra-1's update failed: it retries when its assignment comes again.
+  const config = failing.lastAssignment!.renderedConfig;
+  failing.report({ desiredConfig: config, state: 'Degraded', phase: 'actions', reason: 'actions: restart mcplane-demo-motd.service: job ended "failed"' });
+  await eventually(async () => (await call(c, c.status.getNode.bind(c.status), { name: 'infra-1' }, 'get')).status!.state === 'Degraded', 10_000, 'infra-1 Degraded');
 
-  const count = agent.assignments.length;
+  const [doneCount, failingCount] = [done.assignments.length, failing.assignments.length];
   await apply(changed(example, '          - type: Restart\n            restart:\n              serviceName: mcplane-demo-motd.service\n    units:', '          - type: None\n    units:'));
-  await eventually(() => agent.assignments.length > count, 10_000, 'assignment re-sent');
-  assert.deepEqual(JSON.parse(agent.lastAssignment!.disruptionPolicyJson).files, [{ path: '/etc/mcplane-demo/', actions: [{ type: 'none' }] }]);
+  await eventually(() => failing.assignments.length > failingCount, 10_000, 'the unfinished update gets the new policy');
+  assert.deepEqual(JSON.parse(failing.lastAssignment!.disruptionPolicyJson).files, [{ path: '/etc/mcplane-demo/', actions: [{ type: 'none' }] }]);
+  // A node Done on its config never plans with it again: its next config brings the policy then.
+  assert.equal(done.assignments.length, doneCount, 'nothing re-sent to the node that is Done');
+  assert.deepEqual(JSON.parse(done.lastAssignment!.disruptionPolicyJson), first);
 
-  const before = agent.assignments.length;
+  const before = failing.assignments.length;
   await call(c, c.config.delete.bind(c.config), { kind: 'MachineConfiguration', name: 'cluster' }, 'delete');
-  await eventually(() => agent.assignments.length > before, 10_000, 'assignment re-sent after delete');
-  assert.deepEqual(JSON.parse(agent.lastAssignment!.disruptionPolicyJson), { sshkey: { actions: [{ type: 'reboot' }] } });
+  await eventually(() => failing.assignments.length > before, 10_000, 'assignment re-sent after delete');
+  assert.deepEqual(JSON.parse(failing.lastAssignment!.disruptionPolicyJson), { sshkey: { actions: [{ type: 'reboot' }] } });
 });

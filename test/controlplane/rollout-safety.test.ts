@@ -133,3 +133,35 @@ test('the rollout controller asks to run again when the window opens; scope All 
   cp.resync();
   await eventually(async () => node!.lastAssignment?.renderedConfig === target, 10_000, 'assigned in the window');
 });
+
+test('a policy change that turns an unfinished update into a reboot waits for the window: the node keeps its policy until it opens', async () => {
+  const clock = new ManualClock(Date.parse('2026-11-22T10:00:00Z'));
+  server = await startTestServer({ clock });
+  const c = server.admin();
+  const fileConfig = (text: string) => ({ source: 'a.yaml', text: mcYaml('50-a', 'worker', `  config:\n    ignition: {version: 3.2.0}\n    storage:\n      files:\n      - {path: /etc/a.conf, mode: 420, contents: {source: "data:,${text}"}}\n`) });
+  const pool = (action: string) => ({ source: 'pool.yaml', text: poolYaml('worker', `  maxUnavailable: 1\n  maintenanceWindows: [{schedule: "0 7 * * *", duration: 1h, timeZone: UTC}]\n  disruptionPolicy:\n    files:\n    - {path: /etc/a.conf, actions: [${action}]}\n`) });
+  await apply(c, false, pool('{type: restart, unit: chronyd.service}'), fileConfig('one'));
+  const [node] = await fleet([{}]);
+  await settle(c, [node!]);
+
+  // A restart is not disruptive: it goes outside the window, and fails on the node.
+  await apply(c, false, fileConfig('two'));
+  const target = (await getPool(c)).status!.configuration;
+  await node!.waitFor(() => node!.lastAssignment?.renderedConfig === target);
+  node!.report({ desiredConfig: target, state: 'Degraded', phase: 'actions', reason: 'actions: restart chronyd.service: job ended "failed"' });
+  await eventually(async () => (await call(c, c.status.getNode.bind(c.status), { name: 'node-0' }, 'get')).status!.state === 'Degraded', 10_000, 'Degraded');
+
+  // Under the new policy its retry reboots: not before 07:00Z.
+  const sent = node!.assignments.length;
+  await apply(c, false, pool('{type: Reboot}'));
+  await eventually(() => server.logs.some((l) => l.includes('under the new one it waits for the maintenance window')), 10_000, 'the rollout saw the change');
+  const stored = () => JSON.parse(server.handle.controlPlane.cache.assignments.get('node-0')!.value.disruptionPolicyJson!);
+  assert.deepEqual(stored().files, [{ path: '/etc/a.conf', actions: [{ type: 'restart', unit: 'chronyd.service' }] }]);
+  assert.equal(node!.assignments.length, sent, 'nothing sent while the window is closed');
+
+  clock.set(Date.parse('2026-11-23T07:00:00Z'));
+  server.handle.controlPlane.resync();
+  await node!.waitFor(() => node!.assignments.length > sent, 10_000);
+  assert.deepEqual(JSON.parse(node!.lastAssignment!.disruptionPolicyJson).files, [{ path: '/etc/a.conf', actions: [{ type: 'reboot' }] }]);
+  assert.deepEqual(stored().files, [{ path: '/etc/a.conf', actions: [{ type: 'reboot' }] }]);
+});

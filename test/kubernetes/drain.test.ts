@@ -479,3 +479,49 @@ test('a leader without Kubernetes access never releases a held config undrained:
   assert.ok(!w0!.assignments.some((a) => a.renderedConfig === second), 'the undrained node never received the config');
   assert.equal(evictablePodsOn(standIn, 'w0').length, 1, 'its pod still runs there');
 });
+
+test('a policy change before a node finished its update is decided again: the reboot it now needs is drained first', async () => {
+  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
+  const requests = timeRequests(standIn);
+  addNode(standIn, 'w0', { 'node-role.kubernetes.io/worker': '' });
+  addNode(standIn, 'w1', { 'node-role.kubernetes.io/worker': '' });
+  addPod(standIn, { namespace: 'shop', name: 'web', node: 'w0' });
+  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
+  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN });
+  const c = server.admin();
+  const pool = (action: string) => ({ source: 'pool.yaml', text: poolYaml('worker', `  maxUnavailable: 1\n  disruptionPolicy:\n    files:\n    - {path: /etc/a.conf, actions: [${action}]}\n`) });
+  await call(c, c.config.apply.bind(c.config), { manifests: [pool('{type: restart, unit: chronyd.service}'), fileConfig('one')], dryRun: false }, 'apply');
+  const first = await target(c);
+  const w0 = new SimulatedAgent({ address: server.address, tls: await server.pki.node('w0'), name: 'w0', autoDone: false, currentConfig: first });
+  await w0.connect();
+  agents.push(w0);
+  await startAgents(['w1'], first, 50);
+
+  // The change needs only a restart: sent at once, undrained. Its restart fails on w0.
+  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
+  const second = await target(c);
+  await w0.waitFor(() => w0.lastAssignment?.renderedConfig === second, 10_000);
+  w0.report({ desiredConfig: second, state: 'Degraded', phase: 'actions', reason: 'actions: restart chronyd.service: job ended "failed"' });
+  await eventually(async () => (await nodeOf(c, 'w0')).status!.state === 'Degraded', 10_000, 'w0 Degraded');
+  assert.equal(requests.filter((r) => r.subresource === 'eviction').length, 0, 'no drain for a restart');
+
+  // Now the file reboots. w0 retries when its assignment comes again: that must wait for a drain.
+  const sent = w0.assignments.length;
+  let podsAtReceipt: string[] | undefined;
+  const push = w0.assignments.push.bind(w0.assignments);
+  w0.assignments.push = (...items) => {
+    podsAtReceipt ??= evictablePodsOn(standIn!, 'w0').map((p) => p.metadata.name);
+    return push(...items);
+  };
+  await call(c, c.config.apply.bind(c.config), { manifests: [pool('{type: Reboot}')], dryRun: false }, 'apply');
+  await w0.waitFor(() => w0.assignments.length > sent, 10_000);
+  assert.equal(w0.lastAssignment!.renderedConfig, second);
+  assert.deepEqual(JSON.parse(w0.lastAssignment!.disruptionPolicyJson).files, [{ path: '/etc/a.conf', actions: [{ type: 'reboot' }] }]);
+  assert.deepEqual(podsAtReceipt, [], 'the node was empty when the new policy reached it');
+  assert.deepEqual(requests.filter((r) => r.subresource === 'eviction' && r.code === 201).map((r) => r.name), ['web']);
+  assert.equal(kubeNode('w0').spec?.unschedulable, true, 'cordoned while it reboots');
+  assert.ok(server.logs.some((l) => l.includes('decided again under the new one')));
+
+  w0.report({ currentConfig: second, desiredConfig: second, state: 'Done', phase: 'done', reason: '' });
+  await eventually(() => kubeNode('w0').spec?.unschedulable === false, 5000, 'uncordoned once Done');
+});
