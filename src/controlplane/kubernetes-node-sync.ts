@@ -9,7 +9,7 @@ import { canonicalJson } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import { MCO_ANNOTATION_PREFIX, type NodeOperations } from './kubernetes/node-operations.ts';
-import { watchNodes } from './kubernetes/node-watch.ts';
+import { ClusterInformer, nodeSource } from './kubernetes/cluster-informer.ts';
 import type { LeaderWriter } from './leader-writer.ts';
 import type { WriteOp } from './store/store.ts';
 import type { KubernetesNodeRecord } from './stored-records.ts';
@@ -17,7 +17,9 @@ import type { KubernetesNodeRecord } from './stored-records.ts';
 const RELIST_AFTER_FAILURE_MS = 2000;
 
 export class KubernetesNodeSync {
-  #stopWatch: (() => void) | undefined;
+  /** Lists and watches while this replica leads; each list and event is stored. */
+  readonly #informer: ClusterInformer<V1Node>;
+  #leading = false;
   #synced = false;
   /** Writes go one after another, in the order the watch delivered them. */
   #queue: Promise<unknown> = Promise.resolve();
@@ -30,7 +32,14 @@ export class KubernetesNodeSync {
     private readonly log: Logger,
     /** Called after each full list is stored (the rollout waits for the first). */
     private readonly onSynced: () => void,
-  ) {}
+  ) {
+    this.#informer = new ClusterInformer(ops.access, nodeSource(ops.access), log, false);
+    this.#informer.on('listed', (nodes) => void this.#enqueue(() => this.#storeList(nodes)).then((stored) => {
+      // Until a full list is stored the rollout holds back drainable updates: list again.
+      if (!stored && this.#leading) this.#restartSoon();
+    }));
+    this.#informer.on('event', (type, node) => void this.#enqueue(() => (type === 'DELETED' ? this.#storeDelete(node) : this.#storeNodes([node]))));
+  }
 
   /** True once this leadership stored a full list: until then, "no Node" means "not known yet". */
   get synced(): boolean {
@@ -38,17 +47,12 @@ export class KubernetesNodeSync {
   }
 
   setLeading(leading: boolean): void {
-    if (leading && !this.#stopWatch) {
-      this.#stopWatch = watchNodes(this.ops, {
-        onList: (nodes) => void this.#enqueue(() => this.#storeList(nodes)).then((stored) => {
-          // Until a full list is stored the rollout holds back drainable updates: list again.
-          if (!stored && this.#stopWatch) this.#restartSoon();
-        }),
-        onEvent: (type, node) => this.#enqueue(() => (type === 'DELETED' ? this.#storeDelete(node) : this.#storeNodes([node]))),
-      }, this.log);
-    } else if (!leading && this.#stopWatch) {
-      this.#stopWatch();
-      this.#stopWatch = undefined;
+    if (leading === this.#leading) return;
+    this.#leading = leading;
+    if (leading) {
+      this.#informer.start();
+    } else {
+      this.#informer.stop();
       this.#synced = false;
     }
   }
@@ -61,11 +65,7 @@ export class KubernetesNodeSync {
 
   #restartSoon(): void {
     clearTimeout(this.#restart);
-    this.#restart = setTimeout(() => {
-      if (!this.#stopWatch) return;
-      this.setLeading(false);
-      this.setLeading(true);
-    }, RELIST_AFTER_FAILURE_MS);
+    this.#restart = setTimeout(() => this.#informer.relist(), RELIST_AFTER_FAILURE_MS);
   }
 
   /**
@@ -95,7 +95,7 @@ export class KubernetesNodeSync {
     }
     await this.writer.commitEach(gone);
     await this.#storeNodes(nodes);
-    if (!this.#stopWatch) return;
+    if (!this.#leading) return;
     const first = !this.#synced;
     this.#synced = true;
     if (first) this.log.info({ nodes: nodes.length }, 'Kubernetes Nodes listed');

@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { assertCallsAllowed } from './rbac.ts';
 import { startKubeApiStandIn, type KubeApiStandIn } from '../../sandbox/kube-api-stand-in/kube-api-stand-in.ts';
-import { inClusterAvailable, kubeFailureOf, loadKubernetesAccess, patchAs } from '../../src/controlplane/kubernetes/kube-client.ts';
+import { inClusterAvailable, kubeFailureOf, loadKubernetesAccess, patchAs, type KubernetesAccess } from '../../src/controlplane/kubernetes/kube-client.ts';
 import { ConfigurationError } from '../../src/machineconfig/index.ts';
-import { ClusterInformer } from '../../src/controlplane/kubernetes/cluster-informer.ts';
+import { ClusterInformer, customResourceSource, nodeSource } from '../../src/controlplane/kubernetes/cluster-informer.ts';
 import { createLogger } from '../../src/runtime/logger.ts';
 import { resolveOptions } from '../../src/controlplane/main.ts';
 
@@ -148,7 +148,7 @@ describe('Kubernetes credentials and KubernetesAccess', () => {
     const logs: string[] = [];
     const log = createLogger({ level: 'debug', write: (line) => logs.push(line) });
     const kube = loadKubernetesAccess({ kubeconfig, watchIdleTimeoutMs: 200 });
-    const informer = new ClusterInformer(kube, { group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'machineconfigs' }, log);
+    const informer = new ClusterInformer(kube, customResourceSource(kube, { group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'machineconfigs' }), log);
     informer.start();
     try {
       await until(() => informer.synced);
@@ -164,26 +164,38 @@ describe('Kubernetes credentials and KubernetesAccess', () => {
     }
   });
 
-  it('the informer backs off when the cluster ends its watch with an error event, instead of asking again at once', async () => {
-    const logs: string[] = [];
-    const log = createLogger({ level: 'debug', write: (line) => logs.push(line) });
-    const informer = new ClusterInformer(loadKubernetesAccess({ kubeconfig }), { group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'machineconfigpools' }, log);
-    informer.start();
-    try {
-      await until(() => informer.synced);
-      const watches = () => standIn.requests.filter((r) => r.verb === 'watch' && r.resource === 'machineconfigpools');
-      await until(() => watches().length === 1);
-      const t0 = Date.now();
-      standIn.failWatches(500, 'InternalError', 'etcdserver: leader changed');
-      await until(() => watches().length === 2);
-      assert.ok(Date.now() - t0 >= 150, `asked again after ${Date.now() - t0} ms`);
-      assert.ok(logs.some((l) => /cannot watch machineconfigpools/.test(l) && /etcdserver: leader changed/.test(l)), logs.join('\n'));
-      standIn.add({ apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'MachineConfigPool', metadata: { name: 'after-error' }, spec: {} });
-      await until(() => informer.objects.has('after-error'));
-    } finally {
-      informer.stop();
-    }
-  });
+  // Nodes and MCO's resources share the informer: a 403 or 500 loop is backed off for both.
+  for (const [resource, source, add] of [
+    ['machineconfigpools', (k: KubernetesAccess) => customResourceSource(k, { group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'machineconfigpools' }),
+      () => standIn.add({ apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'MachineConfigPool', metadata: { name: 'after-error' }, spec: {} })],
+    ['nodes', nodeSource, () => standIn.add({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'after-error' }, spec: {} } as never)],
+  ] as const) {
+    it(`the ${resource} informer backs off when the cluster ends its watch with an error event, instead of asking again at once`, async () => {
+      const logs: string[] = [];
+      const log = createLogger({ level: 'debug', write: (line) => logs.push(line) });
+      const kube = loadKubernetesAccess({ kubeconfig });
+      const informer = new ClusterInformer<{ metadata?: { name?: string } }>(kube, source(kube), log);
+      const events: string[] = [];
+      informer.on('event', (type, object) => events.push(`${type} ${object.metadata?.name}`));
+      const start = standIn.requests.length;
+      informer.start();
+      try {
+        await until(() => informer.synced);
+        const watches = () => standIn.requests.slice(start).filter((r) => r.verb === 'watch' && r.resource === resource);
+        await until(() => watches().length === 1);
+        const t0 = Date.now();
+        standIn.failWatches(500, 'InternalError', 'etcdserver: leader changed');
+        await until(() => watches().length === 2);
+        assert.ok(Date.now() - t0 >= 150, `asked again after ${Date.now() - t0} ms`);
+        assert.ok(logs.some((l) => new RegExp(`cannot watch ${resource}`).test(l) && /etcdserver: leader changed/.test(l)), logs.join('\n'));
+        add();
+        await until(() => informer.objects.has('after-error'));
+        assert.ok(events.includes('ADDED after-error'), events.join(', '));
+      } finally {
+        informer.stop();
+      }
+    });
+  }
 
   it("every call it made to the cluster with mcplane's credentials is allowed by packaging/kubernetes/rbac.yaml", () => {
     assert.ok(assertCallsAllowed(standIn.requests) > 0);

@@ -1,11 +1,29 @@
-// List, then watch, one cluster-scoped custom resource (an informer, in client-go's words): the
-// watch resumes from the last resourceVersion it saw (after a server-side close, a timeout, a
-// lost connection), and a 410 Gone (the history it needs was compacted) relists. `synced` is
-// true once a list succeeded, so a reader never mistakes "not listed yet" for "none exist".
+// List, then watch, one cluster-scoped collection (an informer, in client-go's words): the watch
+// resumes from the last resourceVersion it saw (bookmarks included: after a server-side close, a
+// timeout, a lost connection), and a 410 Gone (the history it needs was compacted) lists again.
+// Failures back off, so an API server that keeps refusing (403, 500) is not asked in a tight
+// loop. `synced` is true once a list succeeded, so a reader never mistakes "not listed yet" for
+// "none exist". The one list-and-watch loop of the control plane: Nodes and MCO's custom
+// resources alike.
 
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../../runtime/logger.ts';
-import { isIdleTimeout, kubeFailureOf, type KubernetesAccess } from './kube-client.ts';
+import { isIdleTimeout, kubeFailureOf, type KubernetesAccess, type V1Node } from './kube-client.ts';
+
+export type ClusterObject = { metadata: { name: string; uid?: string; resourceVersion?: string; generation?: number; [k: string]: unknown }; [k: string]: unknown };
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+/** Where an informer lists and watches. */
+export interface ListWatchSource<T> {
+  /** For logs: "nodes", "machineconfigs.machineconfiguration.openshift.io". */
+  readonly what: string;
+  /** The collection's path, for the watch: `/api/v1/nodes`, `/apis/GROUP/VERSION/PLURAL`. */
+  readonly path: string;
+  list(): Promise<{ items: T[]; resourceVersion: string }>;
+  /** What to tell the operator when the API server says 404 or 403. */
+  hint?(code: number): string;
+}
 
 export interface CustomResource {
   group: string;
@@ -13,12 +31,46 @@ export interface CustomResource {
   plural: string;
 }
 
-export type ClusterObject = { metadata: { name: string; uid?: string; resourceVersion?: string; generation?: number; [k: string]: unknown }; [k: string]: unknown };
+export function customResourceSource(kube: KubernetesAccess, resource: CustomResource): ListWatchSource<ClusterObject> {
+  const { group, version, plural } = resource;
+  const what = `${plural}.${group}`;
+  return {
+    what,
+    path: `/apis/${group}/${version}/${plural}`,
+    async list() {
+      const list = await kube.custom.listClusterCustomObject({ group, version, plural }) as { items?: ClusterObject[]; metadata?: { resourceVersion?: string } };
+      return { items: (list.items ?? []).filter((i) => i?.metadata?.name), resourceVersion: list.metadata?.resourceVersion ?? '' };
+    },
+    hint: (code) => code === 404 ? ` (the cluster has no ${what}: is the Machine Config Operator's CRD installed?)`
+      : code === 403 ? ' (not allowed: see packaging/kubernetes/rbac.yaml)' : '',
+  };
+}
+
+export function nodeSource(kube: KubernetesAccess): ListWatchSource<V1Node> {
+  return {
+    what: 'nodes',
+    path: '/api/v1/nodes',
+    async list() {
+      const list = await kube.core.listNode();
+      return { items: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
+    },
+    hint: (code) => code === 403 ? ' (not allowed: see packaging/kubernetes/rbac.yaml)' : '',
+  };
+}
 
 const BACKOFF_MS = [200, 500, 1000, 2000, 5000];
 
-export class ClusterInformer extends EventEmitter<{ change: [] }> {
-  readonly objects = new Map<string, ClusterObject>();
+interface InformerEvents<T> {
+  /** Anything changed: a list, or an event. */
+  change: [];
+  /** Every object there is, at the start and after each relist. */
+  listed: [T[]];
+  event: [WatchEventType, T];
+}
+
+export class ClusterInformer<T extends { metadata?: { name?: string; resourceVersion?: string } } = ClusterObject> extends EventEmitter<InformerEvents<T>> {
+  /** The objects by name, when kept (a reader that stores its own copy of each need not). */
+  readonly objects = new Map<string, T>();
   #synced = false;
   #resourceVersion = '';
   #stopWatch: (() => void) | undefined;
@@ -28,7 +80,13 @@ export class ClusterInformer extends EventEmitter<{ change: [] }> {
   /** Bumped by every start/stop, so a late callback of an old watch does nothing. */
   #epoch = 0;
 
-  constructor(private readonly kube: KubernetesAccess, readonly resource: CustomResource, private readonly log: Logger) {
+  constructor(
+    private readonly kube: KubernetesAccess,
+    readonly source: ListWatchSource<T>,
+    private readonly log: Logger,
+    /** false: only the events say what the objects are (Nodes are large, and stored elsewhere). */
+    private readonly keepObjects = true,
+  ) {
     super();
   }
 
@@ -37,7 +95,7 @@ export class ClusterInformer extends EventEmitter<{ change: [] }> {
   }
 
   get what(): string {
-    return `${this.resource.plural}.${this.resource.group}`;
+    return this.source.what;
   }
 
   start(): void {
@@ -57,17 +115,27 @@ export class ClusterInformer extends EventEmitter<{ change: [] }> {
     this.objects.clear();
   }
 
+  /** Lists again now (a reader could not use the last list). */
+  relist(): void {
+    if (!this.#running) return;
+    this.#stopWatch?.();
+    this.#stopWatch = undefined;
+    clearTimeout(this.#timer);
+    const epoch = ++this.#epoch;
+    void this.#list(epoch);
+  }
+
   async #list(epoch: number): Promise<void> {
-    const { group, version, plural } = this.resource;
     try {
-      const list = await this.kube.custom.listClusterCustomObject({ group, version, plural }) as { items?: ClusterObject[]; metadata?: { resourceVersion?: string } };
+      const { items, resourceVersion } = await this.source.list();
       if (epoch !== this.#epoch) return;
       this.objects.clear();
-      for (const item of list.items ?? []) if (item?.metadata?.name) this.objects.set(item.metadata.name, item);
-      this.#resourceVersion = list.metadata?.resourceVersion ?? '';
+      if (this.keepObjects) for (const item of items) if (item.metadata?.name) this.objects.set(item.metadata.name, item);
+      this.#resourceVersion = resourceVersion;
       this.#synced = true;
       this.#failures = 0;
-      this.log.debug({ resource: this.what, objects: this.objects.size, resourceVersion: this.#resourceVersion }, 'listed from the cluster');
+      this.log.debug({ resource: this.what, objects: items.length, resourceVersion }, 'listed from the cluster');
+      this.emit('listed', items);
       this.emit('change');
       await this.#watch(epoch);
     } catch (err) {
@@ -77,7 +145,6 @@ export class ClusterInformer extends EventEmitter<{ change: [] }> {
   }
 
   async #watch(epoch: number): Promise<void> {
-    const { group, version, plural } = this.resource;
     let relist = false;
     let refused: unknown;
     const onEvent = (type: string, object: any): void => {
@@ -91,18 +158,20 @@ export class ClusterInformer extends EventEmitter<{ change: [] }> {
       const rv = object?.metadata?.resourceVersion;
       if (rv) this.#resourceVersion = rv;
       if (type === 'BOOKMARK' || !object?.metadata?.name) return;
+      if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') return;
       if (type === 'DELETED') this.objects.delete(object.metadata.name);
-      else this.objects.set(object.metadata.name, object);
-      this.#failures = 0;
+      else if (this.keepObjects) this.objects.set(object.metadata.name, object);
+      this.#failures = 0; // the watch works again: the next resume need not wait
+      this.emit('event', type, object);
       this.emit('change');
     };
     const onEnd = (err: unknown): void => {
       if (epoch !== this.#epoch) return;
       this.#stopWatch = undefined;
-      if (relist) {
-        this.log.info({ resource: this.what, resourceVersion: this.#resourceVersion }, 'watch history compacted (410 Gone); listing again');
+      if (relist || kubeFailureOf(err).code === 410) {
+        this.log.info({ resource: this.what, resourceVersion: this.#resourceVersion }, 'watch expired (410 Gone); listing again');
         void this.#list(epoch);
-      } else if (refused || (err && !isIdleTimeout(err))) {
+      } else if (refused || (err && !isIdleTimeout(err) && (err as Error).name !== 'AbortError')) {
         // With backoff: a server that keeps refusing must not be asked again in a tight loop.
         this.#retry(epoch, 'watch', refused ?? err, () => void this.#watch(epoch));
       } else {
@@ -112,7 +181,10 @@ export class ClusterInformer extends EventEmitter<{ change: [] }> {
       }
     };
     try {
-      this.#stopWatch = await this.kube.watch(`/apis/${group}/${version}/${plural}`, { resourceVersion: this.#resourceVersion, allowWatchBookmarks: 'true' }, onEvent, onEnd);
+      const stop = await this.kube.watch(this.source.path, { resourceVersion: this.#resourceVersion, allowWatchBookmarks: 'true' }, onEvent, onEnd);
+      // Stopped (or ended and restarted) while the watch was being opened: this one is stale.
+      if (epoch !== this.#epoch) stop();
+      else this.#stopWatch = stop;
     } catch (err) {
       if (epoch === this.#epoch) this.#retry(epoch, 'watch', err, () => void this.#watch(epoch));
     }
@@ -124,9 +196,7 @@ export class ClusterInformer extends EventEmitter<{ change: [] }> {
     const failure = kubeFailureOf(err);
     // A watch cut by a 410 at the HTTP level (some servers) also means: list again.
     const next = failure.code === 410 ? () => void this.#list(epoch) : again;
-    const hint = failure.code === 404 ? ` (the cluster has no ${this.what}: is the Machine Config Operator's CRD installed?)`
-      : failure.code === 403 ? ' (not allowed: see packaging/kubernetes/rbac.yaml)' : '';
-    this.log[this.#failures === 1 ? 'warn' : 'debug']({ resource: this.what, attempt: this.#failures, retryInMs: delay, error: failure.message }, `cannot ${what} ${this.what} in the cluster${hint}; retrying`);
+    this.log[this.#failures === 1 ? 'warn' : 'debug']({ resource: this.what, attempt: this.#failures, retryInMs: delay, error: failure.message }, `cannot ${what} ${this.what} in the cluster${this.source.hint?.(failure.code) ?? ''}; retrying`);
     clearTimeout(this.#timer);
     this.#timer = setTimeout(() => {
       if (epoch === this.#epoch) next();

@@ -25,7 +25,7 @@ import type { Controller, ReconcileResult } from '../controller.ts';
 import type { LeaderWriter } from '../leader-writer.ts';
 import type { StoredObject } from '../store/store.ts';
 import { KUBERNETES_SOURCE_KEY, type KubernetesSourceRecord, type SourceObjectProblems } from '../stored-records.ts';
-import { ClusterInformer, type ClusterObject } from './cluster-informer.ts';
+import { ClusterInformer, customResourceSource, type ClusterObject } from './cluster-informer.ts';
 import { EventRecorder } from './event-recorder.ts';
 import { kubeFailureOf, type KubernetesAccess } from './kube-client.ts';
 import { mcoInvalidPoolStatus, mcoPoolStatus, type McoPoolStatus } from './mco-pool-status.ts';
@@ -55,8 +55,8 @@ export class KubernetesSourceController implements Controller {
   readonly #parsed = new Map<string, { resourceVersion: string; value: unknown; problems: Problem[]; matchesStoreAt?: string }>();
 
   constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly kube: KubernetesAccess, private readonly log: Logger) {
-    this.configs = new ClusterInformer(kube, { group: GROUP, version: VERSION, plural: 'machineconfigs' }, log);
-    this.pools = new ClusterInformer(kube, { group: GROUP, version: VERSION, plural: 'machineconfigpools' }, log);
+    this.configs = new ClusterInformer(kube, customResourceSource(kube, { group: GROUP, version: VERSION, plural: 'machineconfigs' }), log);
+    this.pools = new ClusterInformer(kube, customResourceSource(kube, { group: GROUP, version: VERSION, plural: 'machineconfigpools' }), log);
     this.#events = new EventRecorder(kube, log);
     this.configs.on('change', () => this.#wake());
     this.pools.on('change', () => this.#wake());

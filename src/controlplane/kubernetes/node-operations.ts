@@ -31,11 +31,6 @@ export const MCO_ANNOTATION_PREFIX = 'machineconfiguration.openshift.io/';
 export class NodeOperations {
   constructor(readonly access: KubernetesAccess) {}
 
-  async listNodes(): Promise<{ nodes: V1Node[]; resourceVersion: string }> {
-    const list = await this.access.core.listNode();
-    return { nodes: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
-  }
-
   /** Sets spec.unschedulable; returns the node as the API server now has it. */
   async setUnschedulable(node: string, unschedulable: boolean): Promise<V1Node> {
     return this.#patchNode(node, { spec: { unschedulable } });
