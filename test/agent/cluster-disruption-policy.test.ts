@@ -5,6 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { demoServiceConfig } from '../helpers/manifests.ts';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
@@ -51,29 +52,7 @@ spec:
     units:
       - {name: demo.service, actions: [{type: daemon-reload}, {type: restart, unit: demo.service}]}
 `;
-const config = (motd: string) => `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata: {name: 50-demo, labels: {machineconfiguration.openshift.io/role: worker}}
-spec:
-  config:
-    ignition: {version: 3.4.0}
-    storage:
-      files:
-        - {path: /etc/demo/motd, mode: 0644, contents: {source: "data:,${encodeURIComponent(motd)}"}}
-    systemd:
-      units:
-        - name: demo.service
-          enabled: true
-          contents: |
-            [Unit]
-            Description=demo
-            [Service]
-            Type=oneshot
-            RemainAfterExit=yes
-            ExecStart=/bin/true
-            [Install]
-            WantedBy=default.target
-`;
+const config = (motd: string) => demoServiceConfig(motd);
 
 before(async () => {
   if (skip) return;

@@ -10,15 +10,17 @@ import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
-import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
+import { canRunUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
 import { poolYaml } from '../helpers/manifests.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import type { TestServer } from '../helpers/test-server.ts';
+import { startAgentTestBed, type AgentTestBed } from '../helpers/agent-test-bed.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
 const FILES = 12;
 let server: TestServer;
 let c: Clients;
 let systemd: UserSystemd;
+let bed: AgentTestBed;
 
 const pool = poolYaml('worker', '  maxUnavailable: 100%\n  disruptionPolicy: {files: [{path: /etc/crash, actions: [{type: none}]}]}\n');
 function config(version: 'A' | 'B'): string {
@@ -52,15 +54,12 @@ const leftovers = (host: SandboxHost) => readdirSync(join(host.root, 'etc/crash'
 
 before(async () => {
   if (skip) return;
-  server = await startTestServer();
-  c = server.admin();
-  systemd = await startUserSystemd();
-  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'p', text: pool }], dryRun: false }, 'apply');
+  bed = await startAgentTestBed(pool);
+  ({ server, c, systemd } = bed);
 });
 after(async () => {
   if (skip) return;
-  await systemd.stop();
-  await server.close();
+  await bed.close();
 });
 
 const POINTS = ['staging', 'staging-file:0', 'staging-file:6', 'committing', 'commit-file:0', 'commit-file:6', 'units-done', 'os-done', 'rebooting'];

@@ -10,14 +10,16 @@ import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
-import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
+import { canRunUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
 import { poolYaml } from '../helpers/manifests.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import type { TestServer } from '../helpers/test-server.ts';
+import { startAgentTestBed, type AgentTestBed } from '../helpers/agent-test-bed.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
 let server: TestServer;
 let c: Clients;
 let systemd: UserSystemd;
+let bed: AgentTestBed;
 let host: SandboxHost;
 
 const pool = poolYaml('worker', `  maxUnavailable: 100%
@@ -44,10 +46,8 @@ const apply = async (text: string) => {
 
 before(async () => {
   if (skip) return;
-  server = await startTestServer();
-  c = server.admin();
-  systemd = await startUserSystemd();
-  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'p', text: pool }], dryRun: false }, 'apply');
+  bed = await startAgentTestBed(pool);
+  ({ server, c, systemd } = bed);
   // Job timeout and step deadline far above the D-Bus call deadline: only that may answer.
   host = new SandboxHost({ name: 'dbus', server: server.address, pki: server.pki, systemd, config: { dbusTimeoutSeconds: 2, jobTimeoutSeconds: 120, stepTimeoutSeconds: 300 } });
   const first = await apply(config(1, '/bin/true'));
@@ -58,8 +58,7 @@ after(async () => {
   if (skip) return;
   systemd.thaw();
   await host.kill();
-  await systemd.stop();
-  await server.close();
+  await bed.close();
 });
 
 test('systemd frozen during an update: Degraded within seconds naming the step, the call and the deadline; the next update works', { skip }, async () => {

@@ -9,15 +9,17 @@ import { after, before, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
-import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
+import { canRunUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { poolYaml } from '../helpers/manifests.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import type { TestServer } from '../helpers/test-server.ts';
+import { startAgentTestBed, type AgentTestBed } from '../helpers/agent-test-bed.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
 let server: TestServer;
 let c: Clients;
 let systemd: UserSystemd;
+let bed: AgentTestBed;
 const hosts: SandboxHost[] = [];
 
 // Healthy while /etc/gate/state says ok (the sandbox's root is in the agent's environment).
@@ -39,16 +41,13 @@ spec:
 
 before(async () => {
   if (skip) return;
-  server = await startTestServer();
-  c = server.admin();
-  systemd = await startUserSystemd();
-  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'p', text: pool }], dryRun: false }, 'apply');
+  bed = await startAgentTestBed(pool);
+  ({ server, c, systemd } = bed);
 });
 after(async () => {
   if (skip) return;
   for (const h of hosts) await h.kill();
-  await systemd.stop();
-  await server.close();
+  await bed.close();
 });
 
 for (const [n, point] of ['rolling-back', 'rollback-files'].entries()) {

@@ -15,7 +15,7 @@ import { SystemdClient } from '../../src/agent/systemd-client.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { canRunUserSystemd, startUserSystemd } from '../../sandbox/user-systemd.ts';
 import { untilNode } from '../helpers/converge.ts';
-import { poolYaml } from '../helpers/manifests.ts';
+import { demoServiceConfig, poolYaml } from '../helpers/manifests.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
@@ -34,30 +34,7 @@ const MOTD_CHECK = `["/bin/sh", "-c", "grep -q good \\"$MCPLANE_TEST_ROOT/etc/de
 // Fails on a host whose environment names a kernel argument it must not boot with.
 const KARG_CHECK = `["/bin/sh", "-c", "if [ -n \\"$MCPLANE_TEST_BAD_KARG\\" ] && grep -qw \\"$MCPLANE_TEST_BAD_KARG\\" \\"$MCPLANE_TEST_CMDLINE\\"; then echo \\"booted with $MCPLANE_TEST_BAD_KARG\\"; exit 4; fi"]`;
 
-const demoConfig = (motd: string, karg = '', extraFile = '') => `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata: {name: 50-demo, labels: {machineconfiguration.openshift.io/role: worker}}
-spec:
-  kernelArguments: [${karg}]
-  config:
-    ignition: {version: 3.4.0}
-    storage:
-      files:
-        - {path: /etc/demo/motd, mode: 0644, contents: {source: "data:,${encodeURIComponent(motd)}"}}
-${extraFile ? `        - {path: /etc/demo/original, mode: 0644, contents: {source: "data:,${encodeURIComponent(extraFile)}"}}\n` : ''}    systemd:
-      units:
-        - name: demo.service
-          enabled: true
-          contents: |
-            [Unit]
-            Description=demo
-            [Service]
-            Type=oneshot
-            RemainAfterExit=yes
-            ExecStart=/bin/true
-            [Install]
-            WantedBy=default.target
-`;
+const demoConfig = (motd: string, karg = '', extraFile = '') => demoServiceConfig(motd, { kernelArguments: karg, files: extraFile ? { '/etc/demo/original': extraFile } : {} });
 const noRebootPolicy = `  disruptionPolicy:
     files: [{path: /etc/demo/, actions: [{type: restart, unit: demo.service}]}]
     units: [{name: demo.service, actions: [{type: daemon-reload}, {type: restart, unit: demo.service}]}]

@@ -13,9 +13,10 @@ import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
-import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
+import { canRunUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
 import { poolYaml } from '../helpers/manifests.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import type { TestServer } from '../helpers/test-server.ts';
+import { startAgentTestBed, type AgentTestBed } from '../helpers/agent-test-bed.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
 const FILES = 60;
@@ -23,6 +24,7 @@ const UPDATES = 120;
 let server: TestServer;
 let c: Clients;
 let systemd: UserSystemd;
+let bed: AgentTestBed;
 let outsideBase: string;
 let host: SandboxHost | undefined;
 
@@ -56,16 +58,13 @@ while True:
 
 before(async () => {
   if (skip) return;
-  server = await startTestServer();
-  c = server.admin();
-  systemd = await startUserSystemd();
-  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'p', text: pool }], dryRun: false }, 'apply');
+  bed = await startAgentTestBed(pool);
+  ({ server, c, systemd } = bed);
 });
 after(async () => {
   if (skip) return;
   await host?.kill();
-  await systemd.stop();
-  await server.close();
+  await bed.close();
   if (outsideBase) rmSync(outsideBase, { recursive: true, force: true });
 });
 

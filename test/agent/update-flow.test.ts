@@ -10,7 +10,7 @@ import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
-import { poolYaml } from '../helpers/manifests.ts';
+import { demoServiceConfig, poolYaml } from '../helpers/manifests.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
@@ -24,30 +24,7 @@ const pool = poolYaml('worker', `  disruptionPolicy:
     units:
       - {name: demo.service, actions: [{type: daemon-reload}, {type: restart, unit: demo.service}]}
 `);
-const config = (motd: string, extra = '') => `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata: {name: 50-demo, labels: {machineconfiguration.openshift.io/role: worker}}
-spec:
-  config:
-    ignition: {version: 3.4.0}
-    passwd: {users: [{name: core, sshAuthorizedKeys: ["ssh-ed25519 AAAA demo"]}]}
-    storage:
-      files:
-        - {path: /etc/demo/motd, mode: 0640, contents: {source: "data:,${encodeURIComponent(motd)}"}}
-    systemd:
-      units:
-        - name: demo.service
-          enabled: true
-          contents: |
-            [Unit]
-            Description=demo
-            [Service]
-            Type=oneshot
-            RemainAfterExit=yes
-            ExecStart=/bin/true
-            [Install]
-            WantedBy=default.target
-${extra}`;
+const config = (motd: string, extra = '') => demoServiceConfig(motd, { mode: '0640', sshKey: 'ssh-ed25519 AAAA demo', tail: extra });
 
 before(async () => {
   if (skip) return;

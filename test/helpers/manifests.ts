@@ -61,3 +61,30 @@ metadata: {name: ${name}, labels: {machineconfiguration.openshift.io/role: ${rol
 spec:
 ${spec}`;
 }
+
+/**
+ * MachineConfig 50-demo for the worker role, as the agent tests use it: /etc/demo/motd and an
+ * enabled oneshot demo.service. `files` adds more under spec.config.storage.files; `spec` adds
+ * lines under spec (indented two spaces), `tail` text after the document's end.
+ */
+export function demoServiceConfig(motd: string, options: { mode?: string; sshKey?: string; kernelArguments?: string; files?: Record<string, string>; tail?: string } = {}): string {
+  const file = (path: string, text: string, mode: string) => `        - {path: ${path}, mode: ${mode}, contents: {source: "data:,${encodeURIComponent(text)}"}}\n`;
+  return mcYaml('50-demo', 'worker', `${options.kernelArguments !== undefined ? `  kernelArguments: [${options.kernelArguments}]\n` : ''}  config:
+    ignition: {version: 3.4.0}
+${options.sshKey ? `    passwd: {users: [{name: core, sshAuthorizedKeys: ["${options.sshKey}"]}]}\n` : ''}    storage:
+      files:
+${file('/etc/demo/motd', motd, options.mode ?? '0644')}${Object.entries(options.files ?? {}).map(([path, text]) => file(path, text, '0644')).join('')}    systemd:
+      units:
+        - name: demo.service
+          enabled: true
+          contents: |
+            [Unit]
+            Description=demo
+            [Service]
+            Type=oneshot
+            RemainAfterExit=yes
+            ExecStart=/bin/true
+            [Install]
+            WantedBy=default.target
+${options.tail ?? ''}`);
+}
