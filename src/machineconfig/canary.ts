@@ -3,7 +3,7 @@
 // Pure, so the rollout, the pool status and the dry-run preview ask the same question the same way.
 
 import { isUpdated } from './node-availability.ts';
-import { durationMs } from './rollout-policy.ts';
+import { durationMs } from './duration.ts';
 import { rolloutOrder } from './rollout.ts';
 import type { MachineConfigPool, NodeRecord } from './types.ts';
 

@@ -26,10 +26,11 @@ export { decideRollout, rolloutOrder, type RolloutDecision, type RolloutSafetyIn
 export { unselectedConfigs, unselectedConfigWarnings } from './unselected-configs.ts';
 export { appendToHistory, boundUpdateRecord, endPhase, enterPhase, finishUpdate, MAX_HISTORY_UPDATES, MAX_UPDATE_PHASES, startUpdate, withPhase, type UpdatePhase, type UpdateRecord, type UpdateResult } from './update-record.ts';
 export { isRenderedConfigName, manifestFromClusterObject, RENDERED_PREFIX, type ClusterKind } from './cluster-object.ts';
-export { formatWait, formatWaitChangesIn, isKnownTimeZone, parseWindowDuration, waitsForWindow, windowState, type MaintenanceWindow, type MaintenanceWindowScope, type WindowState } from './maintenance-window.ts';
+export { formatWait, formatWaitChangesIn, isKnownTimeZone, waitsForWindow, windowState, type MaintenanceWindow, type MaintenanceWindowScope, type WindowState } from './maintenance-window.ts';
 export { budgetGroupOf, type DisruptionBudget } from './disruption-budget.ts';
 export { isDisruptive, type RolloutContext } from './rollout.ts';
 export { previewRollout, type NodeSchedule } from './rollout-preview.ts';
-export { durationMs, parseHealthCheck, parseRolloutPolicy } from './rollout-policy.ts';
+export { durationMs } from './duration.ts';
+export { parseHealthCheck, parseRolloutPolicy } from './rollout-policy.ts';
 export { canaryCount, canaryGate, canaryNames, isCanary, type CanaryGate, type CanarySoak } from './canary.ts';
 export { activeHalt, describeHalt, effectiveTarget, failedNodes, nextRolloutState, type FailedNode, type RolloutHalt, type RolloutState } from './rollout-failures.ts';

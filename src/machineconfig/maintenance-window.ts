@@ -6,6 +6,7 @@
 // skipped hour moves to the first valid time, as cron implementations do.
 
 import { Cron } from 'croner';
+import { durationMs } from './duration.ts';
 import { join, type ProblemCollector } from './problem-collector.ts';
 import type { MachineConfigPoolSpec } from './types.ts';
 
@@ -24,15 +25,8 @@ export const WINDOW_SCOPES: readonly MaintenanceWindowScope[] = ['Disruptive', '
 
 /** Every reconcile evaluates every window: a pool needs a handful, not thousands. */
 export const MAX_WINDOWS = 20;
-const DURATION = /^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?$/;
 const MAX_DURATION_MS = 7 * 24 * 3600_000;
 
-/** Milliseconds of "2h", "90m", "1h30m", "1d"; undefined when it is not that shape. */
-export function parseWindowDuration(text: string): number | undefined {
-  const m = DURATION.exec(text);
-  if (!m || text === '') return undefined;
-  return ((Number(m[1] ?? 0) * 24 + Number(m[2] ?? 0)) * 60 + Number(m[3] ?? 0)) * 60_000;
-}
 
 export function isKnownTimeZone(zone: string): boolean {
   try {
@@ -74,12 +68,12 @@ export function parseMaintenanceWindows(raw: unknown, c: ProblemCollector, field
         ok = false;
       }
     }
-    const ms = duration === undefined ? undefined : parseWindowDuration(duration);
+    const ms = duration === undefined ? undefined : durationMs(duration);
     if (duration === undefined) {
       c.add(join(f, 'duration'), 'required', 'a maintenance window needs a duration, e.g. "2h" or "90m"');
       ok = false;
     } else if (ms === undefined || ms <= 0 || ms > MAX_DURATION_MS) {
-      c.add(join(f, 'duration'), 'duration', `duration "${duration}" must be days, hours and minutes such as "2h", "90m" or "1h30m", more than 0 and at most 7d`);
+      c.add(join(f, 'duration'), 'duration', `duration "${duration}" must be a duration such as "2h", "90m" or "1h30m" (units d, h, m, s), more than 0 and at most 7d`);
       ok = false;
     }
     if (ok) out.push({ schedule: schedule!, duration: duration!, timeZone });
@@ -114,13 +108,13 @@ export function windowState(windows: readonly MaintenanceWindow[], now: number):
   let closesAt: number | undefined;
   let nextStart: number | undefined;
   for (const w of windows) {
-    const durationMs = parseWindowDuration(w.duration) ?? 0;
+    const length = durationMs(w.duration) ?? 0;
     const cron = new Cron(w.schedule, { timezone: w.timeZone, paused: true });
     // Starts within one duration before now: any of them may still be open (windows may overlap).
     for (const start of cron.previousRuns(64, new Date(now + 1))) {
       const s = start.getTime();
-      if (s + durationMs <= now) break;
-      closesAt = Math.max(closesAt ?? 0, s + durationMs);
+      if (s + length <= now) break;
+      closesAt = Math.max(closesAt ?? 0, s + length);
     }
     const next = cron.nextRun(new Date(now))?.getTime();
     if (next !== undefined && (nextStart === undefined || next < nextStart)) nextStart = next;

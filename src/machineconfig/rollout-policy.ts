@@ -2,23 +2,17 @@
 // spec.healthCheck (what must hold on a node after each update). MCO has neither; Flight Control's
 // batches and success thresholds and Talos' timed try-and-revert are the models.
 
+import { durationMs } from './duration.ts';
 import { join, type ProblemCollector } from './problem-collector.ts';
 import type { HealthCheck, RolloutFailureAction, RolloutPolicy } from './types.ts';
 
 const PERCENT = /^(\d+)%$/;
-const DURATION = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/;
 const FAILURE_ACTIONS: readonly RolloutFailureAction[] = ['Pause', 'Rollback'];
 /** A health check longer than this is a typo, not a plan: the node stays Working all that time. */
 const MAX_HEALTH_TIMEOUT_MS = 60 * 60 * 1000;
 /** A systemd unit name, as systemd accepts it (unit-name.c: valid characters and a known suffix). */
 const UNIT_NAME = /^[A-Za-z0-9:_.\\@-]+\.(service|socket|target|mount|automount|swap|path|timer|slice|scope|device)$/;
 
-/** Milliseconds in a Go-style duration ("90s", "10m", "1h30m"), or undefined if it is not one. */
-export function durationMs(text: string): number | undefined {
-  const m = DURATION.exec(text);
-  if (!m || text === '') return undefined;
-  return ((Number(m[1] ?? 0) * 60 + Number(m[2] ?? 0)) * 60 + Number(m[3] ?? 0)) * 1000;
-}
 
 export function parseRolloutPolicy(raw: unknown, c: ProblemCollector, field = 'spec.rollout'): RolloutPolicy | undefined {
   const r = c.record(raw, field);
@@ -33,7 +27,7 @@ export function parseRolloutPolicy(raw: unknown, c: ProblemCollector, field = 's
   }
   const soak = c.string(r.soak, field, 'soak');
   if (soak !== undefined) {
-    if (durationMs(soak) === undefined) c.add(join(field, 'soak'), 'duration', `soak must be a duration such as 90s, 10m or 1h30m, got ${JSON.stringify(soak)}`);
+    if (durationMs(soak) === undefined) c.add(join(field, 'soak'), 'duration', `soak must be a duration such as 90s, 10m or 1h30m (units d, h, m, s), got ${JSON.stringify(soak)}`);
     else out.soak = soak;
   }
   const max = c.integer(r.maxFailures, field, 'maxFailures');
