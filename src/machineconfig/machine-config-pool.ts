@@ -7,6 +7,7 @@ import {
   WORKER_POOL,
 } from './constants.ts';
 import { parseDisruptionBudget } from './disruption-budget.ts';
+import { MAX_POLICY_ACTIONS, parsePolicyEntries, unitName } from './disruption-policy-entries.ts';
 import { parseLabelSelector } from './label-selector.ts';
 import { parseMaintenanceWindows, WINDOW_SCOPES, type MaintenanceWindowScope } from './maintenance-window.ts';
 import { checkApiVersion, parseObjectMeta } from './object-meta.ts';
@@ -55,8 +56,9 @@ export function parseMachineConfigPool(doc: Record<string, unknown>, c: ProblemC
     if (DRIFT_POLICIES.includes(drift as DriftPolicy)) spec.driftPolicy = drift as DriftPolicy;
     else c.add('spec.driftPolicy', 'drift-policy', `driftPolicy "${drift}" is not one of ${DRIFT_POLICIES.join(', ')}`);
   }
-  const policy = parseDisruptionPolicy(rawSpec.disruptionPolicy, c, 'spec.disruptionPolicy');
-  if (policy) spec.disruptionPolicy = policy;
+  if (rawSpec.disruptionPolicy !== undefined && rawSpec.disruptionPolicy !== null) {
+    spec.disruptionPolicy = parsePolicyEntries(rawSpec.disruptionPolicy, c, 'spec.disruptionPolicy', parseActions);
+  }
   const drain = parseDrainPolicy(rawSpec.drain, c);
   if (drain) spec.drain = drain;
   const windows = parseMaintenanceWindows(rawSpec.maintenanceWindows, c, 'spec.maintenanceWindows');
@@ -122,47 +124,6 @@ export function resolveMaxUnavailable(value: number | string, machineCount: numb
   return Math.max(1, n);
 }
 
-function parseDisruptionPolicy(raw: unknown, c: ProblemCollector, field: string): DisruptionPolicy | undefined {
-  const p = c.record(raw, field);
-  if (!p) return undefined;
-  c.onlyKeys(p, field, ['files', 'units', 'sshkey']);
-  const out: DisruptionPolicy = {};
-  const files = c.array(p.files, field, 'files');
-  if (files) {
-    out.files = [];
-    files.forEach((rawEntry, i) => {
-      const f = `${field}.files[${i}]`;
-      const entry = c.record(rawEntry, f);
-      if (!entry) return;
-      c.onlyKeys(entry, f, ['path', 'actions']);
-      const path = c.string(entry.path, f, 'path');
-      if (!path || !path.startsWith('/')) c.add(join(f, 'path'), 'path-absolute', 'a policy path must be an absolute path prefix');
-      const actions = parseActions(entry.actions, c, join(f, 'actions'));
-      if (path && actions) out.files!.push({ path, actions });
-    });
-  }
-  const units = c.array(p.units, field, 'units');
-  if (units) {
-    out.units = [];
-    units.forEach((rawEntry, i) => {
-      const f = `${field}.units[${i}]`;
-      const entry = c.record(rawEntry, f);
-      if (!entry) return;
-      c.onlyKeys(entry, f, ['name', 'actions']);
-      const name = c.string(entry.name, f, 'name');
-      if (!name) c.add(join(f, 'name'), 'required', 'a unit policy needs the unit name');
-      const actions = parseActions(entry.actions, c, join(f, 'actions'));
-      if (name && actions) out.units!.push({ name, actions });
-    });
-  }
-  const ssh = c.record(p.sshkey, field, 'sshkey');
-  if (ssh) {
-    const actions = parseActions(ssh.actions, c, join(field, 'sshkey.actions'));
-    if (actions) out.sshkey = { actions };
-  }
-  return out;
-}
-
 /** Accepts mcplane's `{type: restart, unit: x}` and MCO's `{type: Restart, restart: {serviceName: x}}`. */
 function parseActions(raw: unknown, c: ProblemCollector, field: string): DisruptionAction[] | undefined {
   const list = c.array(raw, field);
@@ -170,6 +131,7 @@ function parseActions(raw: unknown, c: ProblemCollector, field: string): Disrupt
     c.add(field, 'required', 'at least one action is required (none, reload, restart, daemon-reload, drain or reboot)');
     return undefined;
   }
+  if (list.length > MAX_POLICY_ACTIONS) c.add(field, 'max-items', `at most ${MAX_POLICY_ACTIONS} actions, got ${list.length}`);
   const out: DisruptionAction[] = [];
   list.forEach((rawAction, i) => {
     const f = `${field}[${i}]`;
@@ -181,13 +143,18 @@ function parseActions(raw: unknown, c: ProblemCollector, field: string): Disrupt
       c.add(join(f, 'type'), 'disruption-action', `action type "${typeText}" is not one of none, reload, restart, daemon-reload, drain, reboot`);
       return;
     }
+    if (type !== 'reload' && type !== 'restart') {
+      out.push({ type });
+      return;
+    }
     const nested = c.record(a[type], join(f, type));
-    const unit = c.string(a.unit ?? nested?.serviceName, f, 'unit');
-    if ((type === 'reload' || type === 'restart') && !unit) {
+    const rawUnit = a.unit ?? nested?.serviceName;
+    if (rawUnit === undefined || rawUnit === null) {
       c.add(join(f, 'unit'), 'required', `a ${type} action needs the unit to ${type}`);
       return;
     }
-    out.push(unit && (type === 'reload' || type === 'restart') ? { type, unit } : { type });
+    const unit = unitName(rawUnit, c, join(f, a.unit !== undefined ? 'unit' : `${type}.serviceName`));
+    if (unit) out.push({ type, unit });
   });
   return out;
 }

@@ -5,9 +5,10 @@
 
 import { CLUSTER_MACHINE_CONFIGURATION, KIND_MACHINE_CONFIGURATION, OPERATOR_API_VERSION } from './constants.ts';
 import { quote } from './control-characters.ts';
+import { MAX_POLICY_ACTIONS, parsePolicyEntries, unitName } from './disruption-policy-entries.ts';
 import { parseObjectMeta } from './object-meta.ts';
 import { join, type ProblemCollector } from './problem-collector.ts';
-import type { DisruptionAction, DisruptionPolicy, MachineConfiguration } from './types.ts';
+import type { DisruptionAction, MachineConfiguration } from './types.ts';
 
 // The operator fields mcplane does not act on are accepted (and dropped) so that the object as
 // `oc get machineconfiguration cluster -o yaml` prints it applies unmodified.
@@ -16,13 +17,7 @@ const SPEC_KEYS = [
   'observedConfig', 'forceRedeploymentReason', 'failedRevisionLimit', 'succeededRevisionLimit',
   'managedBootImages', 'irreconcilableValidationOverrides', 'bootImageSkewEnforcement',
 ];
-/** MCO's limits: +kubebuilder:validation:MaxItems on files, units and actions. */
-const MAX_ENTRIES = 50;
-const MAX_ACTIONS = 10;
 const MCO_ACTION_TYPES = ['Reboot', 'Drain', 'Reload', 'Restart', 'DaemonReload', 'None'] as const;
-/** NodeDisruptionPolicyServiceName: ${NAME}${SERVICETYPE}, at most 255 characters. */
-const SERVICE_NAME = /^[a-zA-Z0-9:._\\-]+\.(service|socket|device|mount|automount|swap|target|path|timer|snapshot|slice|scope)$/;
-const SERVICE_NAME_RULE = 'a unit name such as crio.service: letters, digits, ":", "-", "_", "." and "\\", then one of .service, .socket, .device, .mount, .automount, .swap, .target, .path, .timer, .snapshot, .slice or .scope, at most 255 characters';
 
 export function parseMachineConfiguration(doc: Record<string, unknown>, c: ProblemCollector): MachineConfiguration | undefined {
   if (doc.apiVersion !== OPERATOR_API_VERSION) {
@@ -37,75 +32,9 @@ export function parseMachineConfiguration(doc: Record<string, unknown>, c: Probl
   if (!rawSpec) c.add('spec', 'required', 'spec is required');
   const spec = rawSpec ?? {};
   c.onlyKeys(spec, 'spec', SPEC_KEYS);
-  const policy = parseNodeDisruptionPolicy(spec.nodeDisruptionPolicy, c, 'spec.nodeDisruptionPolicy');
+  const policy = parsePolicyEntries(spec.nodeDisruptionPolicy, c, 'spec.nodeDisruptionPolicy', parseActions);
   if (!c.ok || !metadata) return undefined;
   return { apiVersion: OPERATOR_API_VERSION, kind: KIND_MACHINE_CONFIGURATION, metadata, spec: { nodeDisruptionPolicy: policy } };
-}
-
-function parseNodeDisruptionPolicy(raw: unknown, c: ProblemCollector, field: string): DisruptionPolicy {
-  const out: DisruptionPolicy = {};
-  const p = c.record(raw, field);
-  if (!p) return out;
-  c.onlyKeys(p, field, ['files', 'units', 'sshkey']);
-
-  const files = c.array(p.files, field, 'files');
-  if (files) {
-    if (files.length > MAX_ENTRIES) c.add(join(field, 'files'), 'max-items', `at most ${MAX_ENTRIES} file entries, got ${files.length}`);
-    const seen = new Set<string>();
-    out.files = [];
-    files.forEach((rawEntry, i) => {
-      const f = `${field}.files[${i}]`;
-      const entry = c.record(rawEntry, f);
-      if (!entry) return;
-      c.onlyKeys(entry, f, ['path', 'actions']);
-      const path = c.string(entry.path, f, 'path');
-      if (path === undefined) c.add(join(f, 'path'), 'required', 'a file entry needs the path it covers');
-      else if (!path.startsWith('/')) c.add(join(f, 'path'), 'path-absolute', `path ${quote(path, 100)} must be absolute (start with /)`);
-      else if (seen.has(path)) c.add(join(f, 'path'), 'duplicate-entry', `path ${quote(path, 100)} is listed twice; each path may have one entry`);
-      if (path) seen.add(path);
-      const actions = parseActions(entry.actions, c, join(f, 'actions'));
-      if (path && actions) out.files!.push({ path, actions });
-    });
-  }
-
-  const units = c.array(p.units, field, 'units');
-  if (units) {
-    if (units.length > MAX_ENTRIES) c.add(join(field, 'units'), 'max-items', `at most ${MAX_ENTRIES} unit entries, got ${units.length}`);
-    const seen = new Set<string>();
-    out.units = [];
-    units.forEach((rawEntry, i) => {
-      const f = `${field}.units[${i}]`;
-      const entry = c.record(rawEntry, f);
-      if (!entry) return;
-      c.onlyKeys(entry, f, ['name', 'actions']);
-      const name = serviceName(entry.name, c, join(f, 'name'));
-      if (name && seen.has(name)) c.add(join(f, 'name'), 'duplicate-entry', `unit "${name}" is listed twice; each unit may have one entry`);
-      if (name) seen.add(name);
-      const actions = parseActions(entry.actions, c, join(f, 'actions'));
-      if (name && actions) out.units!.push({ name, actions });
-    });
-  }
-
-  const ssh = c.record(p.sshkey, field, 'sshkey');
-  if (ssh) {
-    c.onlyKeys(ssh, join(field, 'sshkey'), ['actions']);
-    const actions = parseActions(ssh.actions, c, join(field, 'sshkey.actions'));
-    if (actions) out.sshkey = { actions };
-  }
-  return out;
-}
-
-function serviceName(raw: unknown, c: ProblemCollector, field: string): string | undefined {
-  const name = c.string(raw, field);
-  if (name === undefined) {
-    if (raw === undefined || raw === null) c.add(field, 'required', 'a unit name is required');
-    return undefined;
-  }
-  if (name.length > 255 || !SERVICE_NAME.test(name)) {
-    c.add(field, 'service-name', `${quote(name, 100)} is not ${SERVICE_NAME_RULE}`);
-    return undefined;
-  }
-  return name;
 }
 
 /** MCO's action list, mapped to mcplane's actions. */
@@ -119,7 +48,7 @@ function parseActions(raw: unknown, c: ProblemCollector, field: string): Disrupt
     c.add(field, 'required', `at least one action is required (${MCO_ACTION_TYPES.join(', ')})`);
     return undefined;
   }
-  if (list.length > MAX_ACTIONS) c.add(field, 'max-items', `at most ${MAX_ACTIONS} actions, got ${list.length}`);
+  if (list.length > MAX_POLICY_ACTIONS) c.add(field, 'max-items', `at most ${MAX_POLICY_ACTIONS} actions, got ${list.length}`);
   const before = c.problems.length;
   const out: DisruptionAction[] = [];
   const types: string[] = [];
@@ -156,7 +85,7 @@ function parseActions(raw: unknown, c: ProblemCollector, field: string): Disrupt
           return;
         }
         c.onlyKeys(nested, join(f, key), ['serviceName']);
-        const unit = serviceName(nested.serviceName, c, join(f, `${key}.serviceName`));
+        const unit = unitName(nested.serviceName, c, join(f, `${key}.serviceName`));
         if (unit) out.push({ type: key, unit });
         break;
       }

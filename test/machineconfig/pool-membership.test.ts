@@ -66,3 +66,29 @@ test('pool extensions: disruptionPolicy in mcplane and MCO spellings, driftPolic
   const problems = problemsOf(poolDoc('q', { driftPolicy: 'Ignore', disruptionPolicy: { files: [{ path: '/etc/x', actions: [{ type: 'restart' }, { type: 'explode' }] }] } }));
   assert.deepEqual(problems.map((p) => p.rule), ['drift-policy', 'required', 'disruption-action']);
 });
+
+test('a pool\'s disruptionPolicy follows MCO\'s entry rules: one entry per path and unit, real unit names, at most 50 entries and 10 actions', () => {
+  const action = [{ type: 'none' }];
+  const problems = problemsOf(poolDoc('p', {
+    disruptionPolicy: {
+      files: [{ path: '/etc/a', actions: action }, { path: '/etc/a', actions: action }, { path: 'etc/b', actions: action }],
+      units: [{ name: 'crio', actions: action }, { name: 'a.service', actions: [{ type: 'restart', unit: 'nope' }] }, { name: 'a.service', actions: action }],
+      sshkey: { actions: action, extra: true },
+    },
+  }));
+  assert.deepEqual(problems.map((p) => `${p.field} ${p.rule}`), [
+    'spec.disruptionPolicy.files[1].path duplicate-entry',
+    'spec.disruptionPolicy.files[2].path path-absolute',
+    'spec.disruptionPolicy.units[0].name service-name',
+    'spec.disruptionPolicy.units[1].actions[0].unit service-name',
+    'spec.disruptionPolicy.units[2].name duplicate-entry',
+    'spec.disruptionPolicy.sshkey.extra unknown-field',
+  ]);
+  const many = problemsOf(poolDoc('q', {
+    disruptionPolicy: {
+      files: Array.from({ length: 51 }, (_, i) => ({ path: `/etc/f${i}`, actions: action })),
+      sshkey: { actions: Array.from({ length: 11 }, () => ({ type: 'daemon-reload' })) },
+    },
+  }));
+  assert.deepEqual(many.map((p) => `${p.field} ${p.rule}`), ['spec.disruptionPolicy.files max-items', 'spec.disruptionPolicy.sshkey.actions max-items']);
+});
