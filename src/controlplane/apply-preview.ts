@@ -11,6 +11,7 @@ import {
   formatWait,
   mergeDisruptionPolicies,
   policyEntryOrigin,
+  poolMembership,
   previewRollout,
   RenderError,
   renderPool,
@@ -95,12 +96,19 @@ export function previewApply(cache: ClusterCache, request: AppliedDocuments, now
   const cluster = (applied.machineConfigurations[0] ?? cache.machineConfiguration?.value)?.spec.nodeDisruptionPolicy;
   const allConfigs = [...configs.values()];
 
+  // Each node's pool under the applied pools: a changed nodeSelector moves nodes between pools.
+  const membership = new Map<string, { pool: string; poolError?: string }>();
+  const poolList = [...pools.values()];
+  for (const n of cache.nodes.values()) membership.set(n.name, applied.pools.length ? poolMembership(n.name, n.labels, poolList) : { pool: n.pool });
+  const moved = [...cache.nodes.values()].filter((n) => membership.get(n.name)!.pool !== n.pool);
+
   // A pool is affected when its spec, a config it selects (before or after), or the cluster
-  // policy is in the request.
+  // policy is in the request, or when nodes move into or out of it.
   const touchedConfigs = [...applied.configs, ...applied.configs.map((mc) => cache.configs.get(mc.metadata.name)?.value).filter((x): x is MachineConfig => !!x)];
   const affected = [...pools.keys()].filter((name) =>
     applied.machineConfigurations.length > 0 ||
     applied.pools.some((p) => p.metadata.name === name) ||
+    moved.some((n) => n.pool === name || membership.get(n.name)!.pool === name) ||
     configsForPool(pools.get(name)!, touchedConfigs).length > 0).sort();
 
   const poolPreviews: PoolPreview[] = [];
@@ -121,7 +129,7 @@ export function previewApply(cache: ClusterCache, request: AppliedDocuments, now
 
     const poolPolicy = pool.spec.disruptionPolicy;
     const policy = mergeDisruptionPolicies(cluster, poolPolicy);
-    const nodes = cache.nodesInPool(name);
+    const nodes = [...cache.nodes.values()].filter((n) => membership.get(n.name)!.pool === name);
     const plans = new Map<string, DisruptionPlan | undefined>();
     // The agent's own planning, as the rollout gates use it (node-update-plan.ts). A node whose
     // current config was collected cannot be planned: the agent would say so too.
@@ -142,6 +150,7 @@ export function previewApply(cache: ClusterCache, request: AppliedDocuments, now
         rule: d.entry ? `${policyEntryOrigin(cluster, poolPolicy, name, d.entry)} (${d.entry.kind === 'sshkey' ? 'sshkey' : d.entry.key})` : d.rule,
       })) ?? [];
       const action = plan ? updateActionOf(plan) : 'reboot';
+      const movedFrom = n.pool !== name ? `moves from ${n.pool ? `pool ${n.pool}` : 'no pool'} (its labels match this pool's nodeSelector now); ` : '';
       nodePreviews.push({
         node: n.name,
         pool: name,
@@ -149,7 +158,7 @@ export function previewApply(cache: ClusterCache, request: AppliedDocuments, now
         action: onTarget ? 'none' : action,
         actions: onTarget ? 'none' : plan ? (plan.reboot ? 'reboot' : actionsText(plan.actions)) : 'reboot',
         rules: onTarget ? [] : rules,
-        why: onTarget ? 'already on it' : plan ? whyOf(plan, rules) : `its current config ${n.status.currentConfig} is gone, so it cannot be planned (assumed to reboot)`,
+        why: onTarget ? 'already on it' : movedFrom + (plan ? whyOf(plan, rules) : `its current config ${n.status.currentConfig} is gone, so it cannot be planned (assumed to reboot)`),
         batch: onTarget ? 0 : s.batch,
         order: s.order,
         window: onTarget ? '-' : windowText(s.window, now),
@@ -157,6 +166,17 @@ export function previewApply(cache: ClusterCache, request: AppliedDocuments, now
         note: onTarget ? 'already on the config' : s.note,
       });
     }
+  }
+  // Nodes no pool selects any more keep what they run and get no update: said, not hidden.
+  for (const n of moved) {
+    const m = membership.get(n.name)!;
+    if (m.pool) continue;
+    nodePreviews.push({
+      node: n.name, pool: '', from: n.status.currentConfig, action: 'none', actions: 'none', rules: [],
+      why: `leaves pool ${n.pool}: ${m.poolError ?? 'no pool selects it'}`,
+      batch: 0, order: 0, window: '-', startsAtUnixMs: 0,
+      note: 'keeps its current config and gets no updates until a pool selects it',
+    });
   }
   return { poolPreviews, nodePreviews };
 }

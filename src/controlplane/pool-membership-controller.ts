@@ -2,7 +2,7 @@
 // assignment record. A host bootstrapped from the Ignition endpoint already runs its pool's
 // config, so that config becomes its desired one and it is not updated again.
 
-import { PoolConflictError, primaryPoolForNode, type Labels } from '../machineconfig/index.ts';
+import { poolMembership, type Labels } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from './cluster-cache.ts';
 import type { Controller } from './controller.ts';
@@ -48,12 +48,5 @@ export class PoolMembershipController implements Controller {
 
 /** The pool a node with these labels belongs to, and why none when it has none. */
 export function poolFor(cache: ClusterCache, name: string, labels: Labels): { pool: string; poolError?: string } {
-  const pools = [...cache.pools.values()].map((o) => o.value);
-  try {
-    const pool = primaryPoolForNode(name, labels, pools);
-    return pool ? { pool: pool.metadata.name } : { pool: '', poolError: 'no MachineConfigPool nodeSelector matches the node\'s labels' };
-  } catch (err) {
-    if (err instanceof PoolConflictError) return { pool: '', poolError: err.message };
-    throw err;
-  }
+  return poolMembership(name, labels, [...cache.pools.values()].map((o) => o.value));
 }

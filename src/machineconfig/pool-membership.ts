@@ -46,6 +46,17 @@ export function primaryPoolForNode(
   return custom[0] ?? matching.find((p) => p.metadata.name === WORKER_POOL);
 }
 
+/** The node's pool, or "" and why none: no selector matches, or two custom pools do. */
+export function poolMembership(nodeName: string, labels: Labels | undefined, pools: readonly MachineConfigPool[]): { pool: string; poolError?: string } {
+  try {
+    const pool = primaryPoolForNode(nodeName, labels, pools);
+    return pool ? { pool: pool.metadata.name } : { pool: '', poolError: 'no MachineConfigPool nodeSelector matches the node\'s labels' };
+  } catch (err) {
+    if (err instanceof PoolConflictError) return { pool: '', poolError: err.message };
+    throw err;
+  }
+}
+
 /** The label key prefix of node roles; role labels are the control plane's, never an agent's. */
 export const NODE_ROLE_PREFIX = 'node-role.kubernetes.io/';
 

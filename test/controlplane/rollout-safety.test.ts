@@ -165,3 +165,41 @@ test('a policy change that turns an unfinished update into a reboot waits for th
   assert.deepEqual(JSON.parse(node!.lastAssignment!.disruptionPolicyJson).files, [{ path: '/etc/a.conf', actions: [{ type: 'reboot' }] }]);
   assert.deepEqual(stored().files, [{ path: '/etc/a.conf', actions: [{ type: 'reboot' }] }]);
 });
+
+test('the preview follows nodes a changed nodeSelector moves: into the pool that now selects them, or out of every pool', async () => {
+  server = await startTestServer();
+  const c = server.admin();
+  const rack = (n: string) => ({ 'topology.kubernetes.io/rack': n });
+  const infra = (selector: string) => ({ source: 'infra.yaml', text: `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfigPool
+metadata: {name: infra}
+spec:
+  machineConfigSelector: {matchExpressions: [{key: machineconfiguration.openshift.io/role, operator: In, values: [worker, infra]}]}
+  nodeSelector: {matchLabels: {${selector}}}
+` });
+  await apply(c, false, infra('topology.kubernetes.io/rack: r9'), kargConfig('a=1'), { source: 'infra-mc.yaml', text: mcYaml('50-infra', 'infra', '  kernelArguments: [infra=1]\n') });
+  const nodes = await fleet([rack('r1'), rack('r2')]);
+  await settle(c, nodes);
+
+  // infra now selects rack r1: node-0 moves there and takes infra's config (its karg: a reboot).
+  const preview = await apply(c, true, infra('topology.kubernetes.io/rack: r1'));
+  const row = (node: string) => preview.nodePreviews.find((n) => n.node === node);
+  assert.equal(row('node-0')?.pool, 'infra');
+  assert.equal(row('node-0')?.action, 'reboot');
+  assert.match(row('node-0')!.why, /^moves from pool worker \(its labels match this pool's nodeSelector now\); kernelArguments changed/);
+  assert.ok(preview.poolPreviews.some((p) => p.pool === 'worker'), 'the pool it leaves is listed too');
+  assert.equal(row('node-1')?.pool, 'worker');
+  assert.equal(row('node-1')?.action, 'none');
+
+  // A worker pool that selects only rack r1 leaves node-1 in no pool: said, with the reason.
+  const narrowWorker = { source: 'worker.yaml', text: poolYaml('worker').replace('nodeSelector: {matchLabels: {node-role.kubernetes.io/worker: ""}}', 'nodeSelector: {matchLabels: {topology.kubernetes.io/rack: r1}}') };
+  assert.ok(narrowWorker.text.includes('rack: r1'));
+  const leaving = (await apply(c, true, narrowWorker)).nodePreviews.find((n) => n.node === 'node-1');
+  assert.deepEqual([leaving?.pool, leaving?.action], ['', 'none']);
+  assert.match(leaving!.why, /^leaves pool worker: no MachineConfigPool nodeSelector matches the node's labels/);
+  assert.match(leaving!.note, /keeps its current config and gets no updates/);
+
+  // The apply then does what the preview said.
+  await apply(c, false, infra('topology.kubernetes.io/rack: r1'));
+  await eventually(async () => (await call(c, c.status.getNode.bind(c.status), { name: 'node-0' }, 'get')).pool === 'infra', 10_000, 'node-0 in infra');
+});

@@ -40,7 +40,7 @@ function previewText(pools: PoolPreview__Output[], nodes: NodePreview__Output[])
     out += changes.length ? changes.map((l) => `  ${l}\n`).join('') : '  no change to the rendered config\n';
   }
   if (nodes.length === 0) return out;
-  const rows = nodes.map((n) => [n.node, n.pool, n.action, n.why, n.batch ? String(n.batch) : `- (${n.note})`, n.window]);
+  const rows = nodes.map((n) => [n.node, n.pool || '<none>', n.action, n.why, n.batch ? String(n.batch) : `- (${n.note})`, n.window]);
   return out + '\n' + table(['NODE', 'POOL', 'ACTION', 'WHY', 'BATCH', 'WINDOW'], rows);
 }
 
