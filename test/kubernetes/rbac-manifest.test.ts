@@ -22,10 +22,10 @@ describe('packaging/kubernetes/rbac.yaml', () => {
     const granted = clusterRoleRules().flatMap((r) => r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${g || 'core'} ${res} ${v}`)))).sort();
     assert.deepEqual(granted, [
       'core events create', 'core events patch',
-      'core nodes get', 'core nodes list', 'core nodes patch', 'core nodes update', 'core nodes watch',
+      'core nodes get', 'core nodes list', 'core nodes patch', 'core nodes watch',
       'core pods list', 'core pods/eviction create',
       'machineconfiguration.openshift.io machineconfigpools get', 'machineconfiguration.openshift.io machineconfigpools list', 'machineconfiguration.openshift.io machineconfigpools watch',
-      'machineconfiguration.openshift.io machineconfigpools/status get', 'machineconfiguration.openshift.io machineconfigpools/status patch', 'machineconfiguration.openshift.io machineconfigpools/status update',
+      'machineconfiguration.openshift.io machineconfigpools/status get', 'machineconfiguration.openshift.io machineconfigpools/status update',
       'machineconfiguration.openshift.io machineconfigs get', 'machineconfiguration.openshift.io machineconfigs list', 'machineconfiguration.openshift.io machineconfigs watch',
       'policy poddisruptionbudgets get', 'policy poddisruptionbudgets list',
     ].sort());
@@ -40,5 +40,6 @@ describe('packaging/kubernetes/rbac.yaml', () => {
     assert.equal(allows(rules, { verb: 'create', apiGroup: 'machineconfiguration.openshift.io', resource: 'machineconfigs' }), false);
     assert.equal(allows(rules, { verb: 'get', apiGroup: 'policy', resource: 'pods' }), false, 'the group matters');
     assert.equal(allows(rules, { verb: 'list', apiGroup: '', resource: 'events' }), false);
+    assert.equal(allows(rules, { verb: 'update', apiGroup: '', resource: 'nodes' }), false, 'nodes are patched, never replaced');
   });
 });
