@@ -11,6 +11,7 @@ import { MAX_POLICY_ACTIONS, parsePolicyEntries, unitName } from './disruption-p
 import { parseLabelSelector } from './label-selector.ts';
 import { parseMaintenanceWindows, WINDOW_SCOPES, type MaintenanceWindowScope } from './maintenance-window.ts';
 import { checkApiVersion, parseObjectMeta } from './object-meta.ts';
+import { nameAnnotationFields, withPoolSpecAnnotation } from './pool-spec-annotation.ts';
 import { join, type ProblemCollector } from './problem-collector.ts';
 import { parseHealthCheck, parseRolloutPolicy } from './rollout-policy.ts';
 import type {
@@ -41,8 +42,10 @@ const DRIFT_POLICIES: readonly DriftPolicy[] = ['Degrade', 'Reconcile'];
 export function parseMachineConfigPool(doc: Record<string, unknown>, c: ProblemCollector): MachineConfigPool | undefined {
   checkApiVersion(doc, c);
   const metadata = parseObjectMeta(doc.metadata, c);
-  const rawSpec = c.record(doc.spec, 'spec') ?? {};
-  c.onlyKeys(rawSpec, 'spec', SPEC_KEYS);
+  const specAsWritten = c.record(doc.spec, 'spec') ?? {};
+  c.onlyKeys(specAsWritten, 'spec', SPEC_KEYS);
+  const { spec: rawSpec, fromAnnotation } = withPoolSpecAnnotation(doc.metadata, specAsWritten, c);
+  const problemsBefore = c.problems.length;
 
   const spec: MachineConfigPoolSpec = {
     machineConfigSelector: parseLabelSelector(rawSpec.machineConfigSelector, c, 'spec.machineConfigSelector'),
@@ -74,6 +77,7 @@ export function parseMachineConfigPool(doc: Record<string, unknown>, c: ProblemC
   if (rollout) spec.rollout = rollout;
   const healthCheck = parseHealthCheck(rawSpec.healthCheck, c);
   if (healthCheck) spec.healthCheck = healthCheck;
+  nameAnnotationFields(c, problemsBefore, fromAnnotation);
 
   if (!c.ok || !metadata) return undefined;
   return { apiVersion: API_VERSION, kind: KIND_MACHINE_CONFIG_POOL, metadata, spec };

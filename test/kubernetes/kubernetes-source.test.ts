@@ -15,7 +15,7 @@ import * as k8s from '@kubernetes/client-node';
 import { startKubeApiStandIn, type KubeApiStandIn } from '../../sandbox/kube-api-stand-in/kube-api-stand-in.ts';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
-import { RemoteCallError } from '../../src/machineconfig/index.ts';
+import { POOL_SPEC_ANNOTATION, RemoteCallError } from '../../src/machineconfig/index.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
 import { SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
@@ -131,6 +131,19 @@ describe('--kubernetes-source against a cluster shaped like OpenShift', () => {
     await until('the paused infra pool', () => cache().pools.get('infra')?.value.spec.paused === true);
     assert.equal(cache().pools.get('infra')!.value.spec.maxUnavailable, '25%');
     await until('observedGeneration 2 on infra', () => clusterPool('infra').status?.observedGeneration === 2);
+  });
+
+  it('mcplane\'s own pool fields, pruned from spec by MCO\'s CRD, reach the pool through the mcplane.io/pool-spec annotation', async () => {
+    const windows = [{ schedule: '0 2 * * 6', duration: '4h', timeZone: 'Europe/Berlin' }];
+    // In spec the API server drops them, as a real cluster with MCO's CRD does.
+    await custom.patchClusterCustomObject({ ...mcp, name: 'infra', body: { spec: { maintenanceWindows: windows } } }, merge);
+    assert.equal(clusterPool('infra').spec.maintenanceWindows, undefined, 'pruned by the structural schema');
+    await custom.patchClusterCustomObject({ ...mcp, name: 'infra', body: { metadata: { annotations: { [POOL_SPEC_ANNOTATION]: JSON.stringify({ maintenanceWindows: windows, rollout: { canary: 1, soak: '10m' } }) } } } }, merge);
+    await until('the windows from the annotation', () => cache().pools.get('infra')?.value.spec.maintenanceWindows?.length === 1);
+    assert.deepEqual(cache().pools.get('infra')!.value.spec.maintenanceWindows, windows);
+    assert.deepEqual(cache().pools.get('infra')!.value.spec.rollout, { canary: 1, soak: '10m', maxFailures: 0, onFailure: 'Pause' });
+    await custom.patchClusterCustomObject({ ...mcp, name: 'infra', body: { metadata: { annotations: { [POOL_SPEC_ANNOTATION]: null } } } }, merge);
+    await until('the windows gone with the annotation', () => cache().pools.get('infra')?.value.spec.maintenanceWindows === undefined);
   });
 
   it('an invalid MachineConfig is not taken: the last good render stays, RenderDegraded has the full message, and one Warning Event counts repeats', async () => {
