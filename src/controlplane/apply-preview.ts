@@ -15,6 +15,7 @@ import {
   previewRollout,
   RenderError,
   renderPool,
+  typicalUpdate,
   updateActionOf,
   formatProblem,
   type ConfigDiff,
@@ -24,6 +25,7 @@ import {
   type MachineConfigPool,
   type MachineConfiguration,
   type UpdateAction,
+  type UpdateRecord,
 } from '../machineconfig/index.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import { planNodeUpdateTo } from './node-update-plan.ts';
@@ -52,6 +54,8 @@ export interface PoolPreview {
   rendered: string;
   diff: RenderedDiffPreview | null;
   renderProblems: string[];
+  batchSeconds: number;
+  batchBasis: string;
 }
 
 export interface NodePreview {
@@ -80,7 +84,11 @@ export interface AppliedDocuments {
   machineConfigurations: readonly MachineConfiguration[];
 }
 
-export function previewApply(cache: ClusterCache, request: AppliedDocuments, now: number): ApplyPreview {
+/**
+ * `history` is each node's stored update history (NodeHistory): what recent updates took is
+ * what the preview takes each batch to last, so batches spill into later windows as they would.
+ */
+export function previewApply(cache: ClusterCache, request: AppliedDocuments, now: number, history: ReadonlyMap<string, readonly UpdateRecord[]> = new Map()): ApplyPreview {
   // Documents identical to what is stored change nothing, and preview nothing (as apply reports
   // them unchanged).
   const same = (a: unknown, b: unknown): boolean => b !== undefined && canonicalJson(a) === canonicalJson(b);
@@ -122,10 +130,11 @@ export function previewApply(cache: ClusterCache, request: AppliedDocuments, now
       rendered = renderPool(pool, allConfigs);
     } catch (err) {
       if (!(err instanceof RenderError)) throw err;
-      poolPreviews.push({ pool: name, current, rendered: '', diff: null, renderProblems: err.problems.map(formatProblem) });
+      poolPreviews.push({ pool: name, current, rendered: '', diff: null, renderProblems: err.problems.map(formatProblem), batchSeconds: 0, batchBasis: '' });
       continue;
     }
-    poolPreviews.push({ pool: name, current, rendered: rendered.name, diff: wireDiff(diffSpecs(currentSpec, rendered.spec), rendered.spec), renderProblems: [] });
+    const poolPreview: PoolPreview = { pool: name, current, rendered: rendered.name, diff: wireDiff(diffSpecs(currentSpec, rendered.spec), rendered.spec), renderProblems: [], batchSeconds: 0, batchBasis: '' };
+    poolPreviews.push(poolPreview);
 
     const poolPolicy = pool.spec.disruptionPolicy;
     const policy = mergeDisruptionPolicies(cluster, poolPolicy);
@@ -138,8 +147,15 @@ export function previewApply(cache: ClusterCache, request: AppliedDocuments, now
       const plan = plans.get(n.name);
       return plan && updateActionOf(plan);
     };
+    // A batch lasts what this pool's recent updates of the same kind took (a reboot or not).
+    const reboots = nodes.some((n) => { const a = actionOf(n); return a === undefined || a === 'reboot' || a === 'drain'; });
+    const typical = typicalUpdate(nodes.flatMap((n) => history.get(n.name) ?? []), reboots);
+    poolPreview.batchSeconds = (typical?.ms ?? 0) / 1000;
+    poolPreview.batchBasis = typical
+      ? `median of ${typical.samples} recent update${typical.samples === 1 ? '' : 's'}${typical.rebooting === 'any' ? '' : typical.rebooting ? ' that rebooted' : ' without a reboot'} in this pool`
+      : 'no update history in this pool yet: batches taken to be instant';
     // Nodes already on the would-be target (a no-op apply) have nothing to schedule.
-    const schedule = new Map(previewRollout(pool, rendered.name, nodes, { now, actionOf }).map((s) => [s.node, s]));
+    const schedule = new Map(previewRollout(pool, rendered.name, nodes, { now, actionOf }, typical?.ms ?? 0).map((s) => [s.node, s]));
     for (const n of nodes) {
       const plan = plans.get(n.name);
       const s = schedule.get(n.name)!;

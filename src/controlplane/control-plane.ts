@@ -58,7 +58,7 @@ import { observeDrains } from './drain-observers.ts';
 import { NodeAnnotationController } from './node-annotation-controller.ts';
 import { EventRecorder as KubernetesEventRecorder } from './kubernetes/event-recorder.ts';
 import { KubernetesSourceController } from './kubernetes/kubernetes-source-controller.ts';
-import type { PoolResumeRecord, ReapplyRequestRecord } from './stored-records.ts';
+import type { NodeHistoryRecord, PoolResumeRecord, ReapplyRequestRecord } from './stored-records.ts';
 
 export interface AppliedObject {
   kind: string;
@@ -308,9 +308,12 @@ export class ControlPlane {
   }
 
   /** The dry-run preview of `manifests` (valid ones: call apply with dryRun first). */
-  previewApply(manifests: { source: string; text: string }[]): ApplyPreview {
+  async previewApply(manifests: { source: string; text: string }[]): Promise<ApplyPreview> {
     const parsed = parseDocuments(manifests.flatMap(({ source, text }) => readDocuments(text, source).documents));
-    return previewApply(this.cache, parsed, this.clock.now());
+    // Read when asked, not cached: only a preview needs every node's history at once.
+    const { items } = await this.store.list(['NodeHistory']);
+    const history = new Map(items.map((o) => [o.name, (o.value as NodeHistoryRecord).updates]));
+    return previewApply(this.cache, parsed, this.clock.now(), history);
   }
 
   async delete(kind: string, name: string): Promise<void> {

@@ -99,6 +99,8 @@ export interface WindowState {
   open: boolean;
   /** While open: when the latest-ending open window closes. */
   closesAt?: number;
+  /** While open: when that window opened. */
+  openedAt?: number;
   /** The next time a window opens after `now` (absent without windows). */
   nextStart?: number;
 }
@@ -106,6 +108,7 @@ export interface WindowState {
 /** Whether the pool's windows are open at `now`, and when the next one opens. */
 export function windowState(windows: readonly MaintenanceWindow[], now: number): WindowState {
   let closesAt: number | undefined;
+  let openedAt: number | undefined;
   let nextStart: number | undefined;
   for (const w of windows) {
     const length = durationMs(w.duration) ?? 0;
@@ -114,12 +117,15 @@ export function windowState(windows: readonly MaintenanceWindow[], now: number):
     for (const start of cron.previousRuns(64, new Date(now + 1))) {
       const s = start.getTime();
       if (s + length <= now) break;
-      closesAt = Math.max(closesAt ?? 0, s + length);
+      if (closesAt === undefined || s + length > closesAt) {
+        closesAt = s + length;
+        openedAt = s;
+      }
     }
     const next = cron.nextRun(new Date(now))?.getTime();
     if (next !== undefined && (nextStart === undefined || next < nextStart)) nextStart = next;
   }
-  return { open: closesAt !== undefined, ...(closesAt !== undefined ? { closesAt } : {}), ...(nextStart !== undefined ? { nextStart } : {}) };
+  return { open: closesAt !== undefined, ...(closesAt !== undefined ? { closesAt, openedAt } : {}), ...(nextStart !== undefined ? { nextStart } : {}) };
 }
 
 /** Whether an update with this action must wait for the pool's window. */

@@ -1,7 +1,9 @@
 // When each node of a pool would get a new target: its batch, its place in MCO's zone/oldest
-// order, and the window it waits for. It replays decideRollout itself, batch after batch, with
+// order, and the window it goes in. It replays decideRollout itself, batch after batch, with
 // every batch finishing before the next is decided, so the preview follows the same rules
 // (maxUnavailable, group budgets, windows, canaries and their soak) as the rollout it predicts.
+// Each batch takes `batchMs` (what the pool's recent updates took): batches that no longer fit in
+// a window wait for the next one, as the rollout would make them.
 
 import { decideRollout, isDisruptive, rolloutOrder, type RolloutContext } from './rollout.ts';
 import type { RolloutState } from './rollout-failures.ts';
@@ -16,13 +18,13 @@ export interface NodeSchedule {
   order: number;
   /** When its batch may start, as far as windows tell (the time passed in, or a window's start). */
   startsAt: number;
-  /** Its next maintenance window: "" when its update does not wait for one. */
+  /** The maintenance window its batch goes in (or waits for): undefined when it waits for none. */
   window: { open: boolean; start?: number; closesAt?: number } | undefined;
   /** Why it has no batch: paused pool, disconnected, already on the target. */
   note: string;
 }
 
-export function previewRollout(pool: MachineConfigPool, target: string, nodes: readonly NodeRecord[], context: RolloutContext): NodeSchedule[] {
+export function previewRollout(pool: MachineConfigPool, target: string, nodes: readonly NodeRecord[], context: RolloutContext, batchMs = 0): NodeSchedule[] {
   const pending = nodes.filter((n) => n.desiredConfig !== target).sort(rolloutOrder);
   const order = new Map(pending.map((n, i) => [n.name, i + 1]));
   const windows = pool.spec.maintenanceWindows?.length ? windowState(pool.spec.maintenanceWindows, context.now) : undefined;
@@ -55,14 +57,19 @@ export function previewRollout(pool: MachineConfigPool, target: string, nodes: r
     if (d.assign.length) {
       batch++;
       const assigned = new Set(d.assign);
+      // The window the batch starts in (it was open, or the batch would have been held).
+      const open = windows ? windowState(pool.spec.maintenanceWindows!, now) : undefined;
       for (const name of d.assign) {
         const s = out.get(name)!;
         s.batch = batch;
         s.startsAt = now;
         s.note = '';
+        // Open at the preview's time: "open until"; a later window: when it opens.
+        if (s.window && open?.open) s.window = open.openedAt! <= context.now ? { open: true, closesAt: open.closesAt! } : { open: false, start: open.openedAt!, closesAt: open.closesAt! };
       }
       sim = sim.map((n) => (assigned.has(n.name) ? { ...n, desiredConfig: target } : n));
       finishAll();
+      now += batchMs;
       continue;
     }
     if (finishAll()) continue; // nodes updating now use the budget until they finish

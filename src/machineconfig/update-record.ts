@@ -120,3 +120,27 @@ function time(v: unknown): number {
   const n = typeof v === 'string' ? Number(v) : v;
   return typeof n === 'number' && Number.isFinite(n) && n >= 0 ? Math.floor(n) : 0;
 }
+
+/** What a typical update took, for planning: the median of finished ones, and how many there were. */
+export interface TypicalUpdate {
+  ms: number;
+  samples: number;
+  /** Whether the samples are updates that rebooted (the kind asked for), or any when there were none. */
+  rebooting: boolean | 'any';
+}
+
+/**
+ * The median time of the Done updates among `updates`, of those that rebooted when `reboot` (a
+ * reboot takes minutes where a file takes a second), else of those that did not; of all Done
+ * ones when none is of that kind; undefined when none finished.
+ */
+export function typicalUpdate(updates: readonly UpdateRecord[], reboot: boolean): TypicalUpdate | undefined {
+  const done = updates.filter((u) => u.result === 'Done' && u.endedUnixMs > u.startedUnixMs);
+  const sameKind = done.filter((u) => u.disruption.startsWith('reboot') === reboot);
+  const chosen = sameKind.length ? sameKind : done;
+  if (chosen.length === 0) return undefined;
+  const times = chosen.map((u) => u.endedUnixMs - u.startedUnixMs).sort((a, b) => a - b);
+  const mid = times.length >> 1;
+  const ms = times.length % 2 ? times[mid]! : Math.round((times[mid - 1]! + times[mid]!) / 2);
+  return { ms, samples: chosen.length, rebooting: sameKind.length ? reboot : 'any' };
+}

@@ -203,3 +203,36 @@ spec:
   await apply(c, false, infra('topology.kubernetes.io/rack: r1'));
   await eventually(async () => (await call(c, c.status.getNode.bind(c.status), { name: 'node-0' }, 'get')).pool === 'infra', 10_000, 'node-0 in infra');
 });
+
+test('the preview takes each batch to last what the pool\'s recent updates took: the third reboot goes in the next window', async () => {
+  const clock = new ManualClock(Date.parse('2026-11-22T10:00:00Z')); // a Sunday
+  server = await startTestServer({ clock });
+  const c = server.admin();
+  const pool = { source: 'pool.yaml', text: poolYaml('worker', '  maxUnavailable: 1\n  maintenanceWindows: [{schedule: "0 2 * * 6", duration: 1h, timeZone: UTC}]\n') };
+  await apply(c, false, pool, kargConfig('a=1'));
+  const nodes = await fleet([{}, {}, {}]);
+  await settle(c, nodes);
+  // Each node rebooted for two updates that took 40 and 44 minutes (as its history records them),
+  // and made one quick change: the reboots' median, 42 minutes, is what a reboot batch takes.
+  const update = (i: number, minutes: number, disruption: string) => ({
+    id: `u${i}`, fromConfig: 'a', toConfig: 'b', startedUnixMs: 1_000_000 * i, endedUnixMs: 1_000_000 * i + minutes * 60_000,
+    phases: [], disruption, result: 'Done', reason: '',
+  });
+  await server.handle.controlPlane.store.commit(nodes.map((n) => ({
+    type: 'put' as const, kind: 'NodeHistory' as const, name: n.options.name, expectedVersion: null,
+    value: { updates: [update(1, 40, 'reboot: kernelArguments changed'), update(2, 44, 'reboot: osImageURL changed'), update(3, 0.1, 'none')] },
+  })));
+
+  const dir = mkdtempSync(join(tmpdir(), 'preview-'));
+  writeFileSync(join(dir, 'karg.yaml'), kargConfig('a=2').text);
+  const json = JSON.parse(await applyCommand(c, [join(dir, 'karg.yaml')], true, () => {}, 'json'));
+  assert.equal(json.pools[0].batchSeconds, 42 * 60);
+  assert.equal(json.pools[0].batchBasis, 'median of 6 recent updates that rebooted in this pool');
+  assert.deepEqual(json.nodes.map((n: { node: string; batch: number; window: string }) => [n.node, n.batch, n.window]), [
+    ['node-0', 1, '2026-11-28T02:00Z (in 5d16h)'],
+    ['node-1', 2, '2026-11-28T02:00Z (in 5d16h)'],
+    ['node-2', 3, '2026-12-05T02:00Z (in 12d16h)'],
+  ]);
+  const text = await applyCommand(c, [join(dir, 'karg.yaml')], true);
+  assert.match(text, /^ {2}batches: about 42m each \(median of 6 recent updates that rebooted in this pool\)$/m);
+});

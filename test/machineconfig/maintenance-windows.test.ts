@@ -48,9 +48,9 @@ test('a window is open from each start for its duration, in its own time zone, a
   // Europe/Berlin leaves CET (UTC+1) for CEST (UTC+2) on 2026-03-29 at 02:00 local.
   const windows = [{ schedule: '0 1 * * *', duration: '2h', timeZone: 'Europe/Berlin' }];
   // Saturday 01:00 CET is 00:00Z; Sunday 01:00 CET is still 00:00Z, Monday 01:00 CEST is 23:00Z Sunday.
-  assert.deepEqual(windowState(windows, at('2026-03-28T00:30:00Z')), { open: true, closesAt: at('2026-03-28T02:00:00Z'), nextStart: at('2026-03-29T00:00:00Z') });
+  assert.deepEqual(windowState(windows, at('2026-03-28T00:30:00Z')), { open: true, openedAt: at('2026-03-28T00:00:00Z'), closesAt: at('2026-03-28T02:00:00Z'), nextStart: at('2026-03-29T00:00:00Z') });
   // The Sunday window spans the skipped hour; its duration is real time: 00:00Z to 02:00Z.
-  assert.deepEqual(windowState(windows, at('2026-03-29T01:30:00Z')), { open: true, closesAt: at('2026-03-29T02:00:00Z'), nextStart: at('2026-03-29T23:00:00Z') });
+  assert.deepEqual(windowState(windows, at('2026-03-29T01:30:00Z')), { open: true, openedAt: at('2026-03-29T00:00:00Z'), closesAt: at('2026-03-29T02:00:00Z'), nextStart: at('2026-03-29T23:00:00Z') });
   const after = windowState(windows, at('2026-03-29T12:00:00Z'));
   assert.equal(after.open, false);
   assert.equal(after.nextStart, at('2026-03-29T23:00:00Z'), 'after the change, 01:00 Berlin is 23:00Z the day before');
@@ -120,5 +120,26 @@ test('the preview puts held drains and reboots in the batch that starts with the
     ['a', 2, at('2026-11-28T02:00:00Z'), at('2026-11-28T02:00:00Z')],
     ['b', 1, now, undefined],
     ['c', 3, at('2026-11-28T02:00:00Z'), at('2026-11-28T02:00:00Z')],
+  ]);
+});
+
+test('with the time a batch takes, batches that no longer fit in a window wait for the next one', () => {
+  const pool = worker({ maxUnavailable: 1, maintenanceWindows: [{ schedule: '0 2 * * 6', duration: '1h', timeZone: 'UTC' }] });
+  const nodes = ['a', 'b', 'c'].map((n, i) => nodeRecord(n, { registeredAt: i }));
+  const now = at('2026-11-22T10:00:00Z'); // a Sunday
+  const s = previewRollout(pool, 'new', nodes, { now, actionOf: actions({ a: 'reboot', b: 'reboot', c: 'reboot' }) }, 40 * 60_000);
+  assert.deepEqual(s.map((x) => [x.node, x.batch, new Date(x.startsAt).toISOString(), x.window && new Date(x.window.start!).toISOString()]), [
+    ['a', 1, '2026-11-28T02:00:00.000Z', '2026-11-28T02:00:00.000Z'],
+    ['b', 2, '2026-11-28T02:40:00.000Z', '2026-11-28T02:00:00.000Z'],
+    ['c', 3, '2026-12-05T02:00:00.000Z', '2026-12-05T02:00:00.000Z'],
+  ]);
+  // Without it every batch lands in the first window, as before.
+  assert.deepEqual(previewRollout(pool, 'new', nodes, { now, actionOf: actions({ a: 'reboot', b: 'reboot', c: 'reboot' }) }).map((x) => x.startsAt), Array(3).fill(at('2026-11-28T02:00:00Z')));
+  // A window open now is "open until", for the batches it takes.
+  const inWindow = previewRollout(pool, 'new', nodes, { now: at('2026-11-28T02:10:00Z'), actionOf: actions({ a: 'reboot', b: 'reboot', c: 'reboot' }) }, 40 * 60_000);
+  assert.deepEqual(inWindow.map((x) => [x.batch, x.window]), [
+    [1, { open: true, closesAt: at('2026-11-28T03:00:00Z') }],
+    [2, { open: true, closesAt: at('2026-11-28T03:00:00Z') }],
+    [3, { open: false, start: at('2026-12-05T02:00:00Z'), closesAt: at('2026-12-05T03:00:00Z') }],
   ]);
 });

@@ -1,6 +1,6 @@
 // mcctl apply / delete / pause / resume / node reapply.
 
-import { ConfigurationError } from '../../machineconfig/index.ts';
+import { ConfigurationError, formatDuration } from '../../machineconfig/index.ts';
 import { call } from '../client/call.ts';
 import type { Clients } from '../client/connection.ts';
 import type { NodePreview__Output } from '../../runtime/generated/mcplane/v1/NodePreview.ts';
@@ -38,6 +38,10 @@ function previewText(pools: PoolPreview__Output[], nodes: NodePreview__Output[])
     const changes = diffLines(p.diff);
     out += `\npool/${p.pool}: ${p.current === p.rendered ? `stays on ${p.current}` : `${p.current || '(nothing)'} -> ${p.rendered}`}\n`;
     out += changes.length ? changes.map((l) => `  ${l}\n`).join('') : '  no change to the rendered config\n';
+    // With more than one batch, when each goes rests on how long a batch lasts: say what was taken.
+    if (nodes.some((n) => n.pool === p.pool && n.batch > 1)) {
+      out += `  batches: ${p.batchSeconds > 0 ? `about ${formatDuration(p.batchSeconds * 1000)} each (${p.batchBasis})` : p.batchBasis}\n`;
+    }
   }
   if (nodes.length === 0) return out;
   const rows = nodes.map((n) => [n.node, n.pool || '<none>', n.action, n.why, n.batch ? String(n.batch) : `- (${n.note})`, n.window]);

@@ -17,7 +17,7 @@ export function configService(cp: ControlPlane, auth: Authorizer, log: Logger): 
       objects: await cp.apply(req.manifests, req.dryRun),
       warnings: unselectedConfigWarnings(req.manifests, [...cp.cache.pools.values()].map((p) => p.value)),
       // Only valid documents get here (apply threw otherwise), so the preview can render them.
-      ...(req.dryRun ? cp.previewApply(req.manifests) : {}),
+      ...(req.dryRun ? await cp.previewApply(req.manifests) : {}),
     })),
     Delete: admin(async (req: { kind: string; name: string }) => {
       await cp.delete(req.kind, req.name);
