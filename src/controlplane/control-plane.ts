@@ -99,6 +99,9 @@ export interface ControlPlaneOptions {
 
 const NODE_STATES: readonly NodeState[] = ['Done', 'Working', 'Degraded', 'Unreconcilable', 'RolledBack'];
 
+/** Nodes per pool whose update history a dry run reads for its batch times. */
+const PREVIEW_HISTORY_SAMPLE = 50;
+
 export class ControlPlane {
   /** 'shutdown': the server is about to stop; long-lived calls end with a status that says so. */
   readonly lifecycle = new EventEmitter<{ shutdown: [] }>().setMaxListeners(0);
@@ -310,9 +313,18 @@ export class ControlPlane {
   /** The dry-run preview of `manifests` (valid ones: call apply with dryRun first). */
   async previewApply(manifests: { source: string; text: string }[]): Promise<ApplyPreview> {
     const parsed = parseDocuments(manifests.flatMap(({ source, text }) => readDocuments(text, source).documents));
-    // Read when asked, not cached: only a preview needs every node's history at once.
-    const { items } = await this.store.list(['NodeHistory']);
-    const history = new Map(items.map((o) => [o.name, (o.value as NodeHistoryRecord).updates]));
+    // What updates take, from the histories of up to PREVIEW_HISTORY_SAMPLE nodes per pool, read
+    // when asked: a history is up to 20 updates with their phases, and a median needs no more.
+    const sample: string[] = [];
+    const perPool = new Map<string, number>();
+    for (const n of this.cache.nodes.values()) {
+      const taken = perPool.get(n.pool) ?? 0;
+      if (taken >= PREVIEW_HISTORY_SAMPLE) continue;
+      perPool.set(n.pool, taken + 1);
+      sample.push(n.name);
+    }
+    const records = await Promise.all(sample.map((name) => this.store.get<NodeHistoryRecord>('NodeHistory', name)));
+    const history = new Map(sample.map((name, i) => [name, records[i]?.value.updates ?? []]));
     return previewApply(this.cache, parsed, this.clock.now(), history);
   }
 
