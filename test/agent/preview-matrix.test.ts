@@ -16,6 +16,7 @@ import type { NodePreview__Output } from '../../src/runtime/generated/mcplane/v1
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { untilNode } from '../helpers/converge.ts';
+import { demoServiceConfig } from '../helpers/manifests.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
@@ -48,30 +49,10 @@ spec:
       - {name: demo.service, actions: [{type: daemon-reload}, {type: restart, unit: demo.service}]}
 `;
 interface Shared { motd: string; unitText: string; key: string; kargs: string; image: string }
-const shared = (s: Shared) => `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata: {name: 50-shared, labels: {machineconfiguration.openshift.io/role: worker}}
-spec:
-  config:
-    ignition: {version: 3.4.0}
-    passwd: {users: [{name: core, sshAuthorizedKeys: ["${s.key}"]}]}
-    storage:
-      files:
-        - {path: /etc/demo/motd, mode: 0644, contents: {source: "data:,${encodeURIComponent(s.motd)}"}}
-    systemd:
-      units:
-        - name: demo.service
-          enabled: true
-          contents: |
-            [Unit]
-            Description=${s.unitText}
-            [Service]
-            Type=oneshot
-            RemainAfterExit=yes
-            ExecStart=/bin/true
-            [Install]
-            WantedBy=default.target
-${s.kargs ? `  kernelArguments: [${s.kargs}]\n` : ''}${s.image ? `  osImageURL: ${s.image}\n` : ''}`;
+const shared = (s: Shared) => demoServiceConfig(s.motd, {
+  name: '50-shared', description: s.unitText, sshKey: s.key,
+  tail: `${s.kargs ? `  kernelArguments: [${s.kargs}]\n` : ''}${s.image ? `  osImageURL: ${s.image}\n` : ''}`,
+});
 const infraOnly = (extra: string) => `apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfig
 metadata: {name: 60-infra, labels: {machineconfiguration.openshift.io/role: infra}}

@@ -63,13 +63,14 @@ ${spec}`;
 }
 
 /**
- * MachineConfig 50-demo for the worker role, as the agent tests use it: /etc/demo/motd and an
- * enabled oneshot demo.service. `files` adds more under spec.config.storage.files; `spec` adds
- * lines under spec (indented two spaces), `tail` text after the document's end.
+ * A MachineConfig for the worker role (50-demo unless named), as the agent tests use it:
+ * /etc/demo/motd and an enabled oneshot demo.service (Description=demo unless given). `files`
+ * adds more under spec.config.storage.files; `tail` adds text at the end (spec fields, indented
+ * two spaces).
  */
-export function demoServiceConfig(motd: string, options: { mode?: string; sshKey?: string; kernelArguments?: string; files?: Record<string, string>; tail?: string } = {}): string {
+export function demoServiceConfig(motd: string, options: { name?: string; description?: string; mode?: string; sshKey?: string; kernelArguments?: string; files?: Record<string, string>; tail?: string } = {}): string {
   const file = (path: string, text: string, mode: string) => `        - {path: ${path}, mode: ${mode}, contents: {source: "data:,${encodeURIComponent(text)}"}}\n`;
-  return mcYaml('50-demo', 'worker', `${options.kernelArguments !== undefined ? `  kernelArguments: [${options.kernelArguments}]\n` : ''}  config:
+  return mcYaml(options.name ?? '50-demo', 'worker', `${options.kernelArguments !== undefined ? `  kernelArguments: [${options.kernelArguments}]\n` : ''}  config:
     ignition: {version: 3.4.0}
 ${options.sshKey ? `    passwd: {users: [{name: core, sshAuthorizedKeys: ["${options.sshKey}"]}]}\n` : ''}    storage:
       files:
@@ -79,7 +80,7 @@ ${file('/etc/demo/motd', motd, options.mode ?? '0644')}${Object.entries(options.
           enabled: true
           contents: |
             [Unit]
-            Description=demo
+            Description=${options.description ?? 'demo'}
             [Service]
             Type=oneshot
             RemainAfterExit=yes
