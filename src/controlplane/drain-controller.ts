@@ -137,18 +137,25 @@ export class DrainController implements Controller {
     for (const [name, assignment] of this.cache.assignments) {
       if (!assignment.value.holdForDrain) continue;
       const existing = this.cache.drains.get(name);
+      const status = this.cache.nodeStatuses.get(name)?.value.status;
+      if (status?.state === 'Done' && status.currentConfig === assignment.value.desiredConfig) {
+        // Held by a re-decision (a policy change) after the node had started: it finished with
+        // the plan it had, which needed no drain. Nothing is left to drain for; a drain under
+        // way ends here (its record goes to Drained, and the next step uncordons the node).
+        ops.push(this.#putAssignment(name, withoutDrainHold(assignment.value), assignment.resourceVersion, assignment.createdAt));
+        if (existing?.value.phase === 'Draining') {
+          const { blocked: _b, failures: _f, nextRetryAt: _n, timedOut: _t, degraded: _d, ...rest } = existing.value;
+          ops.push(this.#put(name, { ...rest, phase: 'Drained', remaining: [], reason: `the node finished its update to ${assignment.value.desiredConfig} before its drain did: no drain needed` }, existing.resourceVersion));
+          this.log.info({ node: name, config: assignment.value.desiredConfig }, 'node finished its update during its drain; drain ended');
+          this.#due.delete(name);
+        }
+        continue;
+      }
       if (existing?.value.phase === 'Draining') {
         if (existing.value.config !== assignment.value.desiredConfig) {
           // The pool moved on mid-drain: the same drain serves the newer config.
           ops.push(this.#put(name, { ...existing.value, config: assignment.value.desiredConfig }, existing.resourceVersion));
         }
-        continue;
-      }
-      const status = this.cache.nodeStatuses.get(name)?.value.status;
-      if (status?.state === 'Done' && status.currentConfig === assignment.value.desiredConfig) {
-        // Held by a re-decision (a policy change) after the node had started: it finished with
-        // the plan it had, which needed no drain. Nothing is left to drain for.
-        ops.push(this.#putAssignment(name, withoutDrainHold(assignment.value), assignment.resourceVersion, assignment.createdAt));
         continue;
       }
       const kube = this.cache.kubernetesNodes.get(name)?.value;

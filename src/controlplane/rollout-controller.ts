@@ -8,7 +8,7 @@
 // leader's, never the user's spec): the last config every node reached, when the canaries'
 // soak began, and the circuit breaker's halt. It asks to run again when a soak ends.
 
-import { decideRollout, isDisruptive, nextRolloutState, waitsForWindow, windowState, type RolloutState } from '../machineconfig/index.ts';
+import { activeHalt, decideRollout, isDisruptive, nextRolloutState, waitsForWindow, windowState, type RolloutState } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { changesPoolsOrNodes, type CacheChange, type ClusterCache } from './cluster-cache.ts';
 import type { Clock } from './clock.ts';
@@ -18,7 +18,6 @@ import type { LeaderWriter } from './leader-writer.ts';
 import { disruptionPolicyJsonFor, planNodeUpdate, rolloutContext } from './node-update-plan.ts';
 import type { WriteOp } from './store/store.ts';
 import type { NodeAssignmentRecord } from './stored-records.ts';
-
 
 export class RolloutController implements Controller {
   readonly name = 'rollout';
@@ -72,6 +71,8 @@ export class RolloutController implements Controller {
       if (decision.assign.length === 0) continue;
       const sendTo = decision.target ?? target;
       this.log.info({ pool: name, target: sendTo, nodes: decision.assign.length <= 20 ? decision.assign : `${decision.assign.length} nodes`, maxUnavailable: decision.maxUnavailable, waiting: decision.waiting }, 'assigning config');
+      // What the drains below are decided with, and what the agents will plan with.
+      const policyJson = disruptionPolicyJsonFor(this.cache, name);
       for (const node of decision.assign) {
         const assignment = this.cache.assignments.get(node)!;
         const drain = drainDecision(this.cache, this.cache.nodes.get(node)!, sendTo, this.drains);
@@ -80,7 +81,7 @@ export class RolloutController implements Controller {
           waitReason = drain.wait;
           continue;
         }
-        const value: NodeAssignmentRecord = { ...withoutDrainHold(assignment.value), desiredConfig: sendTo, disruptionPolicyJson: this.#policyJson(sendTo) };
+        const value: NodeAssignmentRecord = { ...withoutDrainHold(assignment.value), desiredConfig: sendTo, disruptionPolicyJson: policyJson };
         if (drain.hold) value.holdForDrain = true;
         else if (drain.note) value.drainNote = drain.note;
         if (drain.hold) this.log.info({ node, target: sendTo }, 'config held until the node is drained');
@@ -100,35 +101,40 @@ export class RolloutController implements Controller {
     return requeueAt === undefined ? {} : { requeueAfterMs: Math.min(Math.max(10, requeueAt - now), MAX_REQUEUE_MS) };
   }
 
-  /** The disruption policy the agent will plan its update to `config` with. */
-  #policyJson(config: string): string {
-    const rendered = this.cache.renderedConfig(config);
-    return rendered ? disruptionPolicyJsonFor(this.cache, rendered.pool) : '';
-  }
-
   /**
    * An update handed out under one disruption policy whose policy changed before the node
    * finished it (it was disconnected, or Degraded and about to retry): the new policy may make it
    * a reboot nobody drained for, or outside the pool's window. Its assignment takes the new
    * policy only with the gates decided again, in the same write: held for a drain when the new
    * plan needs one, and not at all while the window the new plan would wait for is closed (the
-   * node keeps the policy it has until the window opens). A node Done on its config never plans
-   * with it again (a re-apply of the same config disrupts nothing), so it is left alone: its next
-   * config brings the policy of that moment.
+   * node keeps the policy it has until the window opens). Left alone, as the rollout would leave
+   * them: a node Done on its config (it never plans with it again: a re-apply of the same config
+   * disrupts nothing; its next config brings the policy of that moment), a node Working on it
+   * (its plan is in its journal), a node RolledBack from it (it does not take it again unasked),
+   * and the nodes of a paused pool or one its circuit breaker paused. Records from before the
+   * policy was stored with them count as changed.
    */
   #redecideUnderNewPolicy(now: number, alreadyWritten: ReadonlySet<string>): { ops: WriteOp[]; windowOpensAt?: number } {
     const ops: WriteOp[] = [];
     let windowOpensAt: number | undefined;
     if (this.#toldWaitingForWindow.size > 10_000) this.#toldWaitingForWindow.clear();
+    const livePolicy = new Map<string, string>();
     for (const [name, stored] of this.cache.assignments) {
       const a = stored.value;
-      if (!a.desiredConfig || a.holdForDrain || a.disruptionPolicyJson === undefined || alreadyWritten.has(name)) continue;
-      const live = this.#policyJson(a.desiredConfig);
+      if (!a.desiredConfig || a.holdForDrain || alreadyWritten.has(name)) continue;
+      const poolName = this.cache.renderedConfig(a.desiredConfig)?.pool;
+      if (poolName === undefined) continue; // its watch event is on its way
+      let live = livePolicy.get(poolName);
+      if (live === undefined) livePolicy.set(poolName, live = disruptionPolicyJsonFor(this.cache, poolName));
       if (live === a.disruptionPolicyJson) continue;
       const node = this.cache.nodes.get(name);
-      if (!node || (node.status.currentConfig === a.desiredConfig && node.status.state === 'Done')) continue;
-      const pool = this.cache.pools.get(this.cache.renderedConfig(a.desiredConfig)?.pool ?? '')?.value;
-      if (pool?.spec.maintenanceWindows?.length) {
+      const pool = this.cache.pools.get(poolName)?.value;
+      if (!node || !pool || pool.spec.paused) continue;
+      const s = node.status;
+      if (s.state === 'Done' && s.currentConfig === a.desiredConfig) continue;
+      if ((s.state === 'Working' || s.state === 'RolledBack') && s.desiredConfig === a.desiredConfig) continue;
+      if (activeHalt(this.cache.poolStatuses.get(poolName)?.value.rollout, this.cache.poolTarget(poolName))?.action === 'Pause') continue;
+      if (pool.spec.maintenanceWindows?.length) {
         const windows = windowState(pool.spec.maintenanceWindows, now);
         if (!windows.open && waitsForWindow(pool.spec, isDisruptive(planNodeUpdate(this.cache, node, a.desiredConfig)?.action))) {
           if (windows.nextStart !== undefined) windowOpensAt = Math.min(windowOpensAt ?? Infinity, windows.nextStart);

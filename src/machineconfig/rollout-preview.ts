@@ -2,8 +2,8 @@
 // order, and the window it goes in. It replays decideRollout itself, batch after batch, with
 // every batch finishing before the next is decided, so the preview follows the same rules
 // (maxUnavailable, group budgets, windows, canaries and their soak) as the rollout it predicts.
-// Each batch takes `batchMs` (what the pool's recent updates took): batches that no longer fit in
-// a window wait for the next one, as the rollout would make them.
+// Each batch takes `batchMs` (what the pool's recent updates took): a batch that would start after
+// its window closed waits for the next one, as the rollout makes it.
 
 import { decideRollout, isDisruptive, rolloutOrder, type RolloutContext } from './rollout.ts';
 import type { RolloutState } from './rollout-failures.ts';

@@ -525,3 +525,46 @@ test('a policy change before a node finished its update is decided again: the re
   w0.report({ currentConfig: second, desiredConfig: second, state: 'Done', phase: 'done', reason: '' });
   await eventually(() => kubeNode('w0').spec?.unschedulable === false, 5000, 'uncordoned once Done');
 });
+
+test('a node that finishes its update while a re-decision has it draining needs no drain: the drain ends, nothing more is evicted, the node is uncordoned', async () => {
+  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
+  const requests = timeRequests(standIn);
+  addNode(standIn, 'w0', { 'node-role.kubernetes.io/worker': '' });
+  addNode(standIn, 'w1', { 'node-role.kubernetes.io/worker': '' });
+  // The only pod on w0 is behind a budget that allows no disruption: the drain cannot finish.
+  addPod(standIn, { namespace: 'shop', name: 'db', node: 'w0', labels: { app: 'db' } });
+  standIn.add({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'db-pdb', namespace: 'shop' }, spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'db' } } } } as never);
+  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
+  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN });
+  const c = server.admin();
+  const pool = (action: string) => ({ source: 'pool.yaml', text: poolYaml('worker', `  maxUnavailable: 1\n  disruptionPolicy:\n    files:\n    - {path: /etc/a.conf, actions: [${action}]}\n`) });
+  await call(c, c.config.apply.bind(c.config), { manifests: [pool('{type: restart, unit: chronyd.service}'), fileConfig('one')], dryRun: false }, 'apply');
+  const first = await target(c);
+  const w0 = new SimulatedAgent({ address: server.address, tls: await server.pki.node('w0'), name: 'w0', autoDone: false, currentConfig: first });
+  await w0.connect();
+  agents.push(w0);
+  await startAgents(['w1'], first, 50);
+  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
+  const second = await target(c);
+  await w0.waitFor(() => w0.lastAssignment?.renderedConfig === second, 10_000);
+  w0.report({ desiredConfig: second, state: 'Degraded', phase: 'actions', reason: 'actions: restart chronyd.service: job ended "failed"' });
+  await eventually(async () => (await nodeOf(c, 'w0')).status!.state === 'Degraded', 10_000, 'w0 Degraded');
+
+  // Under a reboot policy its retry must be drained: held, and the budget blocks the drain.
+  await call(c, c.config.apply.bind(c.config), { manifests: [pool('{type: Reboot}')], dryRun: false }, 'apply');
+  await eventually(async () => /PodDisruptionBudget shop\/db-pdb/.test((await nodeOf(c, 'w0')).status!.reason), 10_000, 'the drain blocked by the budget');
+  assert.equal(kubeNode('w0').spec?.unschedulable, true);
+
+  // Meanwhile the node finished by itself (its agent resumed the update it had, a restart).
+  const sent = w0.assignments.length;
+  w0.report({ currentConfig: second, desiredConfig: second, state: 'Done', phase: 'done', reason: '' });
+  await eventually(() => kubeNode('w0').spec?.unschedulable === false, 5000, 'uncordoned');
+  await eventually(() => !server!.handle.controlPlane.cache.drains.has('w0'), 5000, 'the drain record gone');
+  assert.equal(server.handle.controlPlane.cache.assignments.get('w0')!.value.holdForDrain, undefined, 'no hold left');
+  assert.equal(standIn.list('Pod', 'shop').length, 1, 'the pod the budget protects was never evicted');
+  assert.ok(server.logs.some((l) => l.includes('node finished its update during its drain; drain ended')));
+  // The new policy reaches it once released, for its next update.
+  await w0.waitFor(() => w0.assignments.length > sent, 5000);
+  assert.deepEqual(JSON.parse(w0.lastAssignment!.disruptionPolicyJson).files, [{ path: '/etc/a.conf', actions: [{ type: 'reboot' }] }]);
+  assert.ok(requests.every((r) => r.subresource !== 'eviction' || r.code !== 201), 'no eviction succeeded');
+});
