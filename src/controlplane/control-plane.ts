@@ -29,6 +29,7 @@ import {
   type NodeState,
   type NodeStatus,
   type Problem,
+  type UpdateRecord,
 } from '../machineconfig/index.ts';
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../runtime/logger.ts';
@@ -323,8 +324,13 @@ export class ControlPlane {
       perPool.set(n.pool, taken + 1);
       sample.push(n.name);
     }
-    const records = await Promise.all(sample.map((name) => this.store.get<NodeHistoryRecord>('NodeHistory', name)));
-    const history = new Map(sample.map((name, i) => [name, records[i]?.value.updates ?? []]));
+    const history = new Map<string, UpdateRecord[]>();
+    // A few reads at a time: a dry run must not flood the store that the fleet's writes go to.
+    for (let i = 0; i < sample.length; i += 16) {
+      const names = sample.slice(i, i + 16);
+      const records = await Promise.all(names.map((name) => this.store.get<NodeHistoryRecord>('NodeHistory', name)));
+      names.forEach((name, j) => history.set(name, records[j]?.value.updates ?? []));
+    }
     return previewApply(this.cache, parsed, this.clock.now(), history);
   }
 

@@ -18,7 +18,7 @@ const SERVICE_NAME_RULE = 'a unit name such as crio.service: letters, digits, ":
 export type ActionsParser = (raw: unknown, c: ProblemCollector, field: string) => DisruptionAction[] | undefined;
 
 /** The policy at `field`; an absent one is an empty policy. */
-export function parsePolicyEntries(raw: unknown, c: ProblemCollector, field: string, parseActions: ActionsParser): DisruptionPolicy {
+export function parseDisruptionPolicyEntries(raw: unknown, c: ProblemCollector, field: string, parseActions: ActionsParser): DisruptionPolicy {
   const out: DisruptionPolicy = {};
   const p = c.record(raw, field);
   if (!p) return out;

@@ -7,7 +7,7 @@ import {
   WORKER_POOL,
 } from './constants.ts';
 import { parseDisruptionBudget } from './disruption-budget.ts';
-import { MAX_POLICY_ACTIONS, parsePolicyEntries, unitName } from './disruption-policy-entries.ts';
+import { MAX_POLICY_ACTIONS, parseDisruptionPolicyEntries, unitName } from './disruption-policy-entries.ts';
 import { parseLabelSelector } from './label-selector.ts';
 import { parseMaintenanceWindows, WINDOW_SCOPES, type MaintenanceWindowScope } from './maintenance-window.ts';
 import { checkApiVersion, parseObjectMeta } from './object-meta.ts';
@@ -60,7 +60,7 @@ export function parseMachineConfigPool(doc: Record<string, unknown>, c: ProblemC
     else c.add('spec.driftPolicy', 'drift-policy', `driftPolicy "${drift}" is not one of ${DRIFT_POLICIES.join(', ')}`);
   }
   if (rawSpec.disruptionPolicy !== undefined && rawSpec.disruptionPolicy !== null) {
-    spec.disruptionPolicy = parsePolicyEntries(rawSpec.disruptionPolicy, c, 'spec.disruptionPolicy', parseActions);
+    spec.disruptionPolicy = parseDisruptionPolicyEntries(rawSpec.disruptionPolicy, c, 'spec.disruptionPolicy', parseActions);
   }
   const drain = parseDrainPolicy(rawSpec.drain, c);
   if (drain) spec.drain = drain;

@@ -5,7 +5,7 @@
 
 import { CLUSTER_MACHINE_CONFIGURATION, KIND_MACHINE_CONFIGURATION, OPERATOR_API_VERSION } from './constants.ts';
 import { quote } from './control-characters.ts';
-import { MAX_POLICY_ACTIONS, parsePolicyEntries, unitName } from './disruption-policy-entries.ts';
+import { MAX_POLICY_ACTIONS, parseDisruptionPolicyEntries, unitName } from './disruption-policy-entries.ts';
 import { parseObjectMeta } from './object-meta.ts';
 import { join, type ProblemCollector } from './problem-collector.ts';
 import type { DisruptionAction, MachineConfiguration } from './types.ts';
@@ -32,7 +32,7 @@ export function parseMachineConfiguration(doc: Record<string, unknown>, c: Probl
   if (!rawSpec) c.add('spec', 'required', 'spec is required');
   const spec = rawSpec ?? {};
   c.onlyKeys(spec, 'spec', SPEC_KEYS);
-  const policy = parsePolicyEntries(spec.nodeDisruptionPolicy, c, 'spec.nodeDisruptionPolicy', parseActions);
+  const policy = parseDisruptionPolicyEntries(spec.nodeDisruptionPolicy, c, 'spec.nodeDisruptionPolicy', parseActions);
   if (!c.ok || !metadata) return undefined;
   return { apiVersion: OPERATOR_API_VERSION, kind: KIND_MACHINE_CONFIGURATION, metadata, spec: { nodeDisruptionPolicy: policy } };
 }

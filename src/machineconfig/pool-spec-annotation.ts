@@ -24,12 +24,14 @@ export function withPoolSpecAnnotation(metadata: unknown, rawSpec: Record<string
   if (typeof text !== 'string') return { spec: rawSpec, fromAnnotation: new Set() };
   let value: unknown;
   try {
-    value = parse(text, { maxAliasCount: 0 });
+    // As manifests are read (YAML 1.1, so `on`/`yes` mean what they mean in a file too); no aliases.
+    value = parse(text, { version: '1.1', merge: true, uniqueKeys: true, maxAliasCount: 0 });
   } catch (err) {
     c.add(FIELD, 'pool-spec-annotation', `is not YAML or JSON: ${(err as Error).message.split('\n')[0]}`);
     return { spec: rawSpec, fromAnnotation: new Set() };
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+  // A plain mapping only: `!!binary`, `!!set` and the like make Buffers and Sets.
+  if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) {
     c.add(FIELD, 'pool-spec-annotation', `must be an object of mcplane's pool fields (${MCPLANE_POOL_FIELDS.join(', ')})`);
     return { spec: rawSpec, fromAnnotation: new Set() };
   }

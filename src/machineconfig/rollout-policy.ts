@@ -8,6 +8,8 @@ import type { HealthCheck, RolloutFailureAction, RolloutPolicy } from './types.t
 
 const PERCENT = /^(\d+)%$/;
 const FAILURE_ACTIONS: readonly RolloutFailureAction[] = ['Pause', 'Rollback'];
+/** A soak longer than a week is a typo, not a plan (and time past Date's range would throw). */
+const MAX_SOAK_MS = 7 * 24 * 3600_000;
 /** A health check longer than this is a typo, not a plan: the node stays Working all that time. */
 const MAX_HEALTH_TIMEOUT_MS = 60 * 60 * 1000;
 /** A systemd unit name, as systemd accepts it (unit-name.c: valid characters and a known suffix). */
@@ -27,7 +29,8 @@ export function parseRolloutPolicy(raw: unknown, c: ProblemCollector, field = 's
   }
   const soak = c.string(r.soak, field, 'soak');
   if (soak !== undefined) {
-    if (durationMs(soak) === undefined) c.add(join(field, 'soak'), 'duration', `soak must be a duration such as 90s, 10m or 1h30m (units d, h, m, s), got ${JSON.stringify(soak)}`);
+    const ms = durationMs(soak);
+    if (ms === undefined || ms > MAX_SOAK_MS) c.add(join(field, 'soak'), 'duration', `soak must be a duration of at most 7d such as 90s, 10m or 1h30m (units d, h, m, s), got ${JSON.stringify(soak)}`);
     else out.soak = soak;
   }
   const max = c.integer(r.maxFailures, field, 'maxFailures');

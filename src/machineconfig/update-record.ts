@@ -121,6 +121,9 @@ function time(v: unknown): number {
   return typeof n === 'number' && Number.isFinite(n) && n >= 0 ? Math.floor(n) : 0;
 }
 
+/** Longer than this, an update's record is not believed (a clock set wrong, a forged report). */
+const MAX_PLAUSIBLE_UPDATE_MS = 7 * 24 * 3600_000;
+
 /** What a typical update took, for planning: the median of finished ones, and how many there were. */
 export interface TypicalUpdate {
   ms: number;
@@ -135,7 +138,8 @@ export interface TypicalUpdate {
  * ones when none is of that kind; undefined when none finished.
  */
 export function typicalUpdate(updates: readonly UpdateRecord[], reboot: boolean): TypicalUpdate | undefined {
-  const done = updates.filter((u) => u.result === 'Done' && u.endedUnixMs > u.startedUnixMs);
+  // A record with no start, or one that lasted past a week, is an agent's error, not a timing.
+  const done = updates.filter((u) => u.result === 'Done' && u.startedUnixMs > 0 && u.endedUnixMs > u.startedUnixMs && u.endedUnixMs - u.startedUnixMs <= MAX_PLAUSIBLE_UPDATE_MS);
   const sameKind = done.filter((u) => u.disruption.startsWith('reboot') === reboot);
   const chosen = sameKind.length ? sameKind : done;
   if (chosen.length === 0) return undefined;

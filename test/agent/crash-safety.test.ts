@@ -20,7 +20,7 @@ const FILES = 12;
 let server: TestServer;
 let c: Clients;
 let systemd: UserSystemd;
-let bed: AgentTestBed;
+let bed: AgentTestBed | undefined;
 
 const pool = poolYaml('worker', '  maxUnavailable: 100%\n  disruptionPolicy: {files: [{path: /etc/crash, actions: [{type: none}]}]}\n');
 function config(version: 'A' | 'B'): string {
@@ -59,7 +59,7 @@ before(async () => {
 });
 after(async () => {
   if (skip) return;
-  await bed.close();
+  await bed?.close();
 });
 
 const POINTS = ['staging', 'staging-file:0', 'staging-file:6', 'committing', 'commit-file:0', 'commit-file:6', 'units-done', 'os-done', 'rebooting'];

@@ -19,7 +19,7 @@ const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager
 let server: TestServer;
 let c: Clients;
 let systemd: UserSystemd;
-let bed: AgentTestBed;
+let bed: AgentTestBed | undefined;
 let host: SandboxHost;
 
 const pool = poolYaml('worker', `  maxUnavailable: 100%
@@ -58,7 +58,7 @@ after(async () => {
   if (skip) return;
   systemd.thaw();
   await host.kill();
-  await bed.close();
+  await bed?.close();
 });
 
 test('systemd frozen during an update: Degraded within seconds naming the step, the call and the deadline; the next update works', { skip }, async () => {

@@ -19,7 +19,7 @@ const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager
 let server: TestServer;
 let c: Clients;
 let systemd: UserSystemd;
-let bed: AgentTestBed;
+let bed: AgentTestBed | undefined;
 const hosts: SandboxHost[] = [];
 
 // Healthy while /etc/gate/state says ok (the sandbox's root is in the agent's environment).
@@ -47,7 +47,7 @@ before(async () => {
 after(async () => {
   if (skip) return;
   for (const h of hosts) await h.kill();
-  await bed.close();
+  await bed?.close();
 });
 
 for (const [n, point] of ['rolling-back', 'rollback-files'].entries()) {

@@ -24,7 +24,7 @@ const UPDATES = 120;
 let server: TestServer;
 let c: Clients;
 let systemd: UserSystemd;
-let bed: AgentTestBed;
+let bed: AgentTestBed | undefined;
 let outsideBase: string;
 let host: SandboxHost | undefined;
 
@@ -64,7 +64,7 @@ before(async () => {
 after(async () => {
   if (skip) return;
   await host?.kill();
-  await bed.close();
+  await bed?.close();
   if (outsideBase) rmSync(outsideBase, { recursive: true, force: true });
 });
 

@@ -17,8 +17,16 @@ export interface AgentTestBed {
 export async function startAgentTestBed(pool: string): Promise<AgentTestBed> {
   const server = await startTestServer();
   const c = server.admin();
-  const systemd = await startUserSystemd();
-  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'pool.yaml', text: pool }], dryRun: false }, 'apply');
+  let systemd: UserSystemd | undefined;
+  try {
+    systemd = await startUserSystemd();
+    await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'pool.yaml', text: pool }], dryRun: false }, 'apply');
+  } catch (err) {
+    // Nothing left running behind the error the test reports.
+    await systemd?.stop();
+    await server.close();
+    throw err;
+  }
   return {
     server, c, systemd,
     async close() {

@@ -197,6 +197,28 @@ describe('Kubernetes credentials and KubernetesAccess', () => {
     });
   }
 
+  it('the informer resumes watches that keep ending at once ever more slowly, not in a tight loop', async () => {
+    const kube = loadKubernetesAccess({ kubeconfig });
+    const informer = new ClusterInformer(kube, nodeSource(kube), createLogger({ level: 'silent' }));
+    const start = standIn.requests.length;
+    informer.start();
+    try {
+      await until(() => informer.synced);
+      const watches = () => standIn.requests.slice(start).filter((r) => r.verb === 'watch' && r.resource === 'nodes').length;
+      await until(() => watches() === 1);
+      // A proxy that closes every watch as soon as it opens, for a second.
+      const closer = setInterval(() => standIn.closeWatches(), 5);
+      await new Promise((r) => setTimeout(r, 1000));
+      clearInterval(closer);
+      assert.ok(watches() < 20, `${watches()} watches in a second`);
+      assert.ok(watches() > 3, 'it kept resuming');
+      standIn.add({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'after-quick-ends' }, spec: {} } as never);
+      await until(() => informer.objects.has('after-quick-ends'));
+    } finally {
+      informer.stop();
+    }
+  });
+
   it("every call it made to the cluster with mcplane's credentials is allowed by packaging/kubernetes/rbac.yaml", () => {
     assert.ok(assertCallsAllowed(standIn.requests) > 0);
   });

@@ -15,3 +15,9 @@ test('days, hours, minutes and seconds, in that order, each optional', () => {
 test('anything else is not a duration', () => {
   for (const text of ['', '10 minutes', '1m1h', '1.5h', '-1h', '1w', 'h', '2H']) assert.equal(durationMs(text), undefined, text);
 });
+
+test('digits past what a Date can hold are not a duration', () => {
+  assert.equal(durationMs('99999999999999999999d'), undefined);
+  assert.equal(durationMs('9'.repeat(400) + 's'), undefined);
+  assert.equal(durationMs('100000000d'), 8.64e15);
+});

@@ -30,3 +30,10 @@ test('every problem names the annotation: bad YAML, not an object, MCO\'s own fi
   const bad = annotated('rollout: {canary: "150%"}\nmaintenanceWindows: [{schedule: "0 2 * * *", duration: 4h, timeZone: Mars/Olympus}]');
   assert.deepEqual(rules(bad).sort(), [`${field}.maintenanceWindows[0].timeZone time-zone`, `${field}.rollout.canary canary`]);
 });
+
+test('tagged YAML that is not a plain mapping is refused as a whole, not walked', () => {
+  const field = `metadata.annotations[${POOL_SPEC_ANNOTATION}]`;
+  for (const text of ['!!binary aGVsbG8gd29ybGQ=', '!!set {a, b}', '!!omap [{a: 1}]', '&a {x: *a}']) {
+    assert.deepEqual(problemsOf(annotated(text)).map((p) => `${p.field} ${p.rule}`), [`${field} pool-spec-annotation`], text);
+  }
+});

@@ -36,6 +36,11 @@ test('every bad field is named with its rule', () => {
   assert.match(problems.find((p) => p.field === 'spec.rollout.onFailure')!.message, /"Explode" is not one of Pause, Rollback/);
   const empty = problemsOf(poolDoc('web', { ...base, healthCheck: {}, rollout: { soak: '5m' } }));
   assert.deepEqual(empty.map((p) => `${p.field} ${p.rule}`).sort(), ['spec.healthCheck required', 'spec.rollout.soak soak-needs-canary']);
+  // A soak past a week is refused (a huge one would end past what a Date holds, and stall the pool).
+  for (const soak of ['8d', '99999999999999999999d']) {
+    assert.deepEqual(problemsOf(poolDoc('web', { ...base, rollout: { canary: 1, soak } })).map((p) => `${p.field} ${p.rule}`), ['spec.rollout.soak duration'], soak);
+  }
+  assert.equal(parseValid(poolDoc('web', { ...base, rollout: { canary: 1, soak: '7d' } })).pools[0]!.spec.rollout!.soak, '7d');
 });
 
 test('the canaries are the first nodes in the rollout order (zone, then oldest), a percentage rounded up', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { appendToHistory, boundNodeStatus, boundUpdateRecord, enterPhase, finishUpdate, MAX_HISTORY_UPDATES, startUpdate, withPhase, type NodeStatus } from '../../src/machineconfig/index.ts';
+import { appendToHistory, boundNodeStatus, boundUpdateRecord, enterPhase, finishUpdate, MAX_HISTORY_UPDATES, startUpdate, typicalUpdate, withPhase, type NodeStatus, type UpdateRecord } from '../../src/machineconfig/index.ts';
 
 test('phases: entering one ends the one running; the same phase again changes nothing; finishing ends the last', () => {
   const r = startUpdate('u1', 'rendered-a', 'rendered-b', 100);
@@ -42,4 +42,15 @@ test('what an agent sends is bounded and typed: unusable records are dropped, wr
   const status = boundNodeStatus({ currentConfig: '', desiredConfig: '', state: 'Done', phase: '', reason: '', drift: [], os: null, bootId: '', agentVersion: '', lastDisruption: '', lastUpdate: { ...startUpdate('u', '', 'a', 1), result: 'Done' } } satisfies NodeStatus);
   assert.equal(status.lastUpdate?.id, 'u');
   assert.equal('currentUpdate' in status, false, 'an agent that sends no record gets none added');
+});
+
+test('a typical update is the median of the Done ones of the kind asked for; implausible records are not believed', () => {
+  const u = (ms: number, disruption: string, result = 'Done', start = 1_000_000) => ({ id: 'x', fromConfig: 'a', toConfig: 'b', startedUnixMs: start, endedUnixMs: start + ms, phases: [], disruption, result, reason: '' }) as UpdateRecord;
+  const updates = [u(40_000, 'reboot: karg'), u(60_000, 'reboot: image'), u(50_000, 'reboot: file'), u(1_000, 'restart chronyd.service'), u(999, 'reboot: x', 'Degraded')];
+  assert.deepEqual(typicalUpdate(updates, true), { ms: 50_000, samples: 3, rebooting: true });
+  assert.deepEqual(typicalUpdate(updates, false), { ms: 1_000, samples: 1, rebooting: false });
+  assert.deepEqual(typicalUpdate([u(10_000, 'none'), u(20_000, 'none')], true), { ms: 15_000, samples: 2, rebooting: 'any' });
+  // No start, a record lasting longer than a week: an agent's error or a forged report, skipped.
+  assert.equal(typicalUpdate([u(5_000, 'reboot: x', 'Done', 0), u(8 * 24 * 3600_000, 'reboot: x'), u(1e20, 'reboot: x')], true), undefined);
+  assert.equal(typicalUpdate([], true), undefined);
 });

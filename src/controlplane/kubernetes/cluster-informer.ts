@@ -59,6 +59,8 @@ export function nodeSource(kube: KubernetesAccess): ListWatchSource<V1Node> {
 }
 
 const BACKOFF_MS = [200, 500, 1000, 2000, 5000];
+/** A watch that ends cleanly sooner than this after it opened did not really watch. */
+const QUICK_END_MS = 1000;
 
 interface InformerEvents<T> {
   /** Anything changed: a list, or an event. */
@@ -76,6 +78,8 @@ export class ClusterInformer<T extends { metadata?: { name?: string; resourceVer
   #stopWatch: (() => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
   #failures = 0;
+  /** Clean watch ends in a row that came within QUICK_END_MS of the watch's start. */
+  #quickEnds = 0;
   #running = false;
   /** Bumped by every start/stop, so a late callback of an old watch does nothing. */
   #epoch = 0;
@@ -145,6 +149,7 @@ export class ClusterInformer<T extends { metadata?: { name?: string; resourceVer
   }
 
   async #watch(epoch: number): Promise<void> {
+    const startedAt = Date.now();
     let relist = false;
     let refused: unknown;
     const onEvent = (type: string, object: any): void => {
@@ -176,8 +181,15 @@ export class ClusterInformer<T extends { metadata?: { name?: string; resourceVer
         this.#retry(epoch, 'watch', refused ?? err, () => void this.#watch(epoch));
       } else {
         // The server ends watches now and then (its timeout), and the client ends one that was
-        // quiet for a while: resume where it stopped.
-        void this.#watch(epoch);
+        // quiet for a while: resume where it stopped. Watches that keep ending at once (a proxy
+        // that closes them) are resumed ever more slowly, so they are not a tight loop either.
+        this.#quickEnds = Date.now() - startedAt < QUICK_END_MS ? this.#quickEnds + 1 : 0;
+        const delay = this.#quickEnds === 0 ? 0 : Math.min(BACKOFF_MS.at(-1)!, 50 * 2 ** (this.#quickEnds - 1));
+        clearTimeout(this.#timer);
+        this.#timer = setTimeout(() => {
+          if (epoch === this.#epoch) void this.#watch(epoch);
+        }, delay);
+        this.#timer.unref();
       }
     };
     try {
