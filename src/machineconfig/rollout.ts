@@ -2,7 +2,7 @@
 
 import { ZONE_LABEL } from './constants.ts';
 import { resolveMaxUnavailable } from './machine-config-pool.ts';
-import { unavailableReason } from './node-availability.ts';
+import { isDegraded, unavailableReason } from './node-availability.ts';
 import { canaryGate, type CanaryGate } from './canary.ts';
 import type { UpdateAction } from './config-diff.ts';
 import { GroupBudget } from './disruption-budget.ts';
@@ -55,6 +55,8 @@ export interface RolloutDecision {
  * Two additions to MCO: a node that never had a config (a new host) gets the target at once,
  * since it serves nothing yet; and a degraded node that is not on the target gets it without
  * spending budget, since it is unavailable already, so a fix can reach it (MCO leaves it stuck).
+ * A node still updating to an earlier config may take the target in its place, but within the
+ * budget (see below).
  */
 export function decideRollout(pool: MachineConfigPool, renderedTarget: string, nodes: readonly NodeRecord[], context: RolloutContext = { now: Date.now() }): RolloutDecision {
   // spec.rollout: a halted pool assigns nothing (Pause) or sends its nodes back (Rollback); the
@@ -73,25 +75,33 @@ export function decideRollout(pool: MachineConfigPool, renderedTarget: string, n
 
   const fresh: NodeRecord[] = [];
   const free: NodeRecord[] = [];
+  const updating: NodeRecord[] = [];
   const budgeted: NodeRecord[] = [];
   for (const n of pending) {
     if (!n.connected) continue; // it gets the target when it returns and is a candidate again
     if (!n.status.currentConfig && !n.desiredConfig) fresh.push(n);
     else if (gate && !gate.open && !gate.canaries.has(n.name)) continue; // after the canaries' soak
     else if (!mayStartNow(n)) held.push(n);
-    else if (unavailableReason(n) !== undefined) free.push(n);
+    else if (isDegraded(n)) free.push(n);
+    else if (unavailableReason(n) !== undefined) updating.push(n);
     else budgeted.push(n);
   }
-  const capacity = Math.max(0, maxUnavailable - unavailable);
+  // "Updating" is what the store last heard, and the node's Done may be on its way (reports are
+  // written in batches): a node that has in fact finished goes down again for the target. So an
+  // updating node takes the target within the budget, counted as if it were available, before
+  // the available ones. For free, new hosts that had all just finished their first config would
+  // all start the next one together.
+  const capacity = Math.max(0, maxUnavailable - (unavailable - updating.length));
+  const switched = updating.sort(rolloutOrder).slice(0, capacity);
   const groups = pool.spec.disruptionBudget && new GroupBudget(pool.spec.disruptionBudget, nodes, (n) => unavailableReason(n) !== undefined);
   const taken: NodeRecord[] = [];
   const heldByGroupBudget: string[] = [];
   for (const n of budgeted.sort(rolloutOrder)) {
-    if (taken.length >= capacity) break;
+    if (switched.length + taken.length >= capacity) break;
     if (groups && !groups.take(n)) heldByGroupBudget.push(n.name);
     else taken.push(n);
   }
-  const chosen = [...fresh, ...free, ...taken];
+  const chosen = [...fresh, ...free, ...switched, ...taken];
   return {
     assign: chosen.map((n) => n.name), maxUnavailable, unavailable, waiting: pending.length - chosen.length,
     heldForWindow: held.sort(rolloutOrder).map((n) => n.name),

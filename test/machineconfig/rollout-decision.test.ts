@@ -46,6 +46,24 @@ test('a degraded node off-target gets the new target without spending budget', (
   assert.deepEqual(decideRollout(pool(2), 'new', nodes).assign, ['n2', 'n1']);
 });
 
+test('nodes still updating to an earlier config take the target within the budget, first in line', () => {
+  // The store may not have their Done yet (reports are written in batches): handed the target
+  // for free, two new hosts that had both just finished would start updating again together.
+  const nodes = [
+    nodeRecord('n1', { registeredAt: 1 }),
+    nodeRecord('n2', { registeredAt: 2, status: { currentConfig: '', state: 'Working' } }),
+    nodeRecord('n3', { registeredAt: 3, status: { currentConfig: '', state: 'Working' } }),
+  ];
+  const d = decideRollout(pool(1), 'new', nodes);
+  assert.deepEqual(d.assign, ['n2']);
+  assert.equal(d.waiting, 2);
+  assert.deepEqual(decideRollout(pool(2), 'new', nodes).assign, ['n2', 'n3']);
+  assert.deepEqual(decideRollout(pool(3), 'new', nodes).assign, ['n2', 'n3', 'n1']);
+  // n2 took it and works on it: n3 finishes its first config and waits its turn.
+  nodes[1]!.desiredConfig = 'new';
+  assert.deepEqual(decideRollout(pool(1), 'new', nodes).assign, []);
+});
+
 test('a new host with no config gets the target at once', () => {
   const nodes = [
     nodeRecord('busy', { desiredConfig: 'new', status: { state: 'Working' } }),
