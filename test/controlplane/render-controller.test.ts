@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import { RENDERED_HISTORY } from '../../src/controlplane/render-controller.ts';
-import { SimulatedAgent } from '../helpers/simulated-agent.ts';
+import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 let server: TestServer;
@@ -59,7 +59,11 @@ test('rendered configs: the last few per pool are kept, and one a node uses is n
   for (let i = 1; i <= RENDERED_HISTORY + 4; i++) {
     await call(c, c.config.apply.bind(c.config), { manifests: [karg('10-k', `v=${i}`)], dryRun: false }, 'apply');
   }
-  const { renderedConfigs } = await call(c, c.config.listRenderedConfigs.bind(c.config), { pool: 'worker' }, 'list');
+  // Apply answers once the pool is rendered; the collection of old renders may come a pass
+  // later (seen on etcd), so the count is waited for, and checked exactly once it settles.
+  const list = async () => (await call(c, c.config.listRenderedConfigs.bind(c.config), { pool: 'worker' }, 'list')).renderedConfigs;
+  await eventually(async () => (await list()).length <= RENDERED_HISTORY + 1, 5000, 'old renders collected');
+  const renderedConfigs = await list();
   const names = renderedConfigs.map((r) => r.name);
   assert.ok(names.includes(pinned), 'the config the node runs is kept');
   assert.deepEqual(renderedConfigs.find((r) => r.name === pinned)!.referencedBy, ['node/slow'], 'a node that needs it for several reasons is listed once');
