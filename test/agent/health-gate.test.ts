@@ -15,6 +15,7 @@ import { SystemdClient } from '../../src/agent/systemd-client.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { canRunUserSystemd, startUserSystemd } from '../../sandbox/user-systemd.ts';
 import { untilNode } from '../helpers/converge.ts';
+import { eventually } from '../helpers/simulated-agent.ts';
 import { demoServiceConfig, poolYaml } from '../helpers/manifests.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
@@ -95,9 +96,10 @@ ${noRebootPolicy}`);
   assert.equal(a.file('etc/demo/original'), 'managed', 'the file the failed config gave back is managed again');
   assert.equal(a.reboots, 0);
 
-  await untilNode(c, hosts, 'host-a', () => true);
+  // The breaker trips on the leader's next pass after the RolledBack report is stored, and the
+  // pool's conditions follow: on etcd that can come after the node shows RolledBack here.
+  await eventually(async () => (await updating(c)).reason === 'RolloutPaused', 10_000, 'the pool halted');
   const halted = await updating(c);
-  assert.equal(halted.reason, 'RolloutPaused');
   assert.match(halted.message, /1 node failed on .* \(maxFailures 0\): host-a \(RolledBack: health: command \/bin\/sh/);
   assert.equal((await call(c, c.status.getNode.bind(c.status), { name: 'host-b' }, 'get')).status!.desiredConfig, first, 'the rest of the pool is not given the failed config');
   assert.equal(b.file('etc/demo/motd'), 'good');
@@ -150,6 +152,8 @@ test('Rollback after a reboot update: the gate fails on the booted deployment, r
   for (const name of ['host-a', 'host-b']) await untilNode(c, hosts, name, (n) => n.status!.currentConfig === first && n.status!.state === 'Done', 90_000);
   assert.equal(b.logs.filter((l) => l.includes('"msg":"mcplane-agent started"')).length, 4, 'host-b rebooted into the update and back');
   assert.doesNotMatch(b.file('run/mcplane-sandbox/cmdline')!, /a=2/);
+  // The pool's status follows the nodes' last reports on the leader's next pass.
+  await eventually(async () => (await updating(c)).reason === 'RolledBack', 10_000, 'the pool says it rolled back');
   const p = await getPool(c);
   assert.equal(p.status!.configuration, first);
   const u = p.status!.conditions.find((x) => x.type === 'Updating')!;
