@@ -482,29 +482,39 @@ test('a leader without Kubernetes access never releases a held config undrained:
   assert.equal(evictablePodsOn(standIn, 'w0').length, 1, 'its pod still runs there');
 });
 
+/** A pool whose file /etc/a.conf takes `action`, with maxUnavailable 1. */
+const poolWithFilePolicy = (action: string) => ({ source: 'pool.yaml', text: poolYaml('worker', `  maxUnavailable: 1\n  disruptionPolicy:\n    files:\n    - {path: /etc/a.conf, actions: [${action}]}\n`) });
+
+/**
+ * Against the stand-in the test has filled (Nodes w0 and w1): a server, a change the pool's
+ * policy covers with a restart, sent to w0 undrained, and w0 Degraded on it (its restart failed),
+ * so it retries when its assignment comes again.
+ */
+async function degradedUnderRestartPolicy(): Promise<{ c: Clients; w0: SimulatedAgent; second: string }> {
+  const kubeconfig = standIn!.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
+  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN });
+  const c = server.admin();
+  await call(c, c.config.apply.bind(c.config), { manifests: [poolWithFilePolicy('{type: restart, unit: chronyd.service}'), fileConfig('one')], dryRun: false }, 'apply');
+  const first = await target(c);
+  const w0 = new SimulatedAgent({ address: server.address, tls: await server.pki.node('w0'), name: 'w0', autoDone: false, currentConfig: first });
+  await w0.connect();
+  agents.push(w0);
+  await startAgents(['w1'], first, 50);
+  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
+  const second = await target(c);
+  await w0.waitFor(() => w0.lastAssignment?.renderedConfig === second, 10_000);
+  w0.report({ desiredConfig: second, state: 'Degraded', phase: 'actions', reason: 'actions: restart chronyd.service: job ended "failed"' });
+  await eventually(async () => (await nodeOf(c, 'w0')).status!.state === 'Degraded', 10_000, 'w0 Degraded');
+  return { c, w0, second };
+}
+
 test('a policy change before a node finished its update is decided again: the reboot it now needs is drained first', async () => {
   standIn = await startKubeApiStandIn({ timeScale: 0.01 });
   const requests = timeRequests(standIn);
   addNode(standIn, 'w0', { 'node-role.kubernetes.io/worker': '' });
   addNode(standIn, 'w1', { 'node-role.kubernetes.io/worker': '' });
   addPod(standIn, { namespace: 'shop', name: 'web', node: 'w0' });
-  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
-  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN });
-  const c = server.admin();
-  const pool = (action: string) => ({ source: 'pool.yaml', text: poolYaml('worker', `  maxUnavailable: 1\n  disruptionPolicy:\n    files:\n    - {path: /etc/a.conf, actions: [${action}]}\n`) });
-  await call(c, c.config.apply.bind(c.config), { manifests: [pool('{type: restart, unit: chronyd.service}'), fileConfig('one')], dryRun: false }, 'apply');
-  const first = await target(c);
-  const w0 = new SimulatedAgent({ address: server.address, tls: await server.pki.node('w0'), name: 'w0', autoDone: false, currentConfig: first });
-  await w0.connect();
-  agents.push(w0);
-  await startAgents(['w1'], first, 50);
-
-  // The change needs only a restart: sent at once, undrained. Its restart fails on w0.
-  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
-  const second = await target(c);
-  await w0.waitFor(() => w0.lastAssignment?.renderedConfig === second, 10_000);
-  w0.report({ desiredConfig: second, state: 'Degraded', phase: 'actions', reason: 'actions: restart chronyd.service: job ended "failed"' });
-  await eventually(async () => (await nodeOf(c, 'w0')).status!.state === 'Degraded', 10_000, 'w0 Degraded');
+  const { c, w0, second } = await degradedUnderRestartPolicy();
   assert.equal(requests.filter((r) => r.subresource === 'eviction').length, 0, 'no drain for a restart');
 
   // Now the file reboots. w0 retries when its assignment comes again: that must wait for a drain.
@@ -515,14 +525,14 @@ test('a policy change before a node finished its update is decided again: the re
     podsAtReceipt ??= evictablePodsOn(standIn!, 'w0').map((p) => p.metadata.name);
     return push(...items);
   };
-  await call(c, c.config.apply.bind(c.config), { manifests: [pool('{type: Reboot}')], dryRun: false }, 'apply');
+  await call(c, c.config.apply.bind(c.config), { manifests: [poolWithFilePolicy('{type: Reboot}')], dryRun: false }, 'apply');
   await w0.waitFor(() => w0.assignments.length > sent, 10_000);
   assert.equal(w0.lastAssignment!.renderedConfig, second);
   assert.deepEqual(JSON.parse(w0.lastAssignment!.disruptionPolicyJson).files, [{ path: '/etc/a.conf', actions: [{ type: 'reboot' }] }]);
   assert.deepEqual(podsAtReceipt, [], 'the node was empty when the new policy reached it');
   assert.deepEqual(requests.filter((r) => r.subresource === 'eviction' && r.code === 201).map((r) => r.name), ['web']);
   assert.equal(kubeNode('w0').spec?.unschedulable, true, 'cordoned while it reboots');
-  assert.ok(server.logs.some((l) => l.includes('decided again under the new one')));
+  assert.ok(server!.logs.some((l) => l.includes('decided again under the new one')));
 
   w0.report({ currentConfig: second, desiredConfig: second, state: 'Done', phase: 'done', reason: '' });
   await eventually(() => kubeNode('w0').spec?.unschedulable === false, 5000, 'uncordoned once Done');
@@ -536,24 +546,10 @@ test('a node that finishes its update while a re-decision has it draining needs 
   // The only pod on w0 is behind a budget that allows no disruption: the drain cannot finish.
   addPod(standIn, { namespace: 'shop', name: 'db', node: 'w0', labels: { app: 'db' } });
   standIn.add({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'db-pdb', namespace: 'shop' }, spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'db' } } } } as never);
-  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
-  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN });
-  const c = server.admin();
-  const pool = (action: string) => ({ source: 'pool.yaml', text: poolYaml('worker', `  maxUnavailable: 1\n  disruptionPolicy:\n    files:\n    - {path: /etc/a.conf, actions: [${action}]}\n`) });
-  await call(c, c.config.apply.bind(c.config), { manifests: [pool('{type: restart, unit: chronyd.service}'), fileConfig('one')], dryRun: false }, 'apply');
-  const first = await target(c);
-  const w0 = new SimulatedAgent({ address: server.address, tls: await server.pki.node('w0'), name: 'w0', autoDone: false, currentConfig: first });
-  await w0.connect();
-  agents.push(w0);
-  await startAgents(['w1'], first, 50);
-  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
-  const second = await target(c);
-  await w0.waitFor(() => w0.lastAssignment?.renderedConfig === second, 10_000);
-  w0.report({ desiredConfig: second, state: 'Degraded', phase: 'actions', reason: 'actions: restart chronyd.service: job ended "failed"' });
-  await eventually(async () => (await nodeOf(c, 'w0')).status!.state === 'Degraded', 10_000, 'w0 Degraded');
+  const { c, w0, second } = await degradedUnderRestartPolicy();
 
   // Under a reboot policy its retry must be drained: held, and the budget blocks the drain.
-  await call(c, c.config.apply.bind(c.config), { manifests: [pool('{type: Reboot}')], dryRun: false }, 'apply');
+  await call(c, c.config.apply.bind(c.config), { manifests: [poolWithFilePolicy('{type: Reboot}')], dryRun: false }, 'apply');
   await eventually(async () => /PodDisruptionBudget shop\/db-pdb/.test((await nodeOf(c, 'w0')).status!.reason), 10_000, 'the drain blocked by the budget');
   assert.equal(kubeNode('w0').spec?.unschedulable, true);
 
@@ -562,9 +558,9 @@ test('a node that finishes its update while a re-decision has it draining needs 
   w0.report({ currentConfig: second, desiredConfig: second, state: 'Done', phase: 'done', reason: '' });
   await eventually(() => kubeNode('w0').spec?.unschedulable === false, 5000, 'uncordoned');
   await eventually(() => !server!.handle.controlPlane.cache.drains.has('w0'), 5000, 'the drain record gone');
-  assert.equal(server.handle.controlPlane.cache.assignments.get('w0')!.value.holdForDrain, undefined, 'no hold left');
+  assert.equal(server!.handle.controlPlane.cache.assignments.get('w0')!.value.holdForDrain, undefined, 'no hold left');
   assert.equal(standIn.list('Pod', 'shop').length, 1, 'the pod the budget protects was never evicted');
-  assert.ok(server.logs.some((l) => l.includes('node finished its update during its drain; drain ended')));
+  assert.ok(server!.logs.some((l) => l.includes('node finished its update during its drain; drain ended')));
   // The new policy reaches it once released, for its next update.
   await w0.waitFor(() => w0.assignments.length > sent, 5000);
   assert.deepEqual(JSON.parse(w0.lastAssignment!.disruptionPolicyJson).files, [{ path: '/etc/a.conf', actions: [{ type: 'reboot' }] }]);
