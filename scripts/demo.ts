@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { call } from '../src/cli/client/call.ts';
 import { connect, type Clients } from '../src/cli/client/connection.ts';
 import { pkiInitCommand } from '../src/cli/commands/pki.ts';
+import { staticTokenFor } from '../src/controlplane/bootstrap-tokens.ts';
 import { startServer, type ServerHandle } from '../src/controlplane/server.ts';
 import { createLogger } from '../src/runtime/logger.ts';
 import { silenceIpServernameWarning } from '../src/runtime/process-warnings.ts';
@@ -124,14 +125,18 @@ async function main(): Promise<void> {
   say(dim('   config at once without using maxUnavailable; both workers update together here. Step 3 queues.'));
   say(row('TIME', 'NODE', 'STATE', 'PHASE', 'CURRENT -> DESIRED CONFIG  REASON'));
   const stopWatch = watch(c);
-  const token = readFileSync(join(dir, 'pki/bootstrap-token'), 'utf8').trim();
+  // A bootstrap token serves one pool: worker's from the file `mcctl pki init` wrote, infra's
+  // made as an operator would (mcctl pki token create --pool infra --ttl 1h).
+  const tokens = new Map<string, string>([['worker', staticTokenFor(readFileSync(join(dir, 'pki/bootstrap-token'), 'utf8'), 'worker')]]);
+  const infraToken = await call(c, c.identity.createBootstrapToken.bind(c.identity), { pool: 'infra', ttlMs: 3_600_000, description: 'demo' }, 'create a bootstrap token');
+  tokens.set('infra', infraToken.token);
   for (const h of HOSTS) {
-    const ignition = await fetchIgnition({ port: server.bootstrapPort!, ca: readFileSync(join(dir, 'pki/ca.crt')), token }, h.pool);
+    const ignition = await fetchIgnition({ port: server.bootstrapPort!, ca: readFileSync(join(dir, 'pki/ca.crt')), token: tokens.get(h.pool)! }, h.pool);
     if (interrupted) return;
     const host = new SandboxHost({ name: h.name, server: address });
     const files = applyIgnitionFiles(ignition, host.root);
     hosts.push(host);
-    say(dim(`   ${h.name}: GET /config/${h.pool} (bootstrap token) -> Ignition ${ignition.ignition.version}, ${files.length} files; starting mcplane-agent`));
+    say(dim(`   ${h.name}: GET /config/${h.pool} (${h.pool}'s bootstrap token) -> Ignition ${ignition.ignition.version}, ${files.length} files; starting mcplane-agent`));
     const started = host.startFromRoot();
     inFlight.push(started);
     await started;

@@ -9,6 +9,7 @@ import { VERSION } from '../runtime/version.ts';
 import { connect, type Clients, type ConnectionFlags } from './client/connection.ts';
 import { renderCommand, validateCommand } from './commands/offline.ts';
 import { pkiInitCommand, pkiNodeCommand } from './commands/pki.ts';
+import { revokeCommand, tokenCreateCommand } from './commands/identity.ts';
 import { describeCommand, getCommand, type Io } from './commands/read.ts';
 import { completionScript } from './commands/completion.ts';
 import { checkDashboardAddress, dashboardCommand, parseDashboardPort } from './commands/dashboard.ts';
@@ -179,6 +180,9 @@ export function buildProgram(io: Io): Command {
   connectionOptions(node.command('reapply')).description('force a full re-apply of the node\'s desired config (MCO\'s forcefile)')
     .argument('<name>')
     .action((name: string) => withClients((c) => reapplyCommand(c, name)));
+  connectionOptions(node.command('revoke')).description('revoke the node\'s certificate: every replica refuses it from now on and ends its open stream')
+    .argument('<name>')
+    .action((name: string) => withClients((c) => revokeCommand(c, name)));
 
   const pki = program.command('pki').description('certificates for a first install');
   pki.command('init').description('create a CA, server, admin and optional node certificates, and a bootstrap token')
@@ -195,6 +199,12 @@ export function buildProgram(io: Io): Command {
       if (!dir) throw new ConfigurationError('mcctl pki node needs --pki-dir DIR, the directory mcctl pki init wrote');
       write(await pkiNodeCommand(dir, name, opts.pool));
     });
+  const token = pki.command('token').description('bootstrap tokens: each serves one pool\'s config on the bootstrap endpoint');
+  connectionOptions(token.command('create')).description('make a bootstrap token for one pool (printed once; list them with mcctl get tokens, remove with mcctl delete token ID)')
+    .requiredOption('--pool <pool>', 'the one pool the token serves: a worker\'s token cannot fetch master\'s config')
+    .option('--ttl <duration>', 'how long it is valid, e.g. 24h or 7d (default: until deleted)')
+    .option('--description <text>', 'what the token is for, shown by mcctl get tokens')
+    .action((opts: { pool: string; ttl?: string; description?: string }) => withClients((c) => tokenCreateCommand(c, opts, io.err)));
 
   return program;
 }

@@ -7,13 +7,14 @@ import type { MachineConfigPool__Output } from '../runtime/generated/mcplane/v1/
 import type { Node__Output } from '../runtime/generated/mcplane/v1/Node.ts';
 import type { RenderedConfig__Output } from '../runtime/generated/mcplane/v1/RenderedConfig.ts';
 import type { Replica__Output } from '../runtime/generated/mcplane/v1/Replica.ts';
+import type { BootstrapToken__Output } from '../runtime/generated/mcplane/v1/BootstrapToken.ts';
 import { call } from './client/call.ts';
 import type { Clients } from './client/connection.ts';
 import { age } from './format.ts';
 import { events } from './events.ts';
 import { condition, machineConfigObject, nodeObject, poolObject, renderedObject, replicaObject } from './objects.ts';
 
-export type ResourceName = 'pools' | 'nodes' | 'mc' | 'rendered' | 'replicas' | 'events';
+export type ResourceName = 'pools' | 'nodes' | 'mc' | 'rendered' | 'replicas' | 'events' | 'tokens';
 
 export interface Resource<T> {
   name: ResourceName;
@@ -39,11 +40,12 @@ const ALIASES: Record<string, ResourceName> = {
   rendered: 'rendered', renderedconfig: 'rendered', renderedconfigs: 'rendered',
   replicas: 'replicas', replica: 'replicas',
   events: 'events', event: 'events', ev: 'events',
+  tokens: 'tokens', token: 'tokens', bootstraptoken: 'tokens', bootstraptokens: 'tokens',
 };
 
 export function resourceOf(name: string): ResourceName {
   const r = ALIASES[name.toLowerCase()];
-  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, replicas or events`);
+  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, replicas, events or tokens`);
   return r;
 }
 
@@ -163,5 +165,32 @@ const replicas: Resource<Replica__Output> = {
     r.version || '<unknown>', age(r.startedUnixMs)],
 };
 
+const tokens: Resource<BootstrapToken__Output> = {
+  name: 'tokens',
+  typeName: 'bootstraptoken',
+  list: async (c) => (await call(c, c.identity.listBootstrapTokens.bind(c.identity), {}, 'list bootstrap tokens')).tokens,
+  get: async (c, id) => {
+    const found = (await call(c, c.identity.listBootstrapTokens.bind(c.identity), {}, 'list bootstrap tokens')).tokens.find((t) => t.id === id);
+    if (!found) throw new NotFoundError('BootstrapToken', id);
+    return found;
+  },
+  nameOf: (t) => t.id,
+  object: (t) => ({
+    apiVersion: 'mcplane.io/v1', kind: 'BootstrapToken',
+    metadata: { name: t.id, creationTimestamp: new Date(Number(t.createdUnixMs)).toISOString() },
+    spec: { pool: t.pool, ...(Number(t.expiresUnixMs) ? { expires: new Date(Number(t.expiresUnixMs)).toISOString() } : {}), description: t.description, createdBy: t.createdBy },
+  }),
+  labels: () => undefined,
+  columns: ['ID', 'POOL', 'EXPIRES', 'DESCRIPTION', 'AGE'],
+  wideColumns: ['CREATED-BY'],
+  row: (t, wide) => {
+    const expires = Number(t.expiresUnixMs);
+    const now = Date.now();
+    const row: (string | number)[] = [t.id, t.pool, !expires ? '<never>' : expires <= now ? 'expired' : `in ${age(now, expires)}`, t.description || '<none>', age(Number(t.createdUnixMs))];
+    if (wide) row.push(t.createdBy || '<unknown>');
+    return row;
+  },
+};
+
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const RESOURCES: Record<ResourceName, Resource<any>> = { pools, nodes, mc: machineConfigs, rendered, replicas, events };
+export const RESOURCES: Record<ResourceName, Resource<any>> = { pools, nodes, mc: machineConfigs, rendered, replicas, events, tokens };

@@ -7,19 +7,22 @@
 // A node that reconnects replaces its old stream, here or on another replica: the replica
 // that sees its session taken over ends its own stream.
 
-import { admitNodeLabels, ConflictError, labelsForPool, StoreUnavailableError, type Labels, type NodeStatus } from '../machineconfig/index.ts';
+import { admitNodeLabels, ConflictError, labelsForPool, PermissionDeniedError, RateLimitedError, StoreUnavailableError, type Labels, type NodeStatus } from '../machineconfig/index.ts';
 import type { ServerMessage } from '../runtime/generated/mcplane/v1/ServerMessage.ts';
 import type { Logger } from '../runtime/logger.ts';
+import type { CertificateBinding } from '../runtime/pki.ts';
 import type { CacheChange, ClusterCache } from './cluster-cache.ts';
 import { NodeHistoryWriter } from './node-history-writer.ts';
 import { NodeStatusWriter } from './node-status-writer.ts';
+import { RateLimiter, type RateLimit } from './rate-limiter.ts';
 import type { Replica } from './replica.ts';
 import type { WriteOp } from './store/store.ts';
 import type { AgentSessionRecord, NodeRecordValue, NodeStatusRecord } from './stored-records.ts';
 
 export interface AgentStream {
   write(message: ServerMessage): boolean;
-  end(): void;
+  /** Ends the stream: normally, or with the error the agent is told (a revoked certificate). */
+  end(error?: Error): void;
 }
 
 export interface LocalSession {
@@ -31,6 +34,8 @@ export interface LocalSession {
   lastAssignment?: string;
   /** The agent's latest report: the cache may not show it yet when the stream ends. */
   lastStatus: NodeStatus;
+  /** The SHA-256 fingerprint of the certificate the stream was opened with (TLS only). */
+  certificate?: string;
 }
 
 export interface SessionOpening {
@@ -39,12 +44,22 @@ export interface SessionOpening {
   labels: Labels;
   /** The pool the node's credential binds it to; absent: the agent's labels are trusted (plaintext). */
   boundPool?: string;
+  /** The client certificate the stream was opened with; absent in plaintext mode. */
+  certificate?: CertificateBinding;
   bootId: string;
   status: NodeStatus;
 }
 
+/**
+ * Registrations per node per replica. Each costs a store commit, so a reconnect storm from one
+ * certificate (2,000 streams in 15 s were seen) must cost a bounded number of writes; an agent
+ * that moves after a failover registers once.
+ */
+export const REGISTRATION_RATE: RateLimit = { burst: 20, perMinute: 60 };
+
 export class AgentSessions {
   readonly #local = new Map<string, LocalSession>();
+  readonly #registrations = new RateLimiter(REGISTRATION_RATE);
   readonly writer: NodeStatusWriter;
   /** Finished updates into each node's NodeHistory, fenced like the status. */
   readonly history: NodeHistoryWriter;
@@ -76,15 +91,25 @@ export class AgentSessions {
     const lease = this.replica.lease;
     if (!lease) throw new StoreUnavailableError(`replica ${this.replica.name} has lost its store lease and cannot hold agent streams now; connect to another replica`);
     const { nodeName: name } = opening;
+    const wait = this.#registrations.take(name);
+    if (wait > 0) throw new RateLimitedError(`node ${name} registered too often (${REGISTRATION_RATE.burst} at once, then ${REGISTRATION_RATE.perMinute} a minute, on each replica)`, wait);
     const now = Date.now();
     const record = this.cache.nodeRecords.get(name);
     const ops: WriteOp[] = [];
+    if (opening.certificate) {
+      this.#refuseCertificate(name, opening.certificate, record?.value);
+      // The check makes a revocation committed meanwhile, on any replica, win over this session.
+      ops.push({ type: 'check', kind: 'RevokedCertificate', name: opening.certificate.sha256, expectedVersion: null });
+    }
     const value = this.#admit(opening, record?.value);
     if (!record || JSON.stringify(value) !== JSON.stringify(record.value)) {
       if (value.ignoredLabels && JSON.stringify(value.ignoredLabels) !== JSON.stringify(record?.value.ignoredLabels)) {
         this.log.warn({ node: name, boundPool: opening.boundPool, ignored: value.ignoredLabels }, 'labels the agent reported were not admitted');
       }
       ops.push({ type: 'put', kind: 'Node', name, value, ...(record ? { createdAt: record.createdAt, expectedVersion: record.resourceVersion } : { expectedVersion: null }) });
+    } else {
+      // Unchanged, but the binding it was checked against must still hold when this commits.
+      ops.push({ type: 'check', kind: 'Node', name, expectedVersion: record.resourceVersion });
     }
     const status = this.cache.nodeStatuses.get(name);
     ops.push({ type: 'put', kind: 'NodeStatus', name, value: { status: opening.status, lastSeen: now } satisfies NodeStatusRecord, ...(status ? { createdAt: status.createdAt } : {}) });
@@ -99,7 +124,7 @@ export class AgentSessions {
       this.log.info({ node: name }, 'node reconnected; closing its previous stream');
       previous.stream.end();
     }
-    const local: LocalSession = { node: name, stream, epoch, lastStatus: opening.status };
+    const local: LocalSession = { node: name, stream, epoch, lastStatus: opening.status, ...(opening.certificate ? { certificate: opening.certificate.sha256 } : {}) };
     this.#local.set(name, local);
     // An update that finished while the agent was away (or before a crash here) is stored now.
     this.history.offer(name, epoch, opening.status.lastUpdate);
@@ -114,11 +139,31 @@ export class AgentSessions {
     if (opening.boundPool === undefined) return { ...existing, labels: opening.labels, registered: true };
     const bound = labelsForPool(this.cache.pools.get(opening.boundPool)?.value, opening.boundPool);
     const settled = existing && existing.registered !== false ? existing.labels : undefined;
-    const { labels, ignored } = admitNodeLabels({ reported: opening.labels, bound: existing?.labels ?? bound, ...(settled ? { existing: settled } : {}) });
+    const { labels, ignored, fromAgent } = admitNodeLabels({ reported: opening.labels, bound: existing?.labels ?? bound, ...(settled ? { existing: settled } : {}) });
     const value: NodeRecordValue = { ...existing, labels, registered: true };
     if (Object.keys(ignored).length) value.ignoredLabels = ignored;
     else delete value.ignoredLabels;
+    if (!settled) {
+      if (Object.keys(fromAgent).length) value.reportedLabels = fromAgent;
+      else delete value.reportedLabels;
+    }
+    // A record without a binding (enrolled by an older server, or a certificate from `mcctl pki
+    // node`) takes the first certificate that registers; from then on only that one.
+    if (opening.certificate && !value.certificate) value.certificate = opening.certificate;
     return value;
+  }
+
+  /** Refuses a revoked certificate, or one other than the certificate the node is bound to. */
+  #refuseCertificate(name: string, presented: CertificateBinding, existing: NodeRecordValue | undefined): void {
+    const revoked = this.cache.revokedCertificates.get(presented.sha256);
+    if (revoked) {
+      throw new PermissionDeniedError(`the certificate for node ${name} (serial ${presented.serial}) was ${revoked.value.reason === 'deleted' ? 'revoked when the node was deleted' : 'revoked'} at ${new Date(revoked.value.revokedAt).toISOString()} by ${revoked.value.revokedBy}; the host must enroll again`);
+    }
+    const bound = existing?.certificate;
+    if (bound && bound.sha256 !== presented.sha256) {
+      this.log.warn({ node: name, presented: presented.serial, bound: bound.serial }, 'node presented a certificate other than the one it is bound to');
+      throw new PermissionDeniedError(`Node/${name} is bound to another certificate (serial ${bound.serial}, expires ${new Date(bound.notAfter).toISOString()}); this one (serial ${presented.serial}) is refused. A re-installed host: mcctl delete node ${name}, then enroll it again`);
+    }
   }
 
   /** The agent sent a status report: stored with the next batch, if the session still holds. */
@@ -165,6 +210,7 @@ export class AgentSessions {
   }
 
   #onChange(change: CacheChange): void {
+    if (change.resync || change.changed.has('Node') || change.changed.has('RevokedCertificate')) this.#endRevoked(change);
     const names = change.resync ? [...this.#local.keys()] : [...(change.changed.get('AgentSession') ?? [])];
     for (const node of names) {
       const local = this.#local.get(node);
@@ -175,6 +221,27 @@ export class AgentSessions {
       // forgetting the stream): anything else means the node is no longer ours.
       if (record && Number(record.resourceVersion) < Number(local.epoch)) continue;
       this.#sessionLost(node, local.epoch);
+    }
+  }
+
+  /**
+   * Ends, at once, the streams of nodes deleted or revoked on any replica: a credential taken
+   * away must not keep an open stream (and with it the node's configs and secrets).
+   */
+  #endRevoked(change: CacheChange): void {
+    const names = change.resync || change.changed.has('RevokedCertificate') ? [...this.#local.keys()] : [...(change.changed.get('Node') ?? [])];
+    for (const node of names) {
+      const local = this.#local.get(node);
+      if (!local) continue;
+      const record = this.cache.nodeRecords.get(node);
+      let why: string | undefined;
+      if (!record) why = `Node/${node} was deleted`;
+      else if (local.certificate && this.cache.revokedCertificates.has(local.certificate)) why = `the certificate of node ${node} was revoked`;
+      else if (local.certificate && record.value.certificate && record.value.certificate.sha256 !== local.certificate) why = `Node/${node} is bound to another certificate now`;
+      if (!why) continue;
+      this.log.warn({ node }, `${why}; ending its stream`);
+      this.#local.delete(node);
+      local.stream.end(new PermissionDeniedError(`${why}; the host must enroll again`));
     }
   }
 

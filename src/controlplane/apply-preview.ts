@@ -107,7 +107,7 @@ export function previewApply(cache: ClusterCache, request: AppliedDocuments, now
   // Each node's pool under the applied pools: a changed nodeSelector moves nodes between pools.
   const membership = new Map<string, { pool: string; poolError?: string }>();
   const poolList = [...pools.values()];
-  for (const n of cache.nodes.values()) membership.set(n.name, applied.pools.length ? poolMembership(n.name, n.labels, poolList) : { pool: n.pool });
+  for (const n of cache.nodes.values()) membership.set(n.name, applied.pools.length ? poolMembership(n.name, n.poolLabels, poolList) : { pool: n.pool });
   const moved = [...cache.nodes.values()].filter((n) => membership.get(n.name)!.pool !== n.pool);
 
   // A pool is affected when its spec, a config it selects (before or after), or the cluster

@@ -7,16 +7,19 @@
 //   POST /enroll         {token, nodeName, csr}: signs the host's key as O=mcplane:nodes,CN=<name>.
 //
 // Unlike MCO's server it is not open to whoever reaches the port: rendered configs carry
-// secrets (pull secrets, keys), so every config request needs the bootstrap token.
+// secrets (pull secrets, keys), so every config request needs a bootstrap token, and a token
+// serves one pool (bootstrap-tokens.ts): a worker's cannot fetch master's config. Failed
+// attempts are throttled per client address and per token, and logged within a budget.
 
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import { hostname } from 'node:os';
 import { stringify } from 'yaml';
 import { ConflictError, encodeDataUrl, labelsForPool, toIgnitionV2, type IgnitionConfig, type IgnitionFile, type MachineConfigPool } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
-import { ROLE_NODE, signCertificateRequest, type KeyPairPem } from '../runtime/pki.ts';
+import { certificateBinding, ROLE_NODE, signCertificateRequest, type KeyPairPem } from '../runtime/pki.ts';
+import { bootstrapTokenPool, type StaticBootstrapToken } from './bootstrap-tokens.ts';
 import type { ControlPlane } from './control-plane.ts';
 import { RateLimiter, type RateLimit } from './rate-limiter.ts';
 import type { EnrollmentTokenRecord, NodeRecordValue } from './stored-records.ts';
@@ -40,7 +43,8 @@ export interface BootstrapOptions {
   tls: { cert: string | Buffer; key: string | Buffer };
   /** The CA that signs node certificates at enrollment. */
   ca: KeyPairPem;
-  bootstrapTokens: string[];
+  /** Tokens from the server's token file, each for one pool (stored ones are read from the cache). */
+  staticTokens: StaticBootstrapToken[];
   /**
    * gRPC address agents connect to, as they can reach it (host:port), when the operator set one
    * (--advertise); otherwise every live replica's advertised address, this one first.
@@ -50,6 +54,11 @@ export interface BootstrapOptions {
   tokenTtlMs?: number;
   /** Enrollment tokens issued per client address (default: 20 at once, then 20 a minute). */
   issueRate?: RateLimit;
+  /**
+   * Failed requests (a wrong bootstrap or enrollment token, a bad request) allowed per client
+   * address and per presented token before answering 429 (default: 10 at once, then 10 a minute).
+   */
+  failureRate?: RateLimit;
   /** This endpoint's address as hosts reach it (host:port), for the enrollment URL; by default
    * the address it listens on, with the port it got and the hostname for a wildcard address. */
   bootstrapAddress?: string;
@@ -63,10 +72,16 @@ export function reachableAddress(host: string, port: number): string {
 }
 
 export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions, host: string, port: number, log: Logger): Promise<Server> {
-  const tokens = options.bootstrapTokens.map((t) => Buffer.from(t));
   // Each config served issues an enrollment token (a store write): bound what one client can
   // make the store hold, even with the bootstrap token.
   const issuing = new RateLimiter(options.issueRate ?? { burst: 20, perMinute: 20 });
+  // Guessing tokens costs attempts: per address, and per token for guesses spread over many
+  // addresses. Refusals are logged within a budget too, so a flood cannot flood the journal.
+  const failureRate = options.failureRate ?? { burst: 10, perMinute: 10 };
+  const failures = new RateLimiter(failureRate);
+  const refusalLogs = new RateLimiter({ burst: 5, perMinute: 5 });
+  const failureKeys = (req: IncomingMessage, presented: string | undefined): string[] =>
+    [`address:${req.socket.remoteAddress ?? ''}`, ...(presented ? [`token:${hashToken(presented)}`] : [])];
   const server = createServer({ cert: options.tls.cert, key: options.tls.key }, (req, res) => {
     handle(req, res).catch((err: unknown) => {
       log.error({ err, url: req.url }, 'bootstrap request failed');
@@ -79,7 +94,7 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     // Every refusal is a client's mistake worth a warning: who, what and why, never the
     // headers or the body (they carry tokens and keys).
     res.once('finish', () => {
-      if (res.statusCode >= 400 && res.statusCode < 500) {
+      if (res.statusCode >= 400 && res.statusCode < 500 && refusalLogs.take(req.socket.remoteAddress ?? '') === 0) {
         log.warn({ remote: req.socket.remoteAddress, method: req.method, path: url.pathname, status: res.statusCode, error: refusals.get(res) }, 'bootstrap request refused');
       }
     });
@@ -100,15 +115,33 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     reply(res, 404, { error: `no such endpoint: ${req.method} ${url.pathname} (GET /config/<pool>, POST /enroll)` });
   };
 
+  /** 429 when this client or this token has failed too often lately; true when it answered. */
+  const throttled = (req: IncomingMessage, res: ServerResponse, presented: string | undefined): boolean => {
+    const wait = Math.max(...failureKeys(req, presented).map((k) => failures.wait(k)));
+    if (wait === 0) return false;
+    res.setHeader('Retry-After', String(wait));
+    reply(res, 429, { error: `too many failed requests from ${req.socket.remoteAddress}${presented ? ' or with this token' : ''}; retry in ${wait} s` });
+    return true;
+  };
+  /** Answers a refusal that counts as a failed attempt. */
+  const fail = (req: IncomingMessage, res: ServerResponse, presented: string | undefined, status: number, error: string): void => {
+    for (const k of failureKeys(req, presented)) failures.take(k);
+    reply(res, status, { error });
+  };
+
   const serveConfig = async (req: IncomingMessage, res: ServerResponse, poolName: string): Promise<void> => {
     const presented = bearer(req);
+    if (throttled(req, res, presented)) return;
     if (!presented) {
       res.setHeader('WWW-Authenticate', 'Bearer realm="mcplane bootstrap"');
-      return reply(res, 401, { error: 'a bootstrap token is required: send "Authorization: Bearer <token>"' });
+      return fail(req, res, undefined, 401, 'a bootstrap token is required: send "Authorization: Bearer <token>"');
     }
-    if (!tokens.some((t) => t.length === presented.length && timingSafeEqual(t, presented))) {
-      log.warn({ pool: poolName, remote: req.socket.remoteAddress }, 'bootstrap request with an invalid token');
-      return reply(res, 403, { error: 'the bootstrap token is not valid' });
+    const tokenPool = bootstrapTokenPool(presented, options.staticTokens, cp.cache);
+    if (tokenPool === undefined) return fail(req, res, presented, 403, 'the bootstrap token is not valid (unknown, deleted or expired)');
+    if (tokenPool !== poolName) {
+      // A token is scoped to its pool: a worker's token (in every worker's pointer config)
+      // must not yield another pool's secrets, nor an enrollment token for it.
+      return fail(req, res, presented, 403, `this bootstrap token serves pool ${tokenPool} only; it cannot fetch MachineConfigPool/${poolName}'s config`);
     }
     const stored = cp.cache.pools.get(poolName);
     if (!stored) return reply(res, 404, { error: `MachineConfigPool/${poolName} does not exist` });
@@ -139,19 +172,21 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
   };
 
   const enroll = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (throttled(req, res, undefined)) return;
     const body = await readJson(req);
-    if (!body.ok) return reply(res, 400, { error: body.error });
+    if (!body.ok) return fail(req, res, undefined, 400, body.error);
     const { token, nodeName, csr } = body.value as { token?: unknown; nodeName?: unknown; csr?: unknown };
     if (typeof token !== 'string' || typeof nodeName !== 'string' || typeof csr !== 'string') {
-      return reply(res, 400, { error: 'the body must be JSON {"token": string, "nodeName": string, "csr": PEM string}' });
+      return fail(req, res, undefined, 400, 'the body must be JSON {"token": string, "nodeName": string, "csr": PEM string}');
     }
+    if (throttled(req, res, token)) return;
     if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(nodeName)) {
-      return reply(res, 400, { error: `nodeName "${nodeName}" is not a DNS subdomain (lowercase letters, digits, "-", ".")` });
+      return fail(req, res, token, 400, `nodeName ${JSON.stringify(nodeName.slice(0, 300))} is not a DNS subdomain (lowercase letters, digits, "-", ".")`);
     }
     const stored = await cp.store.get<EnrollmentTokenRecord>('EnrollmentToken', hashToken(token));
-    if (!stored) return reply(res, 403, { error: 'the enrollment token is not valid' });
-    if (stored.value.usedBy) return reply(res, 403, { error: `the enrollment token was already used by node ${stored.value.usedBy}` });
-    if (stored.value.expiresAt < Date.now()) return reply(res, 403, { error: 'the enrollment token has expired; fetch the Ignition config again' });
+    if (!stored) return fail(req, res, token, 403, 'the enrollment token is not valid');
+    if (stored.value.usedBy) return fail(req, res, token, 403, `the enrollment token was already used by node ${stored.value.usedBy}`);
+    if (stored.value.expiresAt < Date.now()) return fail(req, res, token, 403, 'the enrollment token has expired; fetch the Ignition config again');
     const taken = (): void => reply(res, 409, { error: `Node/${nodeName} is already registered; a new host cannot take its identity (delete the node first: mcctl delete node ${nodeName})` });
     if (cp.cache.nodeRecords.has(nodeName)) return taken();
     let certificate: string;
@@ -160,14 +195,16 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
       // cannot claim another, whatever its agent.yaml says.
       certificate = await signCertificateRequest(options.ca, csr, { commonName: nodeName, organization: ROLE_NODE, organizationalUnit: stored.value.pool, usage: 'client' });
     } catch (err) {
-      return reply(res, 400, { error: `the certificate request is not valid: ${(err as Error).message}` });
+      return fail(req, res, token, 400, `the certificate request is not valid: ${(err as Error).message}`);
     }
     // One commit spends the token and reserves the name, on whichever replica: two hosts
     // enrolling as one name, or one token used twice, get one certificate between them.
     try {
       await cp.store.commit([
         { type: 'put', kind: 'EnrollmentToken', name: stored.name, expectedVersion: stored.resourceVersion, value: { ...stored.value, usedBy: nodeName, usedAt: Date.now() } satisfies EnrollmentTokenRecord },
-        { type: 'put', kind: 'Node', name: nodeName, expectedVersion: null, value: { labels: labelsForPool(cp.cache.pools.get(stored.value.pool)?.value, stored.value.pool), enrolledFor: stored.value.pool, registered: false } satisfies NodeRecordValue },
+        // Bound to this certificate from the start: no other certificate for the name (an older
+        // host's, say) is accepted for this node.
+        { type: 'put', kind: 'Node', name: nodeName, expectedVersion: null, value: { labels: labelsForPool(cp.cache.pools.get(stored.value.pool)?.value, stored.value.pool), enrolledFor: stored.value.pool, registered: false, certificate: certificateBinding(certificate) } satisfies NodeRecordValue },
       ]);
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
@@ -240,9 +277,9 @@ function withBootstrapFiles(config: IgnitionConfig, pool: MachineConfigPool, tok
   };
 }
 
-function bearer(req: IncomingMessage): Buffer | undefined {
+function bearer(req: IncomingMessage): string | undefined {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
-  return m ? Buffer.from(m[1]!) : undefined;
+  return m ? m[1]! : undefined;
 }
 
 function hashToken(token: string): string {

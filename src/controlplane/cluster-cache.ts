@@ -7,6 +7,7 @@
 import { EventEmitter } from 'node:events';
 import {
   CLUSTER_MACHINE_CONFIGURATION,
+  poolSelectionLabels,
   StoreUnavailableError,
   type MachineConfig,
   type MachineConfigPool,
@@ -22,6 +23,7 @@ import {
   KUBERNETES_SOURCE_KEY,
   LEADER_KEY,
   type AgentSessionRecord,
+  type BootstrapTokenRecord,
   type EventRecord,
   type KubernetesNodeRecord,
   type KubernetesSourceRecord,
@@ -34,6 +36,7 @@ import {
   type PoolStatusRecord,
   type ReapplyRequestRecord,
   type ReplicaRecord,
+  type RevokedCertificateRecord,
   type StoredRendered,
 } from './stored-records.ts';
 
@@ -45,6 +48,7 @@ const CACHED_KINDS: readonly StoredKind[] = [
   'NodeDrain', 'KubernetesNode',
   'KubernetesSource',
   'PoolResume',
+  'BootstrapToken', 'RevokedCertificate',
 ];
 
 /** The kinds whose objects together make one node's view. */
@@ -74,6 +78,11 @@ export interface NodeView extends NodeRecord {
   enrolledFor?: string;
   /** Labels its agent asked for and did not get (NodeRestriction). */
   ignoredLabels?: Record<string, string>;
+  /**
+   * The labels that may choose its pool: none the host could have set for itself (its agent's
+   * report, or on a cluster what a kubelet may set on its own Node).
+   */
+  poolLabels: Record<string, string>;
   /** The highest revision among the node's objects: changes whenever the view does. */
   resourceVersion: string;
   /** The replica holding the node's agent stream, when connected. */
@@ -136,6 +145,9 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
   get machineConfiguration(): StoredObject<MachineConfiguration> | undefined { return this.#map<MachineConfiguration>('MachineConfiguration').get(CLUSTER_MACHINE_CONFIGURATION); }
   get drains(): ReadonlyMap<string, StoredObject<NodeDrainRecord>> { return this.#map('NodeDrain'); }
   get kubernetesNodes(): ReadonlyMap<string, StoredObject<KubernetesNodeRecord>> { return this.#map('KubernetesNode'); }
+  get bootstrapTokens(): ReadonlyMap<string, StoredObject<BootstrapTokenRecord>> { return this.#map('BootstrapToken'); }
+  /** Keyed by the certificate's SHA-256 fingerprint. */
+  get revokedCertificates(): ReadonlyMap<string, StoredObject<RevokedCertificateRecord>> { return this.#map('RevokedCertificate'); }
   /** With --kubernetes-source: the cluster objects the leader could not take, and why. */
   get kubernetesSource(): StoredObject<KubernetesSourceRecord> | undefined { return this.#map<KubernetesSourceRecord>('KubernetesSource').get(KUBERNETES_SOURCE_KEY); }
 
@@ -273,6 +285,9 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
     const view: NodeView = {
       name,
       labels: kube ? kube.value.labels : record.value.labels,
+      poolLabels: kube
+        ? poolSelectionLabels(kube.value.labels, { kubernetes: true })
+        : poolSelectionLabels(record.value.labels, { kubernetes: false, ...(record.value.reportedLabels ? { reported: record.value.reportedLabels } : {}) }),
       pool: assignment?.value.pool ?? '',
       registeredAt: kube ? kube.value.createdAt : record.createdAt,
       desiredConfig,

@@ -20,6 +20,7 @@ import {
   NotFoundError,
   parseDocuments,
   PermissionDeniedError,
+  PreconditionFailedError,
   readDocuments,
   StoreLimitError,
   StoreUnavailableError,
@@ -59,7 +60,8 @@ import { observeDrains } from './drain-observers.ts';
 import { NodeAnnotationController } from './node-annotation-controller.ts';
 import { EventRecorder as KubernetesEventRecorder } from './kubernetes/event-recorder.ts';
 import { KubernetesSourceController } from './kubernetes/kubernetes-source-controller.ts';
-import type { NodeHistoryRecord, PoolResumeRecord, ReapplyRequestRecord } from './stored-records.ts';
+import type { NodeHistoryRecord, NodeRecordValue, PoolResumeRecord, ReapplyRequestRecord, RevokedCertificateRecord } from './stored-records.ts';
+import type { CertificateBinding } from '../runtime/pki.ts';
 
 export interface AppliedObject {
   kind: string;
@@ -72,6 +74,8 @@ export interface NodeRegistration {
   labels: Record<string, string>;
   /** The pool the node's credential binds it to; absent in plaintext development mode. */
   boundPool?: string;
+  /** The client certificate the stream was opened with; absent in plaintext mode. */
+  certificate?: CertificateBinding;
   bootId: string;
   agentVersion: string;
   status: NodeStatus;
@@ -334,7 +338,7 @@ export class ControlPlane {
     return previewApply(this.cache, parsed, this.clock.now(), history);
   }
 
-  async delete(kind: string, name: string): Promise<void> {
+  async delete(kind: string, name: string, requestedBy = 'unknown'): Promise<void> {
     if (kind === 'MachineConfig' || kind === 'MachineConfigPool') this.#refuseInSourceMode([`${kind}/${name}`], 'deleted');
     let touchedPools = new Set<string>();
     let revision: number;
@@ -356,13 +360,15 @@ export class ControlPlane {
       if (!existing || existing.name !== name) throw new NotFoundError(kind, name);
       ({ revision } = await this.store.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]));
     } else if (kind === 'Node') {
-      const node = this.cache.nodes.get(name);
-      if (!node) throw new NotFoundError(kind, name);
-      if (node.connected) throw new PermissionDeniedError(`Node/${name} is connected; stop its agent (or retire the host) before deleting it`);
+      const record = this.cache.nodeRecords.get(name);
+      if (!record) throw new NotFoundError(kind, name);
+      // Deleting a node retires its certificate too: otherwise the host could register again as
+      // a new node, or keep the name from a host re-enrolled under it. Every replica ends the
+      // node's open stream when it sees the record go.
       ({ revision } = await this.store.commit([
-        // Refused if the agent connected since the check above.
-        { type: 'check', kind: 'AgentSession', name, expectedVersion: null },
-        ...(['Node', 'NodeAssignment', 'NodeStatus', 'ReapplyRequest', 'NodeHistory'] as const).map((k) => ({ type: 'delete' as const, kind: k, name })),
+        { type: 'check', kind: 'Node', name, expectedVersion: record.resourceVersion },
+        ...this.#revocation(name, record.value, requestedBy, 'deleted'),
+        ...(['Node', 'NodeAssignment', 'NodeStatus', 'ReapplyRequest', 'NodeHistory', 'AgentSession'] as const).map((k) => ({ type: 'delete' as const, kind: k, name })),
       ]));
     } else {
       throw new InvalidDocumentError([{ object: `${kind}/${name}`, field: 'kind', rule: 'unknown-kind', message: `cannot delete kind "${kind}": use MachineConfig, MachineConfigPool, MachineConfiguration or Node` }]);
@@ -439,6 +445,34 @@ export class ControlPlane {
   }
 
   /**
+   * Revokes the certificate a node is bound to: refused by every replica from this commit on, its
+   * open stream ended at once wherever it is. The node stays listed, disconnected; the next
+   * certificate the CA issues for its name (an enrollment after `delete node`, or `mcctl pki
+   * node`) binds it again.
+   */
+  async revokeNode(name: string, requestedBy: string): Promise<{ serial: string }> {
+    const record = this.cache.nodeRecords.get(name);
+    if (!record) throw new NotFoundError('Node', name);
+    const bound = record.value.certificate;
+    if (!bound) throw new PreconditionFailedError(`Node/${name} is bound to no certificate (it has not registered over TLS since it was enrolled); nothing to revoke. To retire it: mcctl delete node ${name}`);
+    const { certificate: _revoked, ...rest } = record.value;
+    const { revision } = await this.store.commit([
+      ...this.#revocation(name, record.value, requestedBy, 'revoked'),
+      { type: 'put', kind: 'Node', name, value: rest, expectedVersion: record.resourceVersion, createdAt: record.createdAt },
+    ]);
+    await this.cache.waitForRevision(revision);
+    this.log.warn({ node: name, serial: bound.serial, requestedBy }, 'node certificate revoked');
+    return { serial: bound.serial };
+  }
+
+  #revocation(name: string, record: NodeRecordValue, requestedBy: string, reason: RevokedCertificateRecord['reason']): WriteOp[] {
+    const bound = record.certificate;
+    if (!bound || this.cache.revokedCertificates.has(bound.sha256)) return [];
+    const value: RevokedCertificateRecord = { node: name, serial: bound.serial, notAfter: bound.notAfter, revokedAt: Date.now(), revokedBy: requestedBy, reason };
+    return [{ type: 'put', kind: 'RevokedCertificate', name: bound.sha256, value, expectedVersion: null }];
+  }
+
+  /**
    * An operator sets or removes a node's labels: the one way a registered node changes role or
    * zone. The labels the agent asked for and did not get are forgotten with it.
    */
@@ -462,8 +496,11 @@ export class ControlPlane {
     }
     const labels = { ...record.value.labels, ...set };
     for (const k of remove) delete labels[k];
-    const { ignoredLabels: _forgotten, ...rest } = record.value;
-    const { revision } = await this.store.commit([{ type: 'put', kind: 'Node', name, value: { ...rest, labels }, expectedVersion: record.resourceVersion, createdAt: record.createdAt }]);
+    const { ignoredLabels: _forgotten, reportedLabels, ...rest } = record.value;
+    // A key the operator set or removed is the operator's from now on: it may choose a pool.
+    const stillReported = Object.fromEntries(Object.entries(reportedLabels ?? {}).filter(([k]) => !(k in set) && !remove.includes(k)));
+    const value: NodeRecordValue = { ...rest, labels, ...(Object.keys(stillReported).length ? { reportedLabels: stillReported } : {}) };
+    const { revision } = await this.store.commit([{ type: 'put', kind: 'Node', name, value, expectedVersion: record.resourceVersion, createdAt: record.createdAt }]);
     await this.cache.waitForRevision(revision);
     this.log.info({ node: name, set, remove, requestedBy }, 'node labels changed');
   }
@@ -515,10 +552,10 @@ export class ControlPlane {
   async registerNode(reg: NodeRegistration, stream: AgentStream): Promise<LocalSession> {
     const status = sanitizeStatus(reg.status);
     const isNew = !this.cache.nodeRecords.has(reg.nodeName);
-    const session = await this.sessions.open({ nodeName: reg.nodeName, labels: reg.labels, ...(reg.boundPool ? { boundPool: reg.boundPool } : {}), bootId: reg.bootId, status }, stream);
+    const session = await this.sessions.open({ nodeName: reg.nodeName, labels: reg.labels, ...(reg.boundPool ? { boundPool: reg.boundPool } : {}), ...(reg.certificate ? { certificate: reg.certificate } : {}), bootId: reg.bootId, status }, stream);
     // The leader decides the pool; the answer here is the same rule applied to what this
     // replica sees now, for the agent's log.
-    const membership = poolFor(this.cache, reg.nodeName, this.cache.nodes.get(reg.nodeName)?.labels ?? reg.labels);
+    const membership = poolFor(this.cache, reg.nodeName, this.cache.nodes.get(reg.nodeName)?.poolLabels ?? {});
     this.log.info({ node: reg.nodeName, pool: membership.pool || undefined, poolError: membership.poolError, bootId: reg.bootId, current: status.currentConfig || undefined, new: isNew }, 'node registered');
     this.metrics.phases.report(reg.nodeName, status, true);
     stream.write({ registered: { pool: membership.pool } });

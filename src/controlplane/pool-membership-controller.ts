@@ -22,9 +22,11 @@ export class PoolMembershipController implements Controller {
 
   async reconcile(): Promise<void> {
     const ops: WriteOp[] = [];
-    for (const [name, record] of this.cache.nodeRecords) {
-      // The view's labels: the Kubernetes Node's when the cluster has one, else the host's own.
-      const next = poolFor(this.cache, name, this.cache.nodes.get(name)?.labels ?? record.value.labels);
+    for (const name of this.cache.nodeRecords.keys()) {
+      // Only labels the host could not have set for itself choose its pool (NodeRestriction).
+      const view = this.cache.nodes.get(name);
+      if (!view) continue;
+      const next = poolFor(this.cache, name, view.poolLabels);
       const existing = this.cache.assignments.get(name);
       if (existing && existing.value.pool === next.pool && existing.value.poolError === next.poolError) continue;
       // A pool change keeps what the rollout decided (the drain hold and its note included).

@@ -19,17 +19,35 @@ export class RateLimiter {
 
   /** Takes one token for `key`; returns 0 when allowed, else the seconds until one is free. */
   take(key: string, now = Date.now()): number {
+    const bucket = this.#refilled(key, now);
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return 0;
+    }
+    return this.#secondsUntilOne(bucket);
+  }
+
+  /**
+   * The seconds until `key` has a token, 0 when it has one now, taking nothing: for limits on
+   * failures, checked before a request and taken only when it fails.
+   */
+  wait(key: string, now = Date.now()): number {
+    const bucket = this.#refilled(key, now);
+    return bucket.tokens >= 1 ? 0 : this.#secondsUntilOne(bucket);
+  }
+
+  #refilled(key: string, now: number): Bucket {
     this.#sweep(now);
     const refill = this.limit.perMinute / 60_000;
     const bucket = this.#buckets.get(key) ?? { tokens: this.limit.burst, at: now };
     bucket.tokens = Math.min(this.limit.burst, bucket.tokens + (now - bucket.at) * refill);
     bucket.at = now;
     this.#buckets.set(key, bucket);
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
-      return 0;
-    }
-    return Math.ceil((1 - bucket.tokens) / refill / 1000);
+    return bucket;
+  }
+
+  #secondsUntilOne(bucket: Bucket): number {
+    return Math.max(1, Math.ceil((1 - bucket.tokens) / (this.limit.perMinute / 60_000) / 1000));
   }
 
   #sweep(now: number): void {

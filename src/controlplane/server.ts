@@ -7,6 +7,7 @@ import { createLogger, type Logger } from '../runtime/logger.ts';
 import { checkMetricsListen, startMetricsServer, type MetricsServer } from '../runtime/metrics-http.ts';
 import { isLoopbackHost, parseHostPort, readTlsFiles, serverCredentials, type TlsFiles } from '../runtime/tls.ts';
 import { reachableAddress, startBootstrapServer } from './bootstrap-server.ts';
+import { parseBootstrapTokenFile } from './bootstrap-tokens.ts';
 import type { Clock } from './clock.ts';
 import { ControlPlane, type ControlPlaneOptions } from './control-plane.ts';
 import { startGrpcServer, SERVICE_NAMES, type GrpcServerHandle } from './grpc/grpc-server.ts';
@@ -112,12 +113,13 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
     if (options.bootstrap) {
       if (!tls) throw new ConfigurationError('the bootstrap endpoint needs TLS; it cannot run with --insecure');
       const b = parseHostPort(options.bootstrap.listen, '--bootstrap-listen');
-      const tokens = readFileSync(options.bootstrap.tokenFile, 'utf8').split('\n').map((t) => t.trim()).filter(Boolean);
-      if (tokens.length === 0) throw new ConfigurationError(`bootstrap token file ${options.bootstrap.tokenFile} is empty`);
+      const { tokens, warnings } = parseBootstrapTokenFile(readFileSync(options.bootstrap.tokenFile, 'utf8'), options.bootstrap.tokenFile);
+      for (const warning of warnings) log.warn(warning);
+      if (tokens.length === 0) log.info({ file: options.bootstrap.tokenFile }, 'the bootstrap token file holds no token: only tokens made with mcctl pki token create serve configs');
       bootstrap = await startBootstrapServer(cp, {
         tls: { cert: tls.cert, key: tls.key },
         ca: { certPem: tls.ca.toString(), keyPem: readFileSync(options.bootstrap.caKeyFile, 'utf8') },
-        bootstrapTokens: tokens,
+        staticTokens: tokens,
         ...(options.bootstrap.grpcAdvertise ? { grpcAddress: options.bootstrap.grpcAdvertise } : {}),
         ...(options.bootstrap.advertise ? { bootstrapAddress: options.bootstrap.advertise } : {}),
         ...(options.bootstrap.tokenTtlMs ? { tokenTtlMs: options.bootstrap.tokenTtlMs } : {}),

@@ -33,6 +33,41 @@ export interface NodeRecordValue {
   registered?: boolean;
   /** Labels the agent asked for and did not get (another role, or a change after creation). */
   ignoredLabels?: Labels;
+  /**
+   * The labels among `labels` that came from the agent's own report: they describe the host and
+   * never choose its pool. An operator's `mcctl label node` of a key makes it the operator's.
+   */
+  reportedLabels?: Labels;
+  /** The one certificate this node may connect with (enrollment, or its first registration). */
+  certificate?: { sha256: string; serial: string; notAfter: number };
+}
+
+/**
+ * A bootstrap token made with `mcctl pki token create`, stored under its public id. It serves
+ * one pool's config (and that pool's enrollment tokens) only.
+ */
+export interface BootstrapTokenRecord {
+  pool: string;
+  /** SHA-256 (hex) of the whole token; the secret itself is shown once, when it is made. */
+  secretHash: string;
+  createdAt: number;
+  /** Unix milliseconds; absent: valid until deleted. */
+  expiresAt?: number;
+  description?: string;
+  createdBy?: string;
+}
+
+/**
+ * A certificate refused from now on, stored under its SHA-256 fingerprint: a revoked node's, or a
+ * deleted node's. Kept until the certificate would have expired anyway.
+ */
+export interface RevokedCertificateRecord {
+  node: string;
+  serial: string;
+  notAfter: number;
+  revokedAt: number;
+  revokedBy: string;
+  reason: 'revoked' | 'deleted';
 }
 
 /** The leader's decisions about a node. */

@@ -89,6 +89,19 @@ export class PermissionDeniedError extends McplaneError {
   override readonly code = 'MCPLANE_PERMISSION_DENIED';
 }
 
+/** The object is not in a state the request needs (a node with no certificate to revoke). */
+export class PreconditionFailedError extends McplaneError {
+  override readonly code = 'MCPLANE_PRECONDITION_FAILED';
+}
+
+/** Too many requests from one caller (a node's reconnects, failed enrollments): retry later. */
+export class RateLimitedError extends McplaneError {
+  override readonly code = 'MCPLANE_RATE_LIMITED';
+  constructor(message: string, readonly retryAfterSeconds: number) {
+    super(`${message}; retry in ${retryAfterSeconds} s`);
+  }
+}
+
 /** The caller could not be authenticated (no or bad token, no client certificate). */
 export class UnauthenticatedError extends McplaneError {
   override readonly code = 'MCPLANE_UNAUTHENTICATED';
@@ -229,6 +242,7 @@ export const ERROR_CLASSES = [
   ManifestReadError, NotLeaderError, WaitFailedError, YamlSyntaxError, UnsafePathError, JournalError,
   // New classes at the end of this list (several branches add theirs).
   KubernetesSourceError, KubernetesApiError,
+  PreconditionFailedError, RateLimitedError,
 ] as const;
 
 /** The stable codes, one per class above. */

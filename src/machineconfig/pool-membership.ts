@@ -71,6 +71,69 @@ export function labelsForPool(pool: MachineConfigPool | undefined, poolName: str
   return labels;
 }
 
+// Kubernetes' NodeRestriction admission plugin (plugin/pkg/admission/noderestriction) and the
+// kubelet's own list (k8s.io/kubelet/pkg/apis: IsKubeletLabel): the labels a kubelet may put on
+// its own Node. Any of them can be set by whoever controls the host, so none may choose a pool.
+const KUBELET_LABELS = new Set([
+  'kubernetes.io/hostname', 'kubernetes.io/arch', 'kubernetes.io/os',
+  'beta.kubernetes.io/arch', 'beta.kubernetes.io/os', 'beta.kubernetes.io/instance-type',
+  'node.kubernetes.io/instance-type',
+  'failure-domain.beta.kubernetes.io/zone', 'failure-domain.beta.kubernetes.io/region',
+  'topology.kubernetes.io/zone', 'topology.kubernetes.io/region',
+]);
+const KUBELET_LABEL_NAMESPACES = ['kubelet.kubernetes.io', 'node.kubernetes.io'];
+/** The prefix only a cluster's administrators may set (a kubelet is refused it). */
+export const NODE_RESTRICTION_PREFIX = 'node-restriction.kubernetes.io/';
+
+const inDomain = (namespace: string, domain: string): boolean => namespace === domain || namespace.endsWith(`.${domain}`);
+
+/** Whether a kubelet may set this label on its own Node under NodeRestriction. */
+export function kubeletMaySetLabel(key: string): boolean {
+  const slash = key.indexOf('/');
+  const namespace = slash >= 0 ? key.slice(0, slash).toLowerCase() : '';
+  if (inDomain(namespace, 'node-restriction.kubernetes.io')) return false;
+  if (KUBELET_LABELS.has(key) || KUBELET_LABEL_NAMESPACES.some((d) => inDomain(namespace, d))) return true;
+  return !(inDomain(namespace, 'kubernetes.io') || inDomain(namespace, 'k8s.io'));
+}
+
+/**
+ * The labels that may choose a node's pool: never one the node could have set for itself. On a
+ * cluster that is every label a kubelet may not set on its own Node; without one, every label
+ * but those the agent reported (the credential's pool and the operators' `mcctl label node` are
+ * what remains).
+ */
+export function poolSelectionLabels(labels: Labels, source: { kubernetes: true } | { kubernetes: false; reported?: Labels }): Labels {
+  const out: Labels = {};
+  for (const [k, v] of Object.entries(labels)) {
+    const selfSet = source.kubernetes ? kubeletMaySetLabel(k) : source.reported?.[k] === v;
+    if (!selfSet) out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * Selector keys of a pool that no trusted source can be expected to set: what a node's own report
+ * would have to say for the pool to select it. Role and node-restriction labels come from
+ * credentials and administrators; anything else only from an operator's `mcctl label node`.
+ */
+export function selfReportableSelectorKeys(pool: MachineConfigPool): string[] {
+  const keys = [
+    ...Object.keys(pool.spec.nodeSelector?.matchLabels ?? {}),
+    ...(pool.spec.nodeSelector?.matchExpressions ?? []).filter((r) => r.operator === 'In' || r.operator === 'Exists').map((r) => r.key),
+  ];
+  return [...new Set(keys)].filter((k) => kubeletMaySetLabel(k)).sort();
+}
+
+/** Apply's warnings for pools whose nodeSelector a host's own report would have to satisfy. */
+export function selfReportedSelectorWarnings(pools: readonly MachineConfigPool[]): string[] {
+  return pools.flatMap((pool) => selfReportableSelectorKeys(pool).map((key) => {
+    const name = pool.metadata.name;
+    return `MachineConfigPool/${name}: nodeSelector selects on ${key}, a label a host may report or (on a cluster) a kubelet may set for itself; `
+      + `mcplane never lets a host's own labels choose its pool, so only nodes an operator labels (mcctl label node NAME ${key}=..., or kubectl label node on a cluster) `
+      + `or whose credential is bound to pool ${name} (mcctl pki node NAME --pool ${name}, or a bootstrap token for pool ${name}) join it`;
+  }));
+}
+
 /**
  * The labels a node registers with, under NodeRestriction's rule: an agent may not choose its
  * role. A new node takes the agent's labels without any role label, plus its bound pool's; an
@@ -83,18 +146,21 @@ export function admitNodeLabels(input: {
   existing?: Labels;
   /** Labels the binding requires (labelsForPool of the credential's pool). */
   bound: Labels;
-}): { labels: Labels; ignored: Labels } {
+}): { labels: Labels; ignored: Labels; fromAgent: Labels } {
   const ignored: Labels = {};
   if (input.existing) {
     for (const [k, v] of Object.entries(input.reported)) if (input.existing[k] !== v) ignored[k] = v;
-    return { labels: input.existing, ignored };
+    return { labels: input.existing, ignored, fromAgent: {} };
   }
   const labels: Labels = {};
   for (const [k, v] of Object.entries(input.reported)) {
     if (k.startsWith(NODE_ROLE_PREFIX) && input.bound[k] !== v) ignored[k] = v;
     else labels[k] = v;
   }
-  return { labels: { ...labels, ...input.bound }, ignored };
+  // What the agent said and the binding did not: it describes the host, it never picks a pool.
+  const fromAgent: Labels = {};
+  for (const [k, v] of Object.entries(labels)) if (input.bound[k] !== v) fromAgent[k] = v;
+  return { labels: { ...labels, ...input.bound }, ignored, fromAgent };
 }
 
 const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;

@@ -100,6 +100,26 @@ export function identityOf(certificate: Buffer | string): Identity {
   return { commonName: fields.CN ?? '', organization: fields.O ?? '', organizationalUnit: fields.OU ?? '' };
 }
 
+/**
+ * What ties a node record to one certificate: its SHA-256 fingerprint (what is compared), and its
+ * serial and expiry (what operators read).
+ */
+export interface CertificateBinding {
+  sha256: string;
+  serial: string;
+  /** Unix milliseconds. */
+  notAfter: number;
+}
+
+export function certificateBinding(certificate: Buffer | string): CertificateBinding {
+  const cert = new NodeX509Certificate(certificate);
+  return {
+    sha256: cert.fingerprint256.replaceAll(':', '').toLowerCase(),
+    serial: cert.serialNumber.toLowerCase(),
+    notAfter: Date.parse(cert.validTo),
+  };
+}
+
 /** Whether `certPem` was signed by `caPem` and is valid now. */
 export function verifyIssuedBy(certPem: string | Buffer, caPem: string | Buffer): boolean {
   const cert = new NodeX509Certificate(certPem);

@@ -8,9 +8,10 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ProtoGrpcType as AgentProto } from './generated/agent.ts';
 import type { ProtoGrpcType as ConfigProto } from './generated/config.ts';
+import type { ProtoGrpcType as IdentityProto } from './generated/identity.ts';
 import type { ProtoGrpcType as StatusProto } from './generated/status.ts';
 
-export const PROTO_FILES = ['mcplane/v1/agent.proto', 'mcplane/v1/status.proto', 'mcplane/v1/config.proto'];
+export const PROTO_FILES = ['mcplane/v1/agent.proto', 'mcplane/v1/status.proto', 'mcplane/v1/config.proto', 'mcplane/v1/identity.proto'];
 
 export const LOADER_OPTIONS: Options = {
   keepCase: false,
@@ -32,7 +33,7 @@ export function protoDir(): string {
 
 let cached: { definition: PackageDefinition; grpc: McplaneGrpc } | undefined;
 
-export type McplaneGrpc = AgentProto & ConfigProto & StatusProto;
+export type McplaneGrpc = AgentProto & ConfigProto & IdentityProto & StatusProto;
 
 export function loadMcplaneProto(): { definition: PackageDefinition; grpc: McplaneGrpc } {
   if (!cached) {

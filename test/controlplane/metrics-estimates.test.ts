@@ -15,7 +15,7 @@ const pool = (maxUnavailable: number | string, paused = false) => ({
 }) as unknown as MachineConfigPool;
 const status = (machineCount: number, updatedMachineCount: number, updating?: string) => ({ configuration: 'rendered-new', machineCount, updatedMachineCount, conditions: updating ? [{ type: 'Updating', status: 'False', reason: updating, message: '', lastTransitionTime: 0 }] : [] }) as PoolStatus;
 const view = (name: string, desired: string, current: string, state: 'Done' | 'Working' = 'Done'): NodeView =>
-  ({ ...nodeRecord(name, { desiredConfig: desired, status: { currentConfig: current, desiredConfig: desired, state } }), resourceVersion: '1' });
+  ({ ...nodeRecord(name, { desiredConfig: desired, status: { currentConfig: current, desiredConfig: desired, state } }), poolLabels: {}, resourceVersion: '1' });
 
 test('ETA: mean of the timed updates x ceil(nodes left / maxUnavailable); absent when nothing rolls out, paused, or untimed', () => {
   let now = 0;

@@ -27,7 +27,8 @@ export function testPki(): Promise<TestPki> {
     write('ca', ca);
     write('server', await issueCertificate(ca, { commonName: 'mcplane-server', hosts: ['localhost', '127.0.0.1', '::1'], usage: 'server' }));
     write('admin', await issueCertificate(ca, { commonName: 'admin', organization: ROLE_ADMIN, usage: 'client' }));
-    writeFileSync(join(dir, 'bootstrap-token'), 'test-bootstrap-token\n');
+    // One token per built-in pool, as `mcctl pki init` writes them: each serves its pool only.
+    writeFileSync(join(dir, 'bootstrap-token'), 'worker:test-bootstrap-token\nmaster:test-master-bootstrap-token\n');
     const issued = new Map<string, Promise<void>>();
     const client = async (base: string, commonName: string, organization: string, signer = ca, organizationalUnit?: string) => {
       if (!issued.has(base)) issued.set(base, issueCertificate(signer, { commonName, organization, usage: 'client', ...(organizationalUnit ? { organizationalUnit } : {}) }).then((p) => write(base, p)));

@@ -12,6 +12,7 @@ import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { applyIgnitionFiles, fetchIgnition } from '../../sandbox/ignition-files.ts';
 import { identityOf } from '../../src/runtime/pki.ts';
+import { staticTokenFor } from '../../src/controlplane/bootstrap-tokens.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
@@ -29,7 +30,7 @@ after(async () => { if (!skip) await server.close(); });
 
 test('Ignition from the bootstrap endpoint, then enrollment, then the agent joins its pool and converges', { skip }, async () => {
   await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'chrony.yaml', text: readFileSync('examples/50-examplecorp-chrony.yaml', 'utf8') }], dryRun: false }, 'apply');
-  const token = readFileSync(join(server.pki.dir, 'bootstrap-token'), 'utf8').trim();
+  const token = staticTokenFor(readFileSync(join(server.pki.dir, 'bootstrap-token'), 'utf8'), 'worker');
   const ignition = await fetchIgnition({ port: server.handle.bootstrapPort!, ca: readFileSync(join(server.pki.dir, 'ca.crt')), token }, 'worker');
 
   const host = new SandboxHost({ name: 'first-boot', server: server.address, pki: server.pki });

@@ -15,6 +15,7 @@ import { pkiInitCommand } from '../../src/cli/commands/pki.ts';
 import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
 import { buildBundles } from '../../scripts/build.ts';
 import { silenceIpServernameWarning } from '../../src/runtime/process-warnings.ts';
+import { staticTokenFor } from '../../src/controlplane/bootstrap-tokens.ts';
 import { REPO_ROOT } from '../helpers/run-cli.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { applyIgnitionFiles, fetchIgnition } from '../../sandbox/ignition-files.ts';
@@ -196,7 +197,7 @@ StandardError=append:${log}
     // First boot against it, as test/packaging/first-boot.test.ts does against an in-process
     // server: Ignition from the bootstrap endpoint, enrollment (the server signs the node's
     // certificate with ca.key inside its sandbox), and a real agent converging.
-    const token = readFileSync(join(dir, 'pki/bootstrap-token'), 'utf8').trim();
+    const token = staticTokenFor(readFileSync(join(dir, 'pki/bootstrap-token'), 'utf8'), 'worker');
     const ignition = await fetchIgnition({ port: Number(bootstrapPort), ca: readFileSync(join(dir, 'pki/ca.crt')), token }, 'worker');
     const host = new SandboxHost({ name: 'hardened-first-boot', server: address! });
     try {

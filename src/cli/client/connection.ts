@@ -13,6 +13,7 @@ import { loadMcplaneProto } from '../../runtime/proto.ts';
 import { clientCredentials, isLoopbackHost, parseHostPort, readTlsFiles } from '../../runtime/tls.ts';
 import type { AgentServiceClient } from '../../runtime/generated/mcplane/v1/AgentService.ts';
 import type { ConfigServiceClient } from '../../runtime/generated/mcplane/v1/ConfigService.ts';
+import type { IdentityServiceClient } from '../../runtime/generated/mcplane/v1/IdentityService.ts';
 import type { StatusServiceClient } from '../../runtime/generated/mcplane/v1/StatusService.ts';
 
 export interface ConnectionFlags {
@@ -34,6 +35,7 @@ export interface Clients {
   tls?: { ca: string; cert: string };
   status: StatusServiceClient;
   config: ConfigServiceClient;
+  identity: IdentityServiceClient;
   agent: AgentServiceClient;
   close(): void;
 }
@@ -135,6 +137,7 @@ export function connect(flags: ConnectionFlags): Clients {
   const status = new v1.StatusService(c.server, creds, options);
   const config = new v1.ConfigService(c.server, creds, options);
   const agent = new v1.AgentService(c.server, creds, options);
+  const identity = new v1.IdentityService(c.server, creds, options);
   return {
     server: c.server,
     timeoutMs: c.timeoutMs,
@@ -142,10 +145,12 @@ export function connect(flags: ConnectionFlags): Clients {
     ...(c.insecure ? {} : { tls: { ca: c.ca!, cert: c.cert! } }),
     status,
     config,
+    identity,
     agent,
     close() {
       status.close();
       config.close();
+      identity.close();
       agent.close();
     },
   };

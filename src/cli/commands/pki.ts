@@ -4,7 +4,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { ConfigurationError, WORKER_POOL } from '../../machineconfig/index.ts';
+import { ConfigurationError, MASTER_POOL, WORKER_POOL } from '../../machineconfig/index.ts';
 import { createCertificateAuthority, issueCertificate, ROLE_ADMIN, ROLE_NODE, type KeyPairPem } from '../../runtime/pki.ts';
 
 function writePair(dir: string, base: string, pair: KeyPairPem): void {
@@ -29,12 +29,20 @@ export async function pkiInitCommand(dir: string, hosts: string[], nodes: string
   const serverHosts = [...new Set(['localhost', '127.0.0.1', '::1', hostname(), ...hosts])];
   writePair(dir, 'server', await issueCertificate(ca, { commonName: 'mcplane-server', hosts: serverHosts, usage: 'server' }));
   writePair(dir, 'admin', await issueCertificate(ca, { commonName: 'admin', organization: ROLE_ADMIN, usage: 'client' }));
-  writeFileSync(join(dir, 'bootstrap-token'), randomBytes(32).toString('base64url') + '\n', { mode: 0o600 });
+  // One token per built-in pool: the token in a worker's pointer config must not fetch master's
+  // config (with its secrets). More, for any pool: mcctl pki token create --pool P.
+  const token = (): string => randomBytes(32).toString('base64url');
+  writeFileSync(join(dir, 'bootstrap-token'), [
+    '# Bootstrap tokens for GET /config/<pool>, "<pool>:<token>" a line: each serves its pool only.',
+    `${MASTER_POOL}:${token()}`,
+    `${WORKER_POOL}:${token()}`,
+    '',
+  ].join('\n'), { mode: 0o600 });
   const lines = [
     `wrote ${dir}/ca.crt, ca.key           the CA (keep ca.key on the server only)`,
     `wrote ${dir}/server.crt, server.key   for ${serverHosts.join(', ')}`,
     `wrote ${dir}/admin.crt, admin.key     operator credentials (O=${ROLE_ADMIN})`,
-    `wrote ${dir}/bootstrap-token          for GET /config/<pool> on the bootstrap endpoint`,
+    `wrote ${dir}/bootstrap-token          for GET /config/master and /config/worker on the bootstrap endpoint (one token each)`,
   ];
   for (const node of nodes) lines.push(await issueNode(dir, ca, node, WORKER_POOL));
   return lines.join('\n') + '\n';

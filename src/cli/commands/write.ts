@@ -68,6 +68,10 @@ function diffLines(d: RenderedDiff__Output | null): string[] {
 export async function deleteCommand(c: Clients, resource: string, name: string): Promise<string> {
   // MachineConfiguration/cluster (the cluster-wide disruption policy) can be deleted, not listed.
   const r = /^machineconfigurations?$/i.test(resource) ? 'machineconfiguration' : resourceOf(resource);
+  if (r === 'tokens') {
+    await call(c, c.identity.deleteBootstrapToken.bind(c.identity), { id: name }, `delete bootstrap token ${name}`);
+    return `bootstraptoken/${name} deleted: hosts can no longer fetch a config with it\n`;
+  }
   const kind = r === 'mc' ? 'MachineConfig' : r === 'pools' ? 'MachineConfigPool' : r === 'nodes' ? 'Node' : r === 'machineconfiguration' ? 'MachineConfiguration' : undefined;
   if (!kind) throw new ConfigurationError(`cannot delete ${resource}: rendered configs are deleted by the server once no node uses them`);
   await call(c, c.config.delete.bind(c.config), { kind, name }, `delete ${kind}/${name}`);

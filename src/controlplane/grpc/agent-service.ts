@@ -10,7 +10,7 @@ import type { ServerMessage } from '../../runtime/generated/mcplane/v1/ServerMes
 import type { Logger } from '../../runtime/logger.ts';
 import type { AgentStream } from '../agent-sessions.ts';
 import type { ControlPlane } from '../control-plane.ts';
-import type { Authorizer } from './authorization.ts';
+import type { Authorizer, CertifiedNode } from './authorization.ts';
 import { toServiceError } from './status-errors.ts';
 
 const NODE_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
@@ -21,7 +21,7 @@ export function agentService(cp: ControlPlane, auth: Authorizer, log: Logger): A
       const fail = (err: unknown): void => {
         call.emit('error', toServiceError(err, log) as ServiceError);
       };
-      let certified: { name: string; pool: string } | undefined;
+      let certified: CertifiedNode | undefined;
       try {
         certified = auth.requireNode(call);
       } catch (err) {
@@ -32,8 +32,11 @@ export function agentService(cp: ControlPlane, auth: Authorizer, log: Logger): A
       let closed = false;
       const stream: AgentStream = {
         write: (message) => !closed && call.write(message),
-        end: () => {
-          if (!closed) call.end();
+        end: (error) => {
+          if (!closed) {
+            if (error) fail(error);
+            else call.end();
+          }
           closed = true;
         },
       };
@@ -63,7 +66,7 @@ export function agentService(cp: ControlPlane, auth: Authorizer, log: Logger): A
           await cp.registerNode({
             nodeName,
             labels: reg.labels,
-            ...(certified ? { boundPool: certified.pool } : {}),
+            ...(certified ? { boundPool: certified.pool, certificate: certified.certificate } : {}),
             bootId: reg.bootId,
             agentVersion: reg.agentVersion,
             status: statusFromWire(reg.status, reg.bootId, reg.agentVersion),

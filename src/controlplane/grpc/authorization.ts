@@ -3,7 +3,7 @@
 // for) every local caller is trusted as an operator, and an agent as the node it names.
 
 import { PermissionDeniedError, UnauthenticatedError, WORKER_POOL } from '../../machineconfig/index.ts';
-import { identityOf, ROLE_ADMIN, ROLE_NODE, type Identity } from '../../runtime/pki.ts';
+import { certificateBinding, identityOf, ROLE_ADMIN, ROLE_NODE, type CertificateBinding, type Identity } from '../../runtime/pki.ts';
 
 interface CallWithAuth {
   getAuthContext?: () => { sslPeerCertificate?: { raw?: Buffer } } | null;
@@ -17,7 +17,14 @@ export interface Authorizer {
    * The node the caller may act as and the pool its credential binds it to; undefined when any
    * (plaintext, loopback development only).
    */
-  requireNode(call: CallWithAuth): { name: string; pool: string } | undefined;
+  requireNode(call: CallWithAuth): CertifiedNode | undefined;
+}
+
+export interface CertifiedNode {
+  name: string;
+  pool: string;
+  /** The certificate itself: a node record is bound to exactly one. */
+  certificate: CertificateBinding;
 }
 
 export function createAuthorizer(tls: boolean): Authorizer {
@@ -42,7 +49,8 @@ export function createAuthorizer(tls: boolean): Authorizer {
         throw new PermissionDeniedError(`certificate ${describe(id)} is not a node certificate (O=${ROLE_NODE}, CN=<node name>)`);
       }
       // Certificates made before pools were bound carry no OU: they stay workers.
-      return { name: id.commonName, pool: id.organizationalUnit || WORKER_POOL };
+      const raw = call.getAuthContext!()!.sslPeerCertificate!.raw!;
+      return { name: id.commonName, pool: id.organizationalUnit || WORKER_POOL, certificate: certificateBinding(raw) };
     },
   };
 }

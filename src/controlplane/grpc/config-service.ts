@@ -19,8 +19,8 @@ export function configService(cp: ControlPlane, auth: Authorizer, log: Logger): 
       // Only valid documents get here (apply threw otherwise), so the preview can render them.
       ...(req.dryRun ? await cp.previewApply(req.manifests) : {}),
     })),
-    Delete: admin(async (req: { kind: string; name: string }) => {
-      await cp.delete(req.kind, req.name);
+    Delete: admin(async (req: { kind: string; name: string }, who) => {
+      await cp.delete(req.kind, req.name, who);
       return {};
     }),
     ListMachineConfigs: admin(() => ({

@@ -1,4 +1,4 @@
-// The gRPC server: mcplane's three services plus grpc.health.v1 and server reflection, so
+// The gRPC server: mcplane's four services plus grpc.health.v1 and server reflection, so
 // grpcurl, grpc_health_probe and load balancers work without knowing mcplane.
 
 import { Server, type ServerCredentials } from '@grpc/grpc-js';
@@ -11,9 +11,10 @@ import type { ControlPlane } from '../control-plane.ts';
 import { agentService } from './agent-service.ts';
 import { createAuthorizer } from './authorization.ts';
 import { configService } from './config-service.ts';
+import { identityService } from './identity-service.ts';
 import { statusService } from './status-service.ts';
 
-export const SERVICE_NAMES = ['mcplane.v1.AgentService', 'mcplane.v1.StatusService', 'mcplane.v1.ConfigService'];
+export const SERVICE_NAMES = ['mcplane.v1.AgentService', 'mcplane.v1.StatusService', 'mcplane.v1.ConfigService', 'mcplane.v1.IdentityService'];
 
 export interface GrpcServerHandle {
   server: Server;
@@ -45,6 +46,7 @@ export async function startGrpcServer(address: string, creds: ServerCredentials,
       server.addService(grpc.mcplane.v1.AgentService.service, agentService(cp, auth, log));
       server.addService(grpc.mcplane.v1.StatusService.service, statusService(cp, auth, log));
       server.addService(grpc.mcplane.v1.ConfigService.service, configService(cp, auth, log));
+      server.addService(grpc.mcplane.v1.IdentityService.service, identityService(cp, auth, log));
       for (const s of ['', ...SERVICE_NAMES]) health.setStatus(s, 'SERVING');
     },
   };

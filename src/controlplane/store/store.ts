@@ -28,6 +28,10 @@ export type StoredKind =
   /** The leader election record; attached to the leader's lease. */
   | 'Leader'
   | 'EnrollmentToken'
+  /** A pool-scoped bootstrap token (mcctl pki token create), under its public id. */
+  | 'BootstrapToken'
+  /** A certificate no replica accepts any more (mcctl node revoke, mcctl delete node). */
+  | 'RevokedCertificate'
   /** A node's last updates (bounded); written by the replica holding its stream, fenced by the session epoch. */
   | 'NodeHistory'
   /** What happened (kubectl get events), bounded and expiring; written by the leader only. */
@@ -49,6 +53,7 @@ export const STORED_KINDS: readonly StoredKind[] = [
   'NodeStatus', 'AgentSession', 'ReapplyRequest', 'Replica', 'Leader', 'EnrollmentToken',
   'MachineConfiguration',
   'NodeHistory', 'Event', 'KubernetesSource', 'NodeDrain', 'KubernetesNode', 'PoolResume',
+  'BootstrapToken', 'RevokedCertificate',
 ];
 
 export interface StoredObject<T = unknown> {

@@ -1,0 +1,25 @@
+// mcctl pki token create and mcctl node revoke: who may join a pool, and who may stay.
+
+import { ConfigurationError, durationMs } from '../../machineconfig/index.ts';
+import { call } from '../client/call.ts';
+import type { Clients } from '../client/connection.ts';
+
+/**
+ * Makes a bootstrap token for one pool. Only the token goes to stdout (it is shown this once),
+ * so `TOKEN=$(mcctl pki token create --pool worker)` works; what it is goes to stderr.
+ */
+export async function tokenCreateCommand(c: Clients, opts: { pool: string; ttl?: string; description?: string }, err: (text: string) => void): Promise<string> {
+  const ttlMs = opts.ttl === undefined ? 0 : durationMs(opts.ttl);
+  if (ttlMs === undefined || (opts.ttl !== undefined && ttlMs <= 0)) {
+    throw new ConfigurationError(`--ttl ${opts.ttl}: give a duration longer than 0 such as 24h, 7d or 1h30m (omit it for a token valid until deleted)`);
+  }
+  const created = await call(c, c.identity.createBootstrapToken.bind(c.identity), { pool: opts.pool, ttlMs, description: opts.description ?? '' }, `create a bootstrap token for pool ${opts.pool}`);
+  const expires = Number(created.info?.expiresUnixMs ?? 0);
+  err(`bootstrap token ${created.info?.id} for pool ${opts.pool}, ${expires ? `valid until ${new Date(expires).toISOString()}` : 'valid until deleted (mcctl delete token ' + created.info?.id + ')'}; it is shown only now:\n`);
+  return `${created.token}\n`;
+}
+
+export async function revokeCommand(c: Clients, name: string): Promise<string> {
+  const { serial } = await call(c, c.identity.revokeNode.bind(c.identity), { name }, `revoke node ${name}`);
+  return `node/${name}: certificate ${serial} revoked; its agent is disconnected and refused on every replica (a new certificate for ${name} binds it again)\n`;
+}

@@ -1,0 +1,45 @@
+// IdentityService: pool-scoped bootstrap tokens and node certificate revocation, for operators.
+
+import { NotFoundError } from '../../machineconfig/index.ts';
+import type { BootstrapToken } from '../../runtime/generated/mcplane/v1/BootstrapToken.ts';
+import type { IdentityServiceHandlers } from '../../runtime/generated/mcplane/v1/IdentityService.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import { checkedTokenId, newBootstrapToken } from '../bootstrap-tokens.ts';
+import type { ControlPlane } from '../control-plane.ts';
+import type { BootstrapTokenRecord } from '../stored-records.ts';
+import type { Authorizer } from './authorization.ts';
+import { unary } from './status-errors.ts';
+
+function tokenToWire(id: string, t: BootstrapTokenRecord): BootstrapToken {
+  return { id, pool: t.pool, createdUnixMs: t.createdAt, expiresUnixMs: t.expiresAt ?? 0, description: t.description ?? '', createdBy: t.createdBy ?? '' };
+}
+
+export function identityService(cp: ControlPlane, auth: Authorizer, log: Logger): IdentityServiceHandlers {
+  const admin = <Req, Res>(fn: (req: Req, who: string) => Res | Promise<Res>) => unary<Req, Res>(log, (req, call) => {
+    auth.requireAdmin(call);
+    return fn(req, auth.identify(call)?.commonName ?? 'local');
+  });
+  return {
+    CreateBootstrapToken: admin(async (req: { pool: string; ttlMs: number; description: string }, who) => {
+      const { id, token, record } = newBootstrapToken({ pool: req.pool, ...(req.ttlMs ? { ttlMs: req.ttlMs } : {}), ...(req.description ? { description: req.description } : {}), createdBy: who });
+      const { revision } = await cp.store.commit([{ type: 'put', kind: 'BootstrapToken', name: id, value: record, expectedVersion: null }]);
+      await cp.cache.waitForRevision(revision);
+      log.info({ id, pool: record.pool, expiresAt: record.expiresAt, createdBy: who }, 'bootstrap token created');
+      return { info: tokenToWire(id, record), token };
+    }),
+    ListBootstrapTokens: admin(() => ({
+      tokens: [...cp.cache.bootstrapTokens.values()]
+        .sort((a, b) => a.value.pool.localeCompare(b.value.pool) || a.createdAt - b.createdAt)
+        .map((t) => tokenToWire(t.name, t.value)),
+    })),
+    DeleteBootstrapToken: admin(async (req: { id: string }, who) => {
+      const stored = cp.cache.bootstrapTokens.get(checkedTokenId(req.id));
+      if (!stored) throw new NotFoundError('BootstrapToken', req.id);
+      const { revision } = await cp.store.commit([{ type: 'delete', kind: 'BootstrapToken', name: stored.name, expectedVersion: stored.resourceVersion }]);
+      await cp.cache.waitForRevision(revision);
+      log.info({ id: stored.name, pool: stored.value.pool, deletedBy: who }, 'bootstrap token deleted');
+      return {};
+    }),
+    RevokeNode: admin(async (req: { name: string }, who) => cp.revokeNode(req.name, who)),
+  };
+}
