@@ -79,7 +79,8 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
   // addresses. Refusals are logged within a budget too, so a flood cannot flood the journal.
   const failureRate = options.failureRate ?? { burst: 10, perMinute: 10 };
   const failures = new RateLimiter(failureRate);
-  const refusalLogs = new RateLimiter({ burst: 5, perMinute: 5 });
+  // Failures are bounded by the limiter above; its own 429s are logged once a minute per address.
+  const throttleLogs = new RateLimiter({ burst: 1, perMinute: 1 });
   const failureKeys = (req: IncomingMessage, presented: string | undefined): string[] =>
     [`address:${req.socket.remoteAddress ?? ''}`, ...(presented ? [`token:${hashToken(presented)}`] : [])];
   const server = createServer({ cert: options.tls.cert, key: options.tls.key }, (req, res) => {
@@ -94,7 +95,8 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     // Every refusal is a client's mistake worth a warning: who, what and why, never the
     // headers or the body (they carry tokens and keys).
     res.once('finish', () => {
-      if (res.statusCode >= 400 && res.statusCode < 500 && refusalLogs.take(req.socket.remoteAddress ?? '') === 0) {
+      const throttledAgain = res.statusCode === 429 && refusals.get(res)?.startsWith('too many failed') && throttleLogs.take(req.socket.remoteAddress ?? '') > 0;
+      if (res.statusCode >= 400 && res.statusCode < 500 && !throttledAgain) {
         log.warn({ remote: req.socket.remoteAddress, method: req.method, path: url.pathname, status: res.statusCode, error: refusals.get(res) }, 'bootstrap request refused');
       }
     });
@@ -112,7 +114,8 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
       return serveConfig(req, res, pool);
     }
     if (req.method === 'POST' && url.pathname === '/enroll') return enroll(req, res);
-    reply(res, 404, { error: `no such endpoint: ${req.method} ${url.pathname} (GET /config/<pool>, POST /enroll)` });
+    if (throttled(req, res, undefined)) return;
+    fail(req, res, undefined, 404, `no such endpoint: ${req.method} ${url.pathname} (GET /config/<pool>, POST /enroll)`);
   };
 
   /** 429 when this client or this token has failed too often lately; true when it answered. */

@@ -38,6 +38,8 @@ export interface ServerOptions {
     advertise?: string;
     tokenTtlMs?: number;
     issueRate?: RateLimit;
+    /** Failed bootstrap requests allowed per client address and per token (tests raise it). */
+    failureRate?: RateLimit;
   };
   /** How often the leader deletes expired enrollment tokens (default 10 min). */
   tokenSweepMs?: number;
@@ -124,6 +126,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
         ...(options.bootstrap.advertise ? { bootstrapAddress: options.bootstrap.advertise } : {}),
         ...(options.bootstrap.tokenTtlMs ? { tokenTtlMs: options.bootstrap.tokenTtlMs } : {}),
         ...(options.bootstrap.issueRate ? { issueRate: options.bootstrap.issueRate } : {}),
+        ...(options.bootstrap.failureRate ? { failureRate: options.bootstrap.failureRate } : {}),
       }, b.host.replace(/^\[|\]$/g, ''), b.port, log);
     }
     const bootstrapPort = bootstrap ? (bootstrap.address() as { port: number }).port : undefined;

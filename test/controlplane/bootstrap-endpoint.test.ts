@@ -9,14 +9,16 @@ import { after, before, test } from 'node:test';
 import { parse } from 'yaml';
 import { negotiateVersion } from '../../src/controlplane/bootstrap-server.ts';
 import { createCertificateRequest, identityOf } from '../../src/runtime/pki.ts';
+import { call } from '../../src/cli/client/call.ts';
 import { SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 let server: TestServer;
 let ca: Buffer;
 before(async () => {
-  // Many config requests from one address here: the issuing rate limit has a test of its own.
-  server = await startTestServer({ bootstrap: { issueRate: { burst: 1000, perMinute: 1000 } } });
+  // Many config requests (and refusals) from one address here: the issuing and failure rate
+  // limits have tests of their own.
+  server = await startTestServer({ bootstrap: { issueRate: { burst: 1000, perMinute: 1000 }, failureRate: { burst: 1000, perMinute: 1000 } } });
   ca = readFileSync(join(server.pki.dir, 'ca.crt'));
 });
 after(() => server.close());
@@ -47,7 +49,13 @@ test('no token: 401; a wrong token: 403; an unknown pool: 404', async () => {
   assert.equal(none.status, 401);
   assert.match(String(none.headers['www-authenticate']), /Bearer/);
   assert.equal((await fetch('/config/worker', { token: 'nope' })).status, 403);
-  const unknown = await fetch('/config/gpu', { token: TOKEN });
+  // A worker's token does not even say whether another pool exists.
+  const other = await fetch('/config/gpu', { token: TOKEN });
+  assert.equal(other.status, 403);
+  assert.match(other.body.error, /serves pool worker only; it cannot fetch MachineConfigPool\/gpu/);
+  const c = server.admin();
+  const gpu = await call(c, c.identity.createBootstrapToken.bind(c.identity), { pool: 'gpu', ttlMs: 0, description: '' }, 'create token');
+  const unknown = await fetch('/config/gpu', { token: gpu.token });
   assert.equal(unknown.status, 404);
   assert.match(unknown.body.error, /MachineConfigPool\/gpu does not exist/);
 });
