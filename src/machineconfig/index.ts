@@ -15,7 +15,7 @@ export { mergeDisruptionPolicies, policyEntryOrigin } from './disruption-policy-
 export { defaultPools, parseMachineConfigPool, resolveMaxUnavailable } from './machine-config-pool.ts';
 export { parseDocuments, parseManifests, readDocuments, type ParsedManifests, type RawDocument } from './manifest.ts';
 export { managedPathViolation, isUnder } from './paths.ts';
-export { admitNodeLabels, configsForPool, kubeletMaySetLabel, labelProblem, isCustomPool, labelsForPool, NODE_RESTRICTION_PREFIX, NODE_ROLE_PREFIX, poolMembership, poolSelectionLabels, poolSelectsNode, primaryPoolForNode, selfReportableSelectorKeys } from './pool-membership.ts';
+export { admitNodeLabels, configsForPool, kubeletMaySetLabel, labelProblem, isCustomPool, labelsForPool, NODE_RESTRICTION_PREFIX, NODE_ROLE_PREFIX, poolMembership, poolSelectionLabels, poolSelectsNode, primaryPoolForNode, selfReportableSelectorKeys, selfReportedSelectorWarnings } from './pool-membership.ts';
 export { ProblemCollector } from './problem-collector.ts';
 export { boundDetails, boundProblems, PROBLEMS_TRAILER_BUDGET, STATUS_DETAILS_BUDGET, type BoundedProblems } from './problem-budget.ts';
 export { mergeSpecs, renderPool, renderedConfigJson, renderedConfigManifest, renderedConfigName } from './render.ts';
