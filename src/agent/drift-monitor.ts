@@ -89,20 +89,28 @@ export class DriftMonitor {
   }
 
   #compare(f: DesiredFile & { hash: string }): Drift | undefined {
+    let expected = f.hash;
     let actual = '';
     try {
       const st = statSync(f.hostPath);
-      if (st.size === f.bytes.byteLength && (st.mode & 0o7777) === f.mode) {
+      const mode = st.mode & 0o7777;
+      // A file others may not read (by the config or on disk) keeps its hashes here: a
+      // truncated sha256 in a metric, a log or the node's status confirms a guessed secret.
+      const secret = !worldReadable(f.mode) || !worldReadable(mode);
+      if (secret) expected = withheld(f.mode);
+      if (mode !== f.mode) {
+        actual = `mode 0${mode.toString(8)}`;
+      } else {
         const bytes = readFileSync(f.hostPath);
         if (bytes.equals(f.bytes)) return undefined;
-        actual = sha256(bytes);
-      } else {
-        actual = (st.mode & 0o7777) !== f.mode ? `mode 0${(st.mode & 0o7777).toString(8)}` : sha256(readFileSync(f.hostPath));
+        actual = secret ? withheld(mode) : sha256(bytes);
       }
     } catch {
+      // Missing (or unreadable): nothing of the content is known, the config's hash is all.
+      if (!worldReadable(f.mode)) expected = withheld(f.mode);
       actual = '';
     }
-    return { path: f.object.startsWith('file ') ? f.object.slice(5) : f.hostPath, kind: f.object.startsWith('unit') || f.object.startsWith('dropin') ? 'unit' : 'file', expectedHash: f.hash, actualHash: actual, detectedUnixMs: Date.now() };
+    return { path: f.object.startsWith('file ') ? f.object.slice(5) : f.hostPath, kind: f.object.startsWith('unit') || f.object.startsWith('dropin') ? 'unit' : 'file', expectedHash: expected, actualHash: actual, detectedUnixMs: Date.now() };
   }
 
   #publish(found: Drift[], full: boolean): void {
@@ -116,9 +124,31 @@ export class DriftMonitor {
   }
 }
 
-/** A file (or unit file) drift names both hashes; a unit's state drift names both states. */
+/**
+ * A file (or unit file) drift names both hashes; a unit's state drift names both states. A file
+ * others may not read names neither hash, only that it differs (and how, when that is its mode).
+ */
 export function describeDrift(d: Drift): string {
   if (!d.path.startsWith('/')) return `unit ${d.path} changed outside the agent (expected ${d.expectedHash}, systemd says ${d.actualHash})`;
+  const secret = WITHHELD.exec(d.expectedHash);
+  if (secret) {
+    const mode = secret[1]!;
+    if (d.actualHash === '') return `${d.kind} ${d.path} changed outside the agent: it is missing (file mode ${mode}: hashes withheld)`;
+    if (d.actualHash.startsWith('mode ')) return `${d.kind} ${d.path} changed outside the agent: file ${d.actualHash} instead of ${mode} (hashes withheld)`;
+    return `${d.kind} ${d.path} changed outside the agent: content differs from the config (file mode ${mode}: hashes withheld)`;
+  }
   return `${d.kind} ${d.path} changed outside the agent (expected sha256 ${d.expectedHash.slice(0, 12)}, found ${d.actualHash ? d.actualHash.slice(0, 12) : 'it missing'})`;
 }
 
+/**
+ * What stands in a drift record for the hash of a file others may not read: the mode that makes
+ * it so, within the 16 characters `mcctl get node` shows of a hash ("withheld (0600)").
+ */
+function withheld(mode: number): string {
+  return `withheld (0${mode.toString(8)})`;
+}
+const WITHHELD = /^withheld \((0[0-7]+)\)$/;
+
+function worldReadable(mode: number): boolean {
+  return (mode & 0o004) !== 0;
+}

@@ -2,8 +2,14 @@
 // Plain HTTP carries no authentication, so it listens on a loopback address unless the operator
 // opts in to another one explicitly (the same rule as plaintext gRPC): what the metrics reveal
 // (pool names, node names, reasons) is not for anyone on the network by accident.
+//
+// Loopback alone does not keep a browser out: a page on evil.example whose name then resolves
+// to 127.0.0.1 (DNS rebinding) reads the endpoint as its own origin. Its requests carry
+// `Host: evil.example`, so only names the endpoint expects are answered (see acceptsMetricsHost).
 
 import { createServer, type Server } from 'node:http';
+import { isIP } from 'node:net';
+import { hostname } from 'node:os';
 import type { Registry } from 'prom-client';
 import { ConfigurationError } from '../machineconfig/index.ts';
 import type { Logger } from './logger.ts';
@@ -29,6 +35,22 @@ export function checkMetricsListen(o: MetricsListenOptions): { host: string; por
   return { host: host.replace(/^\[|\]$/g, ''), port };
 }
 
+/**
+ * Whether a request's Host header names this endpoint: an IP address literal (v4 or [v6], with
+ * or without port: an attacker cannot make a browser send one for its own page), `localhost`,
+ * this machine's host name, or one of `names` (the name the endpoint was told to listen on).
+ * Anything else, a missing Host included, is a name someone else's DNS answers for.
+ */
+export function acceptsMetricsHost(host: string | undefined, names: readonly string[] = []): boolean {
+  if (!host) return false;
+  const m = /^(?:\[([^\]]+)\]|([^:\[\]]+))(?::\d{1,5})?$/.exec(host.trim());
+  if (!m) return false;
+  if (m[1] !== undefined) return isIP(m[1]) === 6;
+  const name = m[2]!.toLowerCase().replace(/\.$/, '');
+  if (isIP(name) === 4 || name === 'localhost') return true;
+  return [hostname(), ...names].some((n) => n.toLowerCase().replace(/\.$/, '') === name);
+}
+
 export interface MetricsServer {
   port: number;
   /** host:port as bound, for logs and the README. */
@@ -38,7 +60,13 @@ export interface MetricsServer {
 
 export async function startMetricsServer(o: MetricsListenOptions & { registry: Registry; log: Logger }): Promise<MetricsServer> {
   const { host, port } = checkMetricsListen(o);
+  // The listen address' host, when it is a name, is one the operator chose for the endpoint.
+  const names = isIP(host) ? [] : [host];
   const server: Server = createServer((req, res) => {
+    if (!acceptsMetricsHost(req.headers.host, names)) {
+      res.writeHead(421, { 'content-type': 'text/plain' }).end('misdirected request: this /metrics answers only to its IP address, localhost or the host name of its machine\n');
+      return;
+    }
     const path = (req.url ?? '').split('?')[0];
     if (path !== '/metrics') {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: metrics are at /metrics\n');
