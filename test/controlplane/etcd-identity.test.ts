@@ -59,15 +59,23 @@ test('mcctl pki replica NAME issues O=mcplane:replicas, CN=mcplane-replica@NAME 
 
 test('a replica given a node certificate for etcd refuses to start, naming the file and mcctl pki replica', async () => {
   const node = await pki.node('worker-7');
-  await assert.rejects(
-    spawnServer([...storeArgs(node), '--listen', '127.0.0.1:0', '--pki-dir', pki.dir, '--no-bootstrap', '--replica-name', 'imposter']),
-    (err: Error) => {
-      assert.match(err.message, /server exited with 1/);
-      assert.ok(err.message.includes(`--etcd-cert ${node.cert} (CN=worker-7, O=mcplane:nodes) is a node certificate`), err.message);
-      assert.match(err.message, /mcctl pki replica NAME --pki-dir DIR/);
-      return true;
-    },
-  );
+  const refused = (err: Error): boolean => {
+    assert.match(err.message, /server exited with 1/);
+    assert.ok(err.message.includes(`--etcd-cert ${node.cert} (CN=worker-7, O=mcplane:nodes) is a node certificate`), err.message);
+    assert.match(err.message, /mcctl pki replica NAME --pki-dir DIR/);
+    return true;
+  };
+  const args = ['--listen', '127.0.0.1:0', '--pki-dir', pki.dir, '--no-bootstrap', '--replica-name', 'imposter'];
+  await assert.rejects(spawnServer([...storeArgs(node), ...args]), refused);
+  // The set-up of the report: etcd trusts mcplane's CA but has no auth, so it takes the node
+  // certificate; such a replica used to start and lead. mcplane-server is the one to refuse.
+  const root = await pki.client('etcd-root', 'root', 'etcd-operators');
+  const open = await startEtcdCluster({ members: 1, tls: { ca: root.ca, server: { cert: join(pki.dir, 'server.crt'), key: join(pki.dir, 'server.key') }, client: root } });
+  try {
+    await assert.rejects(spawnServer(['--store', `etcd://${open.endpoints[0]}`, '--etcd-ca', node.ca, '--etcd-cert', node.cert, '--etcd-key', node.key, ...args]), refused);
+  } finally {
+    await open.stop();
+  }
   // An operator's certificate is not a replica's either.
   await assert.rejects(
     spawnServer([...storeArgs({ cert: join(pki.dir, 'admin.crt'), key: join(pki.dir, 'admin.key') }), '--listen', '127.0.0.1:0', '--pki-dir', pki.dir, '--no-bootstrap']),
