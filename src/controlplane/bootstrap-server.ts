@@ -16,7 +16,7 @@ import { hostname } from 'node:os';
 import { stringify } from 'yaml';
 import { ConflictError, encodeDataUrl, labelsForPool, toIgnitionV2, type IgnitionConfig, type IgnitionFile, type MachineConfigPool } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
-import { ROLE_NODE, signCertificateRequest, type KeyPairPem } from '../runtime/pki.ts';
+import { RESERVED_NODE_NAMES, ROLE_NODE, signCertificateRequest, type KeyPairPem } from '../runtime/pki.ts';
 import type { ControlPlane } from './control-plane.ts';
 import { RateLimiter, type RateLimit } from './rate-limiter.ts';
 import type { EnrollmentTokenRecord, NodeRecordValue } from './stored-records.ts';
@@ -147,6 +147,9 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     }
     if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(nodeName)) {
       return reply(res, 400, { error: `nodeName "${nodeName}" is not a DNS subdomain (lowercase letters, digits, "-", ".")` });
+    }
+    if (RESERVED_NODE_NAMES.has(nodeName)) {
+      return reply(res, 400, { error: `nodeName "${nodeName}" is reserved: it is etcd's administrator user, which a node certificate must never map to` });
     }
     const stored = await cp.store.get<EnrollmentTokenRecord>('EnrollmentToken', hashToken(token));
     if (!stored) return reply(res, 403, { error: 'the enrollment token is not valid' });

@@ -25,6 +25,11 @@ export const ROLE_ADMIN = 'mcplane:admins';
  */
 export const ROLE_REPLICA = 'mcplane:replicas';
 export const REPLICA_CN_PREFIX = 'mcplane-replica@';
+/**
+ * Names no node may take: an etcd that trusts mcplane's CA maps a certificate's CN to its user,
+ * and etcd's administrator is always called root, so a node named root would be etcd's root.
+ */
+export const RESERVED_NODE_NAMES: ReadonlySet<string> = new Set(['root']);
 export type Role = typeof ROLE_NODE | typeof ROLE_ADMIN;
 
 const KEY_ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256' } as const;

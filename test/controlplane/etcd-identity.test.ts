@@ -7,16 +7,18 @@
 import assert from 'node:assert/strict';
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
+import { request } from 'node:https';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { startEtcdCluster, type EtcdCluster } from '../../sandbox/etcd-cluster.ts';
 import { EtcdConnection } from '../../src/controlplane/store/etcd-connection.ts';
 import { EtcdStore } from '../../src/controlplane/store/etcd-store.ts';
 import { createLogger } from '../../src/runtime/logger.ts';
-import { REPLICA_CN_PREFIX, ROLE_REPLICA, identityOf } from '../../src/runtime/pki.ts';
+import { createCertificateRequest, REPLICA_CN_PREFIX, ROLE_REPLICA, identityOf } from '../../src/runtime/pki.ts';
 import { startReplicaSet, type ReplicaSet } from '../helpers/replica-set.ts';
 import { runCli } from '../helpers/run-cli.ts';
 import { spawnServer } from '../helpers/server-process.ts';
+import { startTestServer } from '../helpers/test-server.ts';
 import { testPki, type TestPki } from '../helpers/test-pki.ts';
 
 let pki: TestPki;
@@ -127,4 +129,32 @@ test('replicas with replica certificates (mcctl pki replica) run on that etcd an
   // The follower fails over: kill the leader, cp-1 takes over through etcd with its own user.
   await set.kill(0);
   assert.equal(await set.waitForLeader(15_000, 0), 1);
+});
+
+test('no node can be named root (etcd\'s administrator, which its certificate\'s CN would map to): mcctl pki node and enrollment refuse it', async () => {
+  const cli = runCli(['pki', 'node', 'root', '--pki-dir', pki.dir]);
+  assert.notEqual(cli.status, 0);
+  assert.match(cli.stderr, /node name "root" is reserved: it is etcd's administrator user/);
+  const server = await startTestServer({ bootstrap: {} });
+  try {
+    const post = (path: string, body: unknown, token?: string): Promise<{ status: number; body: any }> => new Promise((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port: server.handle.bootstrapPort, path, method: body === undefined ? 'GET' : 'POST', ca: readFileSync(join(server.pki.dir, 'ca.crt')), servername: 'localhost', headers: token ? { authorization: `Bearer ${token}` } : {} }, (res) => {
+        let text = '';
+        res.on('data', (d) => { text += d; });
+        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+      });
+      req.on('error', reject);
+      req.end(body === undefined ? undefined : JSON.stringify(body));
+    });
+    const ignition = await post('/config/worker', undefined, 'test-bootstrap-token');
+    assert.equal(ignition.status, 200);
+    const file = ignition.body.storage.files.find((f: any) => f.path === '/etc/mcplane/enrollment-token');
+    const token = Buffer.from(file.contents.source.split(',')[1], 'base64').toString('utf8');
+    const { csrPem } = await createCertificateRequest('root');
+    const res = await post('/enroll', { token, nodeName: 'root', csr: csrPem });
+    assert.equal(res.status, 400);
+    assert.match(res.body.error, /nodeName "root" is reserved/);
+  } finally {
+    await server.close();
+  }
 });

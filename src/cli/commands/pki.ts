@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { ConfigurationError, WORKER_POOL } from '../../machineconfig/index.ts';
-import { createCertificateAuthority, issueCertificate, REPLICA_CN_PREFIX, ROLE_ADMIN, ROLE_NODE, ROLE_REPLICA, type KeyPairPem } from '../../runtime/pki.ts';
+import { createCertificateAuthority, issueCertificate, REPLICA_CN_PREFIX, RESERVED_NODE_NAMES, ROLE_ADMIN, ROLE_NODE, ROLE_REPLICA, type KeyPairPem } from '../../runtime/pki.ts';
 
 function writePair(dir: string, base: string, pair: KeyPairPem): void {
   writeFileSync(join(dir, `${base}.crt`), pair.certPem, { mode: 0o644 });
@@ -47,6 +47,7 @@ export async function pkiNodeCommand(dir: string, name: string, pool = WORKER_PO
 
 async function issueNode(dir: string, ca: KeyPairPem, name: string, pool: string): Promise<string> {
   if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(name)) throw new ConfigurationError(`node name "${name}" must be a DNS subdomain (lowercase letters, digits, "-", ".")`);
+  if (RESERVED_NODE_NAMES.has(name)) throw new ConfigurationError(`node name "${name}" is reserved: it is etcd's administrator user, which a node certificate must never map to`);
   if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(pool)) throw new ConfigurationError(`pool name "${pool}" must be a DNS subdomain (lowercase letters, digits, "-", ".")`);
   const nodesDir = join(dir, 'nodes');
   mkdirSync(nodesDir, { recursive: true, mode: 0o700 });
