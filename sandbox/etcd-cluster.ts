@@ -3,6 +3,8 @@
 // are fast (50 ms heartbeats, 500 ms election timeout) so a killed leader is replaced in about a
 // second; etcd's minimum lease TTL then is ceil(1.5 x 0.5 s) = 1 s instead of 2 s.
 
+import { credentials, loadPackageDefinition, type GrpcObject, type ServiceClientConstructor, type ServiceError } from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
@@ -11,6 +13,7 @@ import { get as httpsGet } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { EtcdConnection } from '../src/controlplane/store/etcd-connection.ts';
 
 export const ETCD_BINARY = process.env.MCPLANE_ETCD ?? '/usr/bin/etcd';
@@ -27,6 +30,23 @@ export interface EtcdClusterOptions {
    * certificate the CA signed (--client-cert-auth); the helper's own calls use the client pair.
    */
   tls?: { ca: string; server: { cert: string; key: string }; client: { cert: string; key: string } };
+  /**
+   * The address members serve clients on (default 127.0.0.1), e.g. this machine's own
+   * non-loopback address to test what mcplane does with etcd off loopback.
+   */
+  clientHost?: string;
+}
+
+/** etcd RBAC as `etcdctl role add / grant-permission / user add / grant-role / auth enable` make it. */
+export interface EtcdAuthSpec {
+  /** A role with read-write on keys under `prefix` only. */
+  role: string;
+  prefix: string;
+  /**
+   * Users granted `role`. With --client-cert-auth etcd takes a client certificate's CN as the
+   * user name, so these are the CNs that may use the prefix.
+   */
+  users: string[];
 }
 
 export interface EtcdCluster {
@@ -41,6 +61,11 @@ export interface EtcdCluster {
   compact(revision: number): Promise<void>;
   /** The index of the member that is the Raft leader now. */
   leader(): Promise<number>;
+  /**
+   * Turns etcd's authentication on: a `root` user (which the helper's own client certificate,
+   * CN=root, then acts as: it needs TLS with a client certificate) and `spec`'s role and users.
+   */
+  enableAuth(spec: EtcdAuthSpec): Promise<void>;
   /** Kills every member and removes the data dirs. */
   stop(): Promise<void>;
   /**
@@ -93,6 +118,7 @@ export async function startEtcdCluster(options: EtcdClusterOptions): Promise<Etc
   }
   const initialCluster = members.map((m) => `${m.name}=http://127.0.0.1:${m.peerPort}`).join(',');
   const scheme = options.tls ? 'https' : 'http';
+  const clientHost = options.clientHost ?? '127.0.0.1';
   const heartbeat = options.heartbeatMs ?? 50;
   const election = options.electionMs ?? 500;
   writeFileSync(join(dir, 'README'), `etcd test cluster ${token}\n`);
@@ -101,8 +127,8 @@ export async function startEtcdCluster(options: EtcdClusterOptions): Promise<Etc
     const args = [
       `--name=${m.name}`,
       `--data-dir=${m.dataDir}`,
-      `--listen-client-urls=${scheme}://127.0.0.1:${m.clientPort}`,
-      `--advertise-client-urls=${scheme}://127.0.0.1:${m.clientPort}`,
+      `--listen-client-urls=${scheme}://${clientHost}:${m.clientPort}`,
+      `--advertise-client-urls=${scheme}://${clientHost}:${m.clientPort}`,
       ...(options.tls ? [`--cert-file=${options.tls.server.cert}`, `--key-file=${options.tls.server.key}`, `--trusted-ca-file=${options.tls.ca}`, '--client-cert-auth'] : []),
       `--listen-peer-urls=http://127.0.0.1:${m.peerPort}`,
       `--initial-advertise-peer-urls=http://127.0.0.1:${m.peerPort}`,
@@ -131,7 +157,7 @@ export async function startEtcdCluster(options: EtcdClusterOptions): Promise<Etc
     for (;;) {
       if (!alive(m)) throw new Error(`etcd member ${m.name} exited while starting; see ${m.logFile}`);
       try {
-        if ((await health(m.clientPort, options.tls)) === 'true') return;
+        if ((await health(clientHost, m.clientPort, options.tls)) === 'true') return;
       } catch { /* not up yet */ }
       if (Date.now() > until) throw new Error(`etcd member ${m.name} not healthy after ${timeoutMs} ms; see ${m.logFile}`);
       await new Promise((r) => setTimeout(r, 50));
@@ -157,10 +183,10 @@ export async function startEtcdCluster(options: EtcdClusterOptions): Promise<Etc
     await Promise.all(members.map(killMember));
     throw err;
   }
-  const endpoints = members.map((m) => `127.0.0.1:${m.clientPort}`);
+  const endpoints = members.map((m) => `${clientHost}:${m.clientPort}`);
 
   const withConnection = async <T>(fn: (c: EtcdConnection) => Promise<T>): Promise<T> => {
-    const live = members.filter(alive).map((m) => `127.0.0.1:${m.clientPort}`);
+    const live = members.filter(alive).map((m) => `${clientHost}:${m.clientPort}`);
     const connection = new EtcdConnection(live.length ? live : endpoints, tlsBuffers(options.tls), 10_000);
     try {
       return await fn(connection);
@@ -197,6 +223,32 @@ export async function startEtcdCluster(options: EtcdClusterOptions): Promise<Etc
       }
       throw new Error('no etcd member is the leader');
     },
+    async enableAuth(spec) {
+      if (!options.tls) throw new Error('enableAuth needs a TLS cluster: the helper acts as root by its client certificate (CN=root)');
+      const Auth = loadAuthService();
+      const client = new Auth(endpoints[0]!, credentials.createSsl(...tlsTriple(options.tls)));
+      const call = (method: string, request: object): Promise<void> => new Promise((resolve, reject) => {
+        (client as unknown as Record<string, (r: object, o: object, cb: (err: ServiceError | null) => void) => void>)[method]!
+          .call(client, request, { deadline: new Date(Date.now() + 10_000) }, (err) => (err ? reject(new Error(`etcd Auth.${method}: ${err.message}`)) : resolve()));
+      });
+      try {
+        // The same steps as: etcdctl user add root; etcdctl user grant-role root root;
+        // etcdctl role add R; etcdctl role grant-permission R readwrite PREFIX --prefix;
+        // etcdctl user add U; etcdctl user grant-role U R; etcdctl auth enable.
+        await call('UserAdd', { name: 'root', password: randomBytes(16).toString('hex') });
+        await call('UserGrantRole', { user: 'root', role: 'root' });
+        await call('RoleAdd', { name: spec.role });
+        await call('RoleGrantPermission', { name: spec.role, perm: { permType: 'READWRITE', key: Buffer.from(spec.prefix), range_end: prefixEnd(spec.prefix) } });
+        for (const user of spec.users) {
+          // A password nobody knows: the user signs in by its certificate's CN only.
+          await call('UserAdd', { name: user, password: randomBytes(16).toString('hex') });
+          await call('UserGrantRole', { user, role: spec.role });
+        }
+        await call('AuthEnable', {});
+      } finally {
+        client.close();
+      }
+    },
     async stop() {
       await Promise.all(members.map(killMember));
       rmSync(dir, { recursive: true, force: true });
@@ -216,8 +268,35 @@ function tlsBuffers(tls: EtcdClusterOptions['tls']): { ca: Buffer; cert: Buffer;
   return tls && { ca: readFileSync(tls.ca), cert: readFileSync(tls.client.cert), key: readFileSync(tls.client.key) };
 }
 
+function tlsTriple(tls: NonNullable<EtcdClusterOptions['tls']>): [Buffer, Buffer, Buffer] {
+  const b = tlsBuffers(tls)!;
+  return [b.ca, b.key, b.cert];
+}
+
+let authService: ServiceClientConstructor | undefined;
+
+function loadAuthService(): ServiceClientConstructor {
+  if (!authService) {
+    const definition = loadSync(fileURLToPath(new URL('./etcd-auth.proto', import.meta.url)), { keepCase: true, enums: String, defaults: true });
+    authService = ((loadPackageDefinition(definition) as GrpcObject).etcdserverpb as GrpcObject).Auth as ServiceClientConstructor;
+  }
+  return authService;
+}
+
+/** The range end that covers every key starting with `prefix` (etcdctl's --prefix). */
+function prefixEnd(prefix: string): Buffer {
+  const end = Buffer.from(prefix);
+  for (let i = end.length - 1; i >= 0; i--) {
+    if (end[i]! < 0xff) {
+      end[i]! += 1;
+      return end.subarray(0, i + 1);
+    }
+  }
+  return Buffer.from([0]);
+}
+
 /** etcd's /health answer ("true" once the member has a leader), over TLS when the member uses it. */
-function health(port: number, tls: EtcdClusterOptions['tls']): Promise<string | undefined> {
+function health(host: string, port: number, tls: EtcdClusterOptions['tls']): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
     const onResponse = (res: import('node:http').IncomingMessage) => {
       let body = '';
@@ -231,8 +310,8 @@ function health(port: number, tls: EtcdClusterOptions['tls']): Promise<string | 
       });
     };
     const req = tls
-      ? httpsGet({ host: '127.0.0.1', port, path: '/health', timeout: 1_000, ...tlsBuffers(tls) }, onResponse)
-      : httpGet({ host: '127.0.0.1', port, path: '/health', timeout: 1_000 }, onResponse);
+      ? httpsGet({ host, port, path: '/health', timeout: 1_000, ...tlsBuffers(tls) }, onResponse)
+      : httpGet({ host, port, path: '/health', timeout: 1_000 }, onResponse);
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', reject);
   });

@@ -8,7 +8,7 @@ import { isEntryPoint } from '../runtime/entry-point.ts';
 import { VERSION } from '../runtime/version.ts';
 import { connect, type Clients, type ConnectionFlags } from './client/connection.ts';
 import { renderCommand, validateCommand } from './commands/offline.ts';
-import { pkiInitCommand, pkiNodeCommand } from './commands/pki.ts';
+import { pkiInitCommand, pkiNodeCommand, pkiReplicaCommand } from './commands/pki.ts';
 import { revokeCommand, tokenCreateCommand } from './commands/identity.ts';
 import { describeCommand, getCommand, type Io } from './commands/read.ts';
 import { completionScript } from './commands/completion.ts';
@@ -198,6 +198,14 @@ export function buildProgram(io: Io): Command {
       const dir = opts.pkiDir ?? program.opts<ConnectionFlags>().pkiDir;
       if (!dir) throw new ConfigurationError('mcctl pki node needs --pki-dir DIR, the directory mcctl pki init wrote');
       write(await pkiNodeCommand(dir, name, opts.pool));
+    });
+  pki.command('replica').description('issue an mcplane-server replica\'s etcd client certificate (O=mcplane:replicas, CN=mcplane-replica@NAME) from an existing CA')
+    .argument('<name>')
+    .option('--pki-dir <dir>', 'the directory mcctl pki init wrote')
+    .action(async (name: string, opts: { pkiDir?: string }) => {
+      const dir = opts.pkiDir ?? program.opts<ConnectionFlags>().pkiDir;
+      if (!dir) throw new ConfigurationError('mcctl pki replica needs --pki-dir DIR, the directory mcctl pki init wrote');
+      write(await pkiReplicaCommand(dir, name));
     });
   const token = pki.command('token').description('bootstrap tokens: each serves one pool\'s config on the bootstrap endpoint');
   connectionOptions(token.command('create')).description('make a bootstrap token for one pool (printed once; list them with mcctl get tokens, remove with mcctl delete token ID)')

@@ -18,7 +18,7 @@ import { hostname } from 'node:os';
 import { stringify } from 'yaml';
 import { ConflictError, encodeDataUrl, labelsForPool, toIgnitionV2, type IgnitionConfig, type IgnitionFile, type MachineConfigPool } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
-import { certificateBinding, ROLE_NODE, signCertificateRequest, type KeyPairPem } from '../runtime/pki.ts';
+import { certificateBinding, RESERVED_NODE_NAMES, ROLE_NODE, signCertificateRequest, type KeyPairPem } from '../runtime/pki.ts';
 import { bootstrapTokenPool, type StaticBootstrapToken } from './bootstrap-tokens.ts';
 import type { ControlPlane } from './control-plane.ts';
 import { RateLimiter, type RateLimit } from './rate-limiter.ts';
@@ -185,6 +185,9 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     if (throttled(req, res, token)) return;
     if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(nodeName)) {
       return fail(req, res, token, 400, `nodeName ${JSON.stringify(nodeName.slice(0, 300))} is not a DNS subdomain (lowercase letters, digits, "-", ".")`);
+    }
+    if (RESERVED_NODE_NAMES.has(nodeName)) {
+      return reply(res, 400, { error: `nodeName "${nodeName}" is reserved: it is etcd's administrator user, which a node certificate must never map to` });
     }
     const stored = await cp.store.get<EnrollmentTokenRecord>('EnrollmentToken', hashToken(token));
     if (!stored) return fail(req, res, token, 403, 'the enrollment token is not valid');

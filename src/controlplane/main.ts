@@ -1,11 +1,13 @@
 // mcplane-server: flags, or a YAML config file (--config), or both (flags win).
 
 import { Command, Option } from 'commander';
+import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { ConfigurationError } from '../machineconfig/index.ts';
 import { createLogger } from '../runtime/logger.ts';
+import { identityOf, REPLICA_CN_PREFIX, ROLE_ADMIN, ROLE_NODE, ROLE_REPLICA } from '../runtime/pki.ts';
 import { onStopSignal, runProgram } from '../runtime/entry-point.ts';
 import { VERSION } from '../runtime/version.ts';
 import { DEFAULT_BOOTSTRAP_PORT } from './bootstrap-server.ts';
@@ -20,6 +22,7 @@ interface Flags {
   etcdCert?: string;
   etcdKey?: string;
   etcdPrefix?: string;
+  etcdAllowPlaintext?: boolean;
   replicaName?: string;
   listen?: string;
   pkiDir?: string;
@@ -70,8 +73,9 @@ export function resolveOptions(flags: Flags): ServerOptions & { logLevel?: strin
   else if (inClusterAvailable(process.env)) options.kubernetes = { inCluster: { env: process.env } };
   if (f.kubernetesSource) options.kubernetesSource = true;
   if (f.replicaName) options.replicaName = f.replicaName;
-  if (f.store) options.etcd = parseStoreUrl(f);
+  if (f.store) options.etcd = parseStoreUrl(f, tlsCa);
   else if (f.etcdCa || f.etcdCert || f.etcdKey) throw new ConfigurationError('--etcd-ca/--etcd-cert/--etcd-key need --store etcd://HOST:PORT[,HOST:PORT...]');
+  else if (f.etcdAllowPlaintext) throw new ConfigurationError('--etcd-allow-plaintext needs --store etcd://HOST:PORT[,HOST:PORT...]');
   if (tlsCa || tlsCert || tlsKey) {
     if (!tlsCa || !tlsCert || !tlsKey) throw new ConfigurationError('--tls-ca, --tls-cert and --tls-key go together (or use --pki-dir)');
     options.tls = { ca: tlsCa, cert: tlsCert, key: tlsKey };
@@ -84,8 +88,11 @@ export function resolveOptions(flags: Flags): ServerOptions & { logLevel?: strin
   return options;
 }
 
-/** `etcd://HOST:PORT[,HOST:PORT...]`, with TLS files when etcd asks for client certificates. */
-function parseStoreUrl(f: Flags): NonNullable<ServerOptions['etcd']> {
+/**
+ * `etcd://HOST:PORT[,HOST:PORT...]`, with TLS files when etcd asks for client certificates.
+ * Plaintext to an address off loopback is refused by the store unless --etcd-allow-plaintext.
+ */
+function parseStoreUrl(f: Flags, mcplaneCa: string | undefined): NonNullable<ServerOptions['etcd']> {
   const m = /^etcd:\/\/(.+)$/.exec(f.store!);
   const endpoints = m ? m[1]!.split(',').map((e) => e.trim()).filter(Boolean) : [];
   const bad = endpoints.filter((e) => !/^(\[[0-9a-fA-F:.]+\]|[^:/\s]+):\d{1,5}$/.test(e));
@@ -94,6 +101,7 @@ function parseStoreUrl(f: Flags): NonNullable<ServerOptions['etcd']> {
   }
   const etcd: NonNullable<ServerOptions['etcd']> = { endpoints };
   if (f.etcdPrefix) etcd.prefix = f.etcdPrefix;
+  if (f.etcdAllowPlaintext) etcd.allowPlaintext = true;
   const files = [f.etcdCa, f.etcdCert, f.etcdKey];
   if (files.some(Boolean)) {
     if (!files.every(Boolean)) throw new ConfigurationError('--etcd-ca, --etcd-cert and --etcd-key go together');
@@ -105,8 +113,47 @@ function parseStoreUrl(f: Flags): NonNullable<ServerOptions['etcd']> {
       }
     };
     etcd.tls = { ca: read(f.etcdCa!, '--etcd-ca'), cert: read(f.etcdCert!, '--etcd-cert'), key: read(f.etcdKey!, '--etcd-key') };
+    checkReplicaIdentity(etcd.tls.cert, f.etcdCert!, mcplaneCa);
   }
   return etcd;
+}
+
+/**
+ * The replica's own etcd client certificate must be a replica's. An etcd that trusts mcplane's
+ * CA (--client-cert-auth --trusted-ca-file=ca.crt) accepts every certificate that CA signed,
+ * node certificates included; the replica refuses to run as a node or an operator, so a node
+ * credential handed to a replica by mistake is found at start-up, not after it has led. etcd
+ * itself refuses node certificates only with its auth enabled and users for replicas' CNs only
+ * (see mcctl pki replica). A certificate from another CA (etcd's own PKI) is etcd's business.
+ */
+function checkReplicaIdentity(certPem: Buffer, file: string, mcplaneCa: string | undefined): void {
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(certPem);
+  } catch (err) {
+    throw new ConfigurationError(`--etcd-cert ${file}: not a PEM certificate (${(err as Error).message})`);
+  }
+  const id = identityOf(certPem);
+  const subject = `CN=${id.commonName}${id.organization ? `, O=${id.organization}` : ''}`;
+  const make = `a replica's etcd identity is a replica certificate (O=${ROLE_REPLICA}, CN=${REPLICA_CN_PREFIX}NAME): make one with mcctl pki replica NAME --pki-dir DIR`;
+  if (id.organization === ROLE_NODE || id.organization === ROLE_ADMIN) {
+    throw new ConfigurationError(`--etcd-cert ${file} (${subject}) is ${id.organization === ROLE_NODE ? 'a node' : 'an operator'} certificate; ${make}`);
+  }
+  if (id.organization === ROLE_REPLICA) {
+    if (!id.commonName.startsWith(REPLICA_CN_PREFIX) || id.commonName.length === REPLICA_CN_PREFIX.length) {
+      throw new ConfigurationError(`--etcd-cert ${file} (${subject}): a replica certificate's CN must be ${REPLICA_CN_PREFIX}NAME, the etcd user it is mapped to; ${make}`);
+    }
+    return;
+  }
+  let ca: X509Certificate | undefined;
+  try {
+    ca = mcplaneCa ? new X509Certificate(readFileSync(mcplaneCa)) : undefined;
+  } catch {
+    // An unreadable --tls-ca is reported by the server's own TLS set-up, naming that flag.
+  }
+  if (ca && cert.checkIssued(ca) && cert.verify(ca.publicKey)) {
+    throw new ConfigurationError(`--etcd-cert ${file} (${subject}) was issued by mcplane's CA (${mcplaneCa}) but is not a replica certificate; ${make}`);
+  }
 }
 
 export async function main(argv: string[]): Promise<void> {
@@ -120,6 +167,7 @@ export async function main(argv: string[]): Promise<void> {
     .option('--etcd-cert <file>', 'client certificate for etcd')
     .option('--etcd-key <file>', 'client key for etcd')
     .option('--etcd-prefix <prefix>', 'key prefix in etcd (default /mcplane/), to share one etcd')
+    .option('--etcd-allow-plaintext', 'let --store use plaintext etcd (no --etcd-ca/--etcd-cert/--etcd-key) at an address other than loopback: every replica write travels unauthenticated and unencrypted')
     .option('--replica-name <name>', 'this replica\'s name among several (default: host name and gRPC port)')
     .option('--listen <host:port>', 'gRPC address (default 0.0.0.0:7443)')
     .option('--pki-dir <dir>', 'directory made by `mcctl pki init` (ca.crt, server.crt, server.key, ca.key, bootstrap-token)')

@@ -16,6 +16,20 @@ x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoPro
 
 export const ROLE_NODE = 'mcplane:nodes';
 export const ROLE_ADMIN = 'mcplane:admins';
+/**
+ * mcplane-server replicas, as etcd clients (mcctl pki replica): never accepted on mcplane's gRPC.
+ * Their CN is REPLICA_CN_PREFIX + name because etcd (--client-cert-auth with auth enabled) takes
+ * the CN as its user name and cannot see O: '@' is not allowed in a node name (a DNS subdomain),
+ * so no node certificate can carry the name of a replica's etcd user. Not ':', which
+ * `etcdctl user add` reads as user:password.
+ */
+export const ROLE_REPLICA = 'mcplane:replicas';
+export const REPLICA_CN_PREFIX = 'mcplane-replica@';
+/**
+ * Names no node may take: an etcd that trusts mcplane's CA maps a certificate's CN to its user,
+ * and etcd's administrator is always called root, so a node named root would be etcd's root.
+ */
+export const RESERVED_NODE_NAMES: ReadonlySet<string> = new Set(['root']);
 export type Role = typeof ROLE_NODE | typeof ROLE_ADMIN;
 
 const KEY_ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256' } as const;

@@ -1,11 +1,11 @@
-// mcctl pki init DIR / mcctl pki node NAME: certificates for a first install.
+// mcctl pki init DIR / mcctl pki node NAME / mcctl pki replica NAME: certificates for a first install.
 
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { ConfigurationError, MASTER_POOL, WORKER_POOL } from '../../machineconfig/index.ts';
-import { createCertificateAuthority, issueCertificate, ROLE_ADMIN, ROLE_NODE, type KeyPairPem } from '../../runtime/pki.ts';
+import { createCertificateAuthority, issueCertificate, REPLICA_CN_PREFIX, RESERVED_NODE_NAMES, ROLE_ADMIN, ROLE_NODE, ROLE_REPLICA, type KeyPairPem } from '../../runtime/pki.ts';
 
 function writePair(dir: string, base: string, pair: KeyPairPem): void {
   writeFileSync(join(dir, `${base}.crt`), pair.certPem, { mode: 0o644 });
@@ -55,9 +55,29 @@ export async function pkiNodeCommand(dir: string, name: string, pool = WORKER_PO
 
 async function issueNode(dir: string, ca: KeyPairPem, name: string, pool: string): Promise<string> {
   if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(name)) throw new ConfigurationError(`node name "${name}" must be a DNS subdomain (lowercase letters, digits, "-", ".")`);
+  if (RESERVED_NODE_NAMES.has(name)) throw new ConfigurationError(`node name "${name}" is reserved: it is etcd's administrator user, which a node certificate must never map to`);
   if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(pool)) throw new ConfigurationError(`pool name "${pool}" must be a DNS subdomain (lowercase letters, digits, "-", ".")`);
   const nodesDir = join(dir, 'nodes');
   mkdirSync(nodesDir, { recursive: true, mode: 0o700 });
   writePair(nodesDir, name, await issueCertificate(ca, { commonName: name, organization: ROLE_NODE, organizationalUnit: pool, usage: 'client' }));
   return `wrote ${nodesDir}/${name}.crt, ${name}.key   node credentials (O=${ROLE_NODE}, OU=${pool}, CN=${name}): bound to pool ${pool}`;
+}
+
+/**
+ * A replica's client certificate for etcd (--etcd-cert/--etcd-key), for an etcd that trusts
+ * mcplane's CA. etcd maps its CN to an etcd user; give only those users a role on mcplane's key
+ * prefix and node certificates (same CA) are refused by etcd itself.
+ */
+export async function pkiReplicaCommand(dir: string, name: string): Promise<string> {
+  if (!/^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$/.test(name)) throw new ConfigurationError(`replica name "${name}" must be lowercase letters, digits, "-", "." (at most 63)`);
+  const ca = readCa(dir);
+  const replicasDir = join(dir, 'replicas');
+  mkdirSync(replicasDir, { recursive: true, mode: 0o700 });
+  const commonName = `${REPLICA_CN_PREFIX}${name}`;
+  writePair(replicasDir, name, await issueCertificate(ca, { commonName, organization: ROLE_REPLICA, usage: 'client' }));
+  return [
+    `wrote ${replicasDir}/${name}.crt, ${name}.key   etcd client credentials (O=${ROLE_REPLICA}, CN=${commonName})`,
+    `  mcplane-server --etcd-ca ETCD_CA --etcd-cert ${replicasDir}/${name}.crt --etcd-key ${replicasDir}/${name}.key ...`,
+    `  etcd maps the CN to its user "${commonName}": etcdctl user add '${commonName}' --new-user-password "$(openssl rand -hex 32)"; etcdctl user grant-role '${commonName}' mcplane`,
+  ].join('\n') + '\n';
 }

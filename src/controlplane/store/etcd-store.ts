@@ -15,6 +15,7 @@ import type { ServiceError } from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
 import { ConfigurationError, ConflictError, StoreLimitError, StoreUnavailableError } from '../../machineconfig/index.ts';
 import type { Logger } from '../../runtime/logger.ts';
+import { isLoopbackHost } from '../../runtime/tls.ts';
 import { encodeEnvelope, decodeEnvelope, EtcdKeys, nextKey } from './etcd-codec.ts';
 import { describeGrpcError, EtcdConnection, type EtcdTls } from './etcd-connection.ts';
 import { EtcdLease } from './etcd-lease.ts';
@@ -30,6 +31,11 @@ export interface EtcdStoreOptions {
   prefix?: string;
   /** TLS to etcd (its --trusted-ca-file side); plaintext when absent. */
   tls?: EtcdTls;
+  /**
+   * Plaintext to an endpoint other than loopback. Refused without it: etcd holds every
+   * MachineConfig and the leader lease, and plaintext lets anyone on the path read and write them.
+   */
+  allowPlaintext?: boolean;
   log: Logger;
   /** The deadline of every call, over all the members it tries. */
   deadlineMs?: number;
@@ -76,6 +82,7 @@ export class EtcdStore implements Store {
     if (!prefix.endsWith('/') || prefix.length < 2) {
       throw new ConfigurationError(`etcd store: prefix: "${prefix}" must be a non-empty key prefix ending with "/" (so that it cannot overlap another prefix)`);
     }
+    if (!options.tls) checkPlaintext(options.endpoints, options.allowPlaintext === true, options.log);
     const connection = new EtcdConnection(options.endpoints, options.tls, options.deadlineMs ?? DEFAULT_ETCD_DEADLINE_MS);
     try {
       const res = await connection.unary<StatusResponse>('Maintenance', 'Status', {}, 'Status');
@@ -304,6 +311,23 @@ function versionCompare(key: Buffer, expected: string | null): Compare {
 }
 
 /** etcd's answers as the contract's errors. */
+/**
+ * Plaintext etcd on loopback stays on this machine (tests, a single-host set-up): allowed, with
+ * an info line. Anywhere else it needs the operator's explicit opt-in, and is logged at warn every
+ * start so that it is not forgotten.
+ */
+function checkPlaintext(endpoints: string[], allowed: boolean, log: Logger): void {
+  const remote = endpoints.filter((ep) => !isLoopbackHost(ep.slice(0, ep.lastIndexOf(':'))));
+  if (remote.length === 0) {
+    log.info({ endpoints }, 'etcd over plaintext on loopback (no --etcd-ca/--etcd-cert/--etcd-key)');
+    return;
+  }
+  if (!allowed) {
+    throw new ConfigurationError(`etcd store: plaintext (no --etcd-ca, --etcd-cert, --etcd-key) to ${remote.join(', ')}, which is not loopback: anyone on the network path could read and rewrite the cluster's configs and take the leader lease. Give etcd's CA and a client certificate (mcctl pki replica NAME), or --etcd-allow-plaintext (config key etcdAllowPlaintext: true) to use plaintext anyway`);
+  }
+  log.warn({ endpoints: remote }, 'etcd over plaintext off loopback (--etcd-allow-plaintext): replica traffic is neither authenticated nor encrypted');
+}
+
 function mapError(err: unknown, what: string): Error {
   if (err instanceof Error && 'code' in err && typeof (err as { code: unknown }).code === 'string') return err; // already ours
   const e = err as ServiceError;
@@ -313,6 +337,11 @@ function mapError(err: unknown, what: string): Error {
       return new StoreLimitError(`etcd refused ${what}: ${details}`);
     }
     if (e.code === status.RESOURCE_EXHAUSTED) return new StoreLimitError(`etcd ${what}: ${details}`);
+    if (e.code === status.PERMISSION_DENIED) {
+      // etcd's auth is on and the user it mapped this replica to (the CN of --etcd-cert) may not
+      // use these keys: a set-up problem the operator has to see named, not a passing outage.
+      return new StoreUnavailableError(`etcd ${what} failed: ${describeGrpcError(e)} (with etcd's auth on, the CN of this replica's --etcd-cert is its etcd user, which needs a role with readwrite on the key prefix)`, { cause: err });
+    }
     return new StoreUnavailableError(`etcd ${what} failed: ${describeGrpcError(e)}`, { cause: err });
   }
   return err instanceof Error ? err : new StoreUnavailableError(`etcd ${what} failed: ${String(err)}`);

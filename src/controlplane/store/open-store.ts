@@ -13,6 +13,8 @@ export interface StoreOptions {
     /** Key prefix, so several mcplane installations can share one etcd. */
     prefix?: string;
     tls?: { ca: Buffer; cert: Buffer; key: Buffer };
+    /** Plaintext (no tls) to an address other than loopback: refused unless set. */
+    allowPlaintext?: boolean;
   };
   log: Logger;
 }
