@@ -1,0 +1,122 @@
+// What a keyed controller is, and the workers that run one: controller-runtime's Reconciler and
+// controller loop, in the small. A controller reconciles one key (a pool name, a node name) at a
+// time, taken from its own rate-limited queue; `concurrency` workers take keys at once, and the
+// queue guarantees no two of them ever hold the same key. A slow key (a drain held by a
+// PodDisruptionBudget) holds one worker, never the controller, and never another controller.
+//
+// Leadership: the run takes an AbortSignal. When it aborts (this replica stopped leading, or the
+// server is stopping) workers take no new keys, and the reconciles in flight see the same signal,
+// which they pass to every await on the store and on Kubernetes, so nothing a deposed leader
+// started goes on to write.
+//
+// Not wired into the control plane yet: ControllerManager (../controller-manager.ts) still runs
+// the unkeyed controllers of ../controller.ts. docs/ARCHITECTURE.md says how the move goes.
+
+import type { Logger } from '../../runtime/logger.ts';
+import type { CacheChange } from '../cluster-cache.ts';
+import { MAX_REQUEUE_MS, type ReconcileResult } from '../controller.ts';
+import type { RateLimitingQueue } from './workqueue.ts';
+
+export interface KeyedController<K = string, C = CacheChange> {
+  readonly name: string;
+  /** Runs only while this replica leads (render, membership, rollout, drain, pool status). */
+  readonly leaderOnly: boolean;
+  /** Workers taking keys at once; the same key is never reconciled twice at once whatever this is. */
+  readonly concurrency: number;
+  /**
+   * The event handler: the keys a cache change makes worth reconciling. On a resync (the cache
+   * relisted, or this replica just became leader) it returns every key it knows of.
+   */
+  keysFor(change: C): Iterable<K>;
+  /**
+   * Brings `key` to its desired state. Throwing retries the key with per-key exponential
+   * backoff; returning `requeueAfterMs` runs it again then (time-driven work: windows, soaks).
+   * `signal` aborts when the run stops: pass it to every store and Kubernetes call.
+   */
+  reconcile(key: K, signal: AbortSignal): Promise<ReconcileResult | void>;
+}
+
+export interface RunControllerOptions {
+  log: Logger;
+}
+
+/** Queues the keys `change` maps to; an event handler that throws is logged, never rethrown into the cache. */
+export function enqueueChange<K, C>(
+  controller: KeyedController<K, C>,
+  queue: RateLimitingQueue<K>,
+  change: C,
+  log: Logger,
+): void {
+  try {
+    for (const key of controller.keysFor(change)) queue.add(key);
+  } catch (err) {
+    log.error({ err, controller: controller.name }, 'mapping a change to keys failed');
+  }
+}
+
+/**
+ * Runs `controller.concurrency` workers on `queue` until `signal` aborts (or the queue shuts
+ * down); resolves once every reconcile in flight has returned. The queue outlives the run: keys
+ * still queued, and the keys of reconciles cut short by the abort, wait there for the next run.
+ */
+export async function runController<K, C>(
+  controller: KeyedController<K, C>,
+  queue: RateLimitingQueue<K>,
+  signal: AbortSignal,
+  options: RunControllerOptions,
+): Promise<void> {
+  const { concurrency } = controller;
+  if (!Number.isInteger(concurrency) || concurrency < 1) {
+    throw new RangeError(`controller ${controller.name}: concurrency must be a whole number of at least 1, not ${concurrency}`);
+  }
+  const log = options.log.child({ controller: controller.name });
+  const worker = async (): Promise<void> => {
+    for (;;) {
+      const key = await queue.get(signal);
+      if (key === undefined) return;
+      if (signal.aborted) {
+        // Handed a key in the same tick the run stopped: leave it queued for the next run.
+        queue.add(key);
+        queue.done(key);
+        return;
+      }
+      try {
+        await processOne(controller, queue, key, signal, log);
+      } finally {
+        queue.done(key);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+}
+
+async function processOne<K, C>(
+  controller: KeyedController<K, C>,
+  queue: RateLimitingQueue<K>,
+  key: K,
+  signal: AbortSignal,
+  log: Logger,
+): Promise<void> {
+  let result: ReconcileResult | void;
+  try {
+    result = await controller.reconcile(key, signal);
+  } catch (err) {
+    if (signal.aborted) {
+      // Cut short by the abort: the failure is the abort's, not the key's, so no backoff; left
+      // dirty, done() queues it again for the next run.
+      queue.add(key);
+      log.debug({ err, key }, 'reconcile stopped: the run was cancelled');
+      return;
+    }
+    log.error({ err, key, retries: queue.numRequeues(key) }, 'reconcile failed; retrying with backoff');
+    queue.addRateLimited(key);
+    return;
+  }
+  queue.forget(key);
+  if (signal.aborted) {
+    // It returned, but the run stopped meanwhile: it may not have finished its work.
+    queue.add(key);
+    return;
+  }
+  if (result?.requeueAfterMs !== undefined) queue.addAfter(key, Math.min(result.requeueAfterMs, MAX_REQUEUE_MS));
+}
