@@ -21,6 +21,7 @@ interface Flags {
   etcdKey?: string;
   etcdPrefix?: string;
   replicaName?: string;
+  leaseTtl?: string | number;
   listen?: string;
   pkiDir?: string;
   tlsCa?: string;
@@ -70,6 +71,12 @@ export function resolveOptions(flags: Flags): ServerOptions & { logLevel?: strin
   else if (inClusterAvailable(process.env)) options.kubernetes = { inCluster: { env: process.env } };
   if (f.kubernetesSource) options.kubernetesSource = true;
   if (f.replicaName) options.replicaName = f.replicaName;
+  if (f.leaseTtl !== undefined) {
+    // etcd rounds a TTL below its minimum (1.5 s with default timings) up; 1 s is the floor here.
+    const seconds = Number(f.leaseTtl);
+    if (!Number.isInteger(seconds) || seconds < 1 || seconds > 300) throw new ConfigurationError(`--lease-ttl ${f.leaseTtl}: expected whole seconds from 1 to 300`);
+    options.leaseTtlMs = seconds * 1000;
+  }
   if (f.store) options.etcd = parseStoreUrl(f);
   else if (f.etcdCa || f.etcdCert || f.etcdKey) throw new ConfigurationError('--etcd-ca/--etcd-cert/--etcd-key need --store etcd://HOST:PORT[,HOST:PORT...]');
   if (tlsCa || tlsCert || tlsKey) {
@@ -121,6 +128,7 @@ export async function main(argv: string[]): Promise<void> {
     .option('--etcd-key <file>', 'client key for etcd')
     .option('--etcd-prefix <prefix>', 'key prefix in etcd (default /mcplane/), to share one etcd')
     .option('--replica-name <name>', 'this replica\'s name among several (default: host name and gRPC port)')
+    .option('--lease-ttl <seconds>', 'this replica\'s lease TTL: how long a dead or cut-off replica still counts as alive and leading (default 5)')
     .option('--listen <host:port>', 'gRPC address (default 0.0.0.0:7443)')
     .option('--pki-dir <dir>', 'directory made by `mcctl pki init` (ca.crt, server.crt, server.key, ca.key, bootstrap-token)')
     .option('--tls-ca <file>', 'CA that client certificates must chain to')

@@ -44,3 +44,12 @@ test('a malformed --store, or TLS files without it, or only some of them, are er
   assert.throws(() => resolveOptions({ store: 'etcd://h:1', etcdCa: file('only-ca', 'x') }), /go together/);
   assert.throws(() => resolveOptions({ store: 'etcd://h:1', etcdCa: '/missing/ca', etcdCert: '/missing/c', etcdKey: '/missing/k' }), /--etcd-ca \/missing\/ca: ENOENT/);
 });
+
+test('--lease-ttl sets the replica lease in whole seconds (tests shorten failover with it); the file takes leaseTtl', () => {
+  assert.equal(resolveOptions({}).leaseTtlMs, undefined);
+  assert.equal(resolveOptions({ leaseTtl: '2' }).leaseTtlMs, 2000);
+  assert.equal(resolveOptions({ config: file('lease.yaml', 'leaseTtl: 3\n') }).leaseTtlMs, 3000);
+  for (const bad of ['0', '1.5', 'soon', '301']) {
+    assert.throws(() => resolveOptions({ leaseTtl: bad }), (e: Error) => e instanceof ConfigurationError && e.message === `--lease-ttl ${bad}: expected whole seconds from 1 to 300`);
+  }
+});
