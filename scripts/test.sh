@@ -155,5 +155,5 @@ echo "total $((SECONDS - total_start))" >>"$WALL"
 
 # --- 4. What the run found ---------------------------------------------------------------------
 node scripts/test/summary.mjs "$MCPLANE_TEST_RECORD" "$WALL" || failed=1
-rm -rf "$RUN_DIR"
+if [ "$failed" = 0 ]; then rm -rf "$RUN_DIR"; else echo "the run's record and coverage stay in $RUN_DIR"; fi
 exit "$failed"
