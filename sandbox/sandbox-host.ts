@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { stringify } from 'yaml';
 import type { TestPki } from '../test/helpers/test-pki.ts';
+import { programArgs } from '../test/helpers/run-cli.ts';
 import { startUserSystemd, type UserSystemd } from './user-systemd.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -143,7 +144,7 @@ export class SandboxHost {
   }
 
   spawnAgent(env: NodeJS.ProcessEnv = this.#env): void {
-    const [program, ...args] = this.options.agentCommand ?? [process.execPath, '--import', 'tsx', 'src/agent/main.ts'];
+    const [program, ...args] = this.options.agentCommand ?? [process.execPath, ...programArgs('mcplane-agent')];
     const child = spawn(program!, [...args, ...(this.#rootMode ? ['--root', this.root] : ['--config', this.configPath])], {
       cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -24,6 +24,7 @@ interface Flags {
   etcdPrefix?: string;
   etcdAllowPlaintext?: boolean;
   replicaName?: string;
+  leaseTtl?: string | number;
   listen?: string;
   pkiDir?: string;
   tlsCa?: string;
@@ -73,6 +74,12 @@ export function resolveOptions(flags: Flags): ServerOptions & { logLevel?: strin
   else if (inClusterAvailable(process.env)) options.kubernetes = { inCluster: { env: process.env } };
   if (f.kubernetesSource) options.kubernetesSource = true;
   if (f.replicaName) options.replicaName = f.replicaName;
+  if (f.leaseTtl !== undefined) {
+    // etcd rounds a TTL below its minimum (1.5 s with default timings) up; 1 s is the floor here.
+    const seconds = Number(f.leaseTtl);
+    if (!Number.isInteger(seconds) || seconds < 1 || seconds > 300) throw new ConfigurationError(`--lease-ttl ${f.leaseTtl}: expected whole seconds from 1 to 300`);
+    options.leaseTtlMs = seconds * 1000;
+  }
   if (f.store) options.etcd = parseStoreUrl(f, tlsCa);
   else if (f.etcdCa || f.etcdCert || f.etcdKey) throw new ConfigurationError('--etcd-ca/--etcd-cert/--etcd-key need --store etcd://HOST:PORT[,HOST:PORT...]');
   else if (f.etcdAllowPlaintext) throw new ConfigurationError('--etcd-allow-plaintext needs --store etcd://HOST:PORT[,HOST:PORT...]');
@@ -169,6 +176,7 @@ export async function main(argv: string[]): Promise<void> {
     .option('--etcd-prefix <prefix>', 'key prefix in etcd (default /mcplane/), to share one etcd')
     .option('--etcd-allow-plaintext', 'let --store use plaintext etcd (no --etcd-ca/--etcd-cert/--etcd-key) at an address other than loopback: every replica write travels unauthenticated and unencrypted')
     .option('--replica-name <name>', 'this replica\'s name among several (default: host name and gRPC port)')
+    .option('--lease-ttl <seconds>', 'this replica\'s lease TTL: how long a dead or cut-off replica still counts as alive and leading (default 5)')
     .option('--listen <host:port>', 'gRPC address (default 0.0.0.0:7443)')
     .option('--pki-dir <dir>', 'directory made by `mcctl pki init` (ca.crt, server.crt, server.key, ca.key, bootstrap-token)')
     .option('--tls-ca <file>', 'CA that client certificates must chain to')

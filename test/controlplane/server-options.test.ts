@@ -105,3 +105,12 @@ test('plaintext etcd off loopback: the server refuses it naming --etcd-allow-pla
     await etcd.stop();
   }
 });
+
+test('--lease-ttl sets the replica lease in whole seconds (tests shorten failover with it); the file takes leaseTtl', () => {
+  assert.equal(resolveOptions({}).leaseTtlMs, undefined);
+  assert.equal(resolveOptions({ leaseTtl: '2' }).leaseTtlMs, 2000);
+  assert.equal(resolveOptions({ config: file('lease.yaml', 'leaseTtl: 3\n') }).leaseTtlMs, 3000);
+  for (const bad of ['0', '1.5', 'soon', '301']) {
+    assert.throws(() => resolveOptions({ leaseTtl: bad }), (e: Error) => e instanceof ConfigurationError && e.message === `--lease-ttl ${bad}: expected whole seconds from 1 to 300`);
+  }
+});

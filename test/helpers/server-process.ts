@@ -2,7 +2,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { REPO_ROOT } from './run-cli.ts';
+import { programArgs, REPO_ROOT } from './run-cli.ts';
 
 export interface ServerProcess {
   child: ChildProcess;
@@ -12,7 +12,7 @@ export interface ServerProcess {
 }
 
 export async function spawnServer(args: string[]): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/controlplane/main.ts', ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...programArgs('mcplane-server'), ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let stderr = '';

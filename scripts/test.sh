@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# The whole test run, from a fresh clone (npm test and .ci/run call this):
+#   1. the Debian packages the tests drive for real (installed when root, else the exact
+#      apt-get command is printed and the run stops),
+#   2. npm ci when node_modules is missing or does not match package-lock.json,
+#   3. the typecheck, then every test file on SQLite, then the files whose outcome depends on the
+#      store again on etcd (lists below), with coverage of the SQLite passes,
+#   4. the 15 slowest files, each pass's wall time, and every skipped test (a skip fails the run).
+# Files run side by side (TEST_CONCURRENCY, default 3: most of a file's time is spent waiting on
+# processes, timers and leases, not on the CPU); the files that assert wall-clock bounds run
+# afterwards one at a time, so a neighbour's CPU burst cannot push them past their bounds.
+# Arguments: files to run instead of the whole suite (on SQLite, then on etcd those in the etcd
+# list), e.g. scripts/test.sh test/controlplane/rollout.test.ts; or --etcd-only: the etcd passes
+# alone (npm run test:etcd). Neither typechecks nor collects coverage.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+# --- 1. Debian packages (also listed in .ci/run's header) -------------------------------------
+missing=()
+command -v rpmbuild >/dev/null || missing+=(rpm)                    # rpmbuild, rpm: the RPM tests
+[ -x /lib/systemd/systemd ] || missing+=(systemd)                    # real systemd user managers
+command -v unshare >/dev/null || missing+=(util-linux)               # their private mount namespaces
+[ -x /usr/bin/etcd ] || missing+=(etcd-server)                       # real etcd members
+[ -x /usr/bin/chromium ] || missing+=(chromium fonts-liberation)     # mcctl dashboard in a browser
+{ [ -x /usr/bin/prometheus ] && command -v promtool >/dev/null; } || missing+=(prometheus)  # scrapes, alert rules
+if [ ${#missing[@]} -gt 0 ]; then
+  # No recommends: they pull in a desktop (printing, exporters) the tests do not use.
+  install=(apt-get install -y -qq --no-install-recommends "${missing[@]}")
+  if [ "$(id -u)" != 0 ]; then
+    echo "missing Debian packages: ${missing[*]}; as root run:" >&2
+    echo "  apt-get update && ${install[*]}" >&2
+    exit 1
+  fi
+  echo "installing Debian packages: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${install[@]}" >/dev/null
+fi
+if [ "$(id -u)" != 0 ] && [ "${MCPLANE_TEST_ALLOW_SKIPS:-}" != 1 ]; then
+  echo "the agent and packaging tests start systemd user managers in private mount namespaces and" >&2
+  echo "cgroups, which needs root: run as root (or set MCPLANE_TEST_ALLOW_SKIPS=1 to skip them)" >&2
+  exit 1
+fi
+
+# --- 2. npm packages ---------------------------------------------------------------------------
+# `npm ls` fails when a package is missing or does not match package.json. A node_modules that is
+# a link (a worktree sharing another checkout's) is someone else's to update: left alone.
+if [ ! -e node_modules ] || { [ ! -L node_modules ] && ! npm ls --depth=0 >/dev/null 2>&1; }; then
+  npm ci --no-audit --no-fund
+fi
+# Node 24 comes from the node@24 dev dependency even where the machine's node is older.
+export PATH="$ROOT/node_modules/.bin:$PATH"
+
+RUN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/mcplane-test-run-XXXXXX")
+export MCPLANE_TEST_RECORD=$RUN_DIR/record.jsonl
+WALL=$RUN_DIR/wall.txt
+: >"$MCPLANE_TEST_RECORD"
+CONCURRENCY=${TEST_CONCURRENCY:-3}
+
+# pass NAME STORE CONCURRENCY FILE... : one node --test invocation, spec output, its wall time.
+failed=0
+pass() {
+  local name=$1 store=$2 concurrency=$3; shift 3
+  [ $# -gt 0 ] || return 0
+  echo "=== $name: $# files, store $store, $concurrency at a time"
+  local start=$SECONDS
+  MCPLANE_TEST_PASS=$name MCPLANE_TEST_STORE=$store node --import tsx --import ./scripts/test/no-child-coverage.mjs \
+    --test --test-force-exit --test-concurrency="$concurrency" \
+    --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=./scripts/test/reporter.mjs --test-reporter-destination="$RUN_DIR/reporter.out" \
+    "$@" || failed=1
+  echo "$name $((SECONDS - start))" >>"$WALL"
+}
+
+# --- 3. The suite ------------------------------------------------------------------------------
+# Files that assert wall-clock bounds (failover and re-registration times, deadlines, exit within
+# N s of a signal, lease expiry margins) or race timers against real processes: one at a time.
+SERIAL=(
+  test/controlplane/replica-failover.test.ts      # a new leader within 10 s, agents back within 5 s
+  test/controlplane/replica-partition.test.ts     # NOT_SERVING within 5 s of the cut
+  test/controlplane/store-contract.test.ts        # deadlines + 500 ms, lease loss within its TTL
+  test/controlplane/durability.test.ts            # exits within 2 s of SIGTERM
+  test/kubernetes/drain-failover.test.ts          # a drain resumed by the next leader
+  test/agent/multiple-servers.test.ts             # re-registers on the second replica within 5 s
+  test/agent/drift-and-failures.test.ts           # drift reported within 2 s
+  test/agent/dbus-deadlines.test.ts               # D-Bus call deadlines against a frozen manager
+  test/agent/watchdog.test.ts                     # the watchdog starves on a step deadline
+  test/agent/health-gate.test.ts                  # health checks' timeouts and intervals
+  test/agent/health-gate-crash.test.ts
+  test/packaging/demo.test.ts                     # every process gone within 5 s of Ctrl-C
+)
+
+# The etcd pass: the files whose outcome depends on the store and that reach it through
+# startTestServer (MCPLANE_TEST_STORE picks the store). Files that start etcd themselves (the
+# store contract, replicas, failover, partition, cluster cache, drain failover, Kubernetes-source
+# replicas, replica metrics) already ran on etcd above; the CLI's, the agent's, the Kubernetes
+# client's, the pure machineconfig and the packaging files do not touch the store beyond what
+# these cover, so they run once.
+ETCD=(
+  test/controlplane/config-api.test.ts            # apply/delete: transactions, resource versions
+  test/controlplane/input-limits.test.ts          # size limits vs etcd's request size
+  test/controlplane/enrollment-tokens.test.ts     # tokens stored, swept, used once
+  test/controlplane/bootstrap-endpoint.test.ts    # enrollment through the store
+  test/controlplane/bootstrap-token-scope.test.ts # stored bootstrap tokens, read through the cache
+  test/controlplane/certificate-revocation.test.ts # revocations and bindings checked in the commit
+  test/controlplane/durability.test.ts            # a server restarted on its data (etcd prefix)
+  test/controlplane/render-controller.test.ts     # controllers: renders and their collection
+  test/controlplane/rollout.test.ts               # controllers: the rollout
+  test/controlplane/rollout-safety.test.ts
+  test/controlplane/canary-breaker.test.ts
+  test/controlplane/policy-redecision.test.ts
+  test/controlplane/cluster-disruption-policy-api.test.ts
+  test/controlplane/session-end-status.test.ts    # sessions: fencing, end of stream
+  test/controlplane/status-reads.test.ts          # reads and watches; names the store
+  test/controlplane/server-metrics.test.ts        # store metrics per backend
+  test/kubernetes/drain.test.ts                   # drain state kept in the store
+  test/kubernetes/kubernetes-source.test.ts       # cluster objects mirrored into the store
+  test/agent/update-flow.test.ts                  # one real agent's whole update over an etcd-backed server
+)
+
+in_list() { local x=$1; shift; for y in "$@"; do [ "$x" = "$y" ] && return 0; done; return 1; }
+split() { # split VAR_PARALLEL VAR_SERIAL FILE...: files into side-by-side and one-at-a-time
+  local -n par=$1 ser=$2; shift 2
+  par=(); ser=()
+  for f in "$@"; do if in_list "$f" "${SERIAL[@]}"; then ser+=("$f"); else par+=("$f"); fi; done
+}
+
+total_start=$SECONDS
+if [ "${1:-}" = --etcd-only ]; then
+  split par ser "${ETCD[@]}"
+  pass etcd etcd "$CONCURRENCY" "${par[@]}"
+  pass etcd-serial etcd 1 "${ser[@]}"
+elif [ $# -gt 0 ]; then
+  split par ser "$@"
+  pass sqlite sqlite "$CONCURRENCY" "${par[@]}"
+  pass sqlite-serial sqlite 1 "${ser[@]}"
+  split par ser $(for f in "$@"; do in_list "$f" "${ETCD[@]}" && echo "$f"; done)
+  pass etcd etcd "$CONCURRENCY" "${par[@]}"
+  pass etcd-serial etcd 1 "${ser[@]}"
+else
+  npm run -s typecheck
+  echo "typecheck $((SECONDS - total_start))" >>"$WALL"
+  mapfile -t all < <(find test -name '*.test.ts' | sort)
+  for f in "${ETCD[@]}"; do [ -f "$f" ] || { echo "scripts/test.sh: $f in the etcd list does not exist" >&2; exit 1; }; done
+  # Coverage of the SQLite passes, in the test files' processes (see scripts/test/no-child-coverage.mjs).
+  export NODE_V8_COVERAGE=$RUN_DIR/coverage
+  split par ser "${all[@]}"
+  pass sqlite sqlite "$CONCURRENCY" "${par[@]}"
+  pass sqlite-serial sqlite 1 "${ser[@]}"
+  unset NODE_V8_COVERAGE
+  c8 report --temp-directory "$RUN_DIR/coverage" --reporter=text-summary || true
+  split par ser "${ETCD[@]}"
+  pass etcd etcd "$CONCURRENCY" "${par[@]}"
+  pass etcd-serial etcd 1 "${ser[@]}"
+fi
+echo "total $((SECONDS - total_start))" >>"$WALL"
+
+# --- 4. What the run found ---------------------------------------------------------------------
+node scripts/test/summary.mjs "$MCPLANE_TEST_RECORD" "$WALL" || failed=1
+if [ "$failed" = 0 ]; then rm -rf "$RUN_DIR"; else echo "the run's record and coverage stay in $RUN_DIR"; fi
+exit "$failed"

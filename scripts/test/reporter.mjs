@@ -1,0 +1,30 @@
+// A node:test reporter that prints nothing: it appends one JSON line per test file to the file
+// named by MCPLANE_TEST_RECORD (the file's time as its process measured it, its counts, and why
+// each skipped test was skipped), for scripts/test/summary.mjs to print the slowest files and the
+// skips once every pass has run. Used beside the spec reporter by scripts/test.sh.
+
+import { appendFileSync } from 'node:fs';
+import { relative } from 'node:path';
+
+export default async function* record(source) {
+  const out = process.env.MCPLANE_TEST_RECORD;
+  const pass = process.env.MCPLANE_TEST_PASS ?? '';
+  const skips = new Map();
+  for await (const event of source) {
+    const { type, data } = event;
+    if (type === 'test:skip' && data.file) {
+      const list = skips.get(data.file) ?? [];
+      list.push({ name: data.name, reason: typeof data.skip === 'string' ? data.skip : '' });
+      skips.set(data.file, list);
+    }
+    // One summary per file (with process isolation), then one for the whole run without a file.
+    if (type === 'test:summary' && data.file && out) {
+      const { tests, passed, failed, cancelled, skipped, todo } = data.counts;
+      appendFileSync(out, JSON.stringify({
+        pass, file: relative(process.cwd(), data.file), ms: Math.round(data.duration_ms),
+        tests, passed, failed, cancelled, skipped, todo, skips: skips.get(data.file) ?? [],
+      }) + '\n');
+    }
+  }
+  yield '';
+}
