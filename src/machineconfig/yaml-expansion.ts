@@ -7,12 +7,13 @@
 // quadratic too (20,000 keys in one mapping: 6 s; 40,000 aliases: 145 s).
 //
 // So a text is measured in three steps, each bounded by what the step before let through:
-//   1. its tokens are counted with the library's lexer (cheap, no tree), stopping as soon as the
-//      request's token budget runs out; only a text that fits is parsed into a tree at all;
+//   1. its tokens, and among them its anchors and aliases, are counted with the library's lexer
+//      (cheap, no tree), stopping as soon as the request's budget runs out; only a text that fits
+//      is parsed into a tree at all;
 //   2. each parsed document is walked once (O(nodes), iteratively, so depth cannot overflow the
 //      stack) counting nodes with every alias at the size of its anchor's node (memoized, never
-//      expanded), and its anchors and aliases, and checking duplicate keys with a Set per mapping
-//      (the library's check, which compares each key with all before it, is switched off);
+//      expanded), and checking duplicate keys with a Set per mapping (the library's check, which
+//      compares each key with all before it, is switched off);
 //   3. only then is it converted to plain values (toJS), which shares aliased values.
 // The budget is per request (every manifest of one Apply together), so splitting a bomb into
 // many small texts gains nothing.
@@ -21,7 +22,7 @@ import { isAlias, isCollection, isMap, isPair, isScalar, Lexer, type Document, t
 import type { Problem } from './errors.ts';
 
 /** Lexer tokens (scalars, indicators, line breaks, indentation, comments) in one request's YAML. */
-export const MAX_APPLY_YAML_TOKENS = 200_000;
+export const MAX_APPLY_YAML_TOKENS = 100_000;
 /** YAML nodes in one request, every alias counted at the size of the node it stands for. */
 export const MAX_APPLY_YAML_NODES = 100_000;
 /** Anchors and aliases together in one request: resolving an alias costs one look at each before it. */
@@ -61,10 +62,22 @@ function shared(budget: YamlBudget, used: number): string {
  */
 export function checkYamlTokens(text: string, sourceName: string, budget: YamlBudget): Problem | undefined {
   const before = budget.tokens;
+  const anchorsBefore = budget.anchors;
   let offset = 0;
   let document = 0;
   let inDocument = false;
+  let afterScalarMarker = false;
   for (const token of new Lexer().lex(text)) {
+    // Anchors (&a) and aliases (*a) are counted here too, so a text with too many is refused
+    // before the (slow) parse; the token after a scalar marker is the scalar's text, not one.
+    if (!afterScalarMarker && (token[0] === '&' || token[0] === '*') && ++budget.anchors > budget.maxAnchors) {
+      budget.exceeded = true;
+      return {
+        source: `${sourceName}#${document}`, object: 'document', field: '', rule: 'yaml-expansion',
+        message: `the YAML text has more than ${budget.maxAnchors} anchors and aliases${shared(budget, anchorsBefore)}, the last ${token} at line ${lineAt(text, offset)}; one request may use at most ${budget.maxAnchors}, since resolving each alias looks at every anchor before it`,
+      };
+    }
+    afterScalarMarker = token === '\u001f';
     if (++budget.tokens > budget.maxTokens) {
       budget.exceeded = true;
       return {
@@ -98,8 +111,8 @@ interface Frame {
 }
 
 /**
- * Walks one parsed document: its size with aliases expanded, its anchors and aliases (both against
- * the request's budget), and duplicate keys. O(nodes) whatever the aliases stand for: an alias adds
+ * Walks one parsed document: its size with aliases expanded (against the request's budget), and
+ * duplicate keys. O(nodes) whatever the aliases stand for: an alias adds
  * the memoized size of its anchor's node. Empty when the document may be converted.
  */
 export function checkYamlDocument(doc: Document.Parsed, source: string, lineCounter: LineCounter, budget: YamlBudget): Problem[] {
@@ -111,7 +124,6 @@ export function checkYamlDocument(doc: Document.Parsed, source: string, lineCoun
     return ` at line ${line}, column ${col}`;
   };
   const nodesBefore = budget.nodes;
-  const anchorsBefore = budget.anchors;
   const anchors = new Map<string, object>();
   const sizes = new Map<object, number>();
   const open = new Set<object>();
@@ -129,18 +141,11 @@ export function checkYamlDocument(doc: Document.Parsed, source: string, lineCoun
     refuse(`the document has more than ${budget.maxNodes} YAML nodes with its aliases expanded${shared(budget, nodesBefore)}${how}. One request may hold at most ${budget.maxNodes} nodes, each alias counted at the size of the node it repeats, since everything after parsing (validation, storage) sees the repeated copies. Write the repeated parts out, or apply them in several requests`);
     return false;
   };
-  const countAnchor = (node: unknown): boolean => {
-    if (++budget.anchors <= budget.maxAnchors) return true;
-    refuse(`the document has more than ${budget.maxAnchors} anchors and aliases${shared(budget, anchorsBefore)}, the last${where(node)}; one request may use at most ${budget.maxAnchors}, since resolving each alias looks at every anchor before it`);
-    return false;
-  };
-
   /** Enters a node: charges what it adds by itself and, unless it has children to visit, to its parent. */
   const enter = (node: unknown, parent: Frame | undefined): void => {
     if (node === null || node === undefined) return;
     let size = 1;
     if (isAlias(node)) {
-      if (!countAnchor(node)) return;
       const target = anchors.get(node.source);
       if (target !== undefined && open.has(target)) {
         refuse(`alias *${node.source}${where(node)} is inside the node its anchor names, so it would repeat without end`);
@@ -150,10 +155,8 @@ export function checkYamlDocument(doc: Document.Parsed, source: string, lineCoun
       if (target !== undefined) size = sizes.get(target) ?? 1;
     } else {
       const anchor = (node as { anchor?: string }).anchor;
-      if (anchor) {
-        if (!countAnchor(node)) return;
-        anchors.set(anchor, node as object); // the last definition before an alias is the one it means
-      }
+      // The last definition before an alias is the one it means.
+      if (anchor) anchors.set(anchor, node as object);
       if (isPair(node)) {
         stack.push({ node, children: [node.key, node.value], next: 0, size: 0 });
         return;
