@@ -3,7 +3,7 @@
 
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { ManifestReadError, readDocuments, YamlSyntaxError, type Problem, type RawDocument, type YamlSyntaxLocation } from '../machineconfig/index.ts';
+import { ManifestReadError, readDocuments, YamlBudget, YamlSyntaxError, type Problem, type RawDocument, type YamlSyntaxLocation } from '../machineconfig/index.ts';
 import { MANIFEST_YAML_OPTIONS, yamlSyntaxLocations } from './yaml-syntax.ts';
 
 const MANIFEST_EXTENSIONS = ['.yaml', '.yml', '.json'];
@@ -23,6 +23,9 @@ export interface LoadedDocuments {
 export function loadManifestFiles(paths: string[]): LoadedDocuments {
   const out: LoadedDocuments = { documents: [], problems: [], texts: [] };
   const syntax: YamlSyntaxLocation[] = [];
+  // The server bounds what one Apply's YAML may cost (tokens, nodes with aliases expanded); the
+  // same budget here refuses the same files before anything is sent or rendered offline.
+  const budget = new YamlBudget();
   for (const path of paths) {
     for (const file of expand(path)) {
       let text: string;
@@ -32,12 +35,14 @@ export function loadManifestFiles(paths: string[]): LoadedDocuments {
         throw new ManifestReadError(file, err);
       }
       const source = file === '-' ? '<stdin>' : file;
-      const bad = yamlSyntaxLocations(text, source, MANIFEST_YAML_OPTIONS);
+      // Read first: it refuses an oversized text after counting its tokens, where the syntax
+      // locator would parse all of it. Only a text with syntax problems is located.
+      const { documents, problems } = readDocuments(text, source, budget);
+      const bad = problems.some((p) => p.rule === 'yaml-syntax') ? yamlSyntaxLocations(text, source, MANIFEST_YAML_OPTIONS) : [];
       if (bad.length) {
         syntax.push(...bad);
         continue;
       }
-      const { documents, problems } = readDocuments(text, source);
       out.documents.push(...documents);
       out.problems.push(...problems);
       out.texts.push({ source, text });

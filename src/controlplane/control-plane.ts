@@ -25,6 +25,7 @@ import {
   StoreLimitError,
   StoreUnavailableError,
   WORKER_POOL,
+  YamlBudget,
   type MachineConfig,
   type MachineConfigPool,
   type NodeState,
@@ -260,8 +261,10 @@ export class ControlPlane {
    */
   async apply(manifests: { source: string; text: string }[], dryRun = false): Promise<AppliedObject[]> {
     const problems: Problem[] = [];
+    // One budget for every text: what the request's YAML may cost is bounded as a whole.
+    const yamlBudget = new YamlBudget();
     const documents = manifests.flatMap(({ source, text }) => {
-      const read = readDocuments(text, source);
+      const read = readDocuments(text, source, yamlBudget);
       problems.push(...read.problems);
       return read.documents;
     });

@@ -14,6 +14,7 @@ export { parseMachineConfiguration } from './machine-configuration.ts';
 export { mergeDisruptionPolicies, policyEntryOrigin } from './disruption-policy-merge.ts';
 export { defaultPools, parseMachineConfigPool, resolveMaxUnavailable } from './machine-config-pool.ts';
 export { parseDocuments, parseManifests, readDocuments, type ParsedManifests, type RawDocument } from './manifest.ts';
+export { MAX_APPLY_YAML_ANCHORS, MAX_APPLY_YAML_NODES, MAX_APPLY_YAML_TOKENS, YamlBudget } from './yaml-expansion.ts';
 export { managedPathViolation, isUnder } from './paths.ts';
 export { admitNodeLabels, configsForPool, kubeletMaySetLabel, labelProblem, isCustomPool, labelsForPool, NODE_RESTRICTION_PREFIX, NODE_ROLE_PREFIX, poolMembership, poolSelectionLabels, poolSelectsNode, primaryPoolForNode, selfReportableSelectorKeys, selfReportedSelectorWarnings } from './pool-membership.ts';
 export { ProblemCollector } from './problem-collector.ts';

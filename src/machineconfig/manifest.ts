@@ -1,12 +1,13 @@
 // Reading manifests the way Kubernetes does: YAML 1.1 (so `mode: 0644` is octal 420, not decimal
 // 644), several documents per text, JSON too, and `kind: List` wrappers as `oc get -o yaml` prints.
 
-import { parseAllDocuments } from 'yaml';
+import { LineCounter, parseAllDocuments } from 'yaml';
 import { KIND_MACHINE_CONFIG, KIND_MACHINE_CONFIG_POOL, KIND_MACHINE_CONFIGURATION } from './constants.ts';
 import { applyBudget } from './contents-budget.ts';
 import type { Problem } from './errors.ts';
 import { parseMachineConfig } from './machine-config.ts';
 import { parseMachineConfigPool } from './machine-config-pool.ts';
+import { checkYamlDocument, checkYamlTokens, YamlBudget } from './yaml-expansion.ts';
 import { parseMachineConfiguration } from './machine-configuration.ts';
 import { objectRef } from './object-meta.ts';
 import { isRecord, ProblemCollector } from './problem-collector.ts';
@@ -26,11 +27,14 @@ export interface ParsedManifests {
   problems: Problem[];
 }
 
-/** Splits a text into documents. Syntax errors are problems, not exceptions. */
-export function readDocuments(text: string, sourceName = ''): { documents: RawDocument[]; problems: Problem[] } {
+/**
+ * Splits a text into documents. Syntax errors are problems, not exceptions. The texts of one
+ * request share one `budget`, which bounds what their YAML may cost (see yaml-expansion.ts).
+ */
+export function readDocuments(text: string, sourceName = '', budget = new YamlBudget()): { documents: RawDocument[]; problems: Problem[] } {
   const documents: RawDocument[] = [];
   const problems: Problem[] = [];
-  const values = parseText(text, sourceName, problems);
+  const values = parseText(text, sourceName, problems, budget);
   let index = 0;
   const push = (value: unknown): void => {
     const source = `${sourceName}#${index++}`;
@@ -49,28 +53,58 @@ export function readDocuments(text: string, sourceName = ''): { documents: RawDo
   return { documents, problems };
 }
 
-function parseText(text: string, sourceName: string, problems: Problem[]): unknown[] {
+/** Syntax errors reported per document. */
+const MAX_SYNTAX_PROBLEMS = 20;
+
+function parseText(text: string, sourceName: string, problems: Problem[], budget: YamlBudget): unknown[] {
   const trimmed = text.trimStart();
   if (trimmed.startsWith('{') || trimmed.startsWith('[')) {
     // JSON is a subset of YAML, but JSON.parse is much faster on large inputs; fall back to the
-    // YAML reader (which then reports a precise syntax error) only when it fails.
+    // YAML reader (which then reports a precise syntax error) only when it fails. JSON has no
+    // aliases, and JSON.parse costs no more than the bytes the gRPC receive limit lets in.
     try {
       const value: unknown = JSON.parse(text);
       return Array.isArray(value) ? value : [value];
     } catch { /* fall through */ }
   }
+  // A request that already broke a limit was told so once; its other texts are not read at all.
+  if (budget.exceeded) return [];
+  const tooLong = checkYamlTokens(text, sourceName, budget);
+  if (tooLong) {
+    problems.push(tooLong);
+    return [];
+  }
   const out: unknown[] = [];
-  parseAllDocuments(text, { version: '1.1', merge: true, uniqueKeys: true }).forEach((doc, i) => {
+  // uniqueKeys is checked by checkYamlDocument: the library's check is quadratic in a mapping's
+  // keys. prettyErrors is off for the same reason (it copies the source line for every error);
+  // the position is added from the line counter instead.
+  const lineCounter = new LineCounter();
+  const docs = parseAllDocuments(text, { version: '1.1', merge: true, uniqueKeys: false, prettyErrors: false, lineCounter });
+  docs.forEach((doc, i) => {
+    if (budget.exceeded) return;
+    const source = `${sourceName}#${i}`;
     if ('errors' in doc && doc.errors.length > 0) {
-      for (const err of doc.errors) {
-        problems.push({ source: `${sourceName}#${i}`, object: 'document', field: '', rule: 'yaml-syntax', message: err.message.split('\n')[0]! });
+      // The first errors say what is wrong; a hundred thousand of them would only cost memory.
+      for (const err of doc.errors.slice(0, MAX_SYNTAX_PROBLEMS)) {
+        const { line, col } = lineCounter.linePos(err.pos[0]);
+        problems.push({ source, object: 'document', field: '', rule: 'yaml-syntax', message: `${err.message.split('\n')[0]!} at line ${line}, column ${col}` });
+      }
+      if (doc.errors.length > MAX_SYNTAX_PROBLEMS) {
+        problems.push({ source, object: 'document', field: '', rule: 'yaml-syntax', message: `… and ${doc.errors.length - MAX_SYNTAX_PROBLEMS} more syntax errors` });
       }
       return;
     }
+    const refused = checkYamlDocument(doc, source, lineCounter, budget);
+    if (refused.length) {
+      problems.push(...refused);
+      return;
+    }
     try {
-      out.push(doc.toJS({ maxAliasCount: 100 }));
+      // Aliases are bounded above, in O(nodes); the library's own alias heuristic costs a walk of
+      // the document for each alias inside an anchored node, so it is switched off (-1).
+      out.push(doc.toJS({ maxAliasCount: -1 }));
     } catch (err) {
-      problems.push({ source: `${sourceName}#${i}`, object: 'document', field: '', rule: 'yaml-syntax', message: (err as Error).message });
+      problems.push({ source, object: 'document', field: '', rule: 'yaml-syntax', message: (err as Error).message });
     }
   });
   return out;

@@ -80,7 +80,8 @@ test('the same object twice in one input is refused and both places are named', 
 });
 
 test('alias bombs are cut off rather than expanded', () => {
-  const bomb = 'a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n';
+  // Five levels of ten: 111,111 nodes once expanded, past the 100,000 one request may hold.
+  const bomb = 'a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\n';
   const { problems } = readDocuments(bomb, 'bomb.yaml');
-  assert.equal(problems[0]?.rule, 'yaml-syntax');
+  assert.equal(problems[0]?.rule, 'yaml-expansion');
 });
