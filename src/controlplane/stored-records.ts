@@ -33,6 +33,7 @@ export interface NodeRecordValue {
   registered?: boolean;
   /** Labels the agent asked for and did not get (another role, or a change after creation). */
   ignoredLabels?: Labels;
+  certificate?: { sha256: string; serial: string; notAfter: number /* ms since epoch */ };
 }
 
 /** The leader's decisions about a node. */
