@@ -6,8 +6,10 @@
 //                               says how many files and units drifted
 //   mcd_reboots_failed_total    reboots asked for that failed
 // and mcplane's own: how long each update phase took here (from the engine's progress
-// transitions), and the process' memory and CPU (prom-client's default metrics).
+// transitions), the time left on the node's certificate, and the process' memory and CPU
+// (prom-client's default metrics).
 
+import { X509Certificate } from 'node:crypto';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
@@ -74,6 +76,25 @@ export class AgentMetrics {
       }
     }
     this.#enter(p, c && c.state === p.state && c.phase === p.phase ? c.since : undefined);
+  }
+
+  /**
+   * mcplane_certificate_expiry_seconds{kind="node"} for the agent's certificate file, read at
+   * each scrape (a renewed file shows at once), with the server's labels: alerts take the minimum
+   * over the servers' view and the agents'. An unreadable file has no series; the agent's
+   * connection errors say why.
+   */
+  certificateFile(path: string, nodeName: string): void {
+    const gauge: Gauge<'kind' | 'name'> = new Gauge({
+      name: 'mcplane_certificate_expiry_seconds', help: 'Seconds until this node\'s certificate expires (its notAfter; negative once it has)',
+      labelNames: ['kind', 'name'], registers: [this.registry],
+      collect: () => {
+        gauge.reset();
+        try {
+          gauge.set({ kind: 'node', name: nodeName }, (Date.parse(new X509Certificate(readFileSync(path)).validTo) - this.now()) / 1000);
+        } catch { /* no series */ }
+      },
+    });
   }
 
   drift(found: readonly Drift[]): void {

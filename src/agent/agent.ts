@@ -92,6 +92,7 @@ export class Agent {
     agent.engine.resumeAfterRestart();
     if (!agent.journal.state.pending && agent.journal.state.currentSpec) agent.#watchDrift();
     await enrollIfNeeded(config, log);
+    if (config.tls) agent.metrics.certificateFile(config.tls.cert, config.nodeName);
     agent.session = new AgentSession({
       servers: config.servers,
       tls: config.tls ? readTlsFiles(config.tls, 'agent TLS') : undefined,

@@ -89,6 +89,12 @@ const pools: Resource<MachineConfigPool__Output> = {
   watch: 'pool',
 };
 
+/** Time left on a node's certificate, in AGE's units (89d, 3h); "expired" once it has run out. */
+function certExpires(notAfterUnixMs: number, now = Date.now()): string {
+  if (!notAfterUnixMs) return '<unknown>';
+  return notAfterUnixMs <= now ? 'expired' : age(now, notAfterUnixMs);
+}
+
 const nodes: Resource<Node__Output> = {
   name: 'nodes',
   typeName: 'node',
@@ -98,12 +104,12 @@ const nodes: Resource<Node__Output> = {
   object: nodeObject,
   labels: (n) => n.labels,
   columns: ['NAME', 'POOL', 'STATE', 'PHASE', 'CURRENTCONFIG', 'DESIREDCONFIG', 'CONNECTED', 'AGE'],
-  wideColumns: ['ZONE', 'AGENT-VERSION', 'REASON'],
+  wideColumns: ['ZONE', 'AGENT-VERSION', 'CERT-EXPIRES', 'REASON'],
   row: (n, wide) => {
     const s = n.status;
     const row: (string | number)[] = [n.name, n.pool || '<none>', s?.state ?? '', s?.phase || '', s?.currentConfig || '<none>', s?.desiredConfig || '<none>',
       s?.connected ? 'True' : 'False', age(n.registrationTimeUnixMs)];
-    if (wide) row.push(n.labels['topology.kubernetes.io/zone'] || '<none>', s?.agentVersion || '<unknown>', s?.reason || '<none>');
+    if (wide) row.push(n.labels['topology.kubernetes.io/zone'] || '<none>', s?.agentVersion || '<unknown>', certExpires(n.certificateNotAfterUnixMs), s?.reason || '<none>');
     return row;
   },
   watch: 'node',

@@ -91,6 +91,8 @@ export interface NodeView extends NodeRecord {
   drain?: NodeDrainRecord;
   /** True when a Kubernetes Node of this name exists (labels and registeredAt come from it). */
   kubernetesNode?: boolean;
+  /** The certificate on the node's record (the one it last registered or enrolled with). */
+  certificate?: NodeRecordValue['certificate'];
 }
 
 export const EMPTY_NODE_STATUS: NodeStatus = {
@@ -300,6 +302,7 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
     if (assignment?.value.poolError) view.poolError = assignment.value.poolError;
     if (record.value.ignoredLabels) view.ignoredLabels = record.value.ignoredLabels;
     if (record.value.enrolledFor) view.enrolledFor = record.value.enrolledFor;
+    if (record.value.certificate) view.certificate = record.value.certificate;
     if (session) view.replica = session.value.replica;
     if (drain) view.drain = drain.value;
     if (kube) view.kubernetesNode = true;

@@ -106,6 +106,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       ...(options.kubernetesSource ? { kubernetesSource: true } : {}),
     }, log);
     grpc.serve(cp, tls !== undefined);
+    if (tls) cp.metrics.servesWith(tls);
     const health = grpc.health;
     const setServing = (serving: boolean): void => {
       for (const s of ['', ...SERVICE_NAMES]) health.setStatus(s, serving ? 'SERVING' : 'NOT_SERVING');

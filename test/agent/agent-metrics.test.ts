@@ -3,7 +3,8 @@
 // mcd_reboots_failed_total, update phase durations (a reboot timed across the restart), memory.
 
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
@@ -78,6 +79,10 @@ test('an update with a reboot: every phase timed (the reboot across the restart)
   const state = samples(m, 'mcd_state');
   assert.equal(state.length, 1, JSON.stringify(state));
   assert.deepEqual(state[0]!.labels, { state: 'Done', reason: '' });
+  // Its own certificate's time left, labelled as the server labels it.
+  const certificate = Date.parse(new X509Certificate(readFileSync((await server.pki.node('metrics-a')).cert)).validTo);
+  const left = sample(m, 'mcplane_certificate_expiry_seconds', { kind: 'node', name: 'metrics-a' });
+  assert.ok(left !== undefined && Math.abs(left - (certificate - Date.now()) / 1000) < 60, `${left} s left`);
   assert.ok(state[0]!.value >= startedAt - 1 && state[0]!.value <= Date.now() / 1000 + 1, `entered Done at ${state[0]!.value}`);
   assert.equal(sample(m, 'mcd_config_drift'), 0);
   assert.equal(sample(m, 'mcplane_agent_drifted_objects'), 0);

@@ -11,7 +11,7 @@ import type { WatchEvent__Output } from '../../src/runtime/generated/mcplane/v1/
 
 function node(name: string, status: Partial<NodeStatus__Output> = {}, pool = 'worker'): Node__Output {
   return {
-    name, pool, labels: { 'topology.kubernetes.io/zone': 'z1' }, registrationTimeUnixMs: 1, resourceVersion: '1',
+    name, pool, labels: { 'topology.kubernetes.io/zone': 'z1' }, registrationTimeUnixMs: 1, resourceVersion: '1', certificateNotAfterUnixMs: 0,
     status: { currentConfig: 'r-old', desiredConfig: 'r-old', state: 'Done', phase: 'done', reason: '', drift: [], os: null, bootId: 'b', lastSeenUnixMs: 5, connected: true, agentVersion: 'v', lastDisruption: '', ...status },
   } as Node__Output;
 }

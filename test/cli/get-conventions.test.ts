@@ -55,8 +55,8 @@ test('"No resources found" goes to stderr with exit 0; json still prints an empt
 
 test('-o wide, -o name, --no-headers', async () => {
   const wide = await mcctl('get', 'nodes', '-o', 'wide');
-  assert.deepEqual(wide.stdout.split('\n')[0]!.split(/\s+/), ['NAME', 'POOL', 'STATE', 'PHASE', 'CURRENTCONFIG', 'DESIREDCONFIG', 'CONNECTED', 'AGE', 'ZONE', 'AGENT-VERSION', 'REASON']);
-  assert.match(wide.stdout, /^n2\s+worker\s+Done\s.*\sz2\s+\S+\s+<none>$/m);
+  assert.deepEqual(wide.stdout.split('\n')[0]!.split(/\s+/), ['NAME', 'POOL', 'STATE', 'PHASE', 'CURRENTCONFIG', 'DESIREDCONFIG', 'CONNECTED', 'AGE', 'ZONE', 'AGENT-VERSION', 'CERT-EXPIRES', 'REASON']);
+  assert.match(wide.stdout, /^n2\s+worker\s+Done\s.*\sz2\s+\S+\s+\S+\s+<none>$/m);
   assert.equal((await mcctl('get', 'nodes', '-o', 'name')).stdout, 'node/n1\nnode/n2\nnode/n3\n');
   assert.equal((await mcctl('get', 'pools', '-o', 'name')).stdout, 'machineconfigpool/infra\nmachineconfigpool/master\nmachineconfigpool/worker\n');
   const bare = await mcctl('get', 'nodes', '--no-headers');

@@ -138,11 +138,14 @@ test('Prometheus scrapes the server and the agent; after a rollout its API answe
   assert.equal(state[0]!.metric.state, 'Done');
   assert.equal(await value('mcplane_agent_update_phase_duration_seconds_count{phase="reboot"}'), 1);
   assert.ok((await value('mcplane_agent_process_resident_memory_bytes'))! > 0);
+  // Certificate expiry from both: the CA (10 years) from the server, the node's (825 days) from its agent.
+  assert.ok((await value('min(mcplane_certificate_expiry_seconds{kind="ca"})'))! > 3600 * 86400);
+  assert.ok((await value('min(mcplane_certificate_expiry_seconds{kind="node",job="mcplane-agent"})'))! > 800 * 86400);
 
   // The shipped rules are loaded and healthy, and nothing fires on a healthy fleet.
   const rules = await (await fetch(`${api}/api/v1/rules`)).json() as { data: { groups: { rules: { name: string; health: string }[] }[] } };
   const loaded = rules.data.groups.flatMap((g) => g.rules);
-  assert.equal(loaded.length, 7);
+  assert.equal(loaded.length, 9);
   assert.ok(loaded.every((r) => r.health !== 'err'), JSON.stringify(loaded));
   const alerts = await (await fetch(`${api}/api/v1/alerts`)).json() as { data: { alerts: unknown[] } };
   assert.deepEqual(alerts.data.alerts, []);

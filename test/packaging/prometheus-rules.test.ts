@@ -26,13 +26,13 @@ const rules = (): Rule[] => (parse(readFileSync(RULES, 'utf8')) as { groups: { r
 test('promtool check rules passes on the shipped file', { skip }, () => {
   const r = spawnSync('promtool', ['check', 'rules', RULES], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stdout + r.stderr);
-  assert.match(r.stdout, /SUCCESS: 7 rules found/);
+  assert.match(r.stdout, /SUCCESS: 9 rules found/);
 });
 
 test('every alert the issue asks for is there, with a summary, a description and a runbook naming mcctl commands', () => {
   const byName = new Map(rules().map((r) => [r.alert, r]));
   assert.deepEqual([...byName.keys()].sort(), [
-    'MCPlaneAgentConfigDrift', 'MCPlaneAgentsDisconnected', 'MCPlaneNoLeader', 'MCPlaneNodeConfigDrift',
+    'MCPlaneAgentConfigDrift', 'MCPlaneAgentsDisconnected', 'MCPlaneCertificateExpiringSoon', 'MCPlaneNoLeader', 'MCPlaneNodeConfigDrift',
     'MCPlaneNodeStuckInPhase', 'MCPlanePoolDegraded', 'MCPlaneRenderFailed',
   ]);
   for (const r of byName.values()) {
@@ -42,6 +42,11 @@ test('every alert the issue asks for is there, with a summary, a description and
   }
   // Minutes, not MCO's hour.
   assert.match(byName.get('MCPlaneNodeStuckInPhase')!.expr, /> 900$/);
+  // Certificates: one name, a warning and a page (kubernetes-mixin's way), each with the
+  // troubleshooting section to open.
+  const certificates = rules().filter((r) => r.alert === 'MCPlaneCertificateExpiringSoon');
+  assert.deepEqual(certificates.map((r) => r.labels.severity), ['warning', 'critical']);
+  for (const r of certificates) assert.equal(r.annotations.runbook_url, 'docs/troubleshooting.md#certificate-expiring');
 });
 
 test('promtool test rules: each alert fires when it should and not otherwise', { skip }, () => {

@@ -49,6 +49,7 @@ function convertNode(node: NodeView): Node {
     pool: node.pool,
     registrationTimeUnixMs: node.registeredAt,
     resourceVersion: node.resourceVersion,
+    certificateNotAfterUnixMs: node.certificate?.notAfter ?? 0,
     status: {
       ...node.status,
       reason,

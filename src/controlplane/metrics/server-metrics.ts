@@ -11,6 +11,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { NodeState } from '../../machineconfig/index.ts';
 import type { CacheChange, ClusterCache } from '../cluster-cache.ts';
 import type { Store } from '../store/store.ts';
+import { servedCertificates, type ServedCertificate } from './certificate-expiry.ts';
 import { phaseLabel, PhaseTracker } from './phase-tracker.ts';
 import { RolloutEta } from './rollout-eta.ts';
 
@@ -37,8 +38,9 @@ export class ServerMetrics {
   readonly phases: PhaseTracker;
   readonly eta = new RolloutEta();
   #source: MetricsSource | undefined;
+  #certificates: ServedCertificate[] = [];
 
-  constructor(replicaName: string) {
+  constructor(private readonly replicaName: string) {
     this.registry.setDefaultLabels({ replica: replicaName });
     const registers = [this.registry];
     this.#phaseDuration = new Histogram({
@@ -103,6 +105,11 @@ export class ServerMetrics {
    */
   observePhase(phase: string, seconds: number): void {
     this.#phaseDuration.observe({ phase }, seconds);
+  }
+
+  /** The TLS material this replica serves gRPC (and the bootstrap endpoint) with. */
+  servesWith(material: { ca: Buffer; cert: Buffer }): void {
+    this.#certificates = servedCertificates(material, this.replicaName);
   }
 
   observeRender(seconds: number, ok: boolean): void {
@@ -210,6 +217,33 @@ export class ServerMetrics {
     const leader: Gauge = new Gauge({
       name: 'mcplane_leader', help: '1 on the replica that leads (renders, rolls out, writes pool status), 0 on the others', registers,
       collect: () => { leader.set(this.#source?.leading() ? 1 : 0); },
+    });
+    // Seconds left, not the notAfter time, so that an alert compares with a duration and a
+    // dashboard shows "days left" without arithmetic. Nodes come from their stored records (the
+    // certificate each presented when it last registered), so every replica exports all of them.
+    const expiry: Gauge<'kind' | 'name'> = new Gauge({
+      name: 'mcplane_certificate_expiry_seconds',
+      help: 'Seconds until the certificate expires (its notAfter; negative once it has): kind ca (each CA in this replica\'s bundle, name = subject CN), server (the certificate this replica serves with, name = replica), node (the certificate the node\'s agent registered with, name = node)',
+      labelNames: ['kind', 'name'], registers,
+      collect: () => {
+        expiry.reset();
+        const now = Date.now();
+        const set = (kind: string, name: string, notAfter: number): void => {
+          expiry.set({ kind, name }, (notAfter - now) / 1000);
+        };
+        // Two CAs of one name (the old and the new during a rotation): the one expiring first
+        // counts, as certificates it signed stop working with it.
+        const soonest = new Map<string, ServedCertificate>();
+        for (const c of this.#certificates) {
+          const key = `${c.kind}\0${c.name}`;
+          if (!soonest.has(key) || soonest.get(key)!.notAfter > c.notAfter) soonest.set(key, c);
+        }
+        for (const c of soonest.values()) set(c.kind, c.name, c.notAfter);
+        for (const [name, record] of this.#source?.cache.nodeRecords ?? []) {
+          const notAfter = record.value.certificate?.notAfter;
+          if (notAfter !== undefined) set('node', name, notAfter);
+        }
+      },
     });
     const replicas: Gauge = new Gauge({
       name: 'mcplane_replicas', help: 'Replicas alive (holding a store lease), as this replica sees them', registers,

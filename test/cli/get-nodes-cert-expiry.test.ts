@@ -1,0 +1,56 @@
+// `mcctl get nodes -o wide` shows how long each node's certificate has left (CERT-EXPIRES), from
+// the certificate on the node's record, through the real binary against a real server over TLS.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { certificateOf, recordCertificate } from '../helpers/node-certificate.ts';
+import { runCliAsync } from '../helpers/run-cli.ts';
+import { SimulatedAgent } from '../helpers/simulated-agent.ts';
+import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+
+let server: TestServer;
+let agent: SimulatedAgent;
+let conn: string[];
+before(async () => {
+  server = await startTestServer();
+  conn = ['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null'];
+  // n1 registered with its real certificate (825 days: registration records it); n2 has ten hours and a half left, n3 ran
+  // out an hour ago, n4 has none on record (registered before records carried it).
+  const tls = await server.pki.node('n1');
+  agent = new SimulatedAgent({ address: server.address, tls, name: 'n1', autoDone: true, labels: { 'node-role.kubernetes.io/worker': '' } });
+  await agent.connect();
+  const cert = certificateOf(tls.cert);
+  await recordCertificate(server, 'n2', { ...cert, notAfter: Date.now() + 10.5 * 3600_000 });
+  await recordCertificate(server, 'n3', { ...cert, notAfter: Date.now() - 3600_000 });
+  await recordCertificate(server, 'n4', cert);
+  const { cache } = server.handle.controlPlane;
+  const n4 = cache.nodeRecords.get('n4')!;
+  const { certificate: _, ...bare } = n4.value;
+  await cache.waitForRevision((await cache.store.commit([{ type: 'put', kind: 'Node', name: 'n4', value: bare, createdAt: n4.createdAt, expectedVersion: n4.resourceVersion }])).revision);
+});
+after(async () => {
+  agent.close();
+  await server.close();
+});
+
+test('get nodes -o wide: CERT-EXPIRES in AGE\'s units, "expired" once past, <unknown> without a record of it', async () => {
+  const wide = await runCliAsync([...conn, 'get', 'nodes', '-o', 'wide']);
+  assert.equal(wide.status, 0, wide.stderr);
+  // Cells are read at the header's offset: a node that never reported has empty STATE cells.
+  const [head, ...lines] = wide.stdout.trimEnd().split('\n');
+  const at = head!.indexOf('CERT-EXPIRES');
+  assert.ok(at > 0, `CERT-EXPIRES in ${head}`);
+  assert.match(head!.slice(at), /^CERT-EXPIRES\s+REASON$/, 'before REASON, the free-text column that stays last');
+  const expires = Object.fromEntries(lines.map((l) => [l.split(/\s+/)[0], l.slice(at).split(/\s+/)[0]]));
+  assert.deepEqual(expires, {
+    // 825 days, in AGE's units: kubectl's HumanDuration counts years from two on.
+    n1: '2y',
+    n2: '10h',
+    n3: 'expired',
+    n4: '<unknown>',
+  });
+
+  // Only with -o wide, as the other wide columns.
+  const narrow = await runCliAsync([...conn, 'get', 'nodes']);
+  assert.doesNotMatch(narrow.stdout, /CERT-EXPIRES/);
+});
