@@ -202,8 +202,8 @@ export function buildProgram(io: Io): Command {
 export async function main(argv: string[]): Promise<number> {
   silenceIpServernameWarning();
   // stderr carries only messages (notices, warnings, errors), many quoting what a server or a
-  // node said: every control there but the line breaks is shown escaped (format.ts says why).
-  const toStderr = (text: string): boolean => process.stderr.write(escapeControlCharacters(text, { keepNewlines: true }));
+  // node said: every control there but line feeds and tabs is shown escaped (format.ts says why).
+  const toStderr = (text: string): boolean => process.stderr.write(escapeControlCharacters(text, { multiline: true }));
   const program = buildProgram({ out: (text) => process.stdout.write(text), err: toStderr, isTTY: process.stdout.isTTY === true });
   try {
     await program.parseAsync(argv, { from: 'user' });

@@ -28,7 +28,7 @@ export function quote(value: string, max = 200): string {
 // differently from how it is stored (line and paragraph separators, bidirectional embeddings,
 // overrides and isolates, as in "Trojan Source").
 const SHOWN_ESCAPED = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
-const SHOWN_ESCAPED_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const SHOWN_ESCAPED_BUT_LAYOUT = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
 function visible(ch: string): string {
@@ -43,9 +43,11 @@ function visible(ch: string): string {
  * every control and format character above becomes a visible escape (`\n`, `\x1b`, `\x9b`,
  * `\u202e`), so it can neither forge a line, move the cursor, clear the screen nor retitle the
  * window. Everything else, backslashes included, is left as it is: the result is for people, not
- * for parsing back. `keepNewlines` leaves line feeds alone, for messages made of several lines.
+ * for parsing back. `multiline` leaves line feeds and tabs alone, for messages laid out on
+ * several lines (an error that quotes a line of a file keeps its tabs, so its caret lines up);
+ * neither can move the cursor up or rewrite what is on the screen.
  * The result holds no such character, so escaping it again changes nothing.
  */
-export function escapeControlCharacters(text: string, options: { keepNewlines?: boolean } = {}): string {
-  return text.replace(options.keepNewlines ? SHOWN_ESCAPED_BUT_NEWLINE : SHOWN_ESCAPED, visible);
+export function escapeControlCharacters(text: string, options: { multiline?: boolean } = {}): string {
+  return text.replace(options.multiline ? SHOWN_ESCAPED_BUT_LAYOUT : SHOWN_ESCAPED, visible);
 }
