@@ -2,7 +2,7 @@
 // message on stderr and a non-zero exit, never a stack trace.
 
 import { Command, Option } from 'commander';
-import { ConfigurationError, McplaneError } from '../machineconfig/index.ts';
+import { ConfigurationError, escapeControlCharacters, McplaneError } from '../machineconfig/index.ts';
 import { silenceIpServernameWarning } from '../runtime/process-warnings.ts';
 import { isEntryPoint } from '../runtime/entry-point.ts';
 import { VERSION } from '../runtime/version.ts';
@@ -219,7 +219,10 @@ export function buildProgram(io: Io): Command {
 
 export async function main(argv: string[]): Promise<number> {
   silenceIpServernameWarning();
-  const program = buildProgram({ out: (text) => process.stdout.write(text), err: (text) => process.stderr.write(text), isTTY: process.stdout.isTTY === true });
+  // stderr carries only messages (notices, warnings, errors), many quoting what a server or a
+  // node said: every control there but line feeds and tabs is shown escaped (format.ts says why).
+  const toStderr = (text: string): boolean => process.stderr.write(escapeControlCharacters(text, { multiline: true }));
+  const program = buildProgram({ out: (text) => process.stdout.write(text), err: toStderr, isTTY: process.stdout.isTTY === true });
   try {
     await program.parseAsync(argv, { from: 'user' });
     return 0;
@@ -227,10 +230,10 @@ export async function main(argv: string[]): Promise<number> {
     const e = err as { code?: string; exitCode?: number; message?: string };
     if (typeof e.code === 'string' && e.code.startsWith('commander.')) return e.exitCode ?? 2;
     if (err instanceof McplaneError) {
-      process.stderr.write(`error: ${err.message}\n`);
+      toStderr(`error: ${err.message}\n`);
       return 1;
     }
-    process.stderr.write(`error: ${e.message ?? String(err)}\n`);
+    toStderr(`error: ${e.message ?? String(err)}\n`);
     return 1;
   }
 }

@@ -2,6 +2,7 @@
 // reason, the disruption), each phase with its start and how long it took.
 
 import type { UpdateRecord__Output } from '../runtime/generated/mcplane/v1/UpdateRecord.ts';
+import { forDisplay } from './format.ts';
 
 /** 850ms, 12s, 3m05s, 1h02m: short enough for a column, exact enough to compare phases. */
 export function duration(ms: number): string {
@@ -16,7 +17,9 @@ export function duration(ms: number): string {
 const clock = (ms: number): string => (ms ? new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '<unknown>');
 
 /** Oldest first, as stored; the running update (if any) last, marked as running. */
-export function formatTimeline(updates: UpdateRecord__Output[], running: UpdateRecord__Output | null | undefined, now = Date.now()): string {
+export function formatTimeline(reported: UpdateRecord__Output[], current: UpdateRecord__Output | null | undefined, now = Date.now()): string {
+  // Reasons and phase names come from the node: shown with their control characters escaped.
+  const [updates, running] = forDisplay([reported, current] as const);
   const all = [...updates];
   if (running && !all.some((u) => u.id === running.id)) all.push(running);
   if (all.length === 0) return 'Updates:         <none>\n';

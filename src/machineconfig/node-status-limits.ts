@@ -3,6 +3,9 @@
 // attacker holding a node's certificate) that reports a megabyte reason or ten thousand drift
 // entries would otherwise make every status read of the whole cluster that much larger.
 
+import { quote } from './control-characters.ts';
+import type { Problem } from './errors.ts';
+import { labelProblem } from './pool-membership.ts';
 import type { Drift, NodeStatus, OsStatus } from './types.ts';
 import { boundUpdateRecord } from './update-record.ts';
 
@@ -14,6 +17,71 @@ export const MAX_DRIFT_ENTRIES = 100;
 export const MAX_FIELD_CHARS = 1024;
 /** Kernel arguments and extensions: a real host has tens. */
 export const MAX_LIST_ENTRIES = 256;
+
+/**
+ * Labels an agent may report when it registers. Kubernetes sets no count, but a host with more
+ * than a few dozen labels of its own is misconfigured, and every node's labels are stored, sent in
+ * every ListNodes answer and matched against every pool's selector on each change.
+ */
+export const MAX_NODE_LABELS = 64;
+/** The longest label key Kubernetes accepts: a 253-character DNS prefix, "/", a 63-character name. */
+const MAX_LABEL_KEY_CHARS = 253 + 1 + 63;
+const MAX_LABEL_VALUE_CHARS = 63;
+/** "4.18.0-rc.1+git.0123abcd.dirty" is 30; a version is one column of `get nodes -o wide`. */
+export const MAX_AGENT_VERSION_CHARS = 128;
+
+// C0 controls, DEL, C1 controls.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+/** Why `version` cannot be an agent's version, or undefined when it can. */
+export function agentVersionProblem(version: string): string | undefined {
+  if (version.length > MAX_AGENT_VERSION_CHARS) return `the agent version ${quote(version, 40)} is longer than ${MAX_AGENT_VERSION_CHARS} characters`;
+  const m = CONTROL.exec(version);
+  if (m) {
+    return `the agent version ${quote(version, 40)} contains the control character U+${m[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}; ` +
+      'a version is shown in mcctl\'s tables and may not contain control characters';
+  }
+  return undefined;
+}
+
+/**
+ * What is wrong with a registration's labels and agent version, as Kubernetes' API server checks
+ * a Node's labels: the syntax and lengths of each key and value, and (mcplane's own bound) their
+ * count. The agent is misconfigured: it is refused with the problems named rather than admitted
+ * with some of its labels silently gone (they decide its pool).
+ */
+export function registrationProblems(reg: { nodeName: string; labels: Record<string, string>; agentVersions: string[] }): Problem[] {
+  const object = `Node/${reg.nodeName}`;
+  const problems: Problem[] = [];
+  const keys = Object.keys(reg.labels);
+  if (keys.length > MAX_NODE_LABELS) {
+    // Each of thousands of labels is not worth a line: the count is the mistake.
+    problems.push({ object, field: 'register.labels', rule: 'label-count', message: `${keys.length} labels reported; a node may report at most ${MAX_NODE_LABELS}` });
+  } else {
+    for (const key of keys) {
+      const message = labelSyntaxProblem(key, reg.labels[key]!);
+      if (!message) continue;
+      // A key fit to print names the field as written; any other is quoted and cut.
+      const field = key.length <= MAX_LABEL_KEY_CHARS && !CONTROL.test(key) ? `register.labels.${key}` : `register.labels[${quote(key, 60)}]`;
+      problems.push({ object, field, rule: 'label-syntax', message });
+    }
+  }
+  for (const version of new Set(reg.agentVersions)) {
+    const message = agentVersionProblem(version);
+    if (message) problems.push({ object, field: 'register.agentVersion', rule: 'agent-version', message });
+  }
+  return problems;
+}
+
+/** labelProblem, with what it would quote whole (a key of a megabyte, a control) cut and escaped first. */
+function labelSyntaxProblem(key: string, value: unknown): string | undefined {
+  if (typeof value !== 'string') return `label ${quote(key, 60)}: the value must be a string`;
+  if (key.length > MAX_LABEL_KEY_CHARS) return `label key ${quote(key, 60)}: longer than ${MAX_LABEL_KEY_CHARS} characters (a 253-character DNS prefix, "/" and a 63-character name)`;
+  if (value.length > MAX_LABEL_VALUE_CHARS) return `label ${quote(key, 60)}: value ${quote(value, 60)} is longer than ${MAX_LABEL_VALUE_CHARS} characters`;
+  if (CONTROL.test(key)) return `label key ${quote(key, 60)}: must be a DNS subdomain prefix and a name of letters, digits, "-", "_" or "."`;
+  if (CONTROL.test(value)) return `label ${quote(key, 60)}: value ${quote(value, 60)} must be empty or letters, digits, "-", "_" or "."`;
+  return labelProblem(key, value);
+}
 
 /** The status with every field within its limit; a cut is marked where it happened. */
 export function boundNodeStatus(status: NodeStatus): NodeStatus {

@@ -16,6 +16,7 @@ import {
 import { kubeFailureOf, loadKubernetesAccess, type KubernetesAccess } from '../../runtime/kube-client.ts';
 import { call } from '../client/call.ts';
 import type { Clients } from '../client/connection.ts';
+import { forDisplay } from '../format.ts';
 
 const GROUP = 'machineconfiguration.openshift.io';
 const KIND_NAMES: Record<string, string> = { MachineConfig: 'machineconfig', MachineConfigPool: 'machineconfigpool' };
@@ -52,5 +53,5 @@ export async function importCommand(c: Clients, kubeconfig: string, dryRun: bool
   const res = await call(c, c.config.apply.bind(c.config), { manifests, dryRun }, 'import');
   for (const w of res.warnings ?? []) note(`Warning: ${w}\n`);
   const suffix = dryRun ? ' (dry run)' : '';
-  return res.objects.map((o) => `${KIND_NAMES[o.kind] ?? o.kind}/${o.name} ${o.action}${suffix}\n`).join('');
+  return forDisplay(res.objects).map((o) => `${KIND_NAMES[o.kind] ?? o.kind}/${o.name} ${o.action}${suffix}\n`).join('');
 }

@@ -8,7 +8,7 @@ import type { WatchEvent__Output } from '../../runtime/generated/mcplane/v1/Watc
 import { call } from '../client/call.ts';
 import type { Clients } from '../client/connection.ts';
 import { watchWithReconnect } from '../client/watch-stream.ts';
-import { age, columnWidths, formatRow, table } from '../format.ts';
+import { age, columnWidths, forDisplay, formatRow, table } from '../format.ts';
 import { parseSelectorFlag } from '../label-selector-flag.ts';
 import { formatTimeline } from '../update-timeline.ts';
 import { formatOne, type GetFormat } from '../output.ts';
@@ -254,8 +254,10 @@ function describeDrainPolicy(d: { timeoutSeconds?: number; onTimeout?: string; s
   return `${timeout}; NodeDrainStalled after ${formatDuration((d.stalledAfterSeconds ?? 600) * 1000)}`;
 }
 
-function describePool(p: MachineConfigPool__Output, nodes: Node__Output[]): string {
-  const spec = JSON.parse(p.specJson || '{}');
+function describePool(pool: MachineConfigPool__Output, poolNodes: Node__Output[]): string {
+  // Every string shown with its control characters escaped (format.ts says why).
+  const spec = forDisplay(JSON.parse(pool.specJson || '{}'));
+  const [p, nodes] = forDisplay([pool, poolNodes] as const);
   const s = p.status;
   const lines = [
     `Name:                    ${p.name}`,
@@ -286,7 +288,9 @@ function describePool(p: MachineConfigPool__Output, nodes: Node__Output[]): stri
   return lines.join('\n').replace(/\n+$/, '') + '\n';
 }
 
-function describeNode(n: Node__Output): string {
+function describeNode(node: Node__Output): string {
+  // Every string the node reported shown with its control characters escaped (format.ts says why).
+  const n = forDisplay(node);
   const s = n.status;
   const os = s?.os;
   const lines = [

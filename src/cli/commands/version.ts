@@ -5,6 +5,7 @@ import { McplaneError, RemoteCallError } from '../../machineconfig/index.ts';
 import { VERSION } from '../../runtime/version.ts';
 import { call } from '../client/call.ts';
 import type { Clients } from '../client/connection.ts';
+import { forDisplay, shown } from '../format.ts';
 import { formatOne } from '../output.ts';
 import type { Io } from './read.ts';
 
@@ -16,6 +17,7 @@ export async function versionCommand(connect: () => Clients, io: Io, output: str
     c = connect();
     const info = await call(c, c.status.getServerInfo.bind(c.status), {}, 'get the server version');
     server = { ...info, address: c.server };
+    if (output !== 'json' && output !== 'yaml') server = forDisplay(server);
   } catch (err) {
     if (!(err instanceof McplaneError)) throw err;
     failure = err;
@@ -26,9 +28,10 @@ export async function versionCommand(connect: () => Clients, io: Io, output: str
     io.out(formatOne({ clientVersion: VERSION, serverVersion: server ?? null, ...(failure ? { serverError: failure.message } : {}) }, { kind: output }));
   } else {
     io.out(`client: ${VERSION}\n`);
+    // The server's words for itself, shown with their control characters escaped (format.ts).
     io.out(server
       ? `server: ${server.version} (at ${server.address}, replica ${server.replica}${server.leader ? ', leader' : ''}, store ${server.store})\n`
-      : `server: unreachable (${shortReason(failure!)})\n`);
+      : `server: unreachable (${shown(shortReason(failure!))})\n`);
   }
   if (failure) throw failure;
 }

@@ -8,6 +8,7 @@ import type { MachineConfigPool__Output } from '../../runtime/generated/mcplane/
 import type { Node__Output } from '../../runtime/generated/mcplane/v1/Node.ts';
 import type { Clients } from '../client/connection.ts';
 import { watchWithReconnect } from '../client/watch-stream.ts';
+import { forDisplay, shown as escaped } from '../format.ts';
 import { condition } from '../objects.ts';
 import { resourceOf } from '../resources.ts';
 import type { Io } from './read.ts';
@@ -54,7 +55,9 @@ const isWorking = (n: Node__Output): boolean =>
 const isDegraded = (n: Node__Output): boolean => n.status?.state === 'Degraded' || n.status?.state === 'Unreconcilable' || n.status?.state === 'RolledBack';
 
 /** The display: a summary line, then one line per node at work or degraded. */
-export function progressLines(name: string, pool: MachineConfigPool__Output | undefined, nodes: Node__Output[]): string[] {
+export function progressLines(name: string, reportedPool: MachineConfigPool__Output | undefined, reportedNodes: Node__Output[]): string[] {
+  // Reasons and phases come from the nodes: shown with their control characters escaped (format.ts).
+  const [pool, nodes] = forDisplay([reportedPool, reportedNodes] as const);
   if (!pool) return [`pool/${name}: waiting for the pool to exist`];
   const s = pool.status;
   const working = nodes.filter((n) => isWorking(n) && !isDegraded(n));
@@ -118,9 +121,9 @@ export function waitCommand(c: Clients, io: Io, target: string, options: WaitOpt
       const reasons: string[] = [];
       for (const type of ['RenderDegraded', 'Degraded']) {
         const cond = pool.status?.conditions.find((x) => x.type === type && x.status === 'True');
-        if (cond && (type === 'RenderDegraded' || !members.some(isDegraded))) reasons.push(`${type}: ${cond.message}`);
+        if (cond && (type === 'RenderDegraded' || !members.some(isDegraded))) reasons.push(`${type}: ${escaped(cond.message)}`);
       }
-      for (const n of members.filter(isDegraded)) reasons.push(`node ${n.name} is ${n.status?.state}: ${n.status?.reason || '<no reason reported>'}`);
+      for (const n of members.filter(isDegraded)) reasons.push(`node ${n.name} is ${escaped(n.status?.state ?? '')}: ${escaped(n.status?.reason || '<no reason reported>')}`);
       if (reasons.length) finish(new WaitFailedError(`pool/${name} will not become ${want.type} without help:\n${reasons.map((r) => `  - ${r}`).join('\n')}`));
     };
     const handle = watchWithReconnect(c, {

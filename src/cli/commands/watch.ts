@@ -3,10 +3,13 @@
 import type { WatchEvent__Output } from '../../runtime/generated/mcplane/v1/WatchEvent.ts';
 import type { Clients } from '../client/connection.ts';
 import { watchWithReconnect } from '../client/watch-stream.ts';
+import { forDisplay } from '../format.ts';
 import { condition } from '../objects.ts';
 import type { Io } from './read.ts';
 
-export function formatWatchEvent(e: WatchEvent__Output, now = new Date()): string | undefined {
+export function formatWatchEvent(event: WatchEvent__Output, now = new Date()): string | undefined {
+  // What nodes report (reasons above all) shown with its control characters escaped (format.ts).
+  const e = forDisplay(event);
   const time = now.toISOString().slice(11, 19);
   if (e.type === 'SYNCED') return `${time}  --- current state above; changes follow ---`;
   if (e.pool) {

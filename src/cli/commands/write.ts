@@ -6,7 +6,7 @@ import type { Clients } from '../client/connection.ts';
 import type { NodePreview__Output } from '../../runtime/generated/mcplane/v1/NodePreview.ts';
 import type { PoolPreview__Output } from '../../runtime/generated/mcplane/v1/PoolPreview.ts';
 import type { RenderedDiff__Output } from '../../runtime/generated/mcplane/v1/RenderedDiff.ts';
-import { table } from '../format.ts';
+import { forDisplay, table } from '../format.ts';
 import { loadManifestFiles } from '../manifest-files.ts';
 import { formatObject, type OutputFormat } from '../output.ts';
 import { resourceOf } from '../resources.ts';
@@ -23,8 +23,10 @@ export async function applyCommand(c: Clients, paths: string[], dryRun: boolean,
     return formatObject(dryRun ? { objects: res.objects, pools: res.poolPreviews, nodes: res.nodePreviews } : { objects: res.objects }, output);
   }
   const suffix = dryRun ? ' (dry run)' : '';
-  const lines = res.objects.map((o) => `${KIND_NAMES[o.kind] ?? o.kind}/${o.name} ${o.action}${suffix}\n`).join('');
-  return dryRun ? lines + previewText(res.poolPreviews ?? [], res.nodePreviews ?? []) : lines;
+  // The server's answer as text for people: its strings with their control characters escaped.
+  const shown = forDisplay(res);
+  const lines = shown.objects.map((o) => `${KIND_NAMES[o.kind] ?? o.kind}/${o.name} ${o.action}${suffix}\n`).join('');
+  return dryRun ? lines + previewText(shown.poolPreviews ?? [], shown.nodePreviews ?? []) : lines;
 }
 
 /** The dry-run preview for people: each pool's rendered diff, then one row per node. */

@@ -2,7 +2,7 @@
 // client certificate names; after that the stream speaks only for that node.
 
 import type { ServerDuplexStream, ServiceError } from '@grpc/grpc-js';
-import { boundNodeStatus, InvalidDocumentError, PermissionDeniedError, type NodeStatus } from '../../machineconfig/index.ts';
+import { agentVersionProblem, boundNodeStatus, InvalidDocumentError, PermissionDeniedError, registrationProblems, type NodeStatus } from '../../machineconfig/index.ts';
 import type { AgentMessage__Output } from '../../runtime/generated/mcplane/v1/AgentMessage.ts';
 import type { AgentServiceHandlers } from '../../runtime/generated/mcplane/v1/AgentService.ts';
 import type { NodeStatus__Output } from '../../runtime/generated/mcplane/v1/NodeStatus.ts';
@@ -62,6 +62,10 @@ export function agentService(cp: ControlPlane, auth: Authorizer, log: Logger): A
           if (nodeName && reg.nodeName !== nodeName) {
             throw new PermissionDeniedError(`this stream registered as ${nodeName}; it cannot re-register as ${reg.nodeName}`);
           }
+          // Labels and the version end up in every node listing and in operators' terminals;
+          // checked here, before anything is stored, as the API server checks a Node's labels.
+          const problems = registrationProblems({ nodeName: reg.nodeName, labels: reg.labels, agentVersions: [reg.agentVersion, reg.status?.agentVersion ?? ''] });
+          if (problems.length) throw new InvalidDocumentError(problems);
           nodeName = reg.nodeName;
           await cp.registerNode({
             nodeName,
@@ -77,7 +81,11 @@ export function agentService(cp: ControlPlane, auth: Authorizer, log: Logger): A
         }
         if (!nodeName) throw new PermissionDeniedError('the first message on an agent stream must be register');
         // Heartbeats need no answer: the stream being open is what keeps the session.
-        if (message.status?.status) cp.reportStatus(nodeName, statusFromWire(message.status.status));
+        if (message.status?.status) {
+          const version = agentVersionProblem(message.status.status.agentVersion);
+          if (version) throw new InvalidDocumentError([{ object: `Node/${nodeName}`, field: 'status.agentVersion', rule: 'agent-version', message: version }]);
+          cp.reportStatus(nodeName, statusFromWire(message.status.status));
+        }
       };
       const gone = (): void => {
         closed = true;
