@@ -290,8 +290,11 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
       res.setHeader('Retry-After', String(wait));
       return reply(res, 429, { error: `too many enrollment requests from ${req.socket.remoteAddress}; retry in ${wait} s` });
     }
+    const rule = autoApproveRuleFor(autoApprove, pool, nodeName);
+    const autoApproved = rule !== undefined && cp.cache.pools.has(pool) && !cp.cache.nodeRecords.has(nodeName);
     const limit = options.maxPendingRequests ?? MAX_PENDING_ENROLLMENT_REQUESTS;
-    if (pendingCount(cp.cache, now) >= limit) {
+    // A request approved at once never waits, so a full queue does not hold up the rules' hosts.
+    if (!autoApproved && pendingCount(cp.cache, now) >= limit) {
       log.warn({ pending: limit, node: nodeName, pool, remote: req.socket.remoteAddress }, 'enrollment request refused: too many requests are pending');
       res.setHeader('Retry-After', '600');
       return reply(res, 503, { error: `${limit} enrollment requests are already waiting for an operator (the limit); retry later, once some are approved, denied or expired` });
@@ -302,8 +305,7 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     };
     // An expired request of the same key not yet collected is replaced.
     const ops: WriteOp[] = [{ type: 'put', kind: 'EnrollmentRequest', name: id, value: record, expectedVersion: existing ? existing.resourceVersion : null }];
-    const rule = autoApproveRuleFor(autoApprove, pool, nodeName);
-    if (rule && cp.cache.pools.has(pool) && !cp.cache.nodeRecords.has(nodeName)) {
+    if (rule && autoApproved) {
       const certificate = await signer.signNode(csr, nodeName, pool);
       record = { ...record, state: 'Approved', decidedBy: `auto-approve rule ${describeRule(rule)}`, decidedAt: now, certificate, expiresAt: now + DECIDED_ENROLLMENT_REQUEST_TTL_MS };
       ops[0] = { ...ops[0]!, value: record } as WriteOp;

@@ -196,7 +196,7 @@ test('an approval stored by a replica without the CA key is signed by the bootst
 });
 
 test('pending requests are bounded in number and per address, and expire unanswered', async () => {
-  const small = await startTestServer({ bootstrap: { requestRate: { burst: 4, perMinute: 1 }, maxPendingRequests: 2, requestTtlMs: 1500 }, tokenSweepMs: 200 });
+  const small = await startTestServer({ bootstrap: { requestRate: { burst: 5, perMinute: 1 }, maxPendingRequests: 2, requestTtlMs: 1500, autoApprove: [{ pool: 'worker', nodeNamePattern: 'auto-*' }] }, tokenSweepMs: 200 });
   try {
     const first = await requestEnrollment(small, 'bounded-1', 'worker');
     assert.equal((await requestEnrollment(small, 'bounded-2', 'worker')).status, 202);
@@ -204,14 +204,16 @@ test('pending requests are bounded in number and per address, and expire unanswe
     assert.equal(full.status, 503);
     assert.match(full.body.error, /2 enrollment requests are already waiting for an operator \(the limit\)/);
     assert.ok(Number(full.headers['retry-after']) > 0);
+    // A request a rule approves at once never waits: a full queue does not hold it up.
+    assert.equal((await requestEnrollment(small, 'auto-1', 'worker')).body.state, 'Approved');
     // Unanswered, they expire: the host is told, the operator no longer sees them, room is made.
     await new Promise((r) => setTimeout(r, 2000));
     const gone = await bootstrapFetch(small, `/enrollment-requests/${first.body.id}`);
     assert.equal(gone.status, 404);
     assert.match(gone.body.error, /it expired, or was never made/);
-    assert.equal(small.handle.controlPlane.cache.enrollmentRequests.size, 0, 'the collector deleted them');
+    assert.deepEqual([...small.handle.controlPlane.cache.enrollmentRequests.values()].map((o) => o.value.nodeName), ['auto-1'], 'the collector deleted the unanswered ones');
     assert.equal((await requestEnrollment(small, 'bounded-4', 'worker')).status, 202);
-    // Four requests from this address used its burst; the fifth waits its turn.
+    // Five requests from this address used its burst; the sixth waits its turn.
     const throttled = await requestEnrollment(small, 'bounded-5', 'worker');
     assert.equal(throttled.status, 429);
     assert.match(throttled.body.error, /too many enrollment requests from/);

@@ -4,6 +4,7 @@
 import { X509Certificate } from 'node:crypto';
 import { NotFoundError } from '../../machineconfig/index.ts';
 import type { BootstrapToken } from '../../runtime/generated/mcplane/v1/BootstrapToken.ts';
+import type { EnrollmentRequest } from '../../runtime/generated/mcplane/v1/EnrollmentRequest.ts';
 import type { IdentityServiceHandlers } from '../../runtime/generated/mcplane/v1/IdentityService.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { checkedTokenId, newBootstrapToken } from '../bootstrap-tokens.ts';
@@ -11,7 +12,6 @@ import type { ControlPlane } from '../control-plane.ts';
 import { approveEnrollmentRequest, denyEnrollmentRequest, isLive, type DecisionContext } from '../enrollment-requests.ts';
 import type { StoredObject } from '../store/store.ts';
 import type { BootstrapTokenRecord, EnrollmentRequestRecord } from '../stored-records.ts';
-import type { EnrollmentRequest } from '../../runtime/generated/mcplane/v1/EnrollmentRequest.ts';
 import type { Authorizer } from './authorization.ts';
 import { unary } from './status-errors.ts';
 
