@@ -9,7 +9,7 @@ import { VERSION } from '../runtime/version.ts';
 import { connect, type Clients, type ConnectionFlags } from './client/connection.ts';
 import { renderCommand, validateCommand } from './commands/offline.ts';
 import { pkiInitCommand, pkiNodeCommand, pkiReplicaCommand } from './commands/pki.ts';
-import { revokeCommand, tokenCreateCommand } from './commands/identity.ts';
+import { approveEnrollmentCommand, denyEnrollmentCommand, revokeCommand, tokenCreateCommand } from './commands/identity.ts';
 import { describeCommand, getCommand, type Io } from './commands/read.ts';
 import { completionScript } from './commands/completion.ts';
 import { checkDashboardAddress, dashboardCommand, parseDashboardPort } from './commands/dashboard.ts';
@@ -77,8 +77,8 @@ export function buildProgram(io: Io): Command {
     .action((opts: { filename: string[] }) => write(validateCommand(opts.filename)));
 
   connectionOptions(program.command('get'))
-    .description('list pools (mcp), nodes, mc, rendered configs, replicas or events, or get them by name')
-    .argument('<resource...>', 'TYPE [NAME...] | TYPE/NAME... (types: pools, nodes, mc, rendered, replicas, events)')
+    .description('list pools (mcp), nodes, mc, rendered configs, replicas, events, tokens or enrollments, or get them by name')
+    .argument('<resource...>', 'TYPE [NAME...] | TYPE/NAME... (types: pools, nodes, mc, rendered, replicas, events, tokens, enrollments)')
     .option('-l, --selector <selector>', 'label selector, e.g. node-role.kubernetes.io/worker,topology.kubernetes.io/zone in (a,b)')
     .option('-o, --output <format>', 'wide | name | yaml | json | jsonpath=TEMPLATE (kubectl\'s {.items[*].metadata.name} syntax)')
     .option('-w, --watch', 'after the list, print a row for every change (pools, nodes and events)')
@@ -183,6 +183,16 @@ export function buildProgram(io: Io): Command {
   connectionOptions(node.command('revoke')).description('revoke the node\'s certificate: every replica refuses it from now on and ends its open stream')
     .argument('<name>')
     .action((name: string) => withClients((c) => revokeCommand(c, name)));
+
+  connectionOptions(program.command('approve')).description('approve a host\'s enrollment request (mcctl get enrollments): it gets a certificate for its pool and joins')
+    .argument('<resource>', 'enrollment')
+    .argument('<name>', 'the node name of one pending request, or the request\'s ID (or 8+ characters of it)')
+    .action((resource: string, name: string) => withClients((c) => approveEnrollmentCommand(c, resource, name)));
+  connectionOptions(program.command('deny')).description('deny a host\'s enrollment request: it gets no certificate, and is told why')
+    .argument('<resource>', 'enrollment')
+    .argument('<name>', 'the node name of one pending request, or the request\'s ID (or 8+ characters of it)')
+    .option('--reason <text>', 'what the host is told')
+    .action((resource: string, name: string, opts: { reason?: string }) => withClients((c) => denyEnrollmentCommand(c, resource, name, opts.reason)));
 
   const pki = program.command('pki').description('certificates for a first install');
   pki.command('init').description('create a CA, server, admin and optional node certificates, and a bootstrap token')

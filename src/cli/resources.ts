@@ -8,13 +8,14 @@ import type { Node__Output } from '../runtime/generated/mcplane/v1/Node.ts';
 import type { RenderedConfig__Output } from '../runtime/generated/mcplane/v1/RenderedConfig.ts';
 import type { Replica__Output } from '../runtime/generated/mcplane/v1/Replica.ts';
 import type { BootstrapToken__Output } from '../runtime/generated/mcplane/v1/BootstrapToken.ts';
+import type { EnrollmentRequest__Output } from '../runtime/generated/mcplane/v1/EnrollmentRequest.ts';
 import { call } from './client/call.ts';
 import type { Clients } from './client/connection.ts';
 import { age } from './format.ts';
 import { events } from './events.ts';
 import { condition, machineConfigObject, nodeObject, poolObject, renderedObject, replicaObject } from './objects.ts';
 
-export type ResourceName = 'pools' | 'nodes' | 'mc' | 'rendered' | 'replicas' | 'events' | 'tokens';
+export type ResourceName = 'pools' | 'nodes' | 'mc' | 'rendered' | 'replicas' | 'events' | 'tokens' | 'enrollments';
 
 export interface Resource<T> {
   name: ResourceName;
@@ -41,11 +42,12 @@ const ALIASES: Record<string, ResourceName> = {
   replicas: 'replicas', replica: 'replicas',
   events: 'events', event: 'events', ev: 'events',
   tokens: 'tokens', token: 'tokens', bootstraptoken: 'tokens', bootstraptokens: 'tokens',
+  enrollments: 'enrollments', enrollment: 'enrollments', enrollmentrequest: 'enrollments', enrollmentrequests: 'enrollments', er: 'enrollments',
 };
 
 export function resourceOf(name: string): ResourceName {
   const r = ALIASES[name.toLowerCase()];
-  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, replicas, events or tokens`);
+  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, replicas, events, tokens or enrollments`);
   return r;
 }
 
@@ -198,5 +200,45 @@ const tokens: Resource<BootstrapToken__Output> = {
   },
 };
 
+/** How many characters of a request's id a table shows: enough to tell requests apart and to type. */
+const SHORT_ID = 16;
+
+const listEnrollments = async (c: Clients): Promise<EnrollmentRequest__Output[]> =>
+  (await call(c, c.identity.listEnrollmentRequests.bind(c.identity), {}, 'list enrollment requests')).requests;
+
+const enrollments: Resource<EnrollmentRequest__Output> = {
+  name: 'enrollments',
+  typeName: 'enrollmentrequest',
+  list: listEnrollments,
+  // By id, id prefix or node name, as approve and deny take them.
+  get: async (c, name) => {
+    const all = await listEnrollments(c);
+    const found = all.filter((r) => r.id === name).concat(all.filter((r) => r.id !== name && name.length >= 8 && r.id.startsWith(name)), all.filter((r) => r.nodeName === name && r.id !== name));
+    if (found.length === 0) throw new NotFoundError('EnrollmentRequest', name);
+    return found[0]!;
+  },
+  nameOf: (r) => r.id,
+  object: (r) => ({
+    apiVersion: 'mcplane.io/v1', kind: 'EnrollmentRequest',
+    metadata: { name: r.id, creationTimestamp: new Date(Number(r.requestedUnixMs)).toISOString() },
+    spec: { nodeName: r.nodeName, pool: r.pool, address: r.address, labels: r.labels },
+    status: {
+      state: r.state,
+      ...(r.decidedBy ? { decidedBy: r.decidedBy, decidedAt: new Date(Number(r.decidedUnixMs)).toISOString() } : {}),
+      ...(r.reason ? { reason: r.reason } : {}),
+      ...(r.certificateSerial ? { certificateSerial: r.certificateSerial } : {}),
+      expires: new Date(Number(r.expiresUnixMs)).toISOString(),
+    },
+  }),
+  labels: () => undefined,
+  columns: ['ID', 'NODE', 'POOL', 'STATE', 'ADDRESS', 'AGE'],
+  wideColumns: ['DECIDED-BY', 'REASON', 'LABELS'],
+  row: (r, wide) => {
+    const row: (string | number)[] = [r.id.slice(0, SHORT_ID), r.nodeName, r.pool, r.state, r.address || '<unknown>', age(Number(r.requestedUnixMs))];
+    if (wide) row.push(r.decidedBy || '<none>', r.reason || '<none>', Object.entries(r.labels).map(([k, v]) => `${k}=${v}`).join(',') || '<none>');
+    return row;
+  },
+};
+
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const RESOURCES: Record<ResourceName, Resource<any>> = { pools, nodes, mc: machineConfigs, rendered, replicas, events, tokens };
+export const RESOURCES: Record<ResourceName, Resource<any>> = { pools, nodes, mc: machineConfigs, rendered, replicas, events, tokens, enrollments };

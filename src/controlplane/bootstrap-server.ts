@@ -5,6 +5,11 @@
 //        config as Ignition (3.x as the Accept header asks, or 2.2), plus what the host needs to
 //        join: /etc/mcplane/agent.yaml, the CA certificate and a single-use enrollment token.
 //   POST /enroll         {token, nodeName, csr}: signs the host's key as O=mcplane:nodes,CN=<name>.
+//   POST /enrollment-requests {nodeName, pool, csr, labels?}, no token: asks to join; the request
+//        waits for an operator (mcctl approve enrollment) or an auto-approve rule
+//        (enrollment-requests.ts). GET /enrollment-requests/<id> says where it stands, with the
+//        certificate once approved. No config is served this way: the host connects with its
+//        certificate and its agent gets the pool's config over the stream.
 //
 // Unlike MCO's server it is not open to whoever reaches the port: rendered configs carry
 // secrets (pull secrets, keys), so every config request needs a bootstrap token, and a token
@@ -16,18 +21,21 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import { hostname } from 'node:os';
 import { stringify } from 'yaml';
-import { ConflictError, encodeDataUrl, labelsForPool, toIgnitionV2, type IgnitionConfig, type IgnitionFile, type MachineConfigPool } from '../machineconfig/index.ts';
+import { ConflictError, encodeDataUrl, labelProblem, labelsForPool, toIgnitionV2, type IgnitionConfig, type IgnitionFile, type MachineConfigPool } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
-import { certificateBinding, RESERVED_NODE_NAMES, ROLE_NODE, signCertificateRequest, type KeyPairPem } from '../runtime/pki.ts';
+import { certificateBinding, certificateRequestKeyId, RESERVED_NODE_NAMES, ROLE_NODE, signCertificateRequest, type KeyPairPem } from '../runtime/pki.ts';
 import { bootstrapTokenPool, type StaticBootstrapToken } from './bootstrap-tokens.ts';
 import type { ControlPlane } from './control-plane.ts';
 import { RateLimiter, type RateLimit } from './rate-limiter.ts';
-import type { EnrollmentTokenRecord, NodeRecordValue } from './stored-records.ts';
+import { autoApproveRuleFor, caSigner, describeRule, DECIDED_ENROLLMENT_REQUEST_TTL_MS, enrolledNodeRecord, ENROLLMENT_REQUEST_TTL_MS, isLive, MAX_PENDING_ENROLLMENT_REQUESTS, pendingCount, type AutoApproveRule } from './enrollment-requests.ts';
+import type { StoredObject, WriteOp } from './store/store.ts';
+import type { EnrollmentRequestRecord, EnrollmentTokenRecord, NodeRecordValue } from './stored-records.ts';
 
 export const DEFAULT_BOOTSTRAP_PORT = 22623;
 export const ENROLLMENT_TOKEN_TTL_MS = 24 * 3600_000;
 const MAX_BODY_BYTES = 64 * 1024;
 const IGNITION_MEDIA_TYPE = 'application/vnd.coreos.ignition+json';
+const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 
 /** Where the served Ignition puts the agent's bootstrap files on the host. */
 export const HOST_PATHS = {
@@ -62,6 +70,14 @@ export interface BootstrapOptions {
   /** This endpoint's address as hosts reach it (host:port), for the enrollment URL; by default
    * the address it listens on, with the port it got and the hostname for a wildcard address. */
   bootstrapAddress?: string;
+  /** Enrollment requests approved at once: a pool's hosts whose names match a pattern. */
+  autoApprove?: AutoApproveRule[];
+  /** Enrollment requests made per client address (default: 10 at once, then 10 a minute). */
+  requestRate?: RateLimit;
+  /** Enrollment requests waiting for a decision at once (default 1,000); more are refused with 503. */
+  maxPendingRequests?: number;
+  /** How long a request waits for a decision (default 24 h). */
+  requestTtlMs?: number;
 }
 
 /** An address as others can reach it: a wildcard listen address becomes this machine's name. */
@@ -81,6 +97,11 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
   const failures = new RateLimiter(failureRate);
   // Failures are bounded by the limiter above; its own 429s are logged once a minute per address.
   const throttleLogs = new RateLimiter({ burst: 1, perMinute: 1 });
+  // Requests without a token: each is a store write anyone can cause, so bounded per address,
+  // and in all by the pending limit.
+  const requesting = new RateLimiter(options.requestRate ?? { burst: 10, perMinute: 10 });
+  const signer = caSigner(options.ca);
+  const autoApprove = options.autoApprove ?? [];
   const failureKeys = (req: IncomingMessage, presented: string | undefined): string[] =>
     [`address:${req.socket.remoteAddress ?? ''}`, ...(presented ? [`token:${hashToken(presented)}`] : [])];
   const server = createServer({ cert: options.tls.cert, key: options.tls.key }, (req, res) => {
@@ -114,8 +135,11 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
       return serveConfig(req, res, pool);
     }
     if (req.method === 'POST' && url.pathname === '/enroll') return enroll(req, res);
+    if (req.method === 'POST' && url.pathname === '/enrollment-requests') return createRequest(req, res);
+    const requestPath = /^\/enrollment-requests\/([^/]+)$/.exec(url.pathname);
+    if (req.method === 'GET' && requestPath) return requestStatus(req, res, requestPath[1]!);
     if (throttled(req, res, undefined)) return;
-    fail(req, res, undefined, 404, `no such endpoint: ${req.method} ${url.pathname} (GET /config/<pool>, POST /enroll)`);
+    fail(req, res, undefined, 404, `no such endpoint: ${req.method} ${url.pathname} (GET /config/<pool>, POST /enroll, POST /enrollment-requests, GET /enrollment-requests/<id>)`);
   };
 
   /** 429 when this client or this token has failed too often lately; true when it answered. */
@@ -219,6 +243,137 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     }
     log.info({ node: nodeName, pool: stored.value.pool }, 'node enrolled');
     reply(res, 200, { certificate, ca: options.ca.certPem });
+  };
+
+  /** What the host polling its request is told: no operator names, the certificate once signed. */
+  const requestBody = (id: string, r: EnrollmentRequestRecord): Record<string, unknown> => ({
+    id, nodeName: r.nodeName, pool: r.pool, state: r.state, requestedAt: new Date(r.requestedAt).toISOString(),
+    ...(r.state === 'Denied' ? { reason: r.reason ?? '' } : {}),
+    ...(r.certificate ? { certificate: r.certificate, ca: options.ca.certPem } : {}),
+  });
+
+  const createRequest = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (throttled(req, res, undefined)) return;
+    const body = await readJson(req);
+    if (!body.ok) return fail(req, res, undefined, 400, body.error);
+    const { nodeName, pool, csr, labels } = (body.value ?? {}) as { nodeName?: unknown; pool?: unknown; csr?: unknown; labels?: unknown };
+    const labelsOk = labels === undefined || (typeof labels === 'object' && labels !== null && !Array.isArray(labels) && Object.values(labels).every((v) => typeof v === 'string'));
+    if (typeof nodeName !== 'string' || typeof pool !== 'string' || typeof csr !== 'string' || !labelsOk) {
+      return fail(req, res, undefined, 400, 'the body must be JSON {"nodeName": string, "pool": string, "csr": PEM string, "labels"?: {string: string}}');
+    }
+    if (!NAME.test(nodeName)) return fail(req, res, undefined, 400, `nodeName ${JSON.stringify(nodeName.slice(0, 300))} is not a DNS subdomain (lowercase letters, digits, "-", ".")`);
+    if (RESERVED_NODE_NAMES.has(nodeName)) {
+      return fail(req, res, undefined, 400, `nodeName "${nodeName}" is reserved: it is etcd's administrator user, which a node certificate must never map to`);
+    }
+    if (!NAME.test(pool)) return fail(req, res, undefined, 400, `pool ${JSON.stringify(pool.slice(0, 300))} is not a pool name (a DNS subdomain)`);
+    const asked = (labels ?? {}) as Record<string, string>;
+    const badLabel = Object.entries(asked).map(([k, v]) => labelProblem(k, v)).find(Boolean);
+    if (Object.keys(asked).length > 64 || badLabel) return fail(req, res, undefined, 400, `labels: ${badLabel ?? 'at most 64'}`);
+    let id: string;
+    try {
+      id = await certificateRequestKeyId(csr);
+    } catch (err) {
+      return fail(req, res, undefined, 400, `the certificate request is not valid: ${(err as Error).message}`);
+    }
+    const now = Date.now();
+    const existing = cp.cache.enrollmentRequests.get(id) ?? await cp.store.get<EnrollmentRequestRecord>('EnrollmentRequest', id);
+    if (existing && isLive(existing.value, now)) {
+      // The same key asking again (a host retrying after a lost answer): the same request.
+      if (existing.value.nodeName !== nodeName || existing.value.pool !== pool) {
+        return reply(res, 409, { error: `this key already asked to join as ${existing.value.nodeName} in pool ${existing.value.pool} (request ${id}); poll GET /enrollment-requests/${id}, or ask with a new key` });
+      }
+      res.setHeader('Location', `/enrollment-requests/${id}`);
+      return answerRequest(res, await signedIfApproved(existing));
+    }
+    const wait = requesting.take(req.socket.remoteAddress ?? '');
+    if (wait > 0) {
+      res.setHeader('Retry-After', String(wait));
+      return reply(res, 429, { error: `too many enrollment requests from ${req.socket.remoteAddress}; retry in ${wait} s` });
+    }
+    const rule = autoApproveRuleFor(autoApprove, pool, nodeName);
+    const autoApproved = rule !== undefined && cp.cache.pools.has(pool) && !cp.cache.nodeRecords.has(nodeName);
+    const limit = options.maxPendingRequests ?? MAX_PENDING_ENROLLMENT_REQUESTS;
+    // A request approved at once never waits, so a full queue does not hold up the rules' hosts.
+    if (!autoApproved && pendingCount(cp.cache, now) >= limit) {
+      log.warn({ pending: limit, node: nodeName, pool, remote: req.socket.remoteAddress }, 'enrollment request refused: too many requests are pending');
+      res.setHeader('Retry-After', '600');
+      return reply(res, 503, { error: `${limit} enrollment requests are already waiting for an operator (the limit); retry later, once some are approved, denied or expired` });
+    }
+    let record: EnrollmentRequestRecord = {
+      nodeName, pool, csr, ...(labels ? { labels: asked } : {}), requestedAt: now, address: req.socket.remoteAddress ?? '', state: 'Pending',
+      expiresAt: now + (options.requestTtlMs ?? ENROLLMENT_REQUEST_TTL_MS),
+    };
+    // An expired request of the same key not yet collected is replaced.
+    const ops: WriteOp[] = [{ type: 'put', kind: 'EnrollmentRequest', name: id, value: record, expectedVersion: existing ? existing.resourceVersion : null }];
+    if (rule && autoApproved) {
+      const certificate = await signer.signNode(csr, nodeName, pool);
+      record = { ...record, state: 'Approved', decidedBy: `auto-approve rule ${describeRule(rule)}`, decidedAt: now, certificate, expiresAt: now + DECIDED_ENROLLMENT_REQUEST_TTL_MS };
+      ops[0] = { ...ops[0]!, value: record } as WriteOp;
+      ops.push({ type: 'put', kind: 'Node', name: nodeName, expectedVersion: null, value: enrolledNodeRecord(cp.cache, pool, certificate) });
+    } else if (rule) {
+      log.warn({ node: nodeName, pool, rule: describeRule(rule) }, `an auto-approve rule matches the enrollment request, but ${cp.cache.pools.has(pool) ? `Node/${nodeName} is already registered` : `MachineConfigPool/${pool} does not exist`}: left for an operator`);
+    }
+    let revision: number;
+    try {
+      ({ revision } = await cp.store.commit(ops));
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+      return reply(res, 409, { error: err.kind === 'Node' ? `Node/${nodeName} was registered meanwhile; ask again under another name` : 'the same key asked at the same time; poll the request' });
+    }
+    await cp.cache.waitForRevision(revision);
+    if (record.state === 'Approved') log.info({ id, node: nodeName, pool, remote: req.socket.remoteAddress, decidedBy: record.decidedBy }, 'enrollment request auto-approved');
+    else log.info({ id, node: nodeName, pool, remote: req.socket.remoteAddress }, 'enrollment request waits for an operator (mcctl get enrollments)');
+    res.setHeader('Location', `/enrollment-requests/${id}`);
+    answerRequest(res, { name: id, value: record });
+  };
+
+  const requestStatus = async (req: IncomingMessage, res: ServerResponse, id: string): Promise<void> => {
+    if (throttled(req, res, undefined)) return;
+    const stored = /^[0-9a-f]{64}$/.test(id) ? cp.cache.enrollmentRequests.get(id) ?? await cp.store.get<EnrollmentRequestRecord>('EnrollmentRequest', id) : undefined;
+    // An unknown id counts as a failure: polling a guessed id is guessing.
+    if (!stored || !isLive(stored.value)) return fail(req, res, undefined, 404, `no enrollment request ${id.slice(0, 64)} (it expired, or was never made): POST /enrollment-requests again`);
+    answerRequest(res, await signedIfApproved(stored));
+  };
+
+  /** 202 while pending, 200 once decided. */
+  const answerRequest = (res: ServerResponse, r: { name: string; value: EnrollmentRequestRecord }): void => {
+    res.setHeader('Cache-Control', 'no-store');
+    reply(res, r.value.state === 'Pending' ? 202 : 200, requestBody(r.name, r.value));
+  };
+
+  /**
+   * An approval stored by a replica without the CA key has no certificate: signed here when the
+   * host polls, and bound to the Node record the approval reserved, in one commit.
+   */
+  const signedIfApproved = async (stored: StoredObject<EnrollmentRequestRecord>): Promise<{ name: string; value: EnrollmentRequestRecord }> => {
+    const r = stored.value;
+    if (r.state !== 'Approved' || r.certificate) return stored;
+    const node = cp.cache.nodeRecords.get(r.nodeName);
+    if (!node || node.value.enrolledFor !== r.pool || node.value.certificate) {
+      // The reserved record was deleted or bound elsewhere since the approval: nothing to sign
+      // for any more. Recorded, so the operator sees it too.
+      const value: EnrollmentRequestRecord = { ...r, state: 'Denied', reason: `Node/${r.nodeName} was deleted or bound to another certificate after the approval; ask again with a new key` };
+      await cp.store.commit([{ type: 'put', kind: 'EnrollmentRequest', name: stored.name, value, expectedVersion: stored.resourceVersion, createdAt: stored.createdAt }]).catch((err: unknown) => {
+        if (!(err instanceof ConflictError)) throw err;
+      });
+      return { name: stored.name, value };
+    }
+    const certificate = await signer.signNode(r.csr, r.nodeName, r.pool);
+    const value: EnrollmentRequestRecord = { ...r, certificate };
+    try {
+      const { revision } = await cp.store.commit([
+        { type: 'put', kind: 'EnrollmentRequest', name: stored.name, value, expectedVersion: stored.resourceVersion, createdAt: stored.createdAt },
+        { type: 'put', kind: 'Node', name: r.nodeName, value: { ...node.value, certificate: certificateBinding(certificate) } satisfies NodeRecordValue, expectedVersion: node.resourceVersion, createdAt: node.createdAt },
+      ]);
+      await cp.cache.waitForRevision(revision);
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+      // Another poll signed first (or the node changed): the stored answer is the one to give.
+      const again = await cp.store.get<EnrollmentRequestRecord>('EnrollmentRequest', stored.name);
+      return again?.value.certificate ? again : { name: stored.name, value: { ...r, state: 'Pending' } };
+    }
+    log.info({ id: stored.name, node: r.nodeName, pool: r.pool }, 'signed the certificate of an approved enrollment request');
+    return { name: stored.name, value };
   };
 
   /** Where a new host's agent connects: every replica, so it can move when one is lost. */

@@ -24,6 +24,7 @@ import {
   LEADER_KEY,
   type AgentSessionRecord,
   type BootstrapTokenRecord,
+  type EnrollmentRequestRecord,
   type EventRecord,
   type KubernetesNodeRecord,
   type KubernetesSourceRecord,
@@ -49,6 +50,9 @@ const CACHED_KINDS: readonly StoredKind[] = [
   'KubernetesSource',
   'PoolResume',
   'BootstrapToken', 'RevokedCertificate',
+  // Bounded (pending ones by the endpoint's limit, decided ones expire): cached, so listing and
+  // the pending count cost no store read.
+  'EnrollmentRequest',
 ];
 
 /** The kinds whose objects together make one node's view. */
@@ -148,6 +152,8 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
   get drains(): ReadonlyMap<string, StoredObject<NodeDrainRecord>> { return this.#map('NodeDrain'); }
   get kubernetesNodes(): ReadonlyMap<string, StoredObject<KubernetesNodeRecord>> { return this.#map('KubernetesNode'); }
   get bootstrapTokens(): ReadonlyMap<string, StoredObject<BootstrapTokenRecord>> { return this.#map('BootstrapToken'); }
+  /** Keyed by the id: the SHA-256 of the requesting host's public key. */
+  get enrollmentRequests(): ReadonlyMap<string, StoredObject<EnrollmentRequestRecord>> { return this.#map('EnrollmentRequest'); }
   /** Keyed by the certificate's SHA-256 fingerprint. */
   get revokedCertificates(): ReadonlyMap<string, StoredObject<RevokedCertificateRecord>> { return this.#map('RevokedCertificate'); }
   /** With --kubernetes-source: the cluster objects the leader could not take, and why. */

@@ -42,6 +42,7 @@ import { systemClock, type Clock } from './clock.ts';
 import { ClusterCache } from './cluster-cache.ts';
 import { ControllerManager } from './controller-manager.ts';
 import { EnrollmentTokenCollector } from './enrollment-token-collector.ts';
+import type { CertificateSigner } from './enrollment-requests.ts';
 import { EventRecorder } from './event-recorder.ts';
 import { LeaderElection } from './leader-election.ts';
 import { LeaderWriter } from './leader-writer.ts';
@@ -101,6 +102,8 @@ export interface ControlPlaneOptions {
   drain?: Partial<DrainSettings>;
   /** --kubernetes-source: MachineConfigs and pools come from the cluster (needs `kubernetes`). */
   kubernetesSource?: boolean;
+  /** Signs node certificates when an operator approves an enrollment request (replicas holding the CA key). */
+  certificateSigner?: CertificateSigner;
 }
 
 const NODE_STATES: readonly NodeState[] = ['Done', 'Working', 'Degraded', 'Unreconcilable', 'RolledBack'];
@@ -124,12 +127,15 @@ export class ControlPlane {
   readonly drains: DrainController;
   readonly #renderWaitMs: number;
   readonly clock: Clock;
+  /** Present on replicas that hold the CA key; others store approvals for the bootstrap endpoint to sign. */
+  readonly certificateSigner: CertificateSigner | undefined;
   /** With --kubernetes-source, the controller that takes MachineConfigs and pools from the cluster. */
   readonly #source: KubernetesSourceController | undefined;
 
   private constructor(readonly cache: ClusterCache, readonly replica: Replica, options: ControlPlaneOptions, private readonly log: Logger, readonly metrics: ServerMetrics) {
     this.#renderWaitMs = options.renderWaitMs ?? 15_000;
     this.clock = options.clock ?? systemClock;
+    this.certificateSigner = options.certificateSigner;
     this.kubernetes = options.kubernetes;
     this.election = new LeaderElection(cache, replica, log);
     this.sessions = new AgentSessions(cache, replica, log);

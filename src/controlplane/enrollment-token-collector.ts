@@ -1,6 +1,9 @@
 // Deletes enrollment tokens once they expire (used or not), so the store does not keep every
-// token ever issued. Leader-only, and time-driven: it asks to run again after each sweep.
+// token ever issued, and enrollment requests once they expire (pending ones nobody decided on,
+// decided ones a day after the decision). Leader-only, and time-driven: it asks to run again
+// after each sweep.
 
+import { ConflictError } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import type { Controller, ReconcileResult } from './controller.ts';
@@ -32,6 +35,19 @@ export class EnrollmentTokenCollector implements Controller {
     if (expired.length) {
       await this.writer.commitEach(expired);
       this.log.info({ deleted: expired.length, kept: items.length - expired.length }, 'deleted expired enrollment tokens');
+    }
+    // Requests are cached. Each delete is fenced by the version read: a request decided at the
+    // moment it expired keeps its decision (and its new expiry) and goes at a later sweep.
+    const requests = [...this.cache.enrollmentRequests.values()].filter((o) => o.value.expiresAt <= now);
+    for (const o of requests) {
+      await this.writer.commit([{ type: 'delete', kind: 'EnrollmentRequest', name: o.name, expectedVersion: o.resourceVersion }]).catch((err: unknown) => {
+        if (!(err instanceof ConflictError && err.kind === 'EnrollmentRequest')) throw err;
+        this.log.debug({ id: o.name }, 'an expired enrollment request changed while being deleted; the next sweep looks again');
+      });
+    }
+    if (requests.length) {
+      const pending = requests.filter((o) => o.value.state === 'Pending');
+      this.log.info({ deleted: requests.length, undecided: pending.length, nodes: pending.slice(0, 10).map((o) => o.value.nodeName) }, 'deleted expired enrollment requests');
     }
     return { requeueAfterMs: this.sweepMs };
   }

@@ -11,6 +11,7 @@ import { identityOf, REPLICA_CN_PREFIX, ROLE_ADMIN, ROLE_NODE, ROLE_REPLICA } fr
 import { onStopSignal, runProgram } from '../runtime/entry-point.ts';
 import { VERSION } from '../runtime/version.ts';
 import { DEFAULT_BOOTSTRAP_PORT } from './bootstrap-server.ts';
+import { parseAutoApproveRules } from './enrollment-requests.ts';
 import { startServer, type ServerOptions } from './server.ts';
 import { inClusterAvailable } from './kubernetes/kube-client.ts';
 
@@ -42,6 +43,8 @@ interface Flags {
   metricsAllowNonLoopback?: boolean;
   kubeconfig?: string;
   kubernetesSource?: boolean;
+  /** POOL=GLOB strings from the flag; in the config file those or {pool, nodeNamePattern} objects. */
+  enrollmentAutoApprove?: unknown[];
 }
 
 /** The config file uses the flags' names in camelCase: dataDir, listen, pkiDir, ... */
@@ -91,6 +94,12 @@ export function resolveOptions(flags: Flags): ServerOptions & { logLevel?: strin
     options.bootstrap = { listen: f.bootstrapListen ?? `0.0.0.0:${DEFAULT_BOOTSTRAP_PORT}`, caKeyFile: caKey, tokenFile };
     if (f.advertise) options.bootstrap.grpcAdvertise = f.advertise;
     if (f.bootstrapAdvertise) options.bootstrap.advertise = f.bootstrapAdvertise;
+  }
+  const autoApprove = parseAutoApproveRules(f.enrollmentAutoApprove, flags.enrollmentAutoApprove ? '--enrollment-auto-approve' : `${flags.config}: enrollmentAutoApprove`);
+  if (autoApprove.length) {
+    // Requests are made and approved on the bootstrap endpoint: a rule without it would never apply.
+    if (!options.bootstrap) throw new ConfigurationError('--enrollment-auto-approve needs the bootstrap endpoint (TLS, the CA key and a token file, without --no-bootstrap)');
+    options.bootstrap.autoApprove = autoApprove;
   }
   return options;
 }
@@ -189,6 +198,7 @@ export async function main(argv: string[]): Promise<void> {
     .option('--bootstrap-listen <host:port>', `bootstrap endpoint address (default 0.0.0.0:${DEFAULT_BOOTSTRAP_PORT})`)
     .option('--advertise <host:port>', 'gRPC address written into bootstrapped hosts\' agent config')
     .option('--bootstrap-advertise <host:port>', 'bootstrap address written into bootstrapped hosts\' agent config')
+    .option('--enrollment-auto-approve <pool=glob>', 'approve enrollment requests for POOL from hosts whose name matches GLOB (* and ?) at once; repeatable; master only when named', (value: string, previous: string[] = []) => [...previous, value])
     .option('--metrics-listen <host:port>', 'serve Prometheus metrics over plain HTTP at http://HOST:PORT/metrics (default: off; loopback addresses only)')
     .option('--metrics-allow-non-loopback', 'let --metrics-listen use an address other than loopback (unauthenticated plain HTTP: firewall it)')
     .option('--kubeconfig <file>', 'kubeconfig of an existing Kubernetes cluster to work with (default: the pod\'s service account when run in a cluster)')

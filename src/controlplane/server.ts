@@ -8,6 +8,8 @@ import { checkMetricsListen, startMetricsServer, type MetricsServer } from '../r
 import { isLoopbackHost, parseHostPort, readTlsFiles, serverCredentials, type TlsFiles } from '../runtime/tls.ts';
 import { reachableAddress, startBootstrapServer } from './bootstrap-server.ts';
 import { parseBootstrapTokenFile } from './bootstrap-tokens.ts';
+import { caSigner, describeRule, type AutoApproveRule } from './enrollment-requests.ts';
+import type { KeyPairPem } from '../runtime/pki.ts';
 import type { Clock } from './clock.ts';
 import { ControlPlane, type ControlPlaneOptions } from './control-plane.ts';
 import { startGrpcServer, SERVICE_NAMES, type GrpcServerHandle } from './grpc/grpc-server.ts';
@@ -40,6 +42,14 @@ export interface ServerOptions {
     issueRate?: RateLimit;
     /** Failed bootstrap requests allowed per client address and per token (tests raise it). */
     failureRate?: RateLimit;
+    /** --enrollment-auto-approve: enrollment requests approved at once. */
+    autoApprove?: AutoApproveRule[];
+    /** Enrollment requests per client address (tests raise it). */
+    requestRate?: RateLimit;
+    /** Enrollment requests pending at once (default 1,000; tests lower it). */
+    maxPendingRequests?: number;
+    /** How long an enrollment request waits for a decision (default 24 h; tests shorten it). */
+    requestTtlMs?: number;
   };
   /** How often the leader deletes expired enrollment tokens (default 10 min). */
   tokenSweepMs?: number;
@@ -86,6 +96,13 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
   }
   if (kubernetes) log.info({ kubernetes: kubernetes.server, credentials: kubernetes.credentials }, 'working with a Kubernetes cluster');
 
+  // The CA key is read before anything starts: the control plane signs approved enrollment
+  // requests with it, and the bootstrap endpoint signs enrollments.
+  let ca: KeyPairPem | undefined;
+  if (options.bootstrap) {
+    if (!tls) throw new ConfigurationError('the bootstrap endpoint needs TLS; it cannot run with --insecure');
+    ca = { certPem: tls.ca.toString(), keyPem: readFileSync(options.bootstrap.caKeyFile, 'utf8') };
+  }
   const store = await openStore({ dataDir: options.dataDir, ...(options.etcd ? { etcd: options.etcd } : {}), log });
   let cp: ControlPlane | undefined;
   let bootstrap: HttpsServer | undefined;
@@ -104,6 +121,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       ...(kubernetes ? { kubernetes } : {}),
       ...(options.drain ? { drain: options.drain } : {}),
       ...(options.kubernetesSource ? { kubernetesSource: true } : {}),
+      ...(ca ? { certificateSigner: caSigner(ca) } : {}),
     }, log);
     grpc.serve(cp, tls !== undefined);
     if (tls) cp.metrics.servesWith(tls);
@@ -113,22 +131,30 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
     };
     cp.replica.on('lost', () => setServing(false));
     cp.replica.on('ready', () => setServing(true));
-    if (options.bootstrap) {
-      if (!tls) throw new ConfigurationError('the bootstrap endpoint needs TLS; it cannot run with --insecure');
+    if (options.bootstrap && tls && ca) {
       const b = parseHostPort(options.bootstrap.listen, '--bootstrap-listen');
       const { tokens, warnings } = parseBootstrapTokenFile(readFileSync(options.bootstrap.tokenFile, 'utf8'), options.bootstrap.tokenFile);
       for (const warning of warnings) log.warn(warning);
       if (tokens.length === 0) log.info({ file: options.bootstrap.tokenFile }, 'the bootstrap token file holds no token: only tokens made with mcctl pki token create serve configs');
       bootstrap = await startBootstrapServer(cp, {
         tls: { cert: tls.cert, key: tls.key },
-        ca: { certPem: tls.ca.toString(), keyPem: readFileSync(options.bootstrap.caKeyFile, 'utf8') },
+        ca,
         staticTokens: tokens,
         ...(options.bootstrap.grpcAdvertise ? { grpcAddress: options.bootstrap.grpcAdvertise } : {}),
         ...(options.bootstrap.advertise ? { bootstrapAddress: options.bootstrap.advertise } : {}),
         ...(options.bootstrap.tokenTtlMs ? { tokenTtlMs: options.bootstrap.tokenTtlMs } : {}),
         ...(options.bootstrap.issueRate ? { issueRate: options.bootstrap.issueRate } : {}),
         ...(options.bootstrap.failureRate ? { failureRate: options.bootstrap.failureRate } : {}),
+        ...(options.bootstrap.autoApprove ? { autoApprove: options.bootstrap.autoApprove } : {}),
+        ...(options.bootstrap.requestRate ? { requestRate: options.bootstrap.requestRate } : {}),
+        ...(options.bootstrap.maxPendingRequests ? { maxPendingRequests: options.bootstrap.maxPendingRequests } : {}),
+        ...(options.bootstrap.requestTtlMs ? { requestTtlMs: options.bootstrap.requestTtlMs } : {}),
       }, b.host.replace(/^\[|\]$/g, ''), b.port, log);
+    }
+    for (const rule of options.bootstrap?.autoApprove ?? []) {
+      // Logged at every start: who may join without an operator is worth seeing in the journal.
+      if (rule.pool === 'master') log.warn({ rule: describeRule(rule) }, 'enrollment requests for master matching this rule are approved without an operator: such hosts join the control plane\'s pool');
+      else log.info({ rule: describeRule(rule) }, 'enrollment requests matching this rule are approved without an operator');
     }
     const bootstrapPort = bootstrap ? (bootstrap.address() as { port: number }).port : undefined;
     if (metricsListen) {

@@ -138,6 +138,41 @@ export interface EnrollmentTokenRecord {
   usedAt?: number;
 }
 
+/** Where an enrollment request stands. */
+export type EnrollmentRequestState = 'Pending' | 'Approved' | 'Denied';
+
+/**
+ * A host's request to join without a bootstrap token (POST /enrollment-requests), stored under
+ * its id: the SHA-256 (hex) of the host's public key, so a retry with the same key finds it and
+ * only the key's holder could have made it (the CSR is signed). Written by the bootstrap endpoint
+ * (the request, an auto-approval, the lazy signature) and by the operator's decision (gRPC);
+ * each write is a compare-and-swap on the request, so a decision is made once.
+ */
+export interface EnrollmentRequestRecord {
+  nodeName: string;
+  pool: string;
+  /** The host's PKCS#10 request (PEM): what approval signs. */
+  csr: string;
+  /** What the host says about itself, for the operator to judge; never the node's labels. */
+  labels?: Record<string, string>;
+  requestedAt: number;
+  /** The client address the request came from. */
+  address: string;
+  state: EnrollmentRequestState;
+  /** An operator's CN, or `auto-approve rule <pool>=<glob>`. */
+  decidedBy?: string;
+  decidedAt?: number;
+  /** Why it was denied (or a note on an approval). */
+  reason?: string;
+  /**
+   * The signed certificate (PEM), once approved and signed. An approval on a replica without the
+   * CA key leaves it out; the bootstrap endpoint signs when the host next polls.
+   */
+  certificate?: string;
+  /** When the collector deletes it: a pending one after the request TTL, a decided one a day after the decision. */
+  expiresAt: number;
+}
+
 /**
  * A node's last updates, oldest first, at most MAX_HISTORY_UPDATES. One writer: the replica
  * holding the node's stream, each write fenced by its session epoch (as NodeStatus), and only

@@ -97,6 +97,16 @@ export async function signCertificateRequest(ca: KeyPairPem, csrPem: string, opt
   return signPublicKey(ca, await csr.publicKey.export(), options);
 }
 
+/**
+ * The SHA-256 (hex) of a certificate request's public key (its DER SubjectPublicKeyInfo), once
+ * its signature verifies: a name for the request only the key's holder could have made.
+ */
+export async function certificateRequestKeyId(csrPem: string): Promise<string> {
+  const csr = new x509.Pkcs10CertificateRequest(csrPem);
+  if (!(await csr.verify())) throw new Error('the certificate request signature does not verify');
+  return Buffer.from(await webcrypto.subtle.digest('SHA-256', csr.publicKey.rawData)).toString('hex');
+}
+
 export async function createCertificateRequest(commonName: string): Promise<{ csrPem: string; keyPem: string }> {
   const keys = await generateKeys();
   const csr = await x509.Pkcs10CertificateRequestGenerator.create({

@@ -49,3 +49,21 @@ export async function enrollHost(server: TestServer, pool: string, bootstrapToke
   writeFileSync(join(dir, 'node.key'), keyPem, { mode: 0o600 });
   return { ca: join(server.pki.dir, 'ca.crt'), cert: join(dir, 'node.crt'), key: join(dir, 'node.key') };
 }
+
+/**
+ * A host with no bootstrap token asking to join: POST /enrollment-requests with a CSR for a new
+ * key. Returns the answer and the key (only its holder can use the certificate an approval gives).
+ */
+export async function requestEnrollment(server: TestServer, nodeName: string, pool: string, options: { labels?: Record<string, string>; key?: { csrPem: string; keyPem: string } } = {}): Promise<BootstrapResponse & { csrPem: string; keyPem: string }> {
+  const key = options.key ?? await createCertificateRequest(nodeName);
+  const res = await bootstrapFetch(server, '/enrollment-requests', { method: 'POST', body: { nodeName, pool, csr: key.csrPem, ...(options.labels ? { labels: options.labels } : {}) } });
+  return { ...res, csrPem: key.csrPem, keyPem: key.keyPem };
+}
+
+/** Writes an approved request's certificate and the host's key where an agent reads them. */
+export function credentialsFrom(server: TestServer, nodeName: string, certificate: string, keyPem: string): { ca: string; cert: string; key: string } {
+  const dir = mkdtempSync(join(tmpdir(), `approved-${nodeName}-`));
+  writeFileSync(join(dir, 'node.crt'), certificate);
+  writeFileSync(join(dir, 'node.key'), keyPem, { mode: 0o600 });
+  return { ca: join(server.pki.dir, 'ca.crt'), cert: join(dir, 'node.crt'), key: join(dir, 'node.key') };
+}

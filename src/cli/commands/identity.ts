@@ -23,3 +23,23 @@ export async function revokeCommand(c: Clients, name: string): Promise<string> {
   const { serial } = await call(c, c.identity.revokeNode.bind(c.identity), { name }, `revoke node ${name}`);
   return `node/${name}: certificate ${serial} revoked; its agent is disconnected and refused on every replica (a new certificate for ${name} binds it again)\n`;
 }
+
+/** `mcctl approve enrollment NAME`: NAME is the node name of one pending request, or its id. */
+export async function approveEnrollmentCommand(c: Clients, resource: string, name: string): Promise<string> {
+  enrollmentResource(resource, 'approve');
+  const r = await call(c, c.identity.approveEnrollmentRequest.bind(c.identity), { name }, `approve enrollment request ${name}`);
+  const signed = r.certificateSerial ? `certificate ${r.certificateSerial} issued` : 'the certificate is signed by the bootstrap endpoint when the host next polls';
+  return `enrollmentrequest/${r.id.slice(0, 16)} approved: node ${r.nodeName} joins pool ${r.pool} (${signed}); its agent gets the pool's config once it connects\n`;
+}
+
+export async function denyEnrollmentCommand(c: Clients, resource: string, name: string, reason: string | undefined): Promise<string> {
+  enrollmentResource(resource, 'deny');
+  const r = await call(c, c.identity.denyEnrollmentRequest.bind(c.identity), { name, reason: reason ?? '' }, `deny enrollment request ${name}`);
+  return `enrollmentrequest/${r.id.slice(0, 16)} denied: node ${r.nodeName} (from ${r.address}) does not join pool ${r.pool}; the host is told: ${r.reason}\n`;
+}
+
+function enrollmentResource(resource: string, verb: string): void {
+  if (!/^(enrollments?|enrollmentrequests?|er)$/i.test(resource)) {
+    throw new ConfigurationError(`mcctl ${verb} works on enrollment requests (mcctl ${verb} enrollment NAME), not "${resource}"`);
+  }
+}

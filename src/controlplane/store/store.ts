@@ -46,7 +46,9 @@ export type StoredKind =
    */
   | 'KubernetesSource'
   /** An operator's `mcctl resume pool` past a rollout halt, until the leader clears the halt. */
-  | 'PoolResume';
+  | 'PoolResume'
+  /** A host's request to join without a bootstrap token, and the operator's decision on it. */
+  | 'EnrollmentRequest';
 
 export const STORED_KINDS: readonly StoredKind[] = [
   'MachineConfig', 'MachineConfigPool', 'PoolStatus', 'RenderedConfig', 'Node', 'NodeAssignment',
@@ -54,6 +56,7 @@ export const STORED_KINDS: readonly StoredKind[] = [
   'MachineConfiguration',
   'NodeHistory', 'Event', 'KubernetesSource', 'NodeDrain', 'KubernetesNode', 'PoolResume',
   'BootstrapToken', 'RevokedCertificate',
+  'EnrollmentRequest',
 ];
 
 export interface StoredObject<T = unknown> {
