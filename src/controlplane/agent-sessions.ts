@@ -276,7 +276,8 @@ export class AgentSessions {
     const names = change.resync ? [...this.#local.keys()] : [...(change.changed.get('AgentSession') ?? [])];
     for (const node of names) {
       const local = this.#local.get(node);
-      if (!local) continue;
+      // Taken over by this node's newer stream here (a renewed certificate): open() ends it.
+      if (!local || local.superseded) continue;
       const record = this.cache.sessions.get(node);
       if (record?.resourceVersion === local.epoch) continue;
       // Only a newer session replaces a record, and only this replica deletes its own (after

@@ -71,6 +71,7 @@ export class SimulatedAgent {
   #generation = 0;
   #pendingRenewal: { resolve: (m: NonNullable<ServerMessage__Output['certificate']>) => void; reject: (e: Error) => void } | undefined;
   #renewTimer: NodeJS.Timeout | undefined;
+  #renewing: Promise<void> | undefined;
   #tls: { ca: Buffer; cert: Buffer; key: Buffer };
   #stream: ClientDuplexStream<AgentMessage, ServerMessage__Output> | undefined;
   #waiters: (() => void)[] = [];
@@ -102,7 +103,12 @@ export class SimulatedAgent {
    * Asks for a new certificate over the open stream, then opens a stream with it to the same
    * replica; the old one is ended by the server once the new one has registered.
    */
-  async renew(): Promise<void> {
+  renew(): Promise<void> {
+    this.#renewing ??= this.#renew().finally(() => { this.#renewing = undefined; });
+    return this.#renewing;
+  }
+
+  async #renew(): Promise<void> {
     const stream = this.#stream;
     if (!stream) throw new Error(`${this.options.name}: not connected`);
     const { csrPem, keyPem } = await createCertificateRequest(this.options.name);
@@ -132,6 +138,8 @@ export class SimulatedAgent {
     clearTimeout(this.#renewTimer);
     if (!this.options.autoRenew || this.#closed) return;
     const wait = Math.max(0, certificateValidity(this.#tls.cert).renewAt - Date.now());
+    // Days away (a certificate from mcctl pki node): the test renews by hand.
+    if (wait > 2 ** 31 - 1) return;
     this.#renewTimer = setTimeout(() => {
       this.renew().catch((err: Error & { code?: string }) => {
         this.renewalFailures.push({ code: err.code ?? '', message: err.message });
