@@ -23,6 +23,7 @@ import type { AgentConfig } from './agent-config.ts';
 import { AgentMetrics } from './agent-metrics.ts';
 import { desiredFiles, layoutOf } from './desired-files.ts';
 import { describeDrift, DriftMonitor } from './drift-monitor.ts';
+import { recoverCertificateFiles } from './certificate-store.ts';
 import { enrollIfNeeded } from './enrollment.ts';
 import { Failpoints } from './failpoints.ts';
 import { Journal } from './journal.ts';
@@ -92,10 +93,13 @@ export class Agent {
     agent.engine.resumeAfterRestart();
     if (!agent.journal.state.pending && agent.journal.state.currentSpec) agent.#watchDrift();
     await enrollIfNeeded(config, log);
+    // A renewal a restart interrupted is finished (or dropped) before the files are read.
+    if (config.tls) recoverCertificateFiles(config.tls, log);
     if (config.tls) agent.metrics.certificateFile(config.tls.cert, config.nodeName);
     agent.session = new AgentSession({
       servers: config.servers,
       tls: config.tls ? readTlsFiles(config.tls, 'agent TLS') : undefined,
+      ...(config.tls ? { tlsFiles: config.tls } : {}),
       nodeName: config.nodeName,
       labels: config.labels,
       agentVersion: VERSION,

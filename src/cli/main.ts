@@ -8,7 +8,7 @@ import { isEntryPoint } from '../runtime/entry-point.ts';
 import { VERSION } from '../runtime/version.ts';
 import { connect, type Clients, type ConnectionFlags } from './client/connection.ts';
 import { renderCommand, validateCommand } from './commands/offline.ts';
-import { pkiInitCommand, pkiNodeCommand, pkiReplicaCommand } from './commands/pki.ts';
+import { pkiCaPromoteCommand, pkiCaRetireCommand, pkiCaRotateCommand, pkiInitCommand, pkiNodeCommand, pkiReplicaCommand } from './commands/pki.ts';
 import { approveEnrollmentCommand, denyEnrollmentCommand, revokeCommand, tokenCreateCommand } from './commands/identity.ts';
 import { describeCommand, getCommand, type Io } from './commands/read.ts';
 import { completionScript } from './commands/completion.ts';
@@ -217,6 +217,13 @@ export function buildProgram(io: Io): Command {
       if (!dir) throw new ConfigurationError('mcctl pki replica needs --pki-dir DIR, the directory mcctl pki init wrote');
       write(await pkiReplicaCommand(dir, name));
     });
+  const caCmd = pki.command('ca').description('CA rollover with overlap: rotate (add a next CA to the bundle), promote (it signs), retire (the old leaves the bundle)');
+  caCmd.command('rotate').argument('<dir>', 'the directory mcctl pki init wrote').description('make a next CA and add it to ca.crt; the current CA still signs')
+    .action(async (dir: string) => write(await pkiCaRotateCommand(dir)));
+  caCmd.command('promote').argument('<dir>', 'the directory mcctl pki init wrote').description('make the next CA the one that signs (ca.key); the old stays trusted')
+    .action(async (dir: string) => write(await pkiCaPromoteCommand(dir)));
+  caCmd.command('retire').argument('<dir>', 'the directory mcctl pki init wrote').description('drop every CA but the signing one from ca.crt, and issue server.crt and admin.crt again with it')
+    .action(async (dir: string) => write(await pkiCaRetireCommand(dir)));
   const token = pki.command('token').description('bootstrap tokens: each serves one pool\'s config on the bootstrap endpoint');
   connectionOptions(token.command('create')).description('make a bootstrap token for one pool (printed once; list them with mcctl get tokens, remove with mcctl delete token ID)')
     .requiredOption('--pool <pool>', 'the one pool the token serves: a worker\'s token cannot fetch master\'s config')

@@ -7,10 +7,10 @@
 // A node that reconnects replaces its old stream, here or on another replica: the replica
 // that sees its session taken over ends its own stream.
 
-import { admitNodeLabels, ConflictError, labelsForPool, PermissionDeniedError, RateLimitedError, StoreUnavailableError, type Labels, type NodeStatus } from '../machineconfig/index.ts';
+import { admitNodeLabels, ConflictError, labelsForPool, PermissionDeniedError, PreconditionFailedError, RateLimitedError, StoreUnavailableError, type Labels, type NodeStatus } from '../machineconfig/index.ts';
 import type { ServerMessage } from '../runtime/generated/mcplane/v1/ServerMessage.ts';
 import type { Logger } from '../runtime/logger.ts';
-import type { CertificateBinding } from '../runtime/pki.ts';
+import { certificateBinding, type CertificateBinding } from '../runtime/pki.ts';
 import type { CacheChange, ClusterCache } from './cluster-cache.ts';
 import { NodeHistoryWriter } from './node-history-writer.ts';
 import { NodeStatusWriter } from './node-status-writer.ts';
@@ -36,6 +36,18 @@ export interface LocalSession {
   lastStatus: NodeStatus;
   /** The SHA-256 fingerprint of the certificate the stream was opened with (TLS only). */
   certificate?: string;
+  /** A newer stream of the same node is registering here: this one ends when it has. */
+  superseded?: boolean;
+}
+
+/**
+ * Signs node certificates at renewal: a replica that holds the CA key (--ca-key, or ca.key in
+ * --pki-dir). Others answer renewals with an error and the agent asks again later or elsewhere.
+ */
+export interface NodeCertificateSigner {
+  sign(csrPem: string, node: string, pool: string): Promise<string>;
+  /** Every CA this server trusts now: the agent's trust bundle from the renewal on. */
+  bundle(): string;
 }
 
 export interface SessionOpening {
@@ -57,9 +69,15 @@ export interface SessionOpening {
  */
 export const REGISTRATION_RATE: RateLimit = { burst: 20, perMinute: 60 };
 
+/** Renewals per node per replica: each signs and commits, and an agent renews at 2/3 of a life. */
+export const RENEWAL_RATE: RateLimit = { burst: 10, perMinute: 30 };
+
 export class AgentSessions {
   readonly #local = new Map<string, LocalSession>();
   readonly #registrations = new RateLimiter(REGISTRATION_RATE);
+  readonly #renewals = new RateLimiter(RENEWAL_RATE);
+  /** Set by the server when this replica can sign (it holds the CA key). */
+  signer: NodeCertificateSigner | undefined;
   readonly writer: NodeStatusWriter;
   /** Finished updates into each node's NodeHistory, fenced like the status. */
   readonly history: NodeHistoryWriter;
@@ -115,7 +133,18 @@ export class AgentSessions {
     ops.push({ type: 'put', kind: 'NodeStatus', name, value: { status: opening.status, lastSeen: now } satisfies NodeStatusRecord, ...(status ? { createdAt: status.createdAt } : {}) });
     const session: AgentSessionRecord = { replica: this.replica.name, since: now, bootId: opening.bootId };
     ops.push({ type: 'put', kind: 'AgentSession', name, value: session, lease: lease.id });
-    const { objects, revision } = await this.cache.store.commit(ops);
+    // A stream of the same node opened here with a renewed certificate takes over from the one
+    // it renewed on: that one ends normally below, not as "bound to another certificate".
+    const replaced = this.#local.get(name);
+    if (replaced && replaced.stream !== stream) replaced.superseded = true;
+    let committed: Awaited<ReturnType<typeof this.cache.store.commit>>;
+    try {
+      committed = await this.cache.store.commit(ops);
+    } catch (err) {
+      if (replaced) delete replaced.superseded;
+      throw err;
+    }
+    const { objects, revision } = committed;
     const epoch = objects.find((o) => o.kind === 'AgentSession')!.resourceVersion;
     await this.cache.waitForRevision(revision);
 
@@ -150,6 +179,8 @@ export class AgentSessions {
     // A record without a binding (enrolled by an older server, or a certificate from `mcctl pki
     // node`) takes the first certificate that registers; from then on only that one.
     if (opening.certificate && !value.certificate) value.certificate = opening.certificate;
+    // The agent uses its renewed certificate: the one it renewed from is no longer accepted.
+    if (opening.certificate && value.previousCertificate && (value.certificate?.sha256 === opening.certificate.sha256 || value.previousCertificate.notAfter < Date.now())) delete value.previousCertificate;
     return value;
   }
 
@@ -160,10 +191,41 @@ export class AgentSessions {
       throw new PermissionDeniedError(`the certificate for node ${name} (serial ${presented.serial}) was ${revoked.value.reason === 'deleted' ? 'revoked when the node was deleted' : 'revoked'} at ${new Date(revoked.value.revokedAt).toISOString()} by ${revoked.value.revokedBy}; the host must enroll again`);
     }
     const bound = existing?.certificate;
-    if (bound && bound.sha256 !== presented.sha256) {
+    if (bound && bound.sha256 !== presented.sha256 && existing?.previousCertificate?.sha256 !== presented.sha256) {
       this.log.warn({ node: name, presented: presented.serial, bound: bound.serial }, 'node presented a certificate other than the one it is bound to');
       throw new PermissionDeniedError(`Node/${name} is bound to another certificate (serial ${bound.serial}, expires ${new Date(bound.notAfter).toISOString()}); this one (serial ${presented.serial}) is refused. A re-installed host: mcctl delete node ${name}, then enroll it again`);
     }
+  }
+
+  /**
+   * Signs a new certificate for the node this stream is registered as, for the key in `csrPem`,
+   * with the same subject (node and pool), and binds the node to it in one commit. The one the
+   * stream was opened with stays accepted until the agent registers with the new one, so the
+   * agent switches streams without a gap. Returns the certificate and the trust bundle.
+   */
+  async renew(node: string, stream: AgentStream, presented: CertificateBinding, pool: string, csrPem: string): Promise<{ certificatePem: string; caBundlePem: string }> {
+    const local = this.#local.get(node);
+    if (!local || local.stream !== stream) throw new PreconditionFailedError(`node ${node}: renew on a registered stream (register first)`);
+    if (!this.signer) {
+      throw new PreconditionFailedError(`replica ${this.replica.name} holds no CA key and cannot sign certificates (give it --ca-key, or ca.key in --pki-dir); ask another replica or again later`);
+    }
+    const wait = this.#renewals.take(node);
+    if (wait > 0) throw new RateLimitedError(`node ${node} renewed its certificate too often (${RENEWAL_RATE.burst} at once, then ${RENEWAL_RATE.perMinute} a minute, on each replica)`, wait);
+    const record = this.cache.nodeRecords.get(node);
+    if (!record) throw new PermissionDeniedError(`Node/${node} was deleted; the host must enroll again`);
+    this.#refuseCertificate(node, presented, record.value);
+    const certificatePem = await this.signer.sign(csrPem, node, pool);
+    const issued = certificateBinding(certificatePem);
+    // The certificate this stream was opened with becomes the previous one: a renewal the agent
+    // never stored (its answer was lost) leaves nothing behind that could connect.
+    const value: NodeRecordValue = { ...record.value, certificate: issued, previousCertificate: presented };
+    const { revision } = await this.cache.store.commit([
+      { type: 'put', kind: 'Node', name: node, value, createdAt: record.createdAt, expectedVersion: record.resourceVersion },
+      { type: 'check', kind: 'RevokedCertificate', name: presented.sha256, expectedVersion: null },
+    ]);
+    await this.cache.waitForRevision(revision);
+    this.log.info({ node, serial: issued.serial, notAfter: new Date(issued.notAfter).toISOString(), previous: presented.serial }, 'node certificate renewed');
+    return { certificatePem, caBundlePem: this.signer.bundle() };
   }
 
   /** The agent sent a status report: stored with the next batch, if the session still holds. */
@@ -214,7 +276,8 @@ export class AgentSessions {
     const names = change.resync ? [...this.#local.keys()] : [...(change.changed.get('AgentSession') ?? [])];
     for (const node of names) {
       const local = this.#local.get(node);
-      if (!local) continue;
+      // Taken over by this node's newer stream here (a renewed certificate): open() ends it.
+      if (!local || local.superseded) continue;
       const record = this.cache.sessions.get(node);
       if (record?.resourceVersion === local.epoch) continue;
       // Only a newer session replaces a record, and only this replica deletes its own (after
@@ -237,7 +300,7 @@ export class AgentSessions {
       let why: string | undefined;
       if (!record) why = `Node/${node} was deleted`;
       else if (local.certificate && this.cache.revokedCertificates.has(local.certificate)) why = `the certificate of node ${node} was revoked`;
-      else if (local.certificate && record.value.certificate && record.value.certificate.sha256 !== local.certificate) why = `Node/${node} is bound to another certificate now`;
+      else if (local.certificate && record.value.certificate && record.value.certificate.sha256 !== local.certificate && record.value.previousCertificate?.sha256 !== local.certificate && !local.superseded) why = `Node/${node} is bound to another certificate now`;
       if (!why) continue;
       this.log.warn({ node }, `${why}; ending its stream`);
       this.#local.delete(node);

@@ -11,8 +11,9 @@ import { identityOf, REPLICA_CN_PREFIX, ROLE_ADMIN, ROLE_NODE, ROLE_REPLICA } fr
 import { onStopSignal, runProgram } from '../runtime/entry-point.ts';
 import { VERSION } from '../runtime/version.ts';
 import { DEFAULT_BOOTSTRAP_PORT } from './bootstrap-server.ts';
+import { durationMs } from '../machineconfig/duration.ts';
 import { parseAutoApproveRules } from './enrollment-requests.ts';
-import { startServer, type ServerOptions } from './server.ts';
+import { caKeyIfPresent, startServer, type ServerOptions } from './server.ts';
 import { inClusterAvailable } from './kubernetes/kube-client.ts';
 
 interface Flags {
@@ -45,6 +46,7 @@ interface Flags {
   kubernetesSource?: boolean;
   /** POOL=GLOB strings from the flag; in the config file those or {pool, nodeNamePattern} objects. */
   enrollmentAutoApprove?: unknown[];
+  nodeCertificateLifetime?: string;
 }
 
 /** The config file uses the flags' names in camelCase: dataDir, listen, pkiDir, ... */
@@ -63,6 +65,9 @@ export function resolveOptions(flags: Flags): ServerOptions & { logLevel?: strin
   const tlsCert = f.tlsCert ?? (pki && join(pki, 'server.crt'));
   const tlsKey = f.tlsKey ?? (pki && join(pki, 'server.key'));
   const caKey = f.caKey ?? (pki && join(pki, 'ca.key'));
+  // An explicit --ca-key must be readable (the server says so at start); the one --pki-dir
+  // implies is used when present: a replica without it cannot sign, and says so to agents.
+  const signingKey = f.caKey ?? caKeyIfPresent(pki && join(pki, 'ca.key'));
   const tokenFile = f.bootstrapTokenFile ?? (pki && join(pki, 'bootstrap-token'));
   const options: ServerOptions & { logLevel?: string } = {
     dataDir: f.dataDir ?? '/var/lib/mcplane-server',
@@ -70,6 +75,11 @@ export function resolveOptions(flags: Flags): ServerOptions & { logLevel?: strin
     insecure: f.insecure ?? false,
   };
   if (f.logLevel) options.logLevel = f.logLevel;
+  if (f.nodeCertificateLifetime !== undefined) {
+    const ms = durationMs(String(f.nodeCertificateLifetime));
+    if (ms === undefined || ms < 1000) throw new ConfigurationError(`--node-certificate-lifetime ${f.nodeCertificateLifetime}: expected a duration such as 90d, 30d, 12h (at least 1s)`);
+    options.nodeCertificateLifetimeMs = ms;
+  }
   if (f.metricsListen) options.metrics = { listen: f.metricsListen, allowNonLoopback: f.metricsAllowNonLoopback === true };
   else if (f.metricsAllowNonLoopback) throw new ConfigurationError('--metrics-allow-non-loopback needs --metrics-listen HOST:PORT');
   // A pod's service account is used without a flag, as kubectl and client libraries do.
@@ -89,6 +99,7 @@ export function resolveOptions(flags: Flags): ServerOptions & { logLevel?: strin
   if (tlsCa || tlsCert || tlsKey) {
     if (!tlsCa || !tlsCert || !tlsKey) throw new ConfigurationError('--tls-ca, --tls-cert and --tls-key go together (or use --pki-dir)');
     options.tls = { ca: tlsCa, cert: tlsCert, key: tlsKey };
+    if (signingKey && !options.insecure) options.caKeyFile = signingKey;
   }
   if (f.bootstrap !== false && options.tls && !options.insecure && caKey && tokenFile) {
     options.bootstrap = { listen: f.bootstrapListen ?? `0.0.0.0:${DEFAULT_BOOTSTRAP_PORT}`, caKeyFile: caKey, tokenFile };
@@ -191,7 +202,8 @@ export async function main(argv: string[]): Promise<void> {
     .option('--tls-ca <file>', 'CA that client certificates must chain to')
     .option('--tls-cert <file>', 'server certificate')
     .option('--tls-key <file>', 'server private key')
-    .option('--ca-key <file>', 'CA private key, to sign node certificates at enrollment')
+    .option('--ca-key <file>', 'CA private key, to sign node certificates at enrollment and renewal (default: ca.key in --pki-dir, when there)')
+    .option('--node-certificate-lifetime <duration>', 'lifetime of the node certificates this server issues, e.g. 90d, 30d, 12h (default 90d); agents renew at two thirds of it')
     .option('--bootstrap-token-file <file>', 'bootstrap tokens, one per line')
     .option('--insecure', 'plaintext gRPC, only on a loopback --listen (development)')
     .option('--no-bootstrap', 'do not serve the Ignition bootstrap endpoint')
@@ -211,6 +223,13 @@ export async function main(argv: string[]): Promise<void> {
   // Signals are caught from the start: a SIGTERM that arrives while the last steps of start-up
   // run (the leader's first writes) must stop the server cleanly, not kill it mid-write.
   const starting = startServer({ ...options, log });
+  // SIGHUP reads the certificates again (the default action would end the process).
+  process.on('SIGHUP', () => {
+    void starting.then((server) => {
+      const changed = server.reloadCertificates();
+      log.info({ changed }, 'SIGHUP: certificates read again');
+    }, () => undefined);
+  });
   onStopSignal(async (signal) => {
     log.info({ signal }, 'signal received');
     const server = await starting.catch(() => undefined);

@@ -1,15 +1,16 @@
 // Starts and stops a whole control plane: store, controllers, gRPC and the bootstrap endpoint.
 
-import { readFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import type { Server as HttpsServer } from 'node:https';
 import { ConfigurationError } from '../machineconfig/index.ts';
 import { createLogger, type Logger } from '../runtime/logger.ts';
 import { checkMetricsListen, startMetricsServer, type MetricsServer } from '../runtime/metrics-http.ts';
-import { isLoopbackHost, parseHostPort, readTlsFiles, serverCredentials, type TlsFiles } from '../runtime/tls.ts';
+import { DEFAULT_NODE_CERTIFICATE_LIFETIME_MS, ROLE_NODE, signCertificateRequest, signerCertificate, type KeyPairPem } from '../runtime/pki.ts';
+import { isLoopbackHost, parseHostPort, ReloadingTls, serverCredentials, type TlsFiles } from '../runtime/tls.ts';
 import { reachableAddress, startBootstrapServer } from './bootstrap-server.ts';
 import { parseBootstrapTokenFile } from './bootstrap-tokens.ts';
 import { caSigner, describeRule, type AutoApproveRule } from './enrollment-requests.ts';
-import type { KeyPairPem } from '../runtime/pki.ts';
 import type { Clock } from './clock.ts';
 import { ControlPlane, type ControlPlaneOptions } from './control-plane.ts';
 import { startGrpcServer, SERVICE_NAMES, type GrpcServerHandle } from './grpc/grpc-server.ts';
@@ -28,6 +29,19 @@ export interface ServerOptions {
   /** host:port for gRPC; port 0 picks a free one. */
   listen: string;
   tls?: TlsFiles;
+  /**
+   * The CA's private key: this replica signs node certificates (at enrollment and at renewal)
+   * with the CA in `tls.ca` whose key this is. Absent: the bootstrap endpoint's, else none
+   * (renewals are refused here and agents ask another replica).
+   */
+  caKeyFile?: string;
+  /** Lifetime of the node certificates this server issues (default 90 days). */
+  nodeCertificateLifetimeMs?: number;
+  /**
+   * How often the TLS files and the CA key are checked for changes (default 10 s; SIGHUP, i.e.
+   * ServerHandle.reloadCertificates, reads them at once).
+   */
+  certificateWatchMs?: number;
   /** Plaintext gRPC; refused unless `listen` is a loopback address. */
   insecure?: boolean;
   bootstrap?: {
@@ -72,6 +86,11 @@ export interface ServerHandle {
   bootstrapPort?: number;
   /** The /metrics port, when --metrics-listen was given. */
   metricsPort?: number;
+  /**
+   * Reads the TLS files and the CA key again (SIGHUP): new handshakes use the new server
+   * certificate and trust bundle, open streams stay. True when something changed.
+   */
+  reloadCertificates(): boolean;
   /** Stops taking work, finishes in-flight calls and writes, closes the store. */
   close(graceMs?: number): Promise<void>;
 }
@@ -85,7 +104,33 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
   if (options.insecure && !isLoopbackHost(host)) {
     throw new ConfigurationError(`--insecure serves plaintext and is allowed only on a loopback address; --listen ${options.listen} is not one`);
   }
-  const tls = options.tls && !options.insecure ? readTlsFiles(options.tls, 'server TLS') : undefined;
+  const reloading = options.tls && !options.insecure ? new ReloadingTls(options.tls, 'server TLS', (message) => log.error(message)) : undefined;
+  const tls = reloading?.material;
+  const lifetime = options.nodeCertificateLifetimeMs ?? DEFAULT_NODE_CERTIFICATE_LIFETIME_MS;
+  if (!(lifetime >= 1000)) throw new ConfigurationError('--node-certificate-lifetime must be at least 1s (agents renew at two thirds of it)');
+  // Seconds are for tests: every agent renews every two thirds of it, each renewal a commit.
+  if (lifetime < 3_600_000) log.warn({ lifetimeMs: lifetime }, 'node certificates live less than an hour: agents renew at two thirds of that');
+  const caKeyFile = options.caKeyFile ?? options.bootstrap?.caKeyFile;
+  // One object, updated in place on reload: the bootstrap endpoint and renewals sign with the
+  // CA (and bundle) read last.
+  const signingCa: KeyPairPem | undefined = reloading && caKeyFile ? readSigningCa(reloading.material.ca.toString(), caKeyFile, options.tls!.ca, lifetime) : undefined;
+  const reloadCertificates = (): boolean => {
+    if (!reloading) return false;
+    let changed = reloading.reload();
+    if (signingCa && caKeyFile) {
+      try {
+        const next = readSigningCa(reloading.material.ca.toString(), caKeyFile, options.tls!.ca, lifetime);
+        if (next.certPem !== signingCa.certPem || next.keyPem !== signingCa.keyPem) {
+          Object.assign(signingCa, next);
+          changed = true;
+          log.info({ signer: caSubject(next) }, 'CA key or trust bundle reloaded: new node certificates are signed by this CA');
+        }
+      } catch (err) {
+        log.error({ err: (err as Error).message }, 'the CA key does not fit the trust bundle; still signing with the CA read before');
+      }
+    }
+    return changed;
+  };
   const metricsListen = options.metrics && { ...options.metrics, setting: '--metrics-listen', optIn: '--metrics-allow-non-loopback' };
   // Refused before anything starts, like a plaintext --listen.
   if (metricsListen) checkMetricsListen(metricsListen);
@@ -98,11 +143,8 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
 
   // The CA key is read before anything starts: the control plane signs approved enrollment
   // requests with it, and the bootstrap endpoint signs enrollments.
-  let ca: KeyPairPem | undefined;
-  if (options.bootstrap) {
-    if (!tls) throw new ConfigurationError('the bootstrap endpoint needs TLS; it cannot run with --insecure');
-    ca = { certPem: tls.ca.toString(), keyPem: readFileSync(options.bootstrap.caKeyFile, 'utf8') };
-  }
+  if (options.bootstrap && !tls) throw new ConfigurationError('the bootstrap endpoint needs TLS; it cannot run with --insecure');
+  const ca = signingCa;
   const store = await openStore({ dataDir: options.dataDir, ...(options.etcd ? { etcd: options.etcd } : {}), log });
   let cp: ControlPlane | undefined;
   let bootstrap: HttpsServer | undefined;
@@ -110,7 +152,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
   let metrics: MetricsServer | undefined;
   try {
     // The port is bound first: the replica advertises the address it really listens on.
-    grpc = await startGrpcServer(options.listen, serverCredentials(tls), log);
+    grpc = await startGrpcServer(options.listen, reloading ? reloading.serverCredentials() : serverCredentials(undefined), log);
     const address = reachableAddress(host, grpc.port);
     cp = await ControlPlane.start(store, {
       replicaName: options.replicaName ?? address,
@@ -125,6 +167,13 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
     }, log);
     grpc.serve(cp, tls !== undefined);
     if (tls) cp.metrics.servesWith(tls);
+    if (signingCa) {
+      const ca = signingCa;
+      cp.sessions.signer = {
+        sign: (csr, node, pool) => signCertificateRequest(ca, csr, { commonName: node, organization: ROLE_NODE, organizationalUnit: pool, usage: 'client' }),
+        bundle: () => ca.certPem,
+      };
+    }
     const health = grpc.health;
     const setServing = (serving: boolean): void => {
       for (const s of ['', ...SERVICE_NAMES]) health.setStatus(s, serving ? 'SERVING' : 'NOT_SERVING');
@@ -157,6 +206,14 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       else log.info({ rule: describeRule(rule) }, 'enrollment requests matching this rule are approved without an operator');
     }
     const bootstrapPort = bootstrap ? (bootstrap.address() as { port: number }).port : undefined;
+    if (reloading) {
+      const endpoint = bootstrap;
+      reloading.onChange((m) => {
+        log.info({ cert: options.tls!.cert, ca: options.tls!.ca }, 'server TLS files reloaded: new connections use them, open ones keep theirs');
+        endpoint?.setSecureContext({ cert: m.cert, key: m.key });
+      });
+      reloading.watch(options.certificateWatchMs ?? 10_000);
+    }
     if (metricsListen) {
       cp.metrics.collectProcessMetrics();
       metrics = await startMetricsServer({ ...metricsListen, registry: cp.metrics.registry, log });
@@ -171,9 +228,11 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       grpcPort: grpc.port,
       bootstrapPort,
       ...(metrics ? { metricsPort: metrics.port } : {}),
+      reloadCertificates,
       close(graceMs = 1500) {
         closing ??= (async () => {
           log.info('shutting down: no new calls, finishing in-flight ones');
+          reloading?.close();
           setServing(false);
           bootstrap?.close();
           await metrics?.close();
@@ -200,6 +259,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       },
     };
   } catch (err) {
+    reloading?.close();
     bootstrap?.close();
     await metrics?.close();
     grpc?.server.forceShutdown();
@@ -207,4 +267,35 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
     await store.close();
     throw err;
   }
+}
+
+/**
+ * The signer: the trust bundle (which during a CA rollover holds several CAs) and the CA key; the
+ * CA that signs is the bundle's certificate for that key.
+ */
+function readSigningCa(bundlePem: string, caKeyFile: string, caFile: string, nodeLifetimeMs: number): KeyPairPem {
+  let keyPem: string;
+  try {
+    keyPem = readFileSync(caKeyFile, 'utf8');
+  } catch (err) {
+    throw new ConfigurationError(`--ca-key: cannot read ${caKeyFile}: ${(err as Error).message}`);
+  }
+  let signer: string | undefined;
+  try {
+    signer = signerCertificate(bundlePem, keyPem);
+  } catch (err) {
+    throw new ConfigurationError(`--ca-key ${caKeyFile}: not a private key (${(err as Error).message})`);
+  }
+  if (!signer) throw new ConfigurationError(`--ca-key ${caKeyFile} is the key of no CA certificate in ${caFile}; after mcctl pki ca promote, the new CA must be in the bundle`);
+  return { certPem: bundlePem, keyPem, nodeLifetimeMs };
+}
+
+function caSubject(ca: KeyPairPem): string {
+  const pem = signerCertificate(ca.certPem, ca.keyPem);
+  return pem ? new X509Certificate(pem).subject.replaceAll('\n', ', ') : '';
+}
+
+/** The CA key named by --pki-dir is used only when it is there: a replica may run without it. */
+export function caKeyIfPresent(path: string | undefined): string | undefined {
+  return path && existsSync(path) ? path : undefined;
 }

@@ -40,6 +40,11 @@ export interface NodeRecordValue {
   reportedLabels?: Labels;
   /** The one certificate this node may connect with (enrollment, or its first registration). */
   certificate?: { sha256: string; serial: string; notAfter: number };
+  /**
+   * The certificate the node renewed from, still accepted until the agent registers with the
+   * new one (its stream switches over without a gap) or it expires.
+   */
+  previousCertificate?: { sha256: string; serial: string; notAfter: number };
 }
 
 /**

@@ -5,7 +5,7 @@
 
 // @peculiar/x509 resolves its ASN.1 codecs through tsyringe, which needs this polyfill loaded first.
 import 'reflect-metadata';
-import { webcrypto, X509Certificate as NodeX509Certificate } from 'node:crypto';
+import { createPrivateKey, createPublicKey, webcrypto, X509Certificate as NodeX509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import * as x509 from '@peculiar/x509';
 
@@ -35,10 +35,26 @@ export type Role = typeof ROLE_NODE | typeof ROLE_ADMIN;
 const KEY_ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256' } as const;
 const SIGNING_ALGORITHM = { name: 'ECDSA', hash: 'SHA-256' } as const;
 const DAY_MS = 86_400_000;
+/**
+ * How long a node certificate is valid unless the server is told otherwise
+ * (--node-certificate-lifetime): agents renew at two thirds of it over their stream, so a
+ * short life costs nothing and bounds how long a stolen key is good for.
+ */
+export const DEFAULT_NODE_CERTIFICATE_LIFETIME_MS = 90 * DAY_MS;
+/** Server, operator and replica certificates (renewed by hand, so longer). */
+const DEFAULT_LIFETIME_MS = 825 * DAY_MS;
+/** Backdated by at most this much, for clocks a little behind the signer's. */
+const MAX_BACKDATE_MS = 60_000;
 
 export interface KeyPairPem {
+  /**
+   * The CA certificate. For a signer it may be a bundle (during a CA rollover, old and new): the
+   * certificate that signs is the one whose public key is keyPem's.
+   */
   certPem: string;
   keyPem: string;
+  /** For a signer: the lifetime of node certificates it issues (default 90 days). */
+  nodeLifetimeMs?: number;
 }
 
 export interface Identity {
@@ -79,6 +95,8 @@ export interface IssueOptions {
   hosts?: string[];
   usage: 'server' | 'client';
   validDays?: number;
+  /** Overrides validDays; node certificates default to the signer's nodeLifetimeMs. */
+  validityMs?: number;
 }
 
 export async function issueCertificate(ca: KeyPairPem, options: IssueOptions): Promise<KeyPairPem> {
@@ -153,8 +171,42 @@ export function verifyIssuedBy(certPem: string | Buffer, caPem: string | Buffer)
     Date.parse(cert.validFrom) <= now && now <= Date.parse(cert.validTo);
 }
 
+/** The certificates in a PEM bundle, each as PEM. */
+export function splitPemBundle(pem: string): string[] {
+  return pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)?.map((c) => `${c}\n`) ?? [];
+}
+
+/**
+ * The certificate in `bundlePem` whose public key is `keyPem`'s: the CA that signs, in a trust
+ * bundle that may hold several (a rollover's old and new). Undefined when none matches.
+ */
+export function signerCertificate(bundlePem: string, keyPem: string): string | undefined {
+  const publicDer = createPublicKey(createPrivateKey(keyPem)).export({ type: 'spki', format: 'der' });
+  return splitPemBundle(bundlePem).find((pem) => new NodeX509Certificate(pem).publicKey.export({ type: 'spki', format: 'der' }).equals(publicDer));
+}
+
+/** The CA in `bundlePem` that issued `certPem` (signature checked), if any. */
+export function issuerIn(certPem: string | Buffer, bundlePem: string): string | undefined {
+  const cert = new NodeX509Certificate(certPem);
+  return splitPemBundle(bundlePem).find((pem) => {
+    const ca = new NodeX509Certificate(pem);
+    return cert.checkIssued(ca) && cert.verify(ca.publicKey);
+  });
+}
+
+/** Validity of a certificate, Unix milliseconds, and when its holder should renew it (2/3 in). */
+export function certificateValidity(certPem: string | Buffer): { notBefore: number; notAfter: number; renewAt: number; issuer: string; subject: string } {
+  const cert = new NodeX509Certificate(certPem);
+  const notBefore = Date.parse(cert.validFrom);
+  const notAfter = Date.parse(cert.validTo);
+  return { notBefore, notAfter, renewAt: notBefore + Math.round(((notAfter - notBefore) * 2) / 3), issuer: cert.issuer, subject: cert.subject };
+}
+
 async function signPublicKey(ca: KeyPairPem, publicKey: CryptoKey, options: IssueOptions): Promise<string> {
-  const caCert = new x509.X509Certificate(ca.certPem);
+  const bundle = splitPemBundle(ca.certPem);
+  const signerPem = bundle.length > 1 ? signerCertificate(ca.certPem, ca.keyPem) : bundle[0];
+  if (!signerPem) throw new Error('no certificate in the CA bundle matches the CA key');
+  const caCert = new x509.X509Certificate(signerPem);
   const caKey = await importKey(ca.keyPem);
   const subject = [`CN=${escapeDn(options.commonName)}`];
   if (options.organizationalUnit) subject.push(`OU=${escapeDn(options.organizationalUnit)}`);
@@ -170,12 +222,15 @@ async function signPublicKey(ca: KeyPairPem, publicKey: CryptoKey, options: Issu
       options.hosts.map((h) => ({ type: isIP(h) ? 'ip' : 'dns', value: h }) as x509.JsonGeneralName),
     ));
   }
+  const validityMs = options.validityMs ?? (options.validDays !== undefined ? options.validDays * DAY_MS
+    : options.organization === ROLE_NODE ? ca.nodeLifetimeMs ?? DEFAULT_NODE_CERTIFICATE_LIFETIME_MS : DEFAULT_LIFETIME_MS);
+  const now = Date.now();
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: randomSerial(),
     subject: subject.join(', '),
     issuer: caCert.subject,
-    notBefore: new Date(Date.now() - 60_000),
-    notAfter: new Date(Date.now() + (options.validDays ?? 825) * DAY_MS),
+    notBefore: new Date(now - Math.min(MAX_BACKDATE_MS, Math.round(validityMs / 10))),
+    notAfter: new Date(now + validityMs),
     signingAlgorithm: SIGNING_ALGORITHM,
     publicKey,
     signingKey: caKey,

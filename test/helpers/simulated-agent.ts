@@ -2,10 +2,11 @@
 // for tests and benchmarks of the control plane. It applies nothing: on an assignment it can
 // report Done at once (autoDone), or wait for the test to report.
 
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import type { ClientDuplexStream, ServiceError } from '@grpc/grpc-js';
 import { CLIENT_CHANNEL_OPTIONS } from '../../src/runtime/grpc-options.ts';
 import { loadMcplaneProto } from '../../src/runtime/proto.ts';
+import { certificateBinding, certificateValidity, createCertificateRequest } from '../../src/runtime/pki.ts';
 import { clientCredentials } from '../../src/runtime/tls.ts';
 import type { AgentMessage } from '../../src/runtime/generated/mcplane/v1/AgentMessage.ts';
 import type { AgentServiceClient } from '../../src/runtime/generated/mcplane/v1/AgentService.ts';
@@ -26,6 +27,20 @@ export interface SimulatedAgentOptions {
   registerAs?: string;
   autoDone?: boolean;
   currentConfig?: string;
+  /**
+   * Renew the certificate over the stream at two thirds of its life, as mcplane-agent does, and
+   * switch to a stream opened with the new one (the old ends once the new is registered).
+   */
+  autoRenew?: boolean;
+  /** Write renewed certificates, keys and bundles back to the tls files. */
+  writeRenewed?: boolean;
+}
+
+export interface Renewal {
+  at: number;
+  serial: string;
+  issuer: string;
+  address: string;
 }
 
 /** Increases with every assignment any simulated agent in this process receives. */
@@ -47,7 +62,16 @@ export class SimulatedAgent {
   readonly reconnects: { at: number; address: string }[] = [];
   /** When a stream last broke. */
   brokeAt = 0;
+  /** Streams the agent did not retire itself: ended by the server or broken. */
+  drops = 0;
+  readonly renewals: Renewal[] = [];
+  readonly renewalFailures: { code: string; message: string }[] = [];
   #clients = new Map<string, AgentServiceClient>();
+  /** Channels are per certificate: a renewed one needs a new TLS connection. */
+  #generation = 0;
+  #pendingRenewal: { resolve: (m: NonNullable<ServerMessage__Output['certificate']>) => void; reject: (e: Error) => void } | undefined;
+  #renewTimer: NodeJS.Timeout | undefined;
+  #renewing: Promise<void> | undefined;
   #tls: { ca: Buffer; cert: Buffer; key: Buffer };
   #stream: ClientDuplexStream<AgentMessage, ServerMessage__Output> | undefined;
   #waiters: (() => void)[] = [];
@@ -60,13 +84,68 @@ export class SimulatedAgent {
   }
 
   #client(address: string): AgentServiceClient {
-    let client = this.#clients.get(address);
+    const key = `${this.#generation} ${address}`;
+    let client = this.#clients.get(key);
     if (!client) {
       const { grpc } = loadMcplaneProto();
       client = new grpc.mcplane.v1.AgentService(address, clientCredentials(this.#tls), CLIENT_CHANNEL_OPTIONS);
-      this.#clients.set(address, client);
+      this.#clients.set(key, client);
     }
     return client;
+  }
+
+  /** The certificate the agent holds now (PEM). */
+  get certificatePem(): string {
+    return this.#tls.cert.toString();
+  }
+
+  /**
+   * Asks for a new certificate over the open stream, then opens a stream with it to the same
+   * replica; the old one is ended by the server once the new one has registered.
+   */
+  renew(): Promise<void> {
+    this.#renewing ??= this.#renew().finally(() => { this.#renewing = undefined; });
+    return this.#renewing;
+  }
+
+  async #renew(): Promise<void> {
+    const stream = this.#stream;
+    if (!stream) throw new Error(`${this.options.name}: not connected`);
+    const { csrPem, keyPem } = await createCertificateRequest(this.options.name);
+    const answer = new Promise<NonNullable<ServerMessage__Output['certificate']>>((resolve, reject) => {
+      this.#pendingRenewal = { resolve, reject };
+      setTimeout(() => reject(new Error(`${this.options.name}: no answer to the renewal within 10 s`)), 10_000).unref();
+    });
+    stream.write({ renew: { csrPem } });
+    const issued = await answer;
+    this.#tls = { ca: Buffer.from(issued.caBundlePem), cert: Buffer.from(issued.certificatePem), key: Buffer.from(keyPem) };
+    if (this.options.writeRenewed) {
+      writeFileSync(this.options.tls.key, keyPem);
+      writeFileSync(this.options.tls.cert, issued.certificatePem);
+      writeFileSync(this.options.tls.ca, issued.caBundlePem);
+    }
+    const v = certificateValidity(issued.certificatePem);
+    this.renewals.push({ at: Date.now(), serial: certificateBinding(issued.certificatePem).serial, issuer: v.issuer, address: this.connectedTo });
+    const old = [...this.#clients.values()];
+    this.#generation++;
+    await this.connect(this.connectedTo);
+    if (this.error || this.pool === undefined) throw new Error(`${this.options.name}: the stream with the renewed certificate failed: ${this.error?.details}`);
+    // Let the old channel go once the server has ended the stream on it.
+    setTimeout(() => { for (const c of old) c.close(); }, 2000).unref();
+  }
+
+  #scheduleRenewal(): void {
+    clearTimeout(this.#renewTimer);
+    if (!this.options.autoRenew || this.#closed) return;
+    const wait = Math.max(0, certificateValidity(this.#tls.cert).renewAt - Date.now());
+    // Days away (a certificate from mcctl pki node): the test renews by hand.
+    if (wait > 2 ** 31 - 1) return;
+    this.#renewTimer = setTimeout(() => {
+      this.renew().catch((err: Error & { code?: string }) => {
+        this.renewalFailures.push({ code: err.code ?? '', message: err.message });
+        if (!this.#closed) this.#renewTimer = setTimeout(() => this.#scheduleRenewal(), 300);
+      });
+    }, wait);
   }
 
   /** Opens the stream and registers; resolves when the server says which pool, or on error. */
@@ -77,7 +156,12 @@ export class SimulatedAgent {
     this.#stream = stream;
     stream.on('data', (m: ServerMessage__Output) => {
       if (stream !== this.#stream) return;
-      if (m.registered) this.pool = m.registered.pool;
+      if (m.registered) {
+        this.pool = m.registered.pool;
+        this.#scheduleRenewal();
+      }
+      if (m.certificate) this.#pendingRenewal?.resolve(m.certificate);
+      if (m.renewalFailed) this.#pendingRenewal?.reject(Object.assign(new Error(m.renewalFailed.message), { code: m.renewalFailed.code }));
       if (m.assignment) {
         this.assignments.push({ ...m.assignment, sequence: ++assignmentSequence, receivedAt: Date.now() });
         const { renderedConfig } = m.assignment;
@@ -102,6 +186,7 @@ export class SimulatedAgent {
       if (stream !== this.#stream) return;
       if (err) this.error = err;
       this.ended = true;
+      if (!this.#closed) this.drops++;
       this.#stream = undefined;
       this.brokeAt = Date.now();
       this.#notify();
@@ -159,6 +244,7 @@ export class SimulatedAgent {
 
   close(): void {
     this.#closed = true;
+    clearTimeout(this.#renewTimer);
     this.#stream?.end();
     this.#stream?.cancel();
     for (const client of this.#clients.values()) client.close();

@@ -41,7 +41,7 @@ function etcdFor(dataDir: string): Promise<ServerOptions['etcd']> {
   return sharedEtcd.then((etcd) => ({ endpoints: etcd.endpoints, prefix: `/mcplane-test/${createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}/` }));
 }
 
-export async function startTestServer(options: { dataDir?: string; listen?: string; bootstrap?: boolean | Partial<NonNullable<ServerOptions['bootstrap']>>; tokenSweepMs?: number; clock?: Clock; metrics?: ServerOptions['metrics']; kubernetes?: ServerOptions['kubernetes']; drain?: ServerOptions['drain']; kubernetesSource?: boolean } = {}): Promise<TestServer> {
+export async function startTestServer(options: { dataDir?: string; listen?: string; bootstrap?: boolean | Partial<NonNullable<ServerOptions['bootstrap']>>; tokenSweepMs?: number; clock?: Clock; metrics?: ServerOptions['metrics']; kubernetes?: ServerOptions['kubernetes']; drain?: ServerOptions['drain']; kubernetesSource?: boolean; signing?: boolean; nodeCertificateLifetimeMs?: number } = {}): Promise<TestServer> {
   const pki = await testPki();
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'mcplane-data-'));
   const logs: string[] = [];
@@ -54,6 +54,9 @@ export async function startTestServer(options: { dataDir?: string; listen?: stri
     ...(options.kubernetes ? { kubernetes: options.kubernetes } : {}),
     ...(options.drain ? { drain: options.drain } : {}),
     ...(options.kubernetesSource ? { kubernetesSource: true } : {}),
+    // With signing, this server renews node certificates (it holds the CA key).
+    ...(options.signing ? { caKeyFile: join(pki.dir, 'ca.key') } : {}),
+    ...(options.nodeCertificateLifetimeMs ? { nodeCertificateLifetimeMs: options.nodeCertificateLifetimeMs } : {}),
     listen: options.listen ?? '127.0.0.1:0',
     tls: { ca: join(pki.dir, 'ca.crt'), cert: join(pki.dir, 'server.crt'), key: join(pki.dir, 'server.key') },
     ...(options.bootstrap

@@ -1,11 +1,12 @@
-// mcctl pki init DIR / mcctl pki node NAME / mcctl pki replica NAME: certificates for a first install.
+// mcctl pki init DIR / mcctl pki node NAME / mcctl pki replica NAME: certificates for a first install;
+// mcctl pki ca rotate|promote|retire DIR: a CA rollover with overlap.
 
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { randomBytes, X509Certificate } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { ConfigurationError, MASTER_POOL, WORKER_POOL } from '../../machineconfig/index.ts';
-import { createCertificateAuthority, issueCertificate, REPLICA_CN_PREFIX, RESERVED_NODE_NAMES, ROLE_ADMIN, ROLE_NODE, ROLE_REPLICA, type KeyPairPem } from '../../runtime/pki.ts';
+import { createCertificateAuthority, issueCertificate, issuerIn, REPLICA_CN_PREFIX, RESERVED_NODE_NAMES, ROLE_ADMIN, ROLE_NODE, ROLE_REPLICA, signerCertificate, splitPemBundle, type KeyPairPem } from '../../runtime/pki.ts';
 
 function writePair(dir: string, base: string, pair: KeyPairPem): void {
   writeFileSync(join(dir, `${base}.crt`), pair.certPem, { mode: 0o644 });
@@ -80,4 +81,95 @@ export async function pkiReplicaCommand(dir: string, name: string): Promise<stri
     `  mcplane-server --etcd-ca ETCD_CA --etcd-cert ${replicasDir}/${name}.crt --etcd-key ${replicasDir}/${name}.key ...`,
     `  etcd maps the CN to its user "${commonName}": etcdctl user add '${commonName}' --new-user-password "$(openssl rand -hex 32)"; etcdctl user grant-role '${commonName}' mcplane`,
   ].join('\n') + '\n';
+}
+
+// CA rollover, in three steps with overlap, so nothing that trusts or holds a certificate of the
+// old CA stops working before it has what it needs from the new one:
+//
+//   rotate   a new CA (ca-next.key) is added to the trust bundle ca.crt; the old one still signs.
+//            Servers trust both once they read ca.crt again (SIGHUP, or they notice the change);
+//            every agent gets the two-CA bundle with its next renewal.
+//   promote  the new CA signs (ca.key is the new key; the old is kept as ca-previous.key): each
+//            agent's next renewal gives it a certificate from the new CA. The server certificate
+//            stays the old CA's: agents that have not renewed since rotate trust only that one.
+//   retire   once every agent has renewed since promote (two thirds of the node certificate
+//            lifetime after it, or sooner if all show certificates issued since): the old CA
+//            leaves the bundle, and server.crt and admin.crt are issued again by the new CA.
+
+const CA_NEXT = 'ca-next';
+
+function writeAtomic(path: string, text: string, mode: number): void {
+  const temp = `${path}.tmp-${randomBytes(4).toString('hex')}`;
+  writeFileSync(temp, text, { mode });
+  renameSync(temp, path);
+}
+
+export async function pkiCaRotateCommand(dir: string): Promise<string> {
+  const ca = readCa(dir);
+  if (existsSync(join(dir, `${CA_NEXT}.key`))) throw new ConfigurationError(`${dir} already holds a next CA (${CA_NEXT}.key): promote it with mcctl pki ca promote ${dir}`);
+  const next = await createCertificateAuthority(`mcplane CA ${new Date().toISOString().slice(0, 19)}Z`);
+  writePair(dir, CA_NEXT, next);
+  const bundle = splitPemBundle(ca.certPem);
+  writeAtomic(join(dir, 'ca.crt'), [...bundle, next.certPem].join(''), 0o644);
+  return [
+    `wrote ${dir}/${CA_NEXT}.crt, ${CA_NEXT}.key   the next CA (not signing yet)`,
+    `added it to ${dir}/ca.crt, which now holds ${bundle.length + 1} CAs`,
+    `next: copy ca.crt to every replica and send it SIGHUP; agents get the bundle with their next renewal; then mcctl pki ca promote ${dir}`,
+  ].join('\n') + '\n';
+}
+
+export async function pkiCaPromoteCommand(dir: string): Promise<string> {
+  const ca = readCa(dir);
+  const nextKey = join(dir, `${CA_NEXT}.key`);
+  if (!existsSync(nextKey)) throw new ConfigurationError(`${dir} holds no next CA (${CA_NEXT}.key): make one with mcctl pki ca rotate ${dir}`);
+  const keyPem = readFileSync(nextKey, 'utf8');
+  if (!signerCertificate(ca.certPem, keyPem)) throw new ConfigurationError(`${dir}/ca.crt does not hold the certificate of ${CA_NEXT}.key: run mcctl pki ca rotate again`);
+  writeAtomic(join(dir, 'ca-previous.key'), ca.keyPem, 0o600);
+  writeAtomic(join(dir, 'ca.key'), keyPem, 0o600);
+  unlinkSync(nextKey);
+  unlinkSync(join(dir, `${CA_NEXT}.crt`));
+  return [
+    `${dir}/ca.key is now the new CA's key (the old one kept as ca-previous.key); ca.crt still holds both`,
+    `next: copy ca.key to the replicas that sign and send them SIGHUP; every agent's next renewal is signed by the new CA`,
+    `then, once every node has renewed (two thirds of --node-certificate-lifetime): mcctl pki ca retire ${dir}`,
+  ].join('\n') + '\n';
+}
+
+export async function pkiCaRetireCommand(dir: string): Promise<string> {
+  const ca = readCa(dir);
+  const signer = signerCertificate(ca.certPem, ca.keyPem);
+  if (!signer) throw new ConfigurationError(`${dir}/ca.key is the key of no CA in ${dir}/ca.crt`);
+  const retired = splitPemBundle(ca.certPem).filter((c) => c !== signer);
+  if (retired.length === 0) throw new ConfigurationError(`${dir}/ca.crt holds only the signing CA: nothing to retire`);
+  if (existsSync(join(dir, `${CA_NEXT}.key`))) throw new ConfigurationError(`${dir} holds a next CA that is not promoted yet: mcctl pki ca promote ${dir} first`);
+  const signing: KeyPairPem = { certPem: signer, keyPem: ca.keyPem };
+  const lines: string[] = [];
+  // Server and operator certificates the old CA issued are issued again, same subject and names.
+  const server = join(dir, 'server.crt');
+  if (existsSync(server) && !issuerIn(readFileSync(server), signer)) {
+    const cert = new X509Certificate(readFileSync(server));
+    const hosts = (cert.subjectAltName ?? '').split(', ').map((n) => n.replace(/^(DNS|IP Address):/, '')).filter(Boolean);
+    const pair = await issueCertificate(signing, { commonName: 'mcplane-server', hosts, usage: 'server' });
+    writeAtomic(join(dir, 'server.key'), pair.keyPem, 0o600);
+    writeAtomic(server, pair.certPem, 0o644);
+    lines.push(`wrote ${server}, server.key   issued again by the new CA (for ${hosts.join(', ')})`);
+  }
+  const admin = join(dir, 'admin.crt');
+  if (existsSync(admin) && !issuerIn(readFileSync(admin), signer)) {
+    writePair(dir, 'admin', await issueCertificate(signing, { commonName: 'admin', organization: ROLE_ADMIN, usage: 'client' }));
+    lines.push(`wrote ${admin}, admin.key     issued again by the new CA`);
+  }
+  writeAtomic(join(dir, 'ca.crt'), signer, 0o644);
+  if (existsSync(join(dir, 'ca-previous.key'))) unlinkSync(join(dir, 'ca-previous.key'));
+  lines.push(`${dir}/ca.crt holds only the new CA now; ca-previous.key removed`);
+  for (const sub of ['nodes', 'replicas']) {
+    let names: string[] = [];
+    try {
+      names = readdirSync(join(dir, sub)).filter((f) => f.endsWith('.crt'));
+    } catch { /* none issued */ }
+    const stale = names.filter((f) => !issuerIn(readFileSync(join(dir, sub, f)), signer));
+    if (stale.length) lines.push(`warning: ${sub}/${stale.join(`, ${sub}/`)} were issued by the retired CA: issue them again (mcctl pki ${sub === 'nodes' ? 'node' : 'replica'} NAME --pki-dir ${dir}) before hosts use them`);
+  }
+  lines.push('next: copy ca.crt, server.crt and server.key to every replica and send it SIGHUP (open streams stay; new connections use the new files)');
+  return lines.join('\n') + '\n';
 }

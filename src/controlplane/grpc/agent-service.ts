@@ -2,7 +2,7 @@
 // client certificate names; after that the stream speaks only for that node.
 
 import type { ServerDuplexStream, ServiceError } from '@grpc/grpc-js';
-import { agentVersionProblem, boundNodeStatus, InvalidDocumentError, PermissionDeniedError, registrationProblems, type NodeStatus } from '../../machineconfig/index.ts';
+import { agentVersionProblem, boundNodeStatus, InvalidDocumentError, McplaneError, PermissionDeniedError, RateLimitedError, registrationProblems, type NodeStatus } from '../../machineconfig/index.ts';
 import type { AgentMessage__Output } from '../../runtime/generated/mcplane/v1/AgentMessage.ts';
 import type { AgentServiceHandlers } from '../../runtime/generated/mcplane/v1/AgentService.ts';
 import type { NodeStatus__Output } from '../../runtime/generated/mcplane/v1/NodeStatus.ts';
@@ -80,6 +80,24 @@ export function agentService(cp: ControlPlane, auth: Authorizer, log: Logger): A
           return;
         }
         if (!nodeName) throw new PermissionDeniedError('the first message on an agent stream must be register');
+        if (message.renew) {
+          // Answered on the stream, which stays open whatever the outcome: a renewal that fails
+          // (this replica cannot sign, a conflict) is asked again later, never a lost stream.
+          if (!certified) {
+            stream.write({ renewalFailed: { code: 'MCPLANE_PRECONDITION_FAILED', message: 'this server runs without TLS: there is no certificate to renew', retryAfterSeconds: 0 } });
+            return;
+          }
+          const node = nodeName;
+          void cp.sessions.renew(node, stream, certified.certificate, certified.pool, message.renew.csrPem).then(
+            (issued) => { stream.write({ certificate: { certificatePem: issued.certificatePem, caBundlePem: issued.caBundlePem } }); },
+            (err: unknown) => {
+              const e = err instanceof McplaneError ? err : undefined;
+              if (!e) log.warn({ err, node }, 'renewing a node certificate failed');
+              stream.write({ renewalFailed: { code: e?.code ?? 'MCPLANE_ERROR', message: (err as Error).message, retryAfterSeconds: err instanceof RateLimitedError ? Math.ceil(err.retryAfterSeconds) : 0 } });
+            },
+          );
+          return;
+        }
         // Heartbeats need no answer: the stream being open is what keeps the session.
         if (message.status?.status) {
           const version = agentVersionProblem(message.status.status.agentVersion);
