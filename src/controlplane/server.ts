@@ -166,7 +166,12 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       ...(ca ? { certificateSigner: caSigner(ca) } : {}),
     }, log);
     grpc.serve(cp, tls !== undefined);
-    if (tls) cp.metrics.servesWith(tls);
+    if (reloading) {
+      // The gauge follows what new handshakes are served: the material read last.
+      const metrics = cp.metrics;
+      metrics.servesWith(reloading.material);
+      reloading.onChange((material) => metrics.servesWith(material));
+    }
     if (signingCa) {
       const ca = signingCa;
       cp.sessions.signer = {

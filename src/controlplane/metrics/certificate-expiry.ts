@@ -1,7 +1,6 @@
-// The certificates a replica serves with, as mcplane_certificate_expiry_seconds reports them.
-// They are read from the TLS material the server started with, not from the files: gRPC keeps
-// the material it was given until the process restarts, so that is what clients are checked
-// against (a renewed file on disk does not help until then).
+// The certificates a replica serves with, as mcplane_certificate_expiry_seconds reports them:
+// from the TLS material new handshakes get (read at start, and again on SIGHUP or a changed file),
+// not from whatever the files hold this moment.
 
 import { X509Certificate } from 'node:crypto';
 
