@@ -14,7 +14,7 @@ let conn: string[];
 before(async () => {
   server = await startTestServer();
   conn = ['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null'];
-  // n1 registered with its real certificate (825 days: registration records it); n2 has ten hours and a half left, n3 ran
+  // n1 registered with its real certificate (90 days: registration records it); n2 has ten hours and a half left, n3 ran
   // out an hour ago, n4 has none on record (registered before records carried it).
   const tls = await server.pki.node('n1');
   agent = new SimulatedAgent({ address: server.address, tls, name: 'n1', autoDone: true, labels: { 'node-role.kubernetes.io/worker': '' } });
@@ -43,8 +43,8 @@ test('get nodes -o wide: CERT-EXPIRES in AGE\'s units, "expired" once past, <unk
   assert.match(head!.slice(at), /^CERT-EXPIRES\s+REASON$/, 'before REASON, the free-text column that stays last');
   const expires = Object.fromEntries(lines.map((l) => [l.split(/\s+/)[0], l.slice(at).split(/\s+/)[0]]));
   assert.deepEqual(expires, {
-    // 825 days, in AGE's units: kubectl's HumanDuration counts years from two on.
-    n1: '2y',
+    // A node certificate lives 90 days (the default lifetime): AGE's units.
+    n1: '89d',
     n2: '10h',
     n3: 'expired',
     n4: '<unknown>',
