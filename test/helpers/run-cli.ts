@@ -7,13 +7,13 @@ const SOURCES = { mcctl: 'src/cli/main.ts', 'mcplane-server': 'src/controlplane/
 
 /**
  * Node's arguments to start one of the programs: from source through tsx, or, when
- * MCPLANE_TEST_BUNDLES=1 (scripts/test.sh builds them first), the esbuild bundles in dist/bundle
- * that npm pack and the RPMs ship. A process started through tsx spends about 2 s of CPU
- * resolving and transforming modules before it runs (a bundle: 0.35 s), and the suite starts
- * hundreds of them.
+ * MCPLANE_TEST_BUNDLES=1, the esbuild bundles that npm pack and the RPMs ship (scripts/test.sh
+ * builds them, then copies them to dist/test-bundle, where no test rebuilds them). A process
+ * started through tsx spends about 2 s of CPU resolving and transforming modules before it runs
+ * (a bundle: 0.35 s), and the suite starts hundreds of them.
  */
 export function programArgs(program: keyof typeof SOURCES): string[] {
-  return process.env.MCPLANE_TEST_BUNDLES === '1' ? [`dist/bundle/${program}.cjs`] : ['--import', 'tsx', SOURCES[program]];
+  return process.env.MCPLANE_TEST_BUNDLES === '1' ? [`dist/test-bundle/${program}.cjs`] : ['--import', 'tsx', SOURCES[program]];
 }
 
 export interface CliResult {
