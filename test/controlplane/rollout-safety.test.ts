@@ -180,6 +180,10 @@ spec:
   await apply(c, false, infra('topology.kubernetes.io/rack: r9'), kargConfig('a=1'), { source: 'infra-mc.yaml', text: mcYaml('50-infra', 'infra', '  kernelArguments: [infra=1]\n') });
   const nodes = await fleet([rack('r1'), rack('r2')]);
   await settle(c, nodes);
+  // The racks an agent reports describe it; an operator's label is what may move it to a pool.
+  for (const [i, r] of ['r1', 'r2'].entries()) {
+    await call(c, c.config.labelNode.bind(c.config), { name: `node-${i}`, set: rack(r), remove: [] }, 'label node');
+  }
 
   // infra now selects rack r1: node-0 moves there and takes infra's config (its karg: a reboot).
   const preview = await apply(c, true, infra('topology.kubernetes.io/rack: r1'));
