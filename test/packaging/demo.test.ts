@@ -79,7 +79,8 @@ test('npm run demo explains its table, ends with the pools Updated, and leaves n
     assert.equal(code, 0, out);
     assert.match(out, /pool worker\s+rendered-worker-\S+\s+machines 2, updated 2, degraded 0\s+Updated=True Updating=False Degraded=False/);
     assert.match(out, /pool infra\s+rendered-infra-\S+\s+machines 1, updated 1, degraded 0\s+Updated=True/);
-    assert.match(out, /GET \/config\/worker \(bootstrap token\)/);
+    assert.match(out, /GET \/config\/worker \(worker's bootstrap token\)/);
+    assert.match(out, /GET \/config\/infra \(infra's bootstrap token\)/, 'a token made for infra serves infra');
     // Where to look in a browser: the dashboard against this demo's server and credentials.
     assert.match(out, /live view in a browser while the demo runs \(from another terminal\): npm run -s mcctl -- --server 127\.0\.0\.1:\d+ --pki-dir \S+\/pki dashboard$/m);
     assert.match(out, /^ {3}Prometheus metrics while the demo runs: curl -s http:\/\/127\.0\.0\.1:\d+\/metrics \| grep -E '\^\(mco\|mcplane\)_'$/m);
