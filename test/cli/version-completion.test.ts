@@ -6,9 +6,12 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { REPO_ROOT, runCliAsync } from '../helpers/run-cli.ts';
+import { programVersion, REPO_ROOT, runCliAsync } from '../helpers/run-cli.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { VERSION } from '../../src/runtime/version.ts';
+
+/** mcctl's own (a bundle's, or the source's); the in-process test server's is the source's. */
+const CLIENT = programVersion(VERSION);
 
 let server: TestServer;
 before(async () => { server = await startTestServer(); });
@@ -17,16 +20,16 @@ after(async () => { await server.close(); });
 test('version prints the client and the server version', async () => {
   const r = await runCliAsync(['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null', 'version']);
   assert.equal(r.status, 0, r.stderr);
-  assert.equal(r.stdout, `client: ${VERSION}\nserver: ${VERSION} (at ${server.address}, replica ${server.address}, leader, store ${process.env.MCPLANE_TEST_STORE ?? 'sqlite'})\n`);
+  assert.equal(r.stdout, `client: ${CLIENT}\nserver: ${VERSION} (at ${server.address}, replica ${server.address}, leader, store ${process.env.MCPLANE_TEST_STORE ?? 'sqlite'})\n`);
   const json = JSON.parse((await runCliAsync(['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null', 'version', '-o', 'json'])).stdout);
-  assert.deepEqual([json.clientVersion, json.serverVersion.version, json.serverVersion.store], [VERSION, VERSION, process.env.MCPLANE_TEST_STORE ?? 'sqlite']);
+  assert.deepEqual([json.clientVersion, json.serverVersion.version, json.serverVersion.store], [CLIENT, VERSION, process.env.MCPLANE_TEST_STORE ?? 'sqlite']);
 });
 
 test('version still prints the client version when the server is unreachable, and exits 1', async () => {
   const r = await runCliAsync(['--server', '127.0.0.1:1', '--pki-dir', server.pki.dir, '--timeout', '2', '--config', '/dev/null', 'version']);
   assert.equal(r.status, 1);
   const [client, serverLine] = r.stdout.split('\n');
-  assert.equal(client, `client: ${VERSION}`);
+  assert.equal(client, `client: ${CLIENT}`);
   assert.match(serverLine!, /^server: unreachable \(.*127\.0\.0\.1:1.*\)$/);
   assert.match(r.stderr, /^error: /);
 });

@@ -1,4 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -14,6 +15,15 @@ const SOURCES = { mcctl: 'src/cli/main.ts', 'mcplane-server': 'src/controlplane/
  */
 export function programArgs(program: keyof typeof SOURCES): string[] {
   return process.env.MCPLANE_TEST_BUNDLES === '1' ? [`dist/test-bundle/${program}.cjs`] : ['--import', 'tsx', SOURCES[program]];
+}
+
+/**
+ * The version a started program reports: a bundle carries package.json's (as the RPMs do), a
+ * program run from source says it is a development build.
+ */
+export function programVersion(sourceVersion: string): string {
+  if (process.env.MCPLANE_TEST_BUNDLES !== '1') return sourceVersion;
+  return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 }
 
 export interface CliResult {
