@@ -4,13 +4,10 @@
 // and no stream drops and no operator call to any replica fails meanwhile.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import { startEtcdCluster, type EtcdCluster } from '../../sandbox/etcd-cluster.ts';
-import { certificateBinding, certificateValidity, issueCertificate, ROLE_NODE } from '../../src/runtime/pki.ts';
+import { certificateBinding, certificateValidity } from '../../src/runtime/pki.ts';
 import { startReplicaSet, type ReplicaSet } from '../helpers/replica-set.ts';
 import { SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { testPki, type TestPki } from '../helpers/test-pki.ts';
@@ -32,15 +29,7 @@ after(async () => {
   await etcd?.stop();
 });
 
-async function shortLived(name: string): Promise<{ ca: string; cert: string; key: string }> {
-  const dir = mkdtempSync(join(tmpdir(), 'mcplane-node-'));
-  const pair = await issueCertificate(pki.ca, { commonName: name, organization: ROLE_NODE, organizationalUnit: 'worker', usage: 'client', validityMs: LIFETIME_MS });
-  const files = { ca: join(dir, 'ca.crt'), cert: join(dir, 'node.crt'), key: join(dir, 'node.key') };
-  writeFileSync(files.ca, pki.ca.certPem);
-  writeFileSync(files.cert, pair.certPem);
-  writeFileSync(files.key, pair.keyPem);
-  return files;
-}
+const shortLived = (name: string) => pki.shortLivedNode(name, LIFETIME_MS);
 
 test('six agents over three replicas renew several times each: no stream dropped, no call failed, every replica sees the newest binding', async () => {
   for (let i = 0; i < 6; i++) {

@@ -5,14 +5,11 @@
 // no RPC fails.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { status as Status } from '@grpc/grpc-js';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
-import { certificateBinding, certificateValidity, issueCertificate, ROLE_NODE } from '../../src/runtime/pki.ts';
+import { certificateBinding, certificateValidity } from '../../src/runtime/pki.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
@@ -30,15 +27,7 @@ after(async () => {
 });
 
 /** A node certificate with the short lifetime, as enrollment on this server would issue it. */
-async function shortLived(name: string, pool = 'worker'): Promise<{ ca: string; cert: string; key: string }> {
-  const dir = mkdtempSync(join(tmpdir(), 'mcplane-node-'));
-  const pair = await issueCertificate(server.pki.ca, { commonName: name, organization: ROLE_NODE, organizationalUnit: pool, usage: 'client', validityMs: LIFETIME_MS });
-  const files = { ca: join(dir, 'ca.crt'), cert: join(dir, 'node.crt'), key: join(dir, 'node.key') };
-  writeFileSync(files.ca, server.pki.ca.certPem);
-  writeFileSync(files.cert, pair.certPem);
-  writeFileSync(files.key, pair.keyPem);
-  return files;
-}
+const shortLived = (name: string, pool = 'worker') => server.pki.shortLivedNode(name, LIFETIME_MS, pool);
 
 test('agents renew every 4 s on 6 s certificates: no stream dropped, no RPC failed, the node bound to the newest', async () => {
   const originals: Record<string, { ca: string; cert: string; key: string }> = {};

@@ -10,6 +10,11 @@ export interface TestPki {
   ca: KeyPairPem;
   /** Files for a node certificate bound to `pool` (default worker), issued on first use. */
   node(name: string, pool?: string): Promise<{ ca: string; cert: string; key: string }>;
+  /**
+   * Files for a fresh node certificate living `lifetimeMs` (rotation tests), in a directory of its
+   * own: the agent overwrites them when it renews.
+   */
+  shortLivedNode(name: string, lifetimeMs: number, pool?: string): Promise<{ ca: string; cert: string; key: string }>;
   /** Files for a certificate with any subject, e.g. a forged role. */
   client(base: string, commonName: string, organization: string, ca?: KeyPairPem): Promise<{ ca: string; cert: string; key: string }>;
 }
@@ -35,7 +40,16 @@ export function testPki(): Promise<TestPki> {
       await issued.get(base);
       return { ca: join(dir, 'ca.crt'), cert: join(dir, `${base}.crt`), key: join(dir, `${base}.key`) };
     };
-    return { dir, ca, client, node: (name: string, pool = 'worker') => client(`node-${name}-${pool}`, name, ROLE_NODE, ca, pool) };
+    const shortLivedNode = async (name: string, lifetimeMs: number, pool = 'worker') => {
+      const own = mkdtempSync(join(tmpdir(), 'mcplane-node-'));
+      const pair = await issueCertificate(ca, { commonName: name, organization: ROLE_NODE, organizationalUnit: pool, usage: 'client', validityMs: lifetimeMs });
+      const files = { ca: join(own, 'ca.crt'), cert: join(own, 'node.crt'), key: join(own, 'node.key') };
+      writeFileSync(files.ca, ca.certPem);
+      writeFileSync(files.cert, pair.certPem);
+      writeFileSync(files.key, pair.keyPem, { mode: 0o600 });
+      return files;
+    };
+    return { dir, ca, client, shortLivedNode, node: (name: string, pool = 'worker') => client(`node-${name}-${pool}`, name, ROLE_NODE, ca, pool) };
   })();
   return cached;
 }
