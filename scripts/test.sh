@@ -131,9 +131,9 @@ ETCD=(
 
 in_list() { local x=$1; shift; for y in "$@"; do [ "$x" = "$y" ] && return 0; done; return 1; }
 split() { # split VAR_PARALLEL VAR_SERIAL FILE...: files into side-by-side and one-at-a-time
-  local -n par=$1 ser=$2; shift 2
-  par=(); ser=()
-  for f in "$@"; do if in_list "$f" "${SERIAL[@]}"; then ser+=("$f"); else par+=("$f"); fi; done
+  local -n into_par=$1 into_ser=$2; shift 2
+  into_par=(); into_ser=()
+  for f in "$@"; do if in_list "$f" "${SERIAL[@]}"; then into_ser+=("$f"); else into_par+=("$f"); fi; done
 }
 
 total_start=$SECONDS

@@ -662,7 +662,9 @@ describe('etcd only: members fail', () => {
       const endpoints = [cluster.endpoints[leader]!, ...cluster.endpoints.filter((_, i) => i !== leader)];
       const store = await EtcdStore.connect({ endpoints, prefix: freshPrefix(), log });
       const { revision } = await store.commit([put('Node', 'n0', 0)]);
-      const lease = await store.grantLease(3_000);
+      // Longer than an election takes on a loaded 2-core machine: a 3 s lease was seen to expire
+      // before the new leader took over its renewals (the Replica key then came back deleted).
+      const lease = await store.grantLease(6_000);
       await store.commit([put('Replica', 'r1', {}, { lease: lease.id })]);
       let lost = false;
       lease.onLost(() => { lost = true; });
