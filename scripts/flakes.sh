@@ -15,6 +15,7 @@ if [ "${1:-}" = -n ]; then runs=$2; shift 2; fi
 files=("$@")
 if [ ${#files[@]} -eq 0 ]; then
   files=(
+    test/controlplane/store-contract.test.ts
     test/controlplane/replica-failover.test.ts
     test/controlplane/replica-partition.test.ts
     test/kubernetes/drain-failover.test.ts
