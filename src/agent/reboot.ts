@@ -14,6 +14,29 @@ export interface Rebooter {
 const LOGIND_TIMEOUT_MS = 25_000;
 
 export function createRebooter(config: AgentConfig['reboot'], timeoutMs = LOGIND_TIMEOUT_MS): Rebooter {
+  return oncePerBoot(requestReboot(config, timeoutMs));
+}
+
+/**
+ * One reboot request per boot. Once a request succeeded the machine is going down; a second one
+ * (an update replayed meanwhile, as the assignment that arrives while a health-gate rollback runs)
+ * would only race the shutdown, and the tests' reboot stand-in was seen failing on it. A request
+ * that failed may be made again.
+ */
+export function oncePerBoot(rebooter: Rebooter): Rebooter {
+  let requested: Promise<void> | undefined;
+  return {
+    reboot() {
+      requested ??= rebooter.reboot().catch((err: unknown) => {
+        requested = undefined;
+        throw err;
+      });
+      return requested;
+    },
+  };
+}
+
+function requestReboot(config: AgentConfig['reboot'], timeoutMs: number): Rebooter {
   if (config.method === 'command') {
     const [program, ...args] = config.command;
     return {
