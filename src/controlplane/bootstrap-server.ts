@@ -23,7 +23,7 @@ import { hostname } from 'node:os';
 import { stringify } from 'yaml';
 import { ConflictError, encodeDataUrl, labelProblem, labelsForPool, toIgnitionV2, type IgnitionConfig, type IgnitionFile, type MachineConfigPool } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
-import { certificateBinding, certificateRequestKeyId, RESERVED_NODE_NAMES, ROLE_NODE, signCertificateRequest, type KeyPairPem } from '../runtime/pki.ts';
+import { certificateBinding, certificateRequestKeyId, RESERVED_NODE_NAMES, signNodeCertificate, type KeyPairPem } from '../runtime/pki.ts';
 import { bootstrapTokenPool, type StaticBootstrapToken } from './bootstrap-tokens.ts';
 import type { ControlPlane } from './control-plane.ts';
 import { RateLimiter, type RateLimit } from './rate-limiter.ts';
@@ -223,7 +223,7 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     try {
       // The certificate binds the node to the pool it enrolled for (OU): it joins that role and
       // cannot claim another, whatever its agent.yaml says.
-      certificate = await signCertificateRequest(options.ca, csr, { commonName: nodeName, organization: ROLE_NODE, organizationalUnit: stored.value.pool, usage: 'client' });
+      certificate = await signNodeCertificate(options.ca, csr, nodeName, stored.value.pool);
     } catch (err) {
       return fail(req, res, token, 400, `the certificate request is not valid: ${(err as Error).message}`);
     }

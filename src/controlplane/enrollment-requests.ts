@@ -8,7 +8,7 @@
 
 import { ConfigurationError, labelsForPool, NotFoundError, PreconditionFailedError, ConflictError } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
-import { certificateBinding, ROLE_NODE, signCertificateRequest, type KeyPairPem } from '../runtime/pki.ts';
+import { certificateBinding, signNodeCertificate, type KeyPairPem } from '../runtime/pki.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import type { Store, StoredObject, WriteOp } from './store/store.ts';
 import type { EnrollmentRequestRecord, NodeRecordValue } from './stored-records.ts';
@@ -86,7 +86,7 @@ export function caSigner(ca: KeyPairPem): CertificateSigner {
     caPem: ca.certPem,
     // The certificate binds the node to the pool it asked for (OU): it joins that role and cannot
     // claim another, whatever its agent.yaml says.
-    signNode: (csrPem, nodeName, pool) => signCertificateRequest(ca, csrPem, { commonName: nodeName, organization: ROLE_NODE, organizationalUnit: pool, usage: 'client' }),
+    signNode: (csrPem, nodeName, pool) => signNodeCertificate(ca, csrPem, nodeName, pool),
   };
 }
 

@@ -6,7 +6,7 @@ import type { Server as HttpsServer } from 'node:https';
 import { ConfigurationError } from '../machineconfig/index.ts';
 import { createLogger, type Logger } from '../runtime/logger.ts';
 import { checkMetricsListen, startMetricsServer, type MetricsServer } from '../runtime/metrics-http.ts';
-import { DEFAULT_NODE_CERTIFICATE_LIFETIME_MS, ROLE_NODE, signCertificateRequest, signerCertificate, type KeyPairPem } from '../runtime/pki.ts';
+import { DEFAULT_NODE_CERTIFICATE_LIFETIME_MS, signerCertificate, signNodeCertificate, type KeyPairPem } from '../runtime/pki.ts';
 import { isLoopbackHost, parseHostPort, ReloadingTls, serverCredentials, type TlsFiles } from '../runtime/tls.ts';
 import { reachableAddress, startBootstrapServer } from './bootstrap-server.ts';
 import { parseBootstrapTokenFile } from './bootstrap-tokens.ts';
@@ -175,7 +175,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
     if (signingCa) {
       const ca = signingCa;
       cp.sessions.signer = {
-        sign: (csr, node, pool) => signCertificateRequest(ca, csr, { commonName: node, organization: ROLE_NODE, organizationalUnit: pool, usage: 'client' }),
+        sign: (csr, node, pool) => signNodeCertificate(ca, csr, node, pool),
         bundle: () => ca.certPem,
       };
     }

@@ -125,6 +125,14 @@ export async function certificateRequestKeyId(csrPem: string): Promise<string> {
   return Buffer.from(await webcrypto.subtle.digest('SHA-256', csr.publicKey.rawData)).toString('hex');
 }
 
+/**
+ * A node's certificate from its CSR: O=mcplane:nodes, OU=<pool> (the binding to its pool),
+ * CN=<node>. Enrollment, approved enrollment requests and renewals all sign through this.
+ */
+export function signNodeCertificate(ca: KeyPairPem, csrPem: string, node: string, pool: string): Promise<string> {
+  return signCertificateRequest(ca, csrPem, { commonName: node, organization: ROLE_NODE, organizationalUnit: pool, usage: 'client' });
+}
+
 export async function createCertificateRequest(commonName: string): Promise<{ csrPem: string; keyPem: string }> {
   const keys = await generateKeys();
   const csr = await x509.Pkcs10CertificateRequestGenerator.create({
