@@ -99,6 +99,7 @@ SERIAL=(
   test/agent/health-gate.test.ts                  # health checks' timeouts and intervals
   test/agent/health-gate-crash.test.ts
   test/packaging/demo.test.ts                     # every process gone within 5 s of Ctrl-C
+  test/kubernetes/held-drain-isolation.test.ts    # one pool's rollout time with and without a held drain
 )
 
 # The etcd pass: the files whose outcome depends on the store and that reach it through
@@ -125,6 +126,7 @@ ETCD=(
   test/controlplane/status-reads.test.ts          # reads and watches; names the store
   test/controlplane/server-metrics.test.ts        # store metrics per backend
   test/kubernetes/drain.test.ts                   # drain state kept in the store
+  test/kubernetes/held-drain-isolation.test.ts    # controller lanes: a held drain slows no other pool
   test/kubernetes/kubernetes-source.test.ts       # cluster objects mirrored into the store
   test/agent/update-flow.test.ts                  # one real agent's whole update over an etcd-backed server
 )

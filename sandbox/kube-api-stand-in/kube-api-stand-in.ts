@@ -30,6 +30,12 @@ export interface KubeApiStandInOptions {
   timeScale?: number;
   /** mcplane's bearer token (user `mcplane`); a random one by default. */
   token?: string;
+  /**
+   * How long the server takes to answer a request, in milliseconds, before it handles it: a real
+   * API server under load (or an admission webhook on evictions) answers in seconds, and a
+   * controller must not stall everything else while it waits. Default: at once.
+   */
+  latencyMs?: (request: { method: string; path: string }) => number;
 }
 
 /** One request as RBAC sees it: verb, API group, resource, subresource, namespace, name. */
@@ -186,7 +192,9 @@ export async function startKubeApiStandIn(options: KubeApiStandInOptions = {}): 
     res.on('finish', () => { entry.code = res.statusCode; });
     res.on('close', () => { if (!entry.code) entry.code = res.statusCode; });
     requests.push(entry);
-    handle(req, res, entry).catch((err: unknown) => {
+    const latency = options.latencyMs?.({ method: entry.method, path: entry.path }) ?? 0;
+    const handled = latency > 0 ? new Promise((resolve) => setTimeout(resolve, latency)).then(() => handle(req, res, entry)) : handle(req, res, entry);
+    handled.catch((err: unknown) => {
       const status = err instanceof StatusError ? err.status : apiErrors.internal(`stand-in: ${(err as Error).message}`).status;
       if (!res.headersSent) reply(res, status.code, status);
       else res.end();

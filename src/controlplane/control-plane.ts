@@ -40,7 +40,8 @@ import { previewApply, type ApplyPreview } from './apply-preview.ts';
 import { AssignmentDispatcher } from './assignment-dispatcher.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { ClusterCache } from './cluster-cache.ts';
-import { ControllerManager } from './controller-manager.ts';
+import { ControllerManager } from './controllers/controller-manager.ts';
+import { wholePass } from './controllers/whole-pass.ts';
 import { EnrollmentTokenCollector } from './enrollment-token-collector.ts';
 import type { CertificateSigner } from './enrollment-requests.ts';
 import { EventRecorder } from './event-recorder.ts';
@@ -157,16 +158,15 @@ export class ControlPlane {
     this.drains = new DrainController(cache, writer, this.clock, log, nodeOps && nodeSync ? { ops: nodeOps, sync: nodeSync, events: new KubernetesEventRecorder(nodeOps.access, log) } : undefined, { ...DEFAULT_DRAIN_SETTINGS, ...options.drain });
     observeDrains(this.drains, { events: this.events, metrics, history: this.sessions.history, cache, log });
     this.#controllers = new ControllerManager([
-      // First, so what it stores is rendered in the same pass.
-      ...(this.#source ? [this.#source] : []),
-      new RenderController(cache, writer, log, metrics, this.clock),
-      new PoolMembershipController(cache, writer, log),
-      new RolloutController(cache, writer, this.clock, log, drainAccess),
-      new PoolStatusController(cache, writer, this.clock),
-      new EnrollmentTokenCollector(cache, writer, options.tokenSweepMs ?? 600_000, log),
-      this.events,
+      ...(this.#source ? [wholePass(this.#source)] : []),
+      wholePass(new RenderController(cache, writer, log, metrics, this.clock)),
+      wholePass(new PoolMembershipController(cache, writer, log)),
+      wholePass(new RolloutController(cache, writer, this.clock, log, drainAccess)),
+      wholePass(new PoolStatusController(cache, writer, this.clock)),
+      wholePass(new EnrollmentTokenCollector(cache, writer, options.tokenSweepMs ?? 600_000, log)),
+      wholePass(this.events),
       this.drains,
-      ...(nodeOps && nodeSync ? [new NodeAnnotationController(cache, nodeOps, nodeSync, log)] : []),
+      ...(nodeOps && nodeSync ? [wholePass(new NodeAnnotationController(cache, nodeOps, nodeSync, log))] : []),
     ], cache, log);
     this.election.on('leading', (leading) => {
       this.#controllers.setLeading(leading);

@@ -1,6 +1,8 @@
-// What a controller is: it decides and writes to the store; it never sends to agents. The
-// manager runs it when a change it cares about reaches the cache, and again after
-// `requeueAfterMs` when it asks (time-driven work: windows, retries, heartbeats).
+// What a whole-pass controller is: it decides and writes to the store; it never sends to agents.
+// It looks at everything in one pass; controllers/whole-pass.ts runs it as the single key of its
+// own lane, when a change it cares about reaches the cache, and again after `requeueAfterMs` when
+// it asks (time-driven work: windows, retries, heartbeats). Keyed controllers are
+// controllers/reconciler.ts's KeyedController.
 
 import type { CacheChange } from './cluster-cache.ts';
 
@@ -13,7 +15,8 @@ export interface Controller {
   /** Runs only on the elected leader (render, membership, rollout, GC, pool status). */
   readonly leaderOnly: boolean;
   interestedIn(change: CacheChange): boolean;
-  reconcile(): Promise<ReconcileResult | void>;
+  /** `signal` aborts when this replica stops leading: pass it to the store writes. */
+  reconcile(signal?: AbortSignal): Promise<ReconcileResult | void>;
   /**
    * For controllers fed by something besides the store (a Kubernetes watch): the manager hands
    * over a function that marks the controller dirty and schedules a pass.

@@ -15,7 +15,8 @@ import { formatDuration, formatWait, windowState } from '../machineconfig/index.
 import type { Logger } from '../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from './cluster-cache.ts';
 import type { Clock } from './clock.ts';
-import type { Controller, ReconcileResult } from './controller.ts';
+import type { ReconcileResult } from './controller.ts';
+import type { KeyedController } from './controllers/reconciler.ts';
 import { failureMessage, type NodeOperations } from './kubernetes/node-operations.ts';
 import type { EventRecorder } from './kubernetes/event-recorder.ts';
 import type { KubernetesNodeSync } from './kubernetes-node-sync.ts';
@@ -30,6 +31,8 @@ export interface DrainSettings {
   retryMaxMs: number;
   /** How often a drain looks again while evicted pods terminate. */
   pollMs: number;
+  /** Nodes drained at once. */
+  concurrency: number;
 }
 
 /** What a drain did, for whoever wants to know beyond the Node's Kubernetes Events. */
@@ -43,23 +46,26 @@ export interface DrainEvent {
   seconds?: number;
 }
 
-export const DEFAULT_DRAIN_SETTINGS: DrainSettings = { retryBaseMs: 5000, retryMaxMs: 120_000, pollMs: 1000 };
+export const DEFAULT_DRAIN_SETTINGS: DrainSettings = { retryBaseMs: 5000, retryMaxMs: 120_000, pollMs: 1000, concurrency: 10 };
 
 /** How many pods a reason names before it says "and N more". */
 const NAMED_PODS = 3;
 /** How many of the pods left the record keeps (a node may run hundreds). */
 const REMAINING_KEPT = 20;
 
-export class DrainController implements Controller {
+export class DrainController implements KeyedController<string> {
   readonly name = 'drain';
   readonly leaderOnly = true;
+  /**
+   * Nodes drained at once: each drain holds a worker while it waits on the API server, so a
+   * drain that a budget holds, or a slow API server, never holds up another node's drain.
+   */
+  readonly concurrency: number;
   /**
    * The seam for mcplane's own events, metrics and update history: called with each step the
    * Node's Kubernetes Events record (Drained carries the drain's duration).
    */
   onEvent: (event: DrainEvent) => void = () => {};
-  /** Real time before which a node's drain needs no look (its pods are terminating, or backing off). */
-  #due = new Map<string, number>();
   /** Real time of a node's next eviction round after a refusal. */
   #retryAt = new Map<string, number>();
   /**
@@ -67,8 +73,6 @@ export class DrainController implements Controller {
    * again from the shortest delay, as a restarted kubelet does with its back-off.
    */
   #refusals = new Map<string, number>();
-  /** Clock time a drained node's maintenance window opens: it is due then, whatever #due says. */
-  #windowOpensAt = new Map<string, number>();
 
   constructor(
     private readonly cache: ClusterCache,
@@ -78,86 +82,86 @@ export class DrainController implements Controller {
     /** Absent without Kubernetes access: holds and drains wait for a leader that has it. */
     private readonly kube: { ops: NodeOperations; sync: KubernetesNodeSync; events?: EventRecorder } | undefined,
     private readonly settings: DrainSettings = DEFAULT_DRAIN_SETTINGS,
-  ) {}
-
-  interestedIn(change: CacheChange): boolean {
-    let interested = false;
-    for (const kind of ['NodeAssignment', 'KubernetesNode', 'NodeStatus', 'MachineConfigPool'] as const) {
-      const names = change.changed.get(kind);
-      if (!names) continue;
-      interested = true;
-      // Someone uncordoned the node, or its assignment or agent moved on: look now.
-      for (const name of names) this.#due.delete(name);
-    }
-    if (change.changed.has('MachineConfigPool')) this.#due.clear();
-    return interested || change.changed.has('NodeDrain');
+  ) {
+    this.concurrency = settings.concurrency;
   }
 
-  async reconcile(): Promise<ReconcileResult> {
+  /** The nodes a change concerns: each one's drain is looked at now (its agent or its Node moved). */
+  *keysFor(change: CacheChange): Iterable<string> {
+    if (change.resync || change.changed.has('MachineConfigPool')) {
+      yield* this.#allKeys();
+      return;
+    }
+    const seen = new Set<string>();
+    for (const kind of ['NodeAssignment', 'KubernetesNode', 'NodeStatus', 'NodeDrain'] as const) {
+      for (const name of change.changed.get(kind) ?? []) {
+        if (seen.has(name)) continue;
+        seen.add(name);
+        if (this.#concerns(name)) yield name;
+      }
+    }
+  }
+
+  async reconcile(name: string, signal: AbortSignal): Promise<ReconcileResult> {
     if (!this.kube) {
-      await this.#withoutKubernetes();
+      await this.#withoutKubernetes(name, signal);
       return {};
     }
-    await this.#startDrains();
-    let requeue: number | undefined;
-    const now = Date.now();
-    for (const name of [...this.cache.drains.keys()]) {
-      const due = this.#due.get(name) ?? 0;
-      let wait = due - now;
-      // A test moves the control plane's clock to a window's start: the node is due at once.
-      if ((this.#windowOpensAt.get(name) ?? Infinity) <= this.clock.now()) wait = 0;
-      if (wait <= 0) {
-        this.#windowOpensAt.delete(name);
-        const next = await this.#step(name, this.kube.ops).catch(async (err: unknown) => {
-          this.log.warn({ err: failureMessage(err), node: name }, 'drain step failed; retrying');
-          await this.#noteFailure(name, err).catch(() => undefined);
-          return this.settings.retryBaseMs;
-        });
-        if (next === undefined) {
-          this.#due.delete(name);
-          this.#retryAt.delete(name);
-          this.#refusals.delete(name);
-          continue;
-        }
-        wait = next;
-        this.#due.set(name, Date.now() + wait);
-      }
-      requeue = requeue === undefined ? wait : Math.min(requeue, wait);
+    await this.#startDrain(name, signal);
+    if (!this.cache.drains.has(name)) {
+      // Over, or ended elsewhere (another leader, a deleted node): nothing is left behind here.
+      this.#forget(name);
+      return {};
     }
-    // Drains that ended elsewhere (another leader, a deleted node) leave nothing behind here.
-    for (const map of [this.#due, this.#retryAt, this.#refusals, this.#windowOpensAt]) {
-      for (const name of map.keys()) if (!this.cache.drains.has(name)) map.delete(name);
+    const next = await this.#step(name, this.kube.ops, signal).catch(async (err: unknown) => {
+      if (signal.aborted) throw err;
+      this.log.warn({ err: failureMessage(err), node: name }, 'drain step failed; retrying');
+      await this.#noteFailure(name, err, signal).catch(() => undefined);
+      return this.settings.retryBaseMs;
+    });
+    if (next === undefined) {
+      this.#forget(name);
+      return {};
     }
-    return requeue === undefined ? {} : { requeueAfterMs: Math.max(10, requeue) };
+    return { requeueAfterMs: Math.max(10, next) };
   }
 
-  /** A drain record for each held assignment that has none (or whose last drain is over). */
-  async #startDrains(): Promise<void> {
+  #concerns(name: string): boolean {
+    return this.cache.drains.has(name) || this.cache.assignments.get(name)?.value.holdForDrain === true || (!this.kube && this.cache.kubernetesNodes.has(name));
+  }
+
+  *#allKeys(): Iterable<string> {
+    const names = new Set([...this.cache.drains.keys(), ...this.cache.kubernetesNodes.keys()]);
+    for (const [name, a] of this.cache.assignments) if (a.value.holdForDrain) names.add(name);
+    for (const name of names) if (this.#concerns(name)) yield name;
+  }
+
+  #forget(name: string): void {
+    this.#retryAt.delete(name);
+    this.#refusals.delete(name);
+  }
+
+  /** A drain record for the node's held assignment if it has none (or its last drain is over). */
+  async #startDrain(name: string, signal: AbortSignal): Promise<void> {
+    const assignment = this.cache.assignments.get(name);
+    if (!assignment?.value.holdForDrain) return;
     const ops: WriteOp[] = [];
-    for (const [name, assignment] of this.cache.assignments) {
-      if (!assignment.value.holdForDrain) continue;
-      const existing = this.cache.drains.get(name);
-      const status = this.cache.nodeStatuses.get(name)?.value.status;
-      if (status?.state === 'Done' && status.currentConfig === assignment.value.desiredConfig) {
-        // Held by a re-decision (a policy change) after the node had started: it finished with
-        // the plan it had, which needed no drain. Nothing is left to drain for; a drain under
-        // way ends here (its record goes to Drained, and the next step uncordons the node).
-        ops.push(this.#putAssignment(name, withoutDrainHold(assignment.value), assignment.resourceVersion, assignment.createdAt));
-        if (existing?.value.phase === 'Draining') {
-          const { blocked: _b, failures: _f, nextRetryAt: _n, timedOut: _t, degraded: _d, ...rest } = existing.value;
-          ops.push(this.#put(name, { ...rest, phase: 'Drained', remaining: [], reason: `the node finished its update to ${assignment.value.desiredConfig} before its drain did: no drain needed` }, existing.resourceVersion));
-          this.log.info({ node: name, config: assignment.value.desiredConfig }, 'node finished its update during its drain; drain ended');
-          this.#due.delete(name);
-        }
-        continue;
-      }
+    const existing = this.cache.drains.get(name);
+    const status = this.cache.nodeStatuses.get(name)?.value.status;
+    if (status?.state === 'Done' && status.currentConfig === assignment.value.desiredConfig) {
+      // Held by a re-decision (a policy change) after the node had started: it finished with
+      // the plan it had, which needed no drain. Nothing is left to drain for; a drain under
+      // way ends here (its record goes to Drained, and the next step uncordons the node).
+      ops.push(this.#putAssignment(name, withoutDrainHold(assignment.value), assignment.resourceVersion, assignment.createdAt));
       if (existing?.value.phase === 'Draining') {
-        if (existing.value.config !== assignment.value.desiredConfig) {
-          // The pool moved on mid-drain: the same drain serves the newer config.
-          ops.push(this.#put(name, { ...existing.value, config: assignment.value.desiredConfig }, existing.resourceVersion));
-        }
-        continue;
+        const { blocked: _b, failures: _f, nextRetryAt: _n, timedOut: _t, degraded: _d, ...rest } = existing.value;
+        ops.push(this.#put(name, { ...rest, phase: 'Drained', remaining: [], reason: `the node finished its update to ${assignment.value.desiredConfig} before its drain did: no drain needed` }, existing.resourceVersion));
+        this.log.info({ node: name, config: assignment.value.desiredConfig }, 'node finished its update during its drain; drain ended');
       }
+    } else if (existing?.value.phase === 'Draining') {
+      // The pool moved on mid-drain: the same drain serves the newer config.
+      if (existing.value.config !== assignment.value.desiredConfig) ops.push(this.#put(name, { ...existing.value, config: assignment.value.desiredConfig }, existing.resourceVersion));
+    } else {
       const kube = this.cache.kubernetesNodes.get(name)?.value;
       const value: NodeDrainRecord = {
         config: assignment.value.desiredConfig,
@@ -174,14 +178,13 @@ export class DrainController implements Controller {
         reason: 'draining: cordoning the node',
       };
       this.log.info({ node: name, config: value.config }, 'drain started');
-      this.#due.delete(name);
       ops.push(this.#put(name, value, existing?.resourceVersion ?? null));
     }
-    await this.writer.commitEach(ops);
+    await this.writer.commitEach(ops, signal);
   }
 
   /** One look at one drain; the real-time delay until the next, or undefined when it is over. */
-  async #step(name: string, ops: NodeOperations): Promise<number | undefined> {
+  async #step(name: string, ops: NodeOperations, signal: AbortSignal): Promise<number | undefined> {
     const stored = this.cache.drains.get(name)!;
     const drain = stored.value;
     const assignment = this.cache.assignments.get(name);
@@ -193,9 +196,9 @@ export class DrainController implements Controller {
         writes.push(this.#putAssignment(name, { ...withoutDrainHold(assignment.value), drainNote: 'not drained: its Kubernetes Node was deleted during the drain' }, assignment.resourceVersion, assignment.createdAt));
       }
       // A host deleted from mcplane mid-drain leaves its Node as it found it.
-      if (!assignment && kube && drain.cordoned && !drain.wasCordoned) await this.kube!.sync.observe(await ops.setUnschedulable(name, false));
+      if (!assignment && kube && drain.cordoned && !drain.wasCordoned) await this.kube!.sync.observe(await ops.setUnschedulable(name, false, signal));
       this.log.warn({ node: name, reason: assignment ? 'Kubernetes Node deleted' : 'node deleted' }, 'drain abandoned');
-      await this.writer.commit(writes);
+      await this.writer.commit(writes, signal);
       return undefined;
     }
 
@@ -212,20 +215,20 @@ export class DrainController implements Controller {
       } else {
         this.#event(name, 'Normal', 'Cordon', `cordoned to drain it for ${drain.config}`);
       }
-      await this.kube!.sync.observe(await ops.setUnschedulable(name, true));
+      await this.kube!.sync.observe(await ops.setUnschedulable(name, true, signal));
       next.cordoned = true;
     }
 
-    if (drain.phase === 'Drained') return this.#afterDrain(name, next, stored.resourceVersion, ops);
+    if (drain.phase === 'Drained') return this.#afterDrain(name, next, stored.resourceVersion, ops, signal);
     if (!assignment.value.holdForDrain) {
       // The rollout gave the node a config that needs no drain: nothing more to evict.
       next = { ...next, phase: 'Drained', reason: 'drain not needed for the new config; cordoned until the update is done' };
       delete next.blocked;
-      await this.writer.commit([this.#put(name, next, stored.resourceVersion)]);
+      await this.writer.commit([this.#put(name, next, stored.resourceVersion)], signal);
       return this.settings.pollMs;
     }
 
-    const pods = await ops.podsToEvict(name);
+    const pods = await ops.podsToEvict(name, signal);
     if (pods.length === 0) {
       // A drain can outlast the maintenance window the rollout started it in (a budget held it):
       // the reboot then waits, drained and cordoned, for the next window rather than go now.
@@ -234,8 +237,7 @@ export class DrainController implements Controller {
         const reason = `drained; the maintenance window closed during the drain: ${assignment.value.desiredConfig} is released when the next opens (${new Date(closed.nextStart).toISOString()}, in ${formatWait(closed.nextStart - this.clock.now())})`;
         if (drain.reason !== reason) this.log.info({ node: name, nextWindow: new Date(closed.nextStart).toISOString() }, 'node drained after its maintenance window closed; its config waits for the next');
         const waiting: NodeDrainRecord = { ...next, remaining: [], reason };
-        if (JSON.stringify(waiting) !== JSON.stringify(drain)) await this.writer.commit([this.#put(name, waiting, stored.resourceVersion)]);
-        this.#windowOpensAt.set(name, closed.nextStart);
+        if (JSON.stringify(waiting) !== JSON.stringify(drain)) await this.writer.commit([this.#put(name, waiting, stored.resourceVersion)], signal);
         return Math.max(this.settings.pollMs, Math.min(closed.nextStart - this.clock.now(), 60_000));
       }
       next = { ...next, phase: 'Drained', remaining: [], reason: `drained; cordoned until the update to ${assignment.value.desiredConfig} is done` };
@@ -246,11 +248,11 @@ export class DrainController implements Controller {
       delete next.degraded;
       this.log.info({ node: name, config: assignment.value.desiredConfig, attempts: next.attempt, seconds: Math.round((this.clock.now() - drain.startedAt) / 1000) }, 'node drained; releasing its config');
       next.drainedAt = this.clock.now();
-      this.#event(name, 'Normal', 'Drained', `drained; ${assignment.value.desiredConfig} released to the node's agent`, (next.drainedAt - drain.startedAt) / 1000);
       await this.writer.commit([
         this.#put(name, next, stored.resourceVersion),
         this.#putAssignment(name, withoutDrainHold(assignment.value), assignment.resourceVersion, assignment.createdAt),
-      ]);
+      ], signal);
+      this.#event(name, 'Normal', 'Drained', `drained; ${assignment.value.desiredConfig} released to the node's agent`, (next.drainedAt - drain.startedAt) / 1000);
       return this.settings.pollMs;
     }
 
@@ -263,7 +265,7 @@ export class DrainController implements Controller {
       const failures: string[] = [];
       let evicted = 0;
       for (const pod of toEvict) {
-        const result = await ops.evict(pod);
+        const result = await ops.evict(pod, signal);
         if (result.outcome === 'evicted' || result.outcome === 'gone') evicted++;
         else if (result.outcome === 'refused') blocked ??= { namespace: pod.namespace, pod: pod.name, budget: result.budget, disruptionsAllowed: result.disruptionsAllowed, message: result.message };
         else failures.push(`${pod.namespace}/${pod.name}: ${result.message}`);
@@ -307,26 +309,26 @@ export class DrainController implements Controller {
       delete next.degraded;
     }
     next.reason = drainingReason(next, pods.length, now, policy?.timeoutSeconds, assignment.value.pool);
-    if (JSON.stringify(next) !== JSON.stringify(drain)) await this.writer.commit([this.#put(name, next, stored.resourceVersion)]);
+    if (JSON.stringify(next) !== JSON.stringify(drain)) await this.writer.commit([this.#put(name, next, stored.resourceVersion)], signal);
     return delay;
   }
 
   /** Drained and released: uncordon once the agent is Done on the config, then forget the drain. */
-  async #afterDrain(name: string, next: NodeDrainRecord, version: string, ops: NodeOperations): Promise<number | undefined> {
+  async #afterDrain(name: string, next: NodeDrainRecord, version: string, ops: NodeOperations, signal: AbortSignal): Promise<number | undefined> {
     const desired = this.cache.assignments.get(name)?.value.desiredConfig ?? '';
     const status = this.cache.nodeStatuses.get(name)?.value.status;
     if (status?.currentConfig === desired && status.state === 'Done') {
       if (next.cordoned && !next.wasCordoned) {
-        await this.kube!.sync.observe(await ops.setUnschedulable(name, false));
+        await this.kube!.sync.observe(await ops.setUnschedulable(name, false, signal));
         this.#event(name, 'Normal', 'Uncordon', `uncordoned: the node is Done on ${desired}`);
       }
       this.log.info({ node: name, config: desired, uncordoned: next.cordoned && !next.wasCordoned }, next.wasCordoned ? 'node updated; left cordoned as it was before the drain' : 'node updated and uncordoned');
-      await this.writer.commit([{ type: 'delete', kind: 'NodeDrain', name, expectedVersion: version }]);
+      await this.writer.commit([{ type: 'delete', kind: 'NodeDrain', name, expectedVersion: version }], signal);
       return undefined;
     }
     if (next.recordoned !== this.cache.drains.get(name)?.value.recordoned) {
       next.reason = `${next.reason.replace(/; uncordoned by someone.*$/, '')}; uncordoned by someone during the update, cordoned again (${next.recordoned}×)`;
-      await this.writer.commit([this.#put(name, next, version)]);
+      await this.writer.commit([this.#put(name, next, version)], signal);
     }
     // The agent's progress arrives as a change; this is only a safety net.
     return this.settings.pollMs * 10;
@@ -346,12 +348,12 @@ export class DrainController implements Controller {
   }
 
   /** The node's reason says why its drain is not moving when the cluster's API fails. */
-  async #noteFailure(name: string, err: unknown): Promise<void> {
+  async #noteFailure(name: string, err: unknown, signal: AbortSignal): Promise<void> {
     const stored = this.cache.drains.get(name);
     if (stored?.value.phase !== 'Draining') return;
     const reason = `draining: the Kubernetes API failed (${failureMessage(err)}); retrying`;
     if (stored.value.reason === reason) return;
-    await this.writer.commit([this.#put(name, { ...stored.value, reason }, stored.resourceVersion)]);
+    await this.writer.commit([this.#put(name, { ...stored.value, reason }, stored.resourceVersion)], signal);
   }
 
   /**
@@ -359,19 +361,19 @@ export class DrainController implements Controller {
    * not reach its node undrained (a replica started without --kubeconfig may lead for a while):
    * held configs and drains in progress wait for a leader that has access, and say so.
    */
-  async #withoutKubernetes(): Promise<void> {
+  async #withoutKubernetes(name: string, signal: AbortSignal): Promise<void> {
     const ops: WriteOp[] = [];
-    for (const [name, a] of this.cache.assignments) {
-      if (!a.value.holdForDrain || a.value.drainNote === NO_ACCESS) continue;
+    const a = this.cache.assignments.get(name);
+    if (a?.value.holdForDrain && a.value.drainNote !== NO_ACCESS) {
       this.log.warn({ node: name }, 'config held for a drain, but this leader has no Kubernetes access (--kubeconfig); it stays held until a leader with access drains the node');
       ops.push(this.#putAssignment(name, { ...a.value, drainNote: NO_ACCESS }, a.resourceVersion, a.createdAt));
     }
-    for (const [name, d] of this.cache.drains) {
-      if (d.value.phase === 'Draining' && d.value.reason !== NO_ACCESS) ops.push(this.#put(name, { ...d.value, reason: NO_ACCESS }, d.resourceVersion));
-    }
+    const d = this.cache.drains.get(name);
+    if (d?.value.phase === 'Draining' && d.value.reason !== NO_ACCESS) ops.push(this.#put(name, { ...d.value, reason: NO_ACCESS }, d.resourceVersion));
     // Labels and creation times from a cluster this leader cannot see would go stale unnoticed.
-    for (const [name, k] of this.cache.kubernetesNodes) ops.push({ type: 'delete', kind: 'KubernetesNode', name, expectedVersion: k.resourceVersion });
-    await this.writer.commitEach(ops);
+    const k = this.cache.kubernetesNodes.get(name);
+    if (k) ops.push({ type: 'delete', kind: 'KubernetesNode', name, expectedVersion: k.resourceVersion });
+    await this.writer.commitEach(ops, signal);
   }
 
   /** When the pool has maintenance windows and none is open now: when the next opens. */

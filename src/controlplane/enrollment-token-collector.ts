@@ -26,7 +26,7 @@ export class EnrollmentTokenCollector implements Controller {
     return false;
   }
 
-  async reconcile(now = Date.now()): Promise<ReconcileResult> {
+  async reconcile(signal?: AbortSignal, now = Date.now()): Promise<ReconcileResult> {
     // Tokens are not cached (only the endpoint that checks one reads it), so the sweep lists them.
     const { items } = await this.cache.store.list(['EnrollmentToken']);
     const expired: WriteOp[] = items

@@ -89,7 +89,7 @@ export class EventRecorder implements Controller {
     return this.#write([e]);
   }
 
-  async reconcile(now = Date.now()): Promise<ReconcileResult> {
+  async reconcile(signal?: AbortSignal, now = Date.now()): Promise<ReconcileResult> {
     const leader = this.cache.leader;
     // The leader record is written once per election: its revision names the term.
     const term = leader ? `${leader.value.replica}@${leader.resourceVersion}` : '';

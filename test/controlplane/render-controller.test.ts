@@ -66,7 +66,10 @@ test('rendered configs: the last few per pool are kept, and one a node uses is n
   const renderedConfigs = await list();
   const names = renderedConfigs.map((r) => r.name);
   assert.ok(names.includes(pinned), 'the config the node runs is kept');
-  assert.deepEqual(renderedConfigs.find((r) => r.name === pinned)!.referencedBy, ['node/slow'], 'a node that needs it for several reasons is listed once');
+  // The pool may name it too, as the config its rollout last completed on (its rollback point),
+  // depending on whether the rollout saw the node Done before the pause.
+  const referencedBy = renderedConfigs.find((r) => r.name === pinned)!.referencedBy;
+  assert.deepEqual(referencedBy.filter((r) => r.startsWith('node/')), ['node/slow'], 'a node that needs it for several reasons is listed once');
   assert.equal(names.length, RENDERED_HISTORY + 1, `history plus the pinned one: ${names.join(' ')}`);
   agent.close();
 });

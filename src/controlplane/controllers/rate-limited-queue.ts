@@ -145,6 +145,11 @@ export class RateLimitedQueue<K extends {}> implements RateLimitingQueue<K> {
     return this.#limiter.numRequeues(key);
   }
 
+  /** Keys a worker holds now (between get and done). */
+  processingLen(): number {
+    return this.#processing.size;
+  }
+
   /** Keys waiting on a delay (addAfter, addRateLimited) that have not come due. */
   delayedLen(): number {
     return this.#delayed.size;

@@ -9,13 +9,13 @@
 // which they pass to every await on the store and on Kubernetes, so nothing a deposed leader
 // started goes on to write.
 //
-// Not wired into the control plane yet: ControllerManager (../controller-manager.ts) still runs
-// the unkeyed controllers of ../controller.ts. docs/ARCHITECTURE.md says how the move goes.
+// ControllerManager (controller-manager.ts) gives each controller its lane: a queue, a run, and
+// the cache changes mapped to its keys.
 
 import type { Logger } from '../../runtime/logger.ts';
 import type { CacheChange } from '../cluster-cache.ts';
 import { MAX_REQUEUE_MS, type ReconcileResult } from '../controller.ts';
-import type { RateLimitingQueue } from './workqueue.ts';
+import type { RateLimitingQueue, WorkQueue } from './workqueue.ts';
 
 export interface KeyedController<K = string, C = CacheChange> {
   readonly name: string;
@@ -34,6 +34,11 @@ export interface KeyedController<K = string, C = CacheChange> {
    * `signal` aborts when the run stops: pass it to every store and Kubernetes call.
    */
   reconcile(key: K, signal: AbortSignal): Promise<ReconcileResult | void>;
+  /**
+   * For controllers fed by something besides the store (a Kubernetes watch): the manager hands
+   * over a function that queues every key of this controller.
+   */
+  bindWake?(wake: () => void): void;
 }
 
 export interface RunControllerOptions {
@@ -43,7 +48,7 @@ export interface RunControllerOptions {
 /** Queues the keys `change` maps to; an event handler that throws is logged, never rethrown into the cache. */
 export function enqueueChange<K, C>(
   controller: KeyedController<K, C>,
-  queue: RateLimitingQueue<K>,
+  queue: Pick<WorkQueue<K>, 'add'>,
   change: C,
   log: Logger,
 ): void {

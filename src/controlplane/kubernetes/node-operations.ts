@@ -3,6 +3,9 @@
 // PodDisruptionBudget is honoured by the API server itself. Everything goes through the
 // KubernetesAccess (the real @kubernetes/client-node); callers see plain results, never its
 // exception types.
+//
+// Each call takes the caller's AbortSignal (a leader-only controller's run): once this replica
+// stops leading, no further request is sent, so a deposed leader never cordons or evicts.
 
 import { matchesSelector, type LabelSelector } from '../../machineconfig/index.ts';
 import { kubeFailureOf, patchAs, type KubernetesAccess, type V1Node, type V1Pod, type V1PodDisruptionBudget } from './kube-client.ts';
@@ -32,7 +35,8 @@ export class NodeOperations {
   constructor(readonly access: KubernetesAccess) {}
 
   /** Sets spec.unschedulable; returns the node as the API server now has it. */
-  async setUnschedulable(node: string, unschedulable: boolean): Promise<V1Node> {
+  async setUnschedulable(node: string, unschedulable: boolean, signal?: AbortSignal): Promise<V1Node> {
+    signal?.throwIfAborted();
     return this.#patchNode(node, { spec: { unschedulable } });
   }
 
@@ -46,7 +50,8 @@ export class NodeOperations {
    * cordon and would put them straight back) and mirror pods (the kubelet's static pods; the API
    * cannot evict them). Pods with emptyDir volumes are included: their data is scratch by design.
    */
-  async podsToEvict(node: string): Promise<PodOnNode[]> {
+  async podsToEvict(node: string, signal?: AbortSignal): Promise<PodOnNode[]> {
+    signal?.throwIfAborted();
     const list = await this.access.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` });
     return list.items.filter(mustEvict).map((p) => ({
       namespace: p.metadata?.namespace ?? 'default',
@@ -60,7 +65,8 @@ export class NodeOperations {
    * Asks the API server to evict the pod. No grace period is set in the request, so the pod's
    * own terminationGracePeriodSeconds applies.
    */
-  async evict(pod: PodOnNode): Promise<EvictionResult> {
+  async evict(pod: PodOnNode, signal?: AbortSignal): Promise<EvictionResult> {
+    signal?.throwIfAborted();
     try {
       await this.access.core.createNamespacedPodEviction({
         name: pod.name,

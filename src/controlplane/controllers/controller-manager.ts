@@ -1,0 +1,156 @@
+// Runs every controller in a lane of its own: its own rate-limited queue of keys and its own
+// workers (controller-runtime's manager, in the small). A reconcile that waits (a drain held by a
+// PodDisruptionBudget, a slow API server) holds one worker of one controller: render, membership
+// and rollout go on beside it.
+//
+// Leader-only controllers run while this replica leads. Leadership starts them with a fresh
+// AbortSignal and queues every key they know of (anything may have changed under another
+// leader); losing it aborts that signal, so workers take no new keys and the reconciles in flight
+// stop at their next store or Kubernetes call (LeaderWriter and NodeOperations check the signal).
+//
+// Bursts of changes (5,000 agents reporting Done within a second) are coalesced per controller
+// for a few milliseconds before their keys are queued: the queue already folds a key added twice
+// into one reconcile, and the short wait lets one reconcile see the whole burst.
+
+import type { Logger } from '../../runtime/logger.ts';
+import type { CacheChange, ClusterCache } from '../cluster-cache.ts';
+import { RateLimitedQueue } from './rate-limited-queue.ts';
+import { enqueueChange, runController, type KeyedController } from './reconciler.ts';
+
+/** How long a controller's keys gather before they are queued. */
+const COALESCE_MS = 20;
+/** settle() gives up after this long: a controller that never goes idle is a bug, not a hang. */
+const SETTLE_LIMIT_MS = 30_000;
+
+/** A cache change that stands for "anything may have changed": every key of every controller. */
+export function resyncChange(revision: number): CacheChange {
+  return { revision, changed: new Map(), nodes: new Set(), resync: true };
+}
+
+interface Lane {
+  controller: KeyedController<string>;
+  queue: RateLimitedQueue<string>;
+  /** Keys gathered during the coalescing wait. */
+  pending: Set<string>;
+  timer: NodeJS.Timeout | undefined;
+  /** The run under way, until its signal aborts and its workers return. */
+  run: Promise<void> | undefined;
+}
+
+export class ControllerManager {
+  readonly #lanes: Lane[];
+  #leadership: AbortController | undefined;
+  #stopped = false;
+  readonly #onChange = (change: CacheChange): void => {
+    for (const lane of this.#lanes) if (this.#runnable(lane)) this.#enqueue(lane, change);
+  };
+
+  constructor(
+    controllers: readonly KeyedController<string>[],
+    private readonly cache: ClusterCache,
+    private readonly log: Logger,
+  ) {
+    this.#lanes = controllers.map((controller) => ({
+      controller,
+      queue: new RateLimitedQueue<string>(),
+      pending: new Set<string>(),
+      timer: undefined,
+      run: undefined,
+    }));
+    cache.on('change', this.#onChange);
+    for (const lane of this.#lanes) lane.controller.bindWake?.(() => this.wake(lane.controller.name));
+  }
+
+  get leading(): boolean {
+    return this.#leadership !== undefined;
+  }
+
+  /** Leadership changed: start the leader-only controllers, or cancel everything they do. */
+  setLeading(leading: boolean): void {
+    if (this.#stopped || leading === this.leading) return;
+    if (!leading) {
+      this.#leadership!.abort(new Error('this replica stopped leading'));
+      this.#leadership = undefined;
+      for (const lane of this.#lanes) this.#dropPending(lane);
+      return;
+    }
+    const leadership = new AbortController();
+    this.#leadership = leadership;
+    for (const lane of this.#lanes) {
+      this.#enqueue(lane, resyncChange(this.cache.revision), 0);
+      // A run still winding down from the last term finishes first; its keys wait in the queue.
+      const previous = lane.run ?? Promise.resolve();
+      lane.run = previous.then(() => leadership.signal.aborted ? undefined : runController(lane.controller, lane.queue, leadership.signal, { log: this.log }))
+        .catch((err: unknown) => this.log.error({ err, controller: lane.controller.name }, 'controller stopped'));
+    }
+  }
+
+  /** Queues every key of every running controller (a test moved the clock; time-driven work may be due). */
+  resyncAll(): void {
+    for (const lane of this.#lanes) if (this.#runnable(lane)) this.#enqueue(lane, resyncChange(this.cache.revision));
+  }
+
+  /** Queues every key of one controller (fed by a Kubernetes watch rather than the store). */
+  wake(name: string): void {
+    const lane = this.#lanes.find((l) => l.controller.name === name);
+    if (lane && this.#runnable(lane)) this.#enqueue(lane, resyncChange(this.cache.revision));
+  }
+
+  /**
+   * Resolves once no running controller has a key queued, gathering or being reconciled (start-up,
+   * tests). Keys waiting on a delay (a retry's backoff, a requeue for a window) do not count.
+   */
+  async settle(): Promise<void> {
+    const deadline = Date.now() + SETTLE_LIMIT_MS;
+    for (;;) {
+      for (const lane of this.#lanes) this.#flush(lane);
+      const busy = this.#lanes.filter((l) => this.#runnable(l) && (l.queue.len() > 0 || l.queue.processingLen() > 0));
+      if (busy.length === 0) return;
+      if (Date.now() > deadline) {
+        this.log.warn({ controllers: busy.map((l) => l.controller.name) }, 'controllers still busy after settling for 30 s');
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.cache.off('change', this.#onChange);
+    this.#leadership?.abort(new Error('the server is stopping'));
+    this.#leadership = undefined;
+    for (const lane of this.#lanes) {
+      this.#dropPending(lane);
+      lane.queue.shutDown();
+    }
+    await Promise.all(this.#lanes.map((l) => l.run));
+  }
+
+  #runnable(lane: Lane): boolean {
+    return !this.#stopped && (!lane.controller.leaderOnly || this.leading);
+  }
+
+  #enqueue(lane: Lane, change: CacheChange, coalesceMs = COALESCE_MS): void {
+    const before = lane.pending.size;
+    enqueueChange(lane.controller, lane.pending, change, this.log);
+    if (lane.pending.size === before && lane.timer === undefined) return;
+    if (coalesceMs === 0) {
+      this.#flush(lane);
+      return;
+    }
+    lane.timer ??= setTimeout(() => this.#flush(lane), coalesceMs);
+  }
+
+  #flush(lane: Lane): void {
+    clearTimeout(lane.timer);
+    lane.timer = undefined;
+    for (const key of lane.pending) lane.queue.add(key);
+    lane.pending.clear();
+  }
+
+  #dropPending(lane: Lane): void {
+    clearTimeout(lane.timer);
+    lane.timer = undefined;
+    lane.pending.clear();
+  }
+}
