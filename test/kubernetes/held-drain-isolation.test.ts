@@ -56,7 +56,7 @@ async function rollOutMaster(c: Clients, names: string[], text: string): Promise
   const started = performance.now();
   await call(c, c.config.apply.bind(c.config), { manifests: [rebootConfig('60-master-change', 'master', text)], dryRun: false }, 'apply');
   const config = await target(c, 'master');
-  await eventually(() => allDone(c, names, config), 30_000, `master nodes Done on ${config}`, 20);
+  await eventually(() => allDone(c, names, config), 30_000, `master nodes Done on ${config}`);
   return performance.now() - started;
 }
 
