@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { call } from '../src/cli/client/call.ts';
 import { connect, type Clients } from '../src/cli/client/connection.ts';
 import { pkiInitCommand } from '../src/cli/commands/pki.ts';
-import { staticTokenFor } from '../src/controlplane/bootstrap-tokens.ts';
+import { staticTokenFor } from '../src/controlplane/api/bootstrap-tokens.ts';
 import { startServer, type ServerHandle } from '../src/controlplane/server.ts';
 import { createLogger } from '../src/runtime/logger.ts';
 import { silenceIpServernameWarning } from '../src/runtime/process-warnings.ts';

@@ -35,35 +35,30 @@ import {
 } from '../machineconfig/index.ts';
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../runtime/logger.ts';
-import { AgentSessions, type AgentStream, type LocalSession } from './agent-sessions.ts';
-import { previewApply, type ApplyPreview } from './apply-preview.ts';
-import { AssignmentDispatcher } from './assignment-dispatcher.ts';
-import { systemClock, type Clock } from './clock.ts';
-import { ClusterCache } from './cluster-cache.ts';
+import { AgentSessions, type AgentStream, type LocalSession } from './sessions/agent-sessions.ts';
+import { previewApply, type ApplyPreview } from './api/apply-preview.ts';
+import { AssignmentDispatcher } from './sessions/assignment-dispatcher.ts';
+import { systemClock, type Clock } from './replica/clock.ts';
+import { ClusterCache } from './cache/cluster-cache.ts';
 import { ControllerManager } from './controllers/controller-manager.ts';
-import { wholePass } from './controllers/whole-pass.ts';
-import { EnrollmentTokenCollector } from './enrollment-token-collector.ts';
-import type { CertificateSigner } from './enrollment-requests.ts';
-import { EventRecorder } from './event-recorder.ts';
-import { LeaderElection } from './leader-election.ts';
-import { LeaderWriter } from './leader-writer.ts';
+import { createControllers } from './controllers/index.ts';
+import type { CertificateSigner } from './api/enrollment-requests.ts';
+import { EventRecorder } from './controllers/event-recorder.ts';
+import { LeaderElection } from './replica/leader-election.ts';
+import { LeaderWriter } from './replica/leader-writer.ts';
 import { ServerMetrics } from './metrics/server-metrics.ts';
-import { poolFor, PoolMembershipController } from './pool-membership-controller.ts';
-import { PoolStatusController } from './pool-status-controller.ts';
-import { RenderController } from './render-controller.ts';
-import { Replica } from './replica.ts';
-import { RolloutController } from './rollout-controller.ts';
+import { poolFor } from './controllers/pool-membership-controller.ts';
+import { Replica } from './replica/replica.ts';
 import type { Store, WriteOp } from './store/store.ts';
 import type { KubernetesAccess } from './kubernetes/kube-client.ts';
 import { NodeOperations } from './kubernetes/node-operations.ts';
-import { KubernetesNodeSync } from './kubernetes-node-sync.ts';
-import { DEFAULT_DRAIN_SETTINGS, DrainController, type DrainSettings } from './drain-controller.ts';
-import type { DrainAccess } from './drain-gate.ts';
+import { KubernetesNodeSync } from './kubernetes/kubernetes-node-sync.ts';
+import { DEFAULT_DRAIN_SETTINGS, DrainController, type DrainSettings } from './controllers/drain-controller.ts';
+import type { DrainAccess } from './controllers/drain-gate.ts';
 import { observeDrains } from './drain-observers.ts';
-import { NodeAnnotationController } from './node-annotation-controller.ts';
 import { EventRecorder as KubernetesEventRecorder } from './kubernetes/event-recorder.ts';
-import { KubernetesSourceController } from './kubernetes/kubernetes-source-controller.ts';
-import type { NodeHistoryRecord, NodeRecordValue, PoolResumeRecord, ReapplyRequestRecord, RevokedCertificateRecord } from './stored-records.ts';
+import { KubernetesSourceController } from './controllers/kubernetes-source-controller.ts';
+import type { NodeHistoryRecord, NodeRecordValue, PoolResumeRecord, ReapplyRequestRecord, RevokedCertificateRecord } from './store/stored-records.ts';
 import type { CertificateBinding } from '../runtime/pki.ts';
 
 export interface AppliedObject {
@@ -157,17 +152,10 @@ export class ControlPlane {
     }
     this.drains = new DrainController(cache, writer, this.clock, log, nodeOps && nodeSync ? { ops: nodeOps, sync: nodeSync, events: new KubernetesEventRecorder(nodeOps.access, log) } : undefined, { ...DEFAULT_DRAIN_SETTINGS, ...options.drain });
     observeDrains(this.drains, { events: this.events, metrics, history: this.sessions.history, cache, log });
-    this.#controllers = new ControllerManager([
-      ...(this.#source ? [wholePass(this.#source)] : []),
-      wholePass(new RenderController(cache, writer, log, metrics, this.clock)),
-      wholePass(new PoolMembershipController(cache, writer, log)),
-      wholePass(new RolloutController(cache, writer, this.clock, log, drainAccess)),
-      wholePass(new PoolStatusController(cache, writer, this.clock)),
-      wholePass(new EnrollmentTokenCollector(cache, writer, options.tokenSweepMs ?? 600_000, log)),
-      wholePass(this.events),
-      this.drains,
-      ...(nodeOps && nodeSync ? [wholePass(new NodeAnnotationController(cache, nodeOps, nodeSync, log))] : []),
-    ], cache, log);
+    this.#controllers = new ControllerManager(createControllers({
+      cache, writer, clock: this.clock, log, metrics, drainAccess, drains: this.drains, events: this.events, source: this.#source,
+      kubernetes: nodeOps && nodeSync ? { ops: nodeOps, sync: nodeSync } : undefined, tokenSweepMs: options.tokenSweepMs ?? 600_000,
+    }), cache, log);
     this.election.on('leading', (leading) => {
       this.#controllers.setLeading(leading);
       nodeSync?.setLeading(leading);

@@ -5,11 +5,11 @@
 
 import type { UpdatePhase, UpdateRecord } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
-import type { ClusterCache } from './cluster-cache.ts';
-import type { DrainController } from './drain-controller.ts';
-import type { EventRecorder } from './event-recorder.ts';
+import type { ClusterCache } from './cache/cluster-cache.ts';
+import type { DrainController } from './controllers/drain-controller.ts';
+import type { EventRecorder } from './controllers/event-recorder.ts';
 import type { ServerMetrics } from './metrics/server-metrics.ts';
-import type { NodeHistoryWriter } from './node-history-writer.ts';
+import type { NodeHistoryWriter } from './sessions/node-history-writer.ts';
 
 export function observeDrains(drains: DrainController, to: { events: EventRecorder; metrics: ServerMetrics; history: NodeHistoryWriter; cache: ClusterCache; log: Logger }): void {
   drains.onEvent = (e) => {

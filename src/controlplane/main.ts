@@ -10,9 +10,9 @@ import { createLogger } from '../runtime/logger.ts';
 import { identityOf, REPLICA_CN_PREFIX, ROLE_ADMIN, ROLE_NODE, ROLE_REPLICA } from '../runtime/pki.ts';
 import { onStopSignal, runProgram } from '../runtime/entry-point.ts';
 import { VERSION } from '../runtime/version.ts';
-import { DEFAULT_BOOTSTRAP_PORT } from './bootstrap-server.ts';
+import { DEFAULT_BOOTSTRAP_PORT } from './api/bootstrap-server.ts';
 import { durationMs } from '../machineconfig/duration.ts';
-import { parseAutoApproveRules } from './enrollment-requests.ts';
+import { parseAutoApproveRules } from './api/enrollment-requests.ts';
 import { caKeyIfPresent, startServer, type ServerOptions } from './server.ts';
 import { inClusterAvailable } from './kubernetes/kube-client.ts';
 

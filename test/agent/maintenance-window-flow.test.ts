@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { describeCommand, getCommand } from '../../src/cli/commands/read.ts';
-import { ManualClock } from '../../src/controlplane/clock.ts';
+import { ManualClock } from '../../src/controlplane/replica/clock.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { untilNode } from '../helpers/converge.ts';

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { parse } from 'yaml';
-import { negotiateVersion } from '../../src/controlplane/bootstrap-server.ts';
+import { negotiateVersion } from '../../src/controlplane/api/bootstrap-server.ts';
 import { createCertificateRequest, identityOf } from '../../src/runtime/pki.ts';
 import { call } from '../../src/cli/client/call.ts';
 import { SimulatedAgent } from '../helpers/simulated-agent.ts';
@@ -118,7 +118,7 @@ test('enrollment: a single-use token buys a node certificate, which then connect
 });
 
 test('advertised addresses: the bound port, and the host name for a wildcard listen address', async () => {
-  const { reachableAddress } = await import('../../src/controlplane/bootstrap-server.ts');
+  const { reachableAddress } = await import('../../src/controlplane/api/bootstrap-server.ts');
   const { hostname } = await import('node:os');
   assert.equal(reachableAddress('0.0.0.0', 7443), `${hostname()}:7443`);
   assert.equal(reachableAddress('[::]', 7443), `${hostname()}:7443`);

@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { afterEach, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
-import { ManualClock } from '../../src/controlplane/clock.ts';
-import { referencedConfigs } from '../../src/controlplane/render-controller.ts';
+import { ManualClock } from '../../src/controlplane/replica/clock.ts';
+import { referencedConfigs } from '../../src/controlplane/cache/referenced-configs.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';

@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { ClusterCache, type CacheChange } from '../../src/controlplane/cluster-cache.ts';
+import { ClusterCache, type CacheChange } from '../../src/controlplane/cache/cluster-cache.ts';
 import { EtcdStore } from '../../src/controlplane/store/etcd-store.ts';
 import { createLogger } from '../../src/runtime/logger.ts';
 import { startEtcdCluster, type EtcdCluster } from '../../sandbox/etcd-cluster.ts';

@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import { connect, type Clients } from '../../src/cli/client/connection.ts';
 import { resolveOptions } from '../../src/controlplane/main.ts';
-import { approveEnrollmentRequest } from '../../src/controlplane/enrollment-requests.ts';
+import { approveEnrollmentRequest } from '../../src/controlplane/api/enrollment-requests.ts';
 import { createLogger } from '../../src/runtime/logger.ts';
 import { certificateBinding, identityOf } from '../../src/runtime/pki.ts';
 import { bootstrapFetch, credentialsFrom, enrollHost, requestEnrollment } from '../helpers/bootstrap-client.ts';

@@ -10,7 +10,7 @@ import { request } from 'node:https';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { status as Status } from '@grpc/grpc-js';
-import { REGISTRATION_RATE } from '../../src/controlplane/agent-sessions.ts';
+import { REGISTRATION_RATE } from '../../src/controlplane/sessions/agent-sessions.ts';
 import { SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 

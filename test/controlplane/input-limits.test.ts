@@ -10,7 +10,7 @@ import { gzipSync } from 'node:zlib';
 import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
 import { call } from '../../src/cli/client/call.ts';
 import { connect, type Clients } from '../../src/cli/client/connection.ts';
-import { PROBLEMS_TOTAL_TRAILER, PROBLEMS_TRAILER } from '../../src/controlplane/grpc/status-errors.ts';
+import { PROBLEMS_TOTAL_TRAILER, PROBLEMS_TRAILER } from '../../src/controlplane/api/status-errors.ts';
 import { RemoteCallError, type Problem } from '../../src/machineconfig/index.ts';
 import { spawnServer } from '../helpers/server-process.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { MachineConfigPool, PoolStatus } from '../../src/machineconfig/index.ts';
-import type { NodeView } from '../../src/controlplane/cluster-cache.ts';
+import type { NodeView } from '../../src/controlplane/cache/cluster-cache.ts';
 import { PhaseTracker } from '../../src/controlplane/metrics/phase-tracker.ts';
 import { RECENT_UPDATES, RolloutEta } from '../../src/controlplane/metrics/rollout-eta.ts';
 import { nodeRecord } from '../helpers/nodes.ts';

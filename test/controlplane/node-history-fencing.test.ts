@@ -8,10 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { startUpdate, type UpdateRecord } from '../../src/machineconfig/index.ts';
-import { ClusterCache } from '../../src/controlplane/cluster-cache.ts';
-import { NodeHistoryWriter } from '../../src/controlplane/node-history-writer.ts';
+import { ClusterCache } from '../../src/controlplane/cache/cluster-cache.ts';
+import { NodeHistoryWriter } from '../../src/controlplane/sessions/node-history-writer.ts';
 import { SqliteStore } from '../../src/controlplane/store/sqlite-store.ts';
-import type { NodeHistoryRecord } from '../../src/controlplane/stored-records.ts';
+import type { NodeHistoryRecord } from '../../src/controlplane/store/stored-records.ts';
 import { createLogger } from '../../src/runtime/logger.ts';
 
 const log = createLogger({ level: 'silent' });

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { afterEach, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
-import { RENDERED_HISTORY } from '../../src/controlplane/render-controller.ts';
+import { RENDERED_HISTORY } from '../../src/controlplane/controllers/render-controller.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { NodeStatus } from '../../src/machineconfig/index.ts';
-import type { AgentStream } from '../../src/controlplane/agent-sessions.ts';
+import type { AgentStream } from '../../src/controlplane/sessions/agent-sessions.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 let server: TestServer;

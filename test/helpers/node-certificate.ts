@@ -4,7 +4,7 @@
 
 import { readFileSync } from 'node:fs';
 import { certificateBinding } from '../../src/runtime/pki.ts';
-import type { NodeRecordValue } from '../../src/controlplane/stored-records.ts';
+import type { NodeRecordValue } from '../../src/controlplane/store/stored-records.ts';
 import type { TestServer } from './test-server.ts';
 
 export type NodeCertificate = NonNullable<NodeRecordValue['certificate']>;

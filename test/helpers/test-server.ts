@@ -5,7 +5,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type Clients } from '../../src/cli/client/connection.ts';
-import type { Clock } from '../../src/controlplane/clock.ts';
+import type { Clock } from '../../src/controlplane/replica/clock.ts';
 import { startServer, type ServerHandle, type ServerOptions } from '../../src/controlplane/server.ts';
 import { startEtcdCluster, type EtcdCluster } from '../../sandbox/etcd-cluster.ts';
 import { createLogger } from '../../src/runtime/logger.ts';

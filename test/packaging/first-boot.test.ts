@@ -12,7 +12,7 @@ import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { applyIgnitionFiles, fetchIgnition } from '../../sandbox/ignition-files.ts';
 import { identityOf } from '../../src/runtime/pki.ts';
-import { staticTokenFor } from '../../src/controlplane/bootstrap-tokens.ts';
+import { staticTokenFor } from '../../src/controlplane/api/bootstrap-tokens.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';

@@ -15,7 +15,7 @@ import { pkiInitCommand } from '../../src/cli/commands/pki.ts';
 import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
 import { buildBundles } from '../../scripts/build.ts';
 import { silenceIpServernameWarning } from '../../src/runtime/process-warnings.ts';
-import { staticTokenFor } from '../../src/controlplane/bootstrap-tokens.ts';
+import { staticTokenFor } from '../../src/controlplane/api/bootstrap-tokens.ts';
 import { REPO_ROOT } from '../helpers/run-cli.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { applyIgnitionFiles, fetchIgnition } from '../../sandbox/ignition-files.ts';

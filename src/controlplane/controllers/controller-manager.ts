@@ -13,7 +13,7 @@
 // into one reconcile, and the short wait lets one reconcile see the whole burst.
 
 import type { Logger } from '../../runtime/logger.ts';
-import type { CacheChange, ClusterCache } from '../cluster-cache.ts';
+import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
 import { RateLimitedQueue } from './rate-limited-queue.ts';
 import { enqueueChange, runController, type KeyedController } from './reconciler.ts';
 

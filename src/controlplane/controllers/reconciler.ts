@@ -13,8 +13,8 @@
 // the cache changes mapped to its keys.
 
 import type { Logger } from '../../runtime/logger.ts';
-import type { CacheChange } from '../cluster-cache.ts';
-import { MAX_REQUEUE_MS, type ReconcileResult } from '../controller.ts';
+import type { CacheChange } from '../cache/cluster-cache.ts';
+import { MAX_REQUEUE_MS, type ReconcileResult } from './controller.ts';
 import type { RateLimitingQueue, WorkQueue } from './workqueue.ts';
 
 export interface KeyedController<K = string, C = CacheChange> {

@@ -2,8 +2,8 @@
 // of its own, so it still never runs twice at once, and never waits for another controller.
 // Controllers whose work splits by pool or by node are keyed themselves (drain, render, rollout).
 
-import type { CacheChange } from '../cluster-cache.ts';
-import type { Controller } from '../controller.ts';
+import type { CacheChange } from '../cache/cluster-cache.ts';
+import type { Controller } from './controller.ts';
 import type { KeyedController } from './reconciler.ts';
 
 /** The only key of a whole-pass controller. */

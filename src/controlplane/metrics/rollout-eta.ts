@@ -9,7 +9,7 @@
 // so right after a start there may be no estimate yet.
 
 import { conditionOf, resolveMaxUnavailable, windowState, type MachineConfigPool, type PoolStatus } from '../../machineconfig/index.ts';
-import type { NodeView } from '../cluster-cache.ts';
+import type { NodeView } from '../cache/cluster-cache.ts';
 
 /** How many recent update durations per pool the mean is taken over. */
 export const RECENT_UPDATES = 10;

@@ -9,7 +9,7 @@
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { NodeState } from '../../machineconfig/index.ts';
-import type { CacheChange, ClusterCache } from '../cluster-cache.ts';
+import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
 import type { Store } from '../store/store.ts';
 import { servedCertificates, type ServedCertificate } from './certificate-expiry.ts';
 import { phaseLabel, PhaseTracker } from './phase-tracker.ts';

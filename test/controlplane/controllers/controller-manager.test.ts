@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ClusterCache, type CacheChange } from '../../../src/controlplane/cluster-cache.ts';
+import { ClusterCache, type CacheChange } from '../../../src/controlplane/cache/cluster-cache.ts';
 import { ControllerManager } from '../../../src/controlplane/controllers/controller-manager.ts';
 import type { KeyedController } from '../../../src/controlplane/controllers/reconciler.ts';
 import { SqliteStore } from '../../../src/controlplane/store/sqlite-store.ts';

@@ -1,0 +1,139 @@
+// AgentService.Connect: one stream per agent. The first message must register the node the
+// client certificate names; after that the stream speaks only for that node.
+
+import type { ServerDuplexStream, ServiceError } from '@grpc/grpc-js';
+import { agentVersionProblem, boundNodeStatus, InvalidDocumentError, McplaneError, PermissionDeniedError, RateLimitedError, registrationProblems, type NodeStatus } from '../../machineconfig/index.ts';
+import type { AgentMessage__Output } from '../../runtime/generated/mcplane/v1/AgentMessage.ts';
+import type { AgentServiceHandlers } from '../../runtime/generated/mcplane/v1/AgentService.ts';
+import type { NodeStatus__Output } from '../../runtime/generated/mcplane/v1/NodeStatus.ts';
+import type { ServerMessage } from '../../runtime/generated/mcplane/v1/ServerMessage.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import type { AgentStream } from '../sessions/agent-sessions.ts';
+import type { ControlPlane } from '../control-plane.ts';
+import type { Authorizer, CertifiedNode } from './authorization.ts';
+import { toServiceError } from './status-errors.ts';
+
+const NODE_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+
+export function agentService(cp: ControlPlane, auth: Authorizer, log: Logger): AgentServiceHandlers {
+  return {
+    Connect(call: ServerDuplexStream<AgentMessage__Output, ServerMessage>) {
+      const fail = (err: unknown): void => {
+        call.emit('error', toServiceError(err, log) as ServiceError);
+      };
+      let certified: CertifiedNode | undefined;
+      try {
+        certified = auth.requireNode(call);
+      } catch (err) {
+        fail(err);
+        return;
+      }
+      let nodeName: string | undefined;
+      let closed = false;
+      const stream: AgentStream = {
+        write: (message) => !closed && call.write(message),
+        end: (error) => {
+          if (!closed) {
+            if (error) fail(error);
+            else call.end();
+          }
+          closed = true;
+        },
+      };
+      // Messages are handled one at a time so a status report never overtakes its registration.
+      let queue = Promise.resolve();
+      call.on('data', (message: AgentMessage__Output) => {
+        queue = queue.then(() => handle(message)).catch((err) => {
+          fail(err);
+          closed = true;
+        });
+      });
+      const handle = async (message: AgentMessage__Output): Promise<void> => {
+        if (closed) return;
+        if (message.register) {
+          const reg = message.register;
+          if (!NODE_NAME.test(reg.nodeName)) {
+            throw new InvalidDocumentError([{ object: `Node/${reg.nodeName || '<unnamed>'}`, field: 'register.nodeName', rule: 'name-format', message: 'a node name must be a DNS subdomain: lowercase letters, digits, "-" and "."' }]);
+          }
+          if (certified !== undefined && reg.nodeName !== certified.name) {
+            log.warn({ certificate: certified.name, claimed: reg.nodeName }, 'node tried to register under another name');
+            throw new PermissionDeniedError(`this certificate is for node ${certified.name}; it cannot register as ${reg.nodeName}`);
+          }
+          if (nodeName && reg.nodeName !== nodeName) {
+            throw new PermissionDeniedError(`this stream registered as ${nodeName}; it cannot re-register as ${reg.nodeName}`);
+          }
+          // Labels and the version end up in every node listing and in operators' terminals;
+          // checked here, before anything is stored, as the API server checks a Node's labels.
+          const problems = registrationProblems({ nodeName: reg.nodeName, labels: reg.labels, agentVersions: [reg.agentVersion, reg.status?.agentVersion ?? ''] });
+          if (problems.length) throw new InvalidDocumentError(problems);
+          nodeName = reg.nodeName;
+          await cp.registerNode({
+            nodeName,
+            labels: reg.labels,
+            ...(certified ? { boundPool: certified.pool, certificate: certified.certificate } : {}),
+            bootId: reg.bootId,
+            agentVersion: reg.agentVersion,
+            status: statusFromWire(reg.status, reg.bootId, reg.agentVersion),
+          }, stream);
+          // The stream may have ended while the session was being recorded.
+          if (closed) await cp.disconnect(nodeName, stream);
+          return;
+        }
+        if (!nodeName) throw new PermissionDeniedError('the first message on an agent stream must be register');
+        if (message.renew) {
+          // Answered on the stream, which stays open whatever the outcome: a renewal that fails
+          // (this replica cannot sign, a conflict) is asked again later, never a lost stream.
+          if (!certified) {
+            stream.write({ renewalFailed: { code: 'MCPLANE_PRECONDITION_FAILED', message: 'this server runs without TLS: there is no certificate to renew', retryAfterSeconds: 0 } });
+            return;
+          }
+          const node = nodeName;
+          void cp.sessions.renew(node, stream, certified.certificate, certified.pool, message.renew.csrPem).then(
+            (issued) => { stream.write({ certificate: { certificatePem: issued.certificatePem, caBundlePem: issued.caBundlePem } }); },
+            (err: unknown) => {
+              const e = err instanceof McplaneError ? err : undefined;
+              if (!e) log.warn({ err, node }, 'renewing a node certificate failed');
+              stream.write({ renewalFailed: { code: e?.code ?? 'MCPLANE_ERROR', message: (err as Error).message, retryAfterSeconds: err instanceof RateLimitedError ? Math.ceil(err.retryAfterSeconds) : 0 } });
+            },
+          );
+          return;
+        }
+        // Heartbeats need no answer: the stream being open is what keeps the session.
+        if (message.status?.status) {
+          const version = agentVersionProblem(message.status.status.agentVersion);
+          if (version) throw new InvalidDocumentError([{ object: `Node/${nodeName}`, field: 'status.agentVersion', rule: 'agent-version', message: version }]);
+          cp.reportStatus(nodeName, statusFromWire(message.status.status));
+        }
+      };
+      const gone = (): void => {
+        closed = true;
+        if (nodeName) void cp.disconnect(nodeName, stream).catch((err: unknown) => log.warn({ err, node: nodeName }, 'ending the node\'s session failed'));
+      };
+      call.on('end', () => {
+        gone();
+        call.end();
+      });
+      call.on('cancelled', gone);
+      call.on('error', gone);
+      call.on('close', gone);
+    },
+  };
+}
+
+function statusFromWire(s: NodeStatus__Output | null, bootId = '', agentVersion = ''): NodeStatus {
+  return boundNodeStatus({
+    currentConfig: s?.currentConfig ?? '',
+    desiredConfig: s?.desiredConfig ?? '',
+    state: (s?.state || 'Done') as NodeStatus['state'],
+    phase: s?.phase ?? '',
+    reason: s?.reason ?? '',
+    drift: (s?.drift ?? []).map((d) => ({ ...d, kind: d.kind === 'unit' ? 'unit' : 'file' })),
+    os: s?.os ?? null,
+    bootId: s?.bootId || bootId,
+    agentVersion: s?.agentVersion || agentVersion,
+    lastDisruption: s?.lastDisruption ?? '',
+    // Checked field by field (types, lengths) by boundNodeStatus, like the rest.
+    currentUpdate: (s?.currentUpdate ?? null) as NodeStatus['currentUpdate'],
+    lastUpdate: (s?.lastUpdate ?? null) as NodeStatus['lastUpdate'],
+  });
+}

@@ -1,0 +1,193 @@
+// StatusService: reads from this replica's cache only, so status reads never wait for the
+// controllers or the store, on any replica.
+
+import { status as Status, type ServerWritableStream } from '@grpc/grpc-js';
+import { InvalidDocumentError, NotFoundError } from '../../machineconfig/index.ts';
+import type { Node } from '../../runtime/generated/mcplane/v1/Node.ts';
+import type { StatusServiceHandlers } from '../../runtime/generated/mcplane/v1/StatusService.ts';
+import type { WatchEvent } from '../../runtime/generated/mcplane/v1/WatchEvent.ts';
+import type { WatchRequest__Output } from '../../runtime/generated/mcplane/v1/WatchRequest.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import { VERSION } from '../../runtime/version.ts';
+import type { CacheChange } from '../cache/cluster-cache.ts';
+import type { ControlPlane } from '../control-plane.ts';
+import type { Authorizer } from './authorization.ts';
+import { toServiceError, unary } from './status-errors.ts';
+import { eventToWire, nodeToWire, poolToWire } from './to-wire.ts';
+import type { Event } from '../../runtime/generated/mcplane/v1/Event.ts';
+import type { EventRecord, NodeHistoryRecord } from '../store/stored-records.ts';
+import type { StoredObject } from '../store/store.ts';
+
+/** The status a server ends Watch streams with when it shuts down. */
+export const SHUTDOWN_DETAILS = 'the server is shutting down; reconnect (to another replica if there is one)';
+
+export function statusService(cp: ControlPlane, auth: Authorizer, log: Logger): StatusServiceHandlers {
+  const { cache } = cp;
+  const pool = (name: string) => {
+    const stored = cache.pools.get(name);
+    if (!stored) throw new NotFoundError('MachineConfigPool', name);
+    return poolToWire(stored, cache.poolStatuses.get(name)?.value.status);
+  };
+  const node = (name: string) => {
+    const view = cache.nodes.get(name);
+    if (!view) throw new NotFoundError('Node', name);
+    return nodeToWire(view);
+  };
+  const admin = <Req, Res>(fn: (req: Req) => Res) => unary<Req, Res>(log, (req, call) => {
+    auth.requireAdmin(call);
+    return fn(req);
+  });
+  return {
+    ListPools: admin(() => ({ pools: [...cache.pools.keys()].sort().map(pool) })),
+    GetPool: admin((req: { name: string }) => pool(req.name)),
+    ListNodes: admin((req: { pool: string; limit: number; continueToken: string }) => listNodes(cp, req)),
+    GetNode: admin((req: { name: string }) => node(req.name)),
+    ListReplicas: admin(() => {
+      const leader = cache.leader?.value.replica;
+      return {
+        replicas: [...cache.replicas.values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map((r) => ({
+          name: r.name,
+          address: r.value.address,
+          leader: r.name === leader,
+          lastHeartbeatUnixMs: r.value.heartbeatAt,
+          version: r.value.version,
+          startedUnixMs: r.value.startedAt,
+          // This replica knows its own count now; the others' come from their last heartbeat.
+          agentsConnected: r.name === cp.replica.name ? cp.sessions.size : r.value.agents,
+        })),
+      };
+    }),
+    GetServerInfo: admin(() => ({ version: VERSION, replica: cp.replica.name, store: cp.store.backend, leader: cp.leading })),
+    ListEvents: admin((req: { node: string; pool: string; limit: number }) => ({ events: listEvents(cp, req) })),
+    GetNodeHistory: unary(log, async (req: { name: string }, call) => {
+      auth.requireAdmin(call);
+      // Not cached (it is read only here): from the store, on whichever replica answers.
+      const stored = await cp.store.get<NodeHistoryRecord>('NodeHistory', req.name);
+      if (!stored && !cache.nodes.has(req.name)) throw new NotFoundError('Node', req.name);
+      return { node: req.name, updates: stored?.value.updates ?? [] };
+    }),
+    Watch(call: ServerWritableStream<WatchRequest__Output, WatchEvent>) {
+      try {
+        auth.requireAdmin(call);
+      } catch (err) {
+        call.emit('error', toServiceError(err, log));
+        return;
+      }
+      const none = !call.request.pools && !call.request.nodes && !call.request.events;
+      const wantPools = call.request.pools || none;
+      const wantNodes = call.request.nodes || none;
+      const wantEvents = call.request.events;
+      // What this stream has sent, so each change goes out as ADDED, MODIFIED or DELETED.
+      const stream = <K extends 'pool' | 'node' | 'event'>(kind: K, exists: (name: string) => boolean, toWire: (name: string) => WatchEvent[K]) => {
+        const sent = new Set<string>();
+        const send = (name: string): void => {
+          if (!exists(name)) {
+            if (sent.delete(name)) call.write({ type: 'DELETED', [kind]: { name } });
+            return;
+          }
+          call.write({ type: sent.has(name) ? 'MODIFIED' : 'ADDED', [kind]: toWire(name) });
+          sent.add(name);
+        };
+        return { sent, send };
+      };
+      const { sent: sentPools, send: sendPool } = stream('pool', (n) => cache.pools.has(n), pool);
+      const { sent: sentNodes, send: sendNode } = stream('node', (n) => cache.nodes.has(n), node);
+      const { sent: sentEvents, send: sendEvent } = stream('event', (n) => cache.events.has(n), (n) => eventToWire(cache.events.get(n)!));
+      const onChange = (change: CacheChange): void => {
+        if (wantPools) {
+          const names = change.resync
+            ? new Set([...cache.pools.keys(), ...sentPools])
+            : new Set([...(change.changed.get('MachineConfigPool') ?? []), ...(change.changed.get('PoolStatus') ?? [])]);
+          for (const name of [...names].sort()) sendPool(name);
+        }
+        if (wantNodes) {
+          const names = change.resync ? new Set([...cache.nodes.keys(), ...sentNodes]) : change.nodes;
+          for (const name of [...names].sort()) sendNode(name);
+        }
+        if (wantEvents) {
+          const names = change.resync ? new Set([...cache.events.keys(), ...sentEvents]) : (change.changed.get('Event') ?? new Set<string>());
+          for (const name of byTime(cache, names)) sendEvent(name);
+        }
+      };
+      if (wantPools) for (const name of [...cache.pools.keys()].sort()) sendPool(name);
+      if (wantNodes) for (const name of cache.sortedNodeNames()) sendNode(name);
+      if (wantEvents) for (const name of byTime(cache, cache.events.keys())) sendEvent(name);
+      call.write({ type: 'SYNCED' });
+      const onShutdown = (): void => {
+        stop();
+        call.emit('error', { code: Status.UNAVAILABLE, details: SHUTDOWN_DETAILS });
+      };
+      const stop = (): void => {
+        cache.off('change', onChange);
+        cp.lifecycle.off('shutdown', onShutdown);
+      };
+      cache.on('change', onChange);
+      cp.lifecycle.once('shutdown', onShutdown);
+      call.on('cancelled', stop);
+      call.on('close', stop);
+      call.on('error', stop);
+    },
+  };
+}
+
+/**
+ * Nodes in name order, paged like a Kubernetes list: the continue token names the last node of
+ * the previous page, so a page stays correct while nodes come and go between pages.
+ */
+function listNodes(cp: ControlPlane, req: { pool: string; limit: number; continueToken: string }): { nodes: Node[]; continueToken: string; remainingItemCount: number } {
+  if (req.limit < 0) {
+    throw new InvalidDocumentError([{ object: 'ListNodesRequest', field: 'limit', rule: 'non-negative', message: `limit must be 0 (everything) or more, not ${req.limit}` }]);
+  }
+  let after = '';
+  if (req.continueToken) {
+    after = Buffer.from(req.continueToken, 'base64url').toString('utf8');
+    if (!after.startsWith('n:')) {
+      throw new InvalidDocumentError([{ object: 'ListNodesRequest', field: 'continueToken', rule: 'continue-token', message: 'the continue token is not one this server issued; start the list again without it' }]);
+    }
+    after = after.slice(2);
+  }
+  const names = cp.cache.sortedNodeNames();
+  let start = 0;
+  if (after) {
+    // Binary search: the first name after the token's.
+    let lo = 0;
+    let hi = names.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (names[mid]! <= after) lo = mid + 1;
+      else hi = mid;
+    }
+    start = lo;
+  }
+  const nodes: Node[] = [];
+  let i = start;
+  for (; i < names.length && (req.limit === 0 || nodes.length < req.limit); i++) {
+    const view = cp.cache.nodes.get(names[i]!);
+    if (view && (!req.pool || view.pool === req.pool)) nodes.push(nodeToWire(view));
+  }
+  if (i >= names.length) return { nodes, continueToken: '', remainingItemCount: 0 };
+  const remaining = req.pool
+    ? names.slice(i).filter((n) => cp.cache.nodes.get(n)?.pool === req.pool).length
+    : names.length - i;
+  if (remaining === 0) return { nodes, continueToken: '', remainingItemCount: 0 };
+  return { nodes, continueToken: Buffer.from(`n:${nodes.at(-1)?.name ?? names[i - 1]}`).toString('base64url'), remainingItemCount: remaining };
+}
+
+/** Events oldest first (deleted ones, still to be announced, last). */
+function byTime(cache: ControlPlane['cache'], names: Iterable<string>): string[] {
+  const at = (n: string): number => cache.events.get(n)?.value.lastTimestamp ?? Number.MAX_SAFE_INTEGER;
+  return [...names].sort((a, b) => at(a) - at(b) || (a < b ? -1 : 1));
+}
+
+/** Recent events, oldest first, filtered by node or pool; the most recent `limit` of them. */
+function listEvents(cp: ControlPlane, req: { node: string; pool: string; limit: number }): Event[] {
+  if (req.limit < 0) {
+    throw new InvalidDocumentError([{ object: 'ListEventsRequest', field: 'limit', rule: 'non-negative', message: `limit must be 0 (every event kept) or more, not ${req.limit}` }]);
+  }
+  const wanted = (e: StoredObject<EventRecord>): boolean =>
+    (!req.node || e.value.object === `node/${req.node}`)
+    && (!req.pool || e.value.pool === req.pool || e.value.object === `pool/${req.pool}`);
+  const events = [...cp.cache.events.values()].filter(wanted)
+    .sort((a, b) => a.value.lastTimestamp - b.value.lastTimestamp || a.value.firstTimestamp - b.value.firstTimestamp || (a.name < b.name ? -1 : 1));
+  return (req.limit ? events.slice(-req.limit) : events).map(eventToWire);
+}

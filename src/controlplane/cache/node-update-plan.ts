@@ -1,0 +1,77 @@
+// What a node's update from the config it runs to a target costs it, computed on the control
+// plane with the same pure functions the agent runs (diffSpecs, planDisruption), so the control
+// plane can gate on it (drains, maintenance windows) and show it (the dry-run preview) before
+// anything reaches the host.
+
+import {
+  diffSpecs,
+  mergeDisruptionPolicies,
+  planDisruption,
+  updateActionOf,
+  type ConfigDiff,
+  type DisruptionPlan,
+  type DisruptionPolicy,
+  type MachineConfigSpec,
+  type NodeRecord,
+  type RolloutContext,
+  type UpdateAction,
+} from '../../machineconfig/index.ts';
+import type { ClusterCache } from './cluster-cache.ts';
+
+export interface NodeUpdatePlan {
+  from: string;
+  to: string;
+  diff: ConfigDiff;
+  plan: DisruptionPlan;
+  action: UpdateAction;
+}
+
+/** The cluster policy (MachineConfiguration/cluster) with the pool's own entries on top. */
+export function disruptionPolicyFor(cache: ClusterCache, pool: string): DisruptionPolicy | undefined {
+  return mergeDisruptionPolicies(cache.machineConfiguration?.value.spec.nodeDisruptionPolicy, cache.pools.get(pool)?.value.spec.disruptionPolicy);
+}
+
+/** The same as the agent receives it: JSON, or "" when neither the cluster nor the pool has one. */
+export function disruptionPolicyJsonFor(cache: ClusterCache, pool: string): string {
+  const policy = disruptionPolicyFor(cache, pool);
+  return policy ? JSON.stringify(policy) : '';
+}
+
+/**
+ * The update `node` would take to reach `target`, or undefined when a rendered config it needs is
+ * not in the cache (yet). A node that never had a config plans from nothing, as its agent does.
+ */
+export function planNodeUpdate(cache: ClusterCache, node: NodeRecord, target: string): NodeUpdatePlan | undefined {
+  const to = cache.renderedConfig(target);
+  if (!to) return undefined;
+  return planNodeUpdateTo(cache, node, to, disruptionPolicyFor(cache, to.pool));
+}
+
+/**
+ * The same for a config that may not be stored yet (the dry-run preview renders one) under a
+ * given policy; undefined when the node's current config is no longer known.
+ */
+export function planNodeUpdateTo(cache: ClusterCache, node: NodeRecord, to: { name: string; spec: MachineConfigSpec }, policy: DisruptionPolicy | undefined): NodeUpdatePlan | undefined {
+  const fromName = node.status.currentConfig;
+  const from = fromName ? cache.renderedConfig(fromName) : undefined;
+  if (fromName && !from) return undefined;
+  const diff = diffSpecs(from?.spec, to.spec);
+  const plan = planDisruption(diff, policy);
+  return { from: fromName, to: to.name, diff, plan, action: updateActionOf(plan) };
+}
+
+/**
+ * What the rollout rules read at `now`: each node's update action, planned once per config the
+ * nodes run (a pool's nodes mostly share one) and only when a rule asks (a closed window).
+ */
+export function rolloutContext(cache: ClusterCache, now: number, target: string): RolloutContext {
+  const byCurrent = new Map<string, UpdateAction | undefined>();
+  return {
+    now,
+    actionOf: (node) => {
+      const from = node.status.currentConfig;
+      if (!byCurrent.has(from)) byCurrent.set(from, planNodeUpdate(cache, node, target)?.action);
+      return byCurrent.get(from);
+    },
+  };
+}

@@ -1,0 +1,208 @@
+// Events as `kubectl get events` shows them: config rendered, node assigned, phase changed,
+// update done or failed, drift, degraded, recovered; and a recordEvent seam for the leader's
+// other controllers (drain, maintenance windows, rollback).
+//
+// Where they are derived: here, in one leader-only controller that compares what the cache
+// showed on its last pass with what it shows now, for the kinds it watches (PoolStatus,
+// NodeAssignment, NodeStatus). Why here and not where each change is made:
+// - one place knows every rule, so a new event is one comparison, not a hunt through writers;
+// - the replicas that hold agent streams write NodeStatus in batches and see only their own
+//   nodes; the leader sees all of them through the watch, and is the one writer of Event, so
+//   replicas never race on a count;
+// - the agent's phases reach the store at most once per status batch, so a phase that came and
+//   went between two batches would be missed by comparing phase fields; the agent's update
+//   timeline (currentUpdate/lastUpdate) lists every phase with its start, so no phase is lost
+//   and each event carries the time the agent gave it.
+// A new leader starts from what the cache shows when it takes over and reports only changes
+// after that: a failover costs the events of its few seconds, never a duplicate of old ones.
+//
+// Bounded: at most MAX_EVENTS, each dropped EVENT_TTL_MS after it last happened (Kubernetes
+// keeps events for an hour by default; a node's update history is the long record).
+
+import { createHash } from 'node:crypto';
+import type { NodeState, UpdateRecord } from '../../machineconfig/index.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import type { CacheChange, ClusterCache, NodeView } from '../cache/cluster-cache.ts';
+import type { Controller, ReconcileResult } from './controller.ts';
+import type { LeaderWriter } from '../replica/leader-writer.ts';
+import type { WriteOp } from '../store/store.ts';
+import type { EventRecord } from '../store/stored-records.ts';
+
+export const MAX_EVENTS = 1000;
+export const EVENT_TTL_MS = 60 * 60_000;
+const SWEEP_MS = 60_000;
+const MAX_MESSAGE = 1024;
+
+export interface EventInput {
+  type: 'Normal' | 'Warning';
+  /** CamelCase, as Kubernetes' reasons: NodeAssigned, DrainStarted, WindowClosed, RolledBack. */
+  reason: string;
+  /** node/<name> or pool/<name>. */
+  object: string;
+  message: string;
+  /** The object's pool; for node/<name> the node's current pool when omitted. */
+  pool?: string;
+  /** When it happened (default now). */
+  at?: number;
+}
+
+/** Events about the same object with the same reason and message are one event, counted. */
+export function eventName(e: Pick<EventInput, 'object' | 'reason' | 'message'>): string {
+  return `${e.object.replace('/', '.')}.${createHash('sha256').update(`${e.reason}\0${e.message}`).digest('hex').slice(0, 12)}`;
+}
+
+interface NodeSeen {
+  desired: string;
+  state: NodeState;
+  drift: number;
+  /** Phases already reported, per update id (the running update and the last finished). */
+  phases: Map<string, number>;
+  lastUpdate: string;
+  /** Degraded or Unreconcilable since it last was Done (it goes through Working to recover). */
+  failed: NodeState | '';
+}
+
+const WATCHED = ['PoolStatus', 'NodeAssignment', 'NodeStatus', 'Node'] as const;
+const FAILED: ReadonlySet<string> = new Set(['Degraded', 'Unreconcilable']);
+
+export class EventRecorder implements Controller {
+  readonly name = 'events';
+  readonly leaderOnly = true;
+  /** What the last pass saw; undefined until this replica's leadership took its first look. */
+  #nodes: Map<string, NodeSeen> | undefined;
+  #pools = new Map<string, { target: string; problems: string }>();
+  /** The leadership the snapshot belongs to: a new term starts from a new snapshot. */
+  #term = '';
+  #writing: Promise<void> = Promise.resolve();
+
+  constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly log: Logger) {}
+
+  interestedIn(change: CacheChange): boolean {
+    return WATCHED.some((k) => change.changed.has(k));
+  }
+
+  /**
+   * The seam for other leader-only controllers (drain, windows, rollback): stores one event,
+   * counted with its earlier repeats. Call it only while leading (the write is fenced).
+   */
+  recordEvent(e: EventInput): Promise<void> {
+    return this.#write([e]);
+  }
+
+  async reconcile(signal?: AbortSignal, now = Date.now()): Promise<ReconcileResult> {
+    const leader = this.cache.leader;
+    // The leader record is written once per election: its revision names the term.
+    const term = leader ? `${leader.value.replica}@${leader.resourceVersion}` : '';
+    const first = this.#nodes === undefined || term !== this.#term;
+    this.#term = term;
+    const out: EventInput[] = [];
+    const nodes = new Map<string, NodeSeen>();
+    for (const view of this.cache.nodes.values()) {
+      // A node new since the last pass starts from nothing, except the update it finished
+      // before it came (its journal's lastUpdate is old news).
+      const before = first ? undefined : this.#nodes!.get(view.name) ?? {
+        desired: '', state: 'Done' as NodeState, drift: 0, failed: '' as const, lastUpdate: view.status.lastUpdate?.id ?? '',
+        phases: new Map(view.status.lastUpdate ? [[view.status.lastUpdate.id, view.status.lastUpdate.phases.length]] : []),
+      };
+      nodes.set(view.name, this.#node(view, before, out, now));
+    }
+    const pools = new Map<string, { target: string; problems: string }>();
+    for (const [name, stored] of this.cache.poolStatuses) {
+      const seen = { target: stored.value.target, problems: stored.value.renderProblems.map((p) => `${p.object}: ${p.field}: ${p.message}`).join('; ') };
+      pools.set(name, seen);
+      const before = this.#pools.get(name);
+      if (first) continue;
+      if (seen.target && seen.target !== before?.target) {
+        out.push({ type: 'Normal', reason: 'ConfigRendered', object: `pool/${name}`, pool: name, message: `rendered ${seen.target} from ${stored.value.targetSources.length} MachineConfig${stored.value.targetSources.length === 1 ? '' : 's'}: ${stored.value.targetSources.join(', ')}`, at: now });
+      }
+      if (seen.problems && seen.problems !== before?.problems) {
+        out.push({ type: 'Warning', reason: 'RenderFailed', object: `pool/${name}`, pool: name, message: seen.problems, at: now });
+      }
+    }
+    await this.#write(out);
+    // Only once stored: a failed write is derived again on the retry.
+    this.#nodes = nodes;
+    this.#pools = pools;
+    await this.#prune(now);
+    return { requeueAfterMs: SWEEP_MS };
+  }
+
+  /** What a node looks like now; the events its change since `before` makes go into `out`. */
+  #node(view: NodeView, before: NodeSeen | undefined, out: EventInput[], now: number): NodeSeen {
+    const s = view.status;
+    const updates = [s.lastUpdate, s.currentUpdate].filter((u): u is UpdateRecord => !!u);
+    const seen: NodeSeen = {
+      desired: view.desiredConfig, state: s.state, drift: s.drift.length, lastUpdate: s.lastUpdate?.id ?? '',
+      failed: FAILED.has(s.state) ? s.state : s.state === 'Done' ? '' : before?.failed ?? '',
+      phases: new Map(updates.map((u) => [u.id, u.phases.length])),
+    };
+    if (!before) return seen;
+    const object = `node/${view.name}`;
+    const pool = view.pool;
+    const add = (type: EventInput['type'], reason: string, message: string, at = now): void => { out.push({ type, reason, object, pool, message, at }); };
+    if (seen.desired && seen.desired !== before.desired) {
+      // This pass may come after the agent already started on it (the dispatcher sends as soon
+      // as the assignment is stored): the assignment happened no later than that start.
+      const started = updates.filter((u) => u.toConfig === seen.desired && u.startedUnixMs > 0).map((u) => u.startedUnixMs - 1);
+      add('Normal', 'NodeAssigned', `assigned ${seen.desired}${before.desired ? ` (was ${before.desired})` : ''}`, Math.min(now, ...started));
+    }
+    for (const u of updates) {
+      for (const phase of u.phases.slice(before.phases.get(u.id) ?? 0)) {
+        add('Normal', 'PhaseChanged', `update ${u.fromConfig || '<none>'} -> ${u.toConfig}: ${phase.name}${phase.source === 'control-plane' ? ' (control plane)' : ''}`, phase.startedUnixMs || now);
+      }
+    }
+    const last = s.lastUpdate;
+    if (last && last.id !== before.lastUpdate && last.result) {
+      const took = last.endedUnixMs && last.startedUnixMs ? ` in ${Math.max(0, Math.round((last.endedUnixMs - last.startedUnixMs) / 1000))}s` : '';
+      const at = last.endedUnixMs || now;
+      if (last.result === 'Done') add('Normal', 'UpdateDone', `updated ${last.fromConfig || '<none>'} -> ${last.toConfig}${took} (disruption: ${last.disruption || 'none'})`, at);
+      else if (last.result === 'Superseded') add('Normal', 'UpdateSuperseded', `update ${last.fromConfig || '<none>'} -> ${last.toConfig} ${last.reason}`, at);
+      else if (last.result === 'RolledBack') add('Warning', 'RolledBack', `update ${last.fromConfig || '<none>'} -> ${last.toConfig} rolled back: ${last.reason}`, at);
+      else add('Warning', 'UpdateFailed', `update ${last.fromConfig || '<none>'} -> ${last.toConfig} ${last.result}: ${last.reason}`, at);
+    }
+    if (seen.drift > 0 && before.drift === 0) {
+      add('Warning', 'DriftDetected', `drift: ${s.drift.map((d) => `${d.kind} ${d.path}`).join(', ')}`);
+    }
+    if (FAILED.has(seen.state) && seen.state !== before.state) add('Warning', seen.state, s.reason || `the node is ${seen.state}`);
+    if (seen.state === 'Done' && before.failed) add('Normal', 'Recovered', `the node is Done again on ${s.currentConfig || '<none>'} (was ${before.failed})`);
+    return seen;
+  }
+
+  /** Stores events in order, each added to its earlier repeats; one writer at a time. */
+  #write(inputs: EventInput[]): Promise<void> {
+    if (inputs.length === 0) return this.#writing;
+    const run = this.#writing.then(async () => {
+      const merged = new Map<string, EventRecord>();
+      for (const e of inputs) {
+        const message = e.message.length > MAX_MESSAGE ? `${e.message.slice(0, MAX_MESSAGE - 20)} … [cut]` : e.message;
+        const name = eventName({ ...e, message });
+        const at = e.at ?? Date.now();
+        const previous = merged.get(name) ?? this.cache.events.get(name)?.value;
+        const pool = e.pool ?? (e.object.startsWith('node/') ? this.cache.nodes.get(e.object.slice(5))?.pool ?? '' : e.object.startsWith('pool/') ? e.object.slice(5) : '');
+        merged.set(name, previous
+          ? { ...previous, pool: pool || previous.pool, count: previous.count + 1, lastTimestamp: Math.max(previous.lastTimestamp, at), firstTimestamp: Math.min(previous.firstTimestamp, at) }
+          : { type: e.type, reason: e.reason, object: e.object, message, pool, firstTimestamp: at, lastTimestamp: at, count: 1 });
+      }
+      const ops: WriteOp[] = [...merged].map(([name, value]) => {
+        const existing = this.cache.events.get(name);
+        return { type: 'put', kind: 'Event', name, value, expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}) };
+      });
+      await this.writer.commitEach(ops);
+    });
+    this.#writing = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Drops events past their time, then the oldest beyond the bound. */
+  async #prune(now: number): Promise<void> {
+    const all = [...this.cache.events.values()].sort((a, b) => a.value.lastTimestamp - b.value.lastTimestamp);
+    const expired = all.filter((e) => e.value.lastTimestamp < now - EVENT_TTL_MS);
+    const kept = all.length - expired.length;
+    const excess = kept > MAX_EVENTS ? all.slice(expired.length, expired.length + kept - MAX_EVENTS) : [];
+    const drop = [...expired, ...excess];
+    if (drop.length === 0) return;
+    await (this.#writing = this.#writing.then(() => this.writer.commitEach(drop.map((e) => ({ type: 'delete', kind: 'Event', name: e.name, expectedVersion: e.resourceVersion })))).catch((err: unknown) => {
+      this.log.warn({ err }, 'could not delete old events; the next sweep tries again');
+    }));
+  }
+}

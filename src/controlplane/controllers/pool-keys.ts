@@ -1,0 +1,43 @@
+// The pools a cache change concerns, for controllers keyed by pool (rollout, pool status): the
+// pools that changed themselves, the pools of the nodes that changed, now and before (a node that
+// moves changes both pools' counts), and the pool of each changed rendered config.
+
+import { NODE_KINDS, type CacheChange, type ClusterCache } from '../cache/cluster-cache.ts';
+import type { StoredKind } from '../store/store.ts';
+
+const POOL_KINDS: readonly StoredKind[] = ['MachineConfigPool', 'PoolStatus', 'PoolResume'];
+
+export class PoolKeys {
+  /** The pool each node was last seen in. */
+  #lastPool = new Map<string, string>();
+
+  constructor(
+    private readonly cache: ClusterCache,
+    /** Kinds whose change concerns every pool (the cluster's disruption policy, say). */
+    private readonly everyPoolOn: readonly StoredKind[] = [],
+  ) {}
+
+  *of(change: CacheChange): Iterable<string> {
+    if (change.resync || this.everyPoolOn.some((k) => change.changed.has(k))) {
+      yield* this.cache.pools.keys();
+      return;
+    }
+    const pools = new Set<string>();
+    for (const kind of POOL_KINDS) for (const name of change.changed.get(kind) ?? []) pools.add(name);
+    for (const name of change.changed.get('RenderedConfig') ?? []) {
+      const pool = this.cache.renderedConfig(name)?.pool;
+      if (pool) pools.add(pool);
+    }
+    for (const kind of NODE_KINDS) {
+      for (const node of change.changed.get(kind) ?? []) {
+        const now = this.cache.nodes.get(node)?.pool || this.cache.assignments.get(node)?.value.pool;
+        const before = this.#lastPool.get(node);
+        if (now) pools.add(now);
+        if (before && before !== now) pools.add(before);
+        if (now) this.#lastPool.set(node, now);
+        else this.#lastPool.delete(node);
+      }
+    }
+    yield* pools;
+  }
+}

@@ -1,0 +1,54 @@
+// Keeps every node's primary pool current as pools and labels change, and gives a new node its
+// assignment record. A host bootstrapped from the Ignition endpoint already runs its pool's
+// config, so that config becomes its desired one and it is not updated again.
+
+import { poolMembership, type Labels } from '../../machineconfig/index.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
+import type { Controller } from './controller.ts';
+import type { LeaderWriter } from '../replica/leader-writer.ts';
+import type { WriteOp } from '../store/store.ts';
+import type { NodeAssignmentRecord } from '../store/stored-records.ts';
+
+export class PoolMembershipController implements Controller {
+  readonly name = 'membership';
+  readonly leaderOnly = true;
+
+  constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly log: Logger) {}
+
+  interestedIn(change: CacheChange): boolean {
+    return change.changed.has('Node') || change.changed.has('MachineConfigPool') || change.changed.has('NodeAssignment') || change.changed.has('KubernetesNode');
+  }
+
+  async reconcile(signal?: AbortSignal): Promise<void> {
+    const ops: WriteOp[] = [];
+    for (const name of this.cache.nodeRecords.keys()) {
+      // Only labels the host could not have set for itself choose its pool (NodeRestriction).
+      const view = this.cache.nodes.get(name);
+      if (!view) continue;
+      const next = poolFor(this.cache, name, view.poolLabels);
+      const existing = this.cache.assignments.get(name);
+      if (existing && existing.value.pool === next.pool && existing.value.poolError === next.poolError) continue;
+      // A pool change keeps what the rollout decided (the drain hold and its note included).
+      const value: NodeAssignmentRecord = { ...existing?.value, pool: next.pool, desiredConfig: existing?.value.desiredConfig ?? this.#initialDesired(name) };
+      delete value.poolError;
+      if (next.poolError) value.poolError = next.poolError;
+      if (existing) this.log.info({ node: name, from: existing.value.pool || undefined, to: next.pool || undefined, reason: next.poolError }, 'node pool changed');
+      ops.push({
+        type: 'put', kind: 'NodeAssignment', name, value,
+        expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}),
+      });
+    }
+    await this.writer.commitEach(ops, signal);
+  }
+
+  #initialDesired(name: string): string {
+    const current = this.cache.nodeStatuses.get(name)?.value.status.currentConfig ?? '';
+    return current && this.cache.rendered.has(current) ? current : '';
+  }
+}
+
+/** The pool a node with these labels belongs to, and why none when it has none. */
+export function poolFor(cache: ClusterCache, name: string, labels: Labels): { pool: string; poolError?: string } {
+  return poolMembership(name, labels, [...cache.pools.values()].map((o) => o.value));
+}

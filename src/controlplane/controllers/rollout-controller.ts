@@ -1,0 +1,189 @@
+// Hands each pool's target to its nodes within maxUnavailable (decideRollout has the rules) by
+// writing the nodes' desired config into the store. It sends nothing: the replica holding each
+// node's stream sees the write and sends the assignment. Because the decision rests on stored
+// state only, a node assigned a config it has not reached counts against the budget whoever
+// assigned it, across a failover too.
+//
+// For spec.rollout it also keeps the pool's rollout bookkeeping in the PoolStatus record (the
+// leader's, never the user's spec): the last config every node reached, when the canaries'
+// soak began, and the circuit breaker's halt. It asks to run again when a soak ends.
+
+import { activeHalt, decideRollout, isDisruptive, nextRolloutState, waitsForWindow, windowState, type RolloutState } from '../../machineconfig/index.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
+import { PoolKeys } from './pool-keys.ts';
+import type { Clock } from '../replica/clock.ts';
+import { MAX_REQUEUE_MS, type ReconcileResult } from './controller.ts';
+import type { KeyedController } from './reconciler.ts';
+import { drainDecision, withoutDrainHold, type DrainAccess } from './drain-gate.ts';
+import type { LeaderWriter } from '../replica/leader-writer.ts';
+import { disruptionPolicyJsonFor, planNodeUpdate, rolloutContext } from '../cache/node-update-plan.ts';
+import type { WriteOp } from '../store/store.ts';
+import type { NodeAssignmentRecord } from '../store/stored-records.ts';
+
+export class RolloutController implements KeyedController<string> {
+  readonly name = 'rollout';
+  readonly leaderOnly = true;
+  /** Pools decided at once: one pool's writes never wait for another's. */
+  readonly concurrency = 4;
+  /** Re-decisions that wait for a window, each logged once. */
+  #toldWaitingForWindow = new Set<string>();
+  readonly #poolKeys: PoolKeys;
+
+  constructor(
+    private readonly cache: ClusterCache,
+    private readonly writer: LeaderWriter,
+    /** For time-driven decisions (windows, soaks). */
+    protected readonly clock: Clock,
+    private readonly log: Logger,
+    /** Set with Kubernetes access: a config that needs a drain is written held until drained. */
+    private readonly drains?: DrainAccess,
+  ) {
+    this.#poolKeys = new PoolKeys(cache, ['MachineConfiguration']);
+  }
+
+  /** The pools a change concerns; the cluster's disruption policy concerns every pool's updates under way. */
+  keysFor(change: CacheChange): Iterable<string> {
+    return this.#poolKeys.of(change);
+  }
+
+  async reconcile(name: string, signal: AbortSignal): Promise<ReconcileResult> {
+    const ops: WriteOp[] = [];
+    const now = this.clock.now();
+    // When to run again without a change: a maintenance window opening, a canaries' soak ending.
+    let requeueAt: number | undefined;
+    const stored = this.cache.pools.get(name);
+    const target = this.cache.poolTarget(name);
+    if (stored && target) {
+      const nodes = this.cache.nodesInPool(name);
+      const record = this.cache.poolStatuses.get(name);
+      const state = this.#rolloutState(name, target, nodes, record?.value.rollout, now, stored.value);
+      const decision = decideRollout(stored.value, target, nodes, { ...rolloutContext(this.cache, now, target), rolloutState: state });
+      if (decision.canary) state.soak = decision.canary.soak;
+      if (!state.soak) delete state.soak;
+      if (decision.canary?.soakEndsAt !== undefined) requeueAt = Math.min(requeueAt ?? Infinity, decision.canary.soakEndsAt);
+      // Nodes held for a window go when it opens: run again then, not at the next change.
+      if (decision.nextWindowStart !== undefined) requeueAt = Math.min(requeueAt ?? Infinity, decision.nextWindowStart);
+      if (decision.heldForWindow.length && decision.assign.length === 0) {
+        this.log.debug({ pool: name, waiting: decision.heldForWindow.length, nextWindowStart: decision.nextWindowStart && new Date(decision.nextWindowStart).toISOString() }, 'waiting for maintenance window');
+      }
+      if (record && JSON.stringify(state) !== JSON.stringify(record.value.rollout ?? {})) {
+        await this.writer.commit([{ type: 'put', kind: 'PoolStatus', name, value: { ...record.value, rollout: state }, expectedVersion: record.resourceVersion, createdAt: record.createdAt }], signal);
+      }
+      const resume = this.cache.poolResumes.get(name);
+      if (resume) ops.push({ type: 'delete', kind: 'PoolResume', name, expectedVersion: resume.resourceVersion });
+      if (decision.assign.length > 0) ops.push(...this.#assign(name, decision.target ?? target, decision));
+    }
+    const redecided = this.#redecideUnderNewPolicy(name, now, new Set(ops.map((op) => op.name)));
+    ops.push(...redecided.ops);
+    if (redecided.windowOpensAt !== undefined) requeueAt = Math.min(requeueAt ?? Infinity, redecided.windowOpensAt);
+    await this.writer.commitEach(ops, signal);
+    // setTimeout fires at once beyond 2^31 ms: a far window is looked at again within hours.
+    return requeueAt === undefined ? {} : { requeueAfterMs: Math.min(Math.max(10, requeueAt - now), MAX_REQUEUE_MS) };
+  }
+
+  /** The assignments that hand `sendTo` to the nodes the decision picked, each held for a drain where it needs one. */
+  #assign(name: string, sendTo: string, decision: ReturnType<typeof decideRollout>): WriteOp[] {
+    const ops: WriteOp[] = [];
+    // Nodes whose update would need a drain that cannot be decided yet: said once per pass.
+    const waiting: string[] = [];
+    let waitReason = '';
+    this.log.info({ pool: name, target: sendTo, nodes: decision.assign.length <= 20 ? decision.assign : `${decision.assign.length} nodes`, maxUnavailable: decision.maxUnavailable, waiting: decision.waiting }, 'assigning config');
+    // What the drains below are decided with, and what the agents will plan with.
+    const policyJson = disruptionPolicyJsonFor(this.cache, name);
+    for (const node of decision.assign) {
+      const assignment = this.cache.assignments.get(node)!;
+      const drain = drainDecision(this.cache, this.cache.nodes.get(node)!, sendTo, this.drains);
+      if ('wait' in drain) {
+        waiting.push(node);
+        waitReason = drain.wait;
+        continue;
+      }
+      const value: NodeAssignmentRecord = { ...withoutDrainHold(assignment.value), desiredConfig: sendTo, disruptionPolicyJson: policyJson };
+      if (drain.hold) value.holdForDrain = true;
+      else if (drain.note) value.drainNote = drain.note;
+      if (drain.hold) this.log.info({ node, target: sendTo }, 'config held until the node is drained');
+      else if (drain.note) this.log.info({ node, target: sendTo, reason: drain.note }, 'config assigned without drain');
+      ops.push({
+        type: 'put', kind: 'NodeAssignment', name: node, value,
+        expectedVersion: assignment.resourceVersion, createdAt: assignment.createdAt,
+      });
+    }
+    if (waiting.length) this.log.info({ pool: name, nodes: waiting.length <= 20 ? waiting : `${waiting.length} nodes`, reason: waitReason }, 'assignments wait: they may need a drain');
+    return ops;
+  }
+
+  /**
+   * An update handed out under one disruption policy whose policy changed before the node
+   * finished it (it was disconnected, or Degraded and about to retry): the new policy may make it
+   * a reboot nobody drained for, or outside the pool's window. Its assignment takes the new
+   * policy only with the gates decided again, in the same write: held for a drain when the new
+   * plan needs one, and not at all while the window the new plan would wait for is closed (the
+   * node keeps the policy it has until the window opens). Left alone, as the rollout would leave
+   * them: a node Done on its config (it never plans with it again: a re-apply of the same config
+   * disrupts nothing; its next config brings the policy of that moment), a node Working on it
+   * (its plan is in its journal), a node RolledBack from it (it does not take it again unasked),
+   * and the nodes of a paused pool or one its circuit breaker paused. Records from before the
+   * policy was stored with them count as changed.
+   */
+  #redecideUnderNewPolicy(poolName: string, now: number, alreadyWritten: ReadonlySet<string>): { ops: WriteOp[]; windowOpensAt?: number } {
+    const ops: WriteOp[] = [];
+    let windowOpensAt: number | undefined;
+    if (this.#toldWaitingForWindow.size > 10_000) this.#toldWaitingForWindow.clear();
+    let live: string | undefined;
+    for (const [name, stored] of this.cache.assignments) {
+      const a = stored.value;
+      if (!a.desiredConfig || a.holdForDrain || alreadyWritten.has(name)) continue;
+      // Decided in the pool of the config it was handed, wherever the node is now. A config not
+      // yet in the cache is on its way: its RenderedConfig event brings its pool back here.
+      if (this.cache.renderedConfig(a.desiredConfig)?.pool !== poolName) continue;
+      live ??= disruptionPolicyJsonFor(this.cache, poolName);
+      if (live === a.disruptionPolicyJson) continue;
+      const node = this.cache.nodes.get(name);
+      const pool = this.cache.pools.get(poolName)?.value;
+      if (!node || !pool || pool.spec.paused) continue;
+      const s = node.status;
+      if (s.state === 'Done' && s.currentConfig === a.desiredConfig) continue;
+      if ((s.state === 'Working' || s.state === 'RolledBack') && s.desiredConfig === a.desiredConfig) continue;
+      if (activeHalt(this.cache.poolStatuses.get(poolName)?.value.rollout, this.cache.poolTarget(poolName))?.action === 'Pause') continue;
+      if (pool.spec.maintenanceWindows?.length) {
+        const windows = windowState(pool.spec.maintenanceWindows, now);
+        if (!windows.open && waitsForWindow(pool.spec, isDisruptive(planNodeUpdate(this.cache, node, a.desiredConfig)?.action))) {
+          if (windows.nextStart !== undefined) windowOpensAt = Math.min(windowOpensAt ?? Infinity, windows.nextStart);
+          const key = `${name}\n${a.desiredConfig}\n${live}`;
+          if (!this.#toldWaitingForWindow.has(key)) {
+            this.#toldWaitingForWindow.add(key);
+            this.log.info({ node: name, config: a.desiredConfig, nextWindowStart: windows.nextStart && new Date(windows.nextStart).toISOString() }, 'the disruption policy changed before the node finished its update; under the new one it waits for the maintenance window, and keeps the policy it has until then');
+          }
+          continue;
+        }
+      }
+      const drain = drainDecision(this.cache, node, a.desiredConfig, this.drains);
+      if ('wait' in drain) continue;
+      const value: NodeAssignmentRecord = { ...withoutDrainHold(a), disruptionPolicyJson: live };
+      if (drain.hold) value.holdForDrain = true;
+      else if (drain.note) value.drainNote = drain.note;
+      this.log.info({ node: name, config: a.desiredConfig, heldForDrain: drain.hold }, 'the disruption policy changed before the node finished its update; decided again under the new one');
+      ops.push({ type: 'put', kind: 'NodeAssignment', name, value, expectedVersion: stored.resourceVersion, createdAt: stored.createdAt });
+    }
+    return windowOpensAt === undefined ? { ops } : { ops, windowOpensAt };
+  }
+
+  /** The pool's bookkeeping now: an operator's resume clears the halt first, then the breaker counts. */
+  #rolloutState(pool: string, target: string, nodes: ReturnType<ClusterCache['nodesInPool']>, previous: RolloutState | undefined, now: number, spec: Parameters<typeof nextRolloutState>[0]): RolloutState {
+    let state: RolloutState = { ...previous };
+    const resume = this.cache.poolResumes.get(pool);
+    if (resume && state.halt && state.halt.target === resume.value.target) {
+      // The failures the operator resumed past are not counted again on this target.
+      const forgiven = state.forgiven?.target === state.halt.target ? state.forgiven.nodes : [];
+      this.log.warn({ pool, target: state.halt.target, failed: state.halt.failed.map((f) => f.node) }, 'rollout halt cleared by an operator');
+      state = { ...state, forgiven: { target: state.halt.target, nodes: [...new Set([...forgiven, ...state.halt.failed.map((f) => f.node)])] } };
+      delete state.halt;
+    }
+    const next = nextRolloutState(spec, target, nodes, state, now);
+    if (next.halt && !state.halt) {
+      this.log.error({ pool, target, action: next.halt.action, rollbackTo: next.halt.rollbackTo || undefined, failed: next.halt.failed }, 'rollout halted: too many nodes failed');
+    }
+    return next;
+  }
+}

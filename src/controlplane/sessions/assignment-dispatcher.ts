@@ -1,0 +1,81 @@
+// The one place assignments are sent from. Every replica runs it for the agent streams it
+// holds: when the store says a node's desired config or its pool's drift policy or health check
+// changed, or an operator asked for a re-apply, the replica holding the node's stream sends it.
+// The disruption policy it sends is the one stored with the assignment: the one the leader
+// decided the drain and the window with. Controllers only write; this only sends.
+
+import { ConflictError } from '../../machineconfig/index.ts';
+import type { ServerMessage } from '../../runtime/generated/mcplane/v1/ServerMessage.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import type { AgentSessions, LocalSession } from './agent-sessions.ts';
+import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
+import { disruptionPolicyJsonFor } from '../cache/node-update-plan.ts';
+
+export class AssignmentDispatcher {
+  constructor(private readonly cache: ClusterCache, private readonly sessions: AgentSessions, private readonly log: Logger) {
+    cache.on('change', (change) => this.#onChange(change));
+  }
+
+  /** The node's assignment as a message, or undefined when it has none yet. */
+  assignmentFor(node: string): ServerMessage | undefined {
+    const assignment = this.cache.assignments.get(node)?.value;
+    // Held: the leader drains the node first; the agent keeps what it runs until then.
+    if (!assignment?.desiredConfig || assignment.holdForDrain) return undefined;
+    const desired = assignment.desiredConfig;
+    const rendered = this.cache.renderedConfig(desired);
+    if (!rendered) return undefined; // its watch event is on its way; the change sends it
+    const pool = this.cache.pools.get(rendered.pool)?.value;
+    return {
+      assignment: {
+        renderedConfig: rendered.name,
+        specJson: rendered.specJson,
+        pool: rendered.pool,
+        // The policy the leader decided this update's drain and window with (see the record).
+        disruptionPolicyJson: assignment.disruptionPolicyJson ?? disruptionPolicyJsonFor(this.cache, rendered.pool),
+        driftPolicy: pool?.spec.driftPolicy ?? 'Degrade',
+        healthCheckJson: pool?.spec.healthCheck ? JSON.stringify(pool.spec.healthCheck) : '',
+      },
+    };
+  }
+
+  /** Sends the node's assignment if it differs from what its stream last got (or always). */
+  sendAssignment(session: LocalSession, always = false): void {
+    const message = this.assignmentFor(session.node);
+    if (!message?.assignment) return;
+    const { renderedConfig, disruptionPolicyJson, driftPolicy, healthCheckJson } = message.assignment;
+    const fingerprint = `${renderedConfig}\n${disruptionPolicyJson}\n${driftPolicy}\n${healthCheckJson ?? ''}`;
+    if (!always && session.lastAssignment === fingerprint) return;
+    session.lastAssignment = fingerprint;
+    session.stream.write(message);
+  }
+
+  /** Delivers a pending re-apply request to the node's stream, then removes it. */
+  async deliverReapply(session: LocalSession): Promise<void> {
+    const request = this.cache.reapplyRequests.get(session.node);
+    if (!request) return;
+    session.stream.write({ command: { forceReapply: { requestedBy: request.value.requestedBy } } });
+    this.log.info({ node: session.node, requestedBy: request.value.requestedBy }, 'forced re-apply sent');
+    await this.cache.store.commit([{ type: 'delete', kind: 'ReapplyRequest', name: session.node, expectedVersion: request.resourceVersion }])
+      .catch((err: unknown) => {
+        if (!(err instanceof ConflictError)) this.log.warn({ err, node: session.node }, 'could not remove the delivered re-apply request');
+      });
+  }
+
+  #onChange(change: CacheChange): void {
+    if (this.sessions.size === 0) return;
+    const check = new Set<string>();
+    if (change.resync || change.changed.has('MachineConfigPool') || change.changed.has('MachineConfiguration') || change.changed.has('RenderedConfig')) {
+      for (const s of this.sessions.local()) check.add(s.node);
+    } else {
+      for (const node of change.changed.get('NodeAssignment') ?? []) check.add(node);
+    }
+    for (const node of check) {
+      const session = this.sessions.get(node);
+      if (session) this.sendAssignment(session);
+    }
+    for (const node of change.changed.get('ReapplyRequest') ?? []) {
+      const session = this.sessions.get(node);
+      if (session) void this.deliverReapply(session);
+    }
+  }
+}

@@ -1,0 +1,72 @@
+// Agents report often, so their reports are written in batches: every few milliseconds, all the
+// reports that arrived, each fenced by its session's epoch, within the store's limits per
+// commit. A batch that fails on one stale session is retried node by node, so one node that
+// moved to another replica does not cost the others their reports. A report lost to a crash is
+// re-sent in full when the agent registers again.
+
+import { ConflictError, type NodeStatus } from '../../machineconfig/index.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import type { ClusterCache } from '../cache/cluster-cache.ts';
+import type { WriteOp } from '../store/store.ts';
+import type { NodeStatusRecord } from '../store/stored-records.ts';
+
+const FLUSH_INTERVAL_MS = 50;
+/** Two ops per node (the epoch check and the write): 60 nodes stay within 128 per commit. */
+const NODES_PER_COMMIT = 60;
+
+interface Pending {
+  epoch: string;
+  status: NodeStatus;
+  at: number;
+}
+
+export class NodeStatusWriter {
+  #pending = new Map<string, Pending>();
+  #timer: NodeJS.Timeout | undefined;
+  #flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly cache: ClusterCache,
+    private readonly log: Logger,
+    private readonly onStale: (node: string, epoch: string) => void,
+  ) {}
+
+  enqueue(node: string, epoch: string, status: NodeStatus): void {
+    this.#pending.set(node, { epoch, status, at: Date.now() });
+    this.#timer ??= setTimeout(() => void this.flush(), FLUSH_INTERVAL_MS);
+  }
+
+  /** Writes everything enqueued so far; resolves when it is stored. */
+  flush(): Promise<void> {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const batch = [...this.#pending];
+    this.#pending.clear();
+    if (batch.length === 0) return this.#flushing;
+    this.#flushing = this.#flushing.then(async () => {
+      for (let i = 0; i < batch.length; i += NODES_PER_COMMIT) await this.#write(batch.slice(i, i + NODES_PER_COMMIT), true);
+    }).catch((err: unknown) => this.log.error({ err }, 'writing node status failed; agents re-send it when they reconnect'));
+    return this.#flushing;
+  }
+
+  async #write(entries: [string, Pending][], retryAlone: boolean): Promise<void> {
+    const ops: WriteOp[] = [];
+    for (const [node, p] of entries) {
+      const existing = this.cache.nodeStatuses.get(node);
+      ops.push({ type: 'check', kind: 'AgentSession', name: node, expectedVersion: p.epoch });
+      ops.push({ type: 'put', kind: 'NodeStatus', name: node, value: { status: p.status, lastSeen: p.at } satisfies NodeStatusRecord, ...(existing ? { createdAt: existing.createdAt } : {}) });
+    }
+    try {
+      await this.cache.store.commit(ops);
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+      if (!retryAlone || entries.length === 1) {
+        const [node, p] = entries[0]!;
+        this.log.info({ node }, 'status report dropped: the node\'s session has moved to a newer stream');
+        this.onStale(node, p.epoch);
+        return;
+      }
+      for (const entry of entries) await this.#write([entry], false);
+    }
+  }
+}
