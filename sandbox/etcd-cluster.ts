@@ -109,7 +109,23 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A port picked free was taken by someone else before etcd bound it (tests start clusters side by
+ * side, and freePort() can only release its port before etcd takes it): start again on new ports.
+ */
+class PortTakenError extends Error {}
+
 export async function startEtcdCluster(options: EtcdClusterOptions): Promise<EtcdCluster> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startEtcdClusterOnce(options);
+    } catch (err) {
+      if (!(err instanceof PortTakenError) || attempt >= 5) throw err;
+    }
+  }
+}
+
+async function startEtcdClusterOnce(options: EtcdClusterOptions): Promise<EtcdCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'mcplane-etcd-'));
   const token = `mcplane-test-${randomBytes(4).toString('hex')}`;
   const members: MemberProcess[] = [];
@@ -155,7 +171,12 @@ export async function startEtcdCluster(options: EtcdClusterOptions): Promise<Etc
   const waitHealthy = async (m: MemberProcess, timeoutMs = 30_000): Promise<void> => {
     const until = Date.now() + timeoutMs;
     for (;;) {
-      if (!alive(m)) throw new Error(`etcd member ${m.name} exited while starting; see ${m.logFile}`);
+      if (!alive(m)) {
+        // Its stderr reaches the log through a pipe: give the last lines a moment to land.
+        await new Promise((r) => setTimeout(r, 100));
+        const taken = readFileSync(m.logFile, 'utf8').includes('address already in use');
+        throw new (taken ? PortTakenError : Error)(`etcd member ${m.name} exited while starting; see ${m.logFile}`);
+      }
       try {
         if ((await health(clientHost, m.clientPort, options.tls)) === 'true') return;
       } catch { /* not up yet */ }
