@@ -100,6 +100,8 @@ export interface ControlPlaneOptions {
   kubernetesSource?: boolean;
   /** Signs node certificates when an operator approves an enrollment request (replicas holding the CA key). */
   certificateSigner?: CertificateSigner;
+  /** Unread Watch events allowed beyond a stream's initial list before it is cut (default 1,024). */
+  watchBacklog?: number;
 }
 
 const NODE_STATES: readonly NodeState[] = ['Done', 'Working', 'Degraded', 'Unreconcilable', 'RolledBack'];
@@ -123,6 +125,8 @@ export class ControlPlane {
   readonly drains: DrainController;
   readonly #renderWaitMs: number;
   readonly clock: Clock;
+  /** Unread Watch events allowed beyond a stream's initial list before it is cut. */
+  readonly watchBacklog: number;
   /** Present on replicas that hold the CA key; others store approvals for the bootstrap endpoint to sign. */
   readonly certificateSigner: CertificateSigner | undefined;
   /** With --kubernetes-source, the controller that takes MachineConfigs and pools from the cluster. */
@@ -130,6 +134,7 @@ export class ControlPlane {
 
   private constructor(readonly cache: ClusterCache, readonly replica: Replica, options: ControlPlaneOptions, private readonly log: Logger, readonly metrics: ServerMetrics) {
     this.#renderWaitMs = options.renderWaitMs ?? 15_000;
+    this.watchBacklog = options.watchBacklog ?? 1024;
     this.clock = options.clock ?? systemClock;
     this.certificateSigner = options.certificateSigner;
     this.kubernetes = options.kubernetes;

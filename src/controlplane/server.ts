@@ -67,6 +67,11 @@ export interface ServerOptions {
   };
   /** How often the leader deletes expired enrollment tokens (default 10 min). */
   tokenSweepMs?: number;
+  /**
+   * Watch events a slow Watch client (mcctl get -w, the dashboard) may leave unread beyond its
+   * initial list before its stream is cut (default 1,024; tests lower it).
+   */
+  watchBacklog?: number;
   /** The time decisions read; tests pass a ManualClock (no flag: production runs on real time). */
   clock?: Clock;
   /** Prometheus /metrics over plain HTTP (off when absent); loopback only unless allowNonLoopback. */
@@ -159,6 +164,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       address,
       ...(options.leaseTtlMs ? { leaseTtlMs: options.leaseTtlMs } : {}),
       ...(options.tokenSweepMs ? { tokenSweepMs: options.tokenSweepMs } : {}),
+      ...(options.watchBacklog ? { watchBacklog: options.watchBacklog } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
       ...(kubernetes ? { kubernetes } : {}),
       ...(options.drain ? { drain: options.drain } : {}),

@@ -18,6 +18,9 @@ import type { Event } from '../../runtime/generated/mcplane/v1/Event.ts';
 import type { EventRecord, NodeHistoryRecord } from '../store/stored-records.ts';
 import type { StoredObject } from '../store/store.ts';
 
+/** The start of the status a Watch stream is cut with when its client leaves too much unread. */
+export const SLOW_WATCH_DETAILS = 'watch cut: this client read its events too slowly; watch again to get the current state';
+
 /** The status a server ends Watch streams with when it shuts down. */
 export const SHUTDOWN_DETAILS = 'the server is shutting down; reconnect (to another replica if there is one)';
 
@@ -77,15 +80,31 @@ export function statusService(cp: ControlPlane, auth: Authorizer, log: Logger): 
       const wantPools = call.request.pools || none;
       const wantNodes = call.request.nodes || none;
       const wantEvents = call.request.events;
+      // A client that reads slower than the cluster changes (or not at all) leaves its events in
+      // this stream's buffer: past its initial list plus the backlog the stream is cut, so the
+      // server's memory never grows with a slow client. The client watches again and relists.
+      let limit = Infinity;
+      let cut = false;
+      const write = (event: WatchEvent): void => {
+        if (cut) return;
+        if (call.writableLength >= limit) {
+          cut = true;
+          stop();
+          log.warn({ peer: call.getPeer(), unread: call.writableLength, backlog: cp.watchBacklog }, 'Watch client too slow; stream cut');
+          call.emit('error', { code: Status.RESOURCE_EXHAUSTED, details: `${SLOW_WATCH_DETAILS} (${call.writableLength} events unread; the bound is ${limit})` });
+          return;
+        }
+        call.write(event);
+      };
       // What this stream has sent, so each change goes out as ADDED, MODIFIED or DELETED.
       const stream = <K extends 'pool' | 'node' | 'event'>(kind: K, exists: (name: string) => boolean, toWire: (name: string) => WatchEvent[K]) => {
         const sent = new Set<string>();
         const send = (name: string): void => {
           if (!exists(name)) {
-            if (sent.delete(name)) call.write({ type: 'DELETED', [kind]: { name } });
+            if (sent.delete(name)) write({ type: 'DELETED', [kind]: { name } });
             return;
           }
-          call.write({ type: sent.has(name) ? 'MODIFIED' : 'ADDED', [kind]: toWire(name) });
+          write({ type: sent.has(name) ? 'MODIFIED' : 'ADDED', [kind]: toWire(name) });
           sent.add(name);
         };
         return { sent, send };
@@ -113,6 +132,8 @@ export function statusService(cp: ControlPlane, auth: Authorizer, log: Logger): 
       if (wantNodes) for (const name of cache.sortedNodeNames()) sendNode(name);
       if (wantEvents) for (const name of byTime(cache, cache.events.keys())) sendEvent(name);
       call.write({ type: 'SYNCED' });
+      // The initial list may wait in the buffer whole: the bound counts from there.
+      limit = call.writableLength + cp.watchBacklog;
       const onShutdown = (): void => {
         stop();
         call.emit('error', { code: Status.UNAVAILABLE, details: SHUTDOWN_DETAILS });
