@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import { connect, type Clients } from '../../src/cli/client/connection.ts';
@@ -100,6 +101,32 @@ test('an online backup, restored into a new data directory, brings back every ob
 
     // After the backup: a change that the restore must take away.
     await call(c, c.config.apply.bind(c.config), { dryRun: false, manifests: [{ source: '99-after-backup.yaml', text: 'apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 99-after-backup\n  labels: {machineconfiguration.openshift.io/role: worker}\nspec:\n  kernelArguments: [after=backup]\n' }] }, 'apply');
+
+    // A backup taken while commits land is one revision: the MachineConfigs applied one after
+    // another are in it up to some point and none after, and nothing is newer than its revision.
+    const mc = (i: number) => ({ source: `80-busy-${i}.yaml`, text: `apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 80-busy-${String(i).padStart(2, '0')}\n  labels: {machineconfiguration.openshift.io/role: infra}\nspec:\n  kernelArguments: [busy=${i}]\n` });
+    let applying = true;
+    const applied = (async () => {
+      let i = 0;
+      while (applying || i < 3) await call(c, c.config.apply.bind(c.config), { dryRun: false, manifests: [mc(i++)] }, 'apply');
+      return i;
+    })();
+    const busyFile = join(work, 'busy-backup.db');
+    const busyBackup = await serverCommand(['backup', '--data-dir', first, '--to', busyFile]);
+    applying = false;
+    const total = await applied;
+    assert.equal(busyBackup.status, 0, busyBackup.stderr);
+    const db = new DatabaseSync(busyFile, { readOnly: true });
+    try {
+      const names = (db.prepare("SELECT name FROM objects WHERE kind = 'MachineConfig' AND name LIKE '80-busy-%' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+      assert.deepEqual(names, Array.from({ length: names.length }, (_, i) => `80-busy-${String(i).padStart(2, '0')}`), 'a prefix of the applies, no gaps');
+      assert.ok(names.length <= total);
+      const revision = (db.prepare("SELECT value FROM meta WHERE key = 'revision'").get() as { value: number }).value;
+      const newest = (db.prepare('SELECT max(revision) AS r FROM objects').get() as { r: number }).r;
+      assert.ok(newest <= revision, `no object (revision ${newest}) newer than the backup's revision ${revision}`);
+    } finally {
+      db.close();
+    }
   } finally {
     for (const agent of agents) agent.close();
     c.close();
