@@ -195,7 +195,7 @@ async function main(): Promise<void> {
   say(dim('\n   `mcctl describe node NAME` ends with a node\'s update timeline; `mcctl get events` lists what'));
   say(dim('   happened (config rendered, node assigned, each phase, done, degraded), like kubectl get events.'));
   say(dim(`\n   Each host's files are under its temporary root; the demo removes them now. To explore a`));
-  say(dim(`   running control plane instead, follow the "Operator guide" in the README.`));
+  say(dim(`   running control plane instead, follow docs/operate/day-to-day.md.`));
 }
 
 /** Prints node progress and pool lines from StatusService.Watch as they happen. */

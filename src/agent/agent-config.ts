@@ -58,8 +58,9 @@ export interface AgentConfig {
 /** The agent's /metrics port (127.0.0.1 only by default); ntp_exporter has 9559, hence not that. */
 export const DEFAULT_METRICS_LISTEN = '127.0.0.1:9624';
 
-const PATH_KEYS = ['root', 'unitDir', 'stateDir', 'sshKeysDir', 'bootIdFile', 'kernelCmdlineFile'];
-const KNOWN_KEYS = ['server', 'servers', 'tls', 'insecure', 'enrollment', 'nodeName', 'labels', 'paths', 'systemdBus', 'rpmOstree', 'reboot', 'drift', 'heartbeatSeconds', 'logLevel', 'jobTimeoutSeconds', 'dbusTimeoutSeconds', 'rpmOstreeTimeoutSeconds', 'stepTimeoutSeconds', 'metrics'];
+/** The keys agent.yaml accepts (also listed in docs/reference/flags.md, generated from these). */
+export const PATH_KEYS = ['root', 'unitDir', 'stateDir', 'sshKeysDir', 'bootIdFile', 'kernelCmdlineFile'];
+export const KNOWN_KEYS = ['server', 'servers', 'tls', 'insecure', 'enrollment', 'nodeName', 'labels', 'paths', 'systemdBus', 'rpmOstree', 'reboot', 'drift', 'heartbeatSeconds', 'logLevel', 'jobTimeoutSeconds', 'dbusTimeoutSeconds', 'rpmOstreeTimeoutSeconds', 'stepTimeoutSeconds', 'metrics'];
 
 export const DEFAULT_CONFIG_PATH = '/etc/mcplane/agent.yaml';
 

@@ -9,13 +9,18 @@ import { Agent } from './agent.ts';
 import { DEFAULT_CONFIG_PATH, loadAgentConfig } from './agent-config.ts';
 import { SystemdNotify } from './systemd-notify.ts';
 
-export async function main(argv: string[]): Promise<void> {
-  const program = new Command('mcplane-agent')
+/** The agent's flags (also read by scripts/gen-reference.ts for docs/reference/flags.md). */
+export function agentCommand(): Command {
+  return new Command('mcplane-agent')
     .description('applies the rendered config mcplane-server assigns to this host')
     .version(VERSION, '--version')
     .option('-c, --config <file>', `agent config (default ${DEFAULT_CONFIG_PATH} under --root)`)
     .option('--root <dir>', 'the host\'s root: the config and every host path in it are read under it (images, tests)', '/')
     .showHelpAfterError();
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const program = agentCommand();
   program.parse(argv, { from: 'user' });
   silenceIpServernameWarning();
   const opts = program.opts<{ config?: string; root: string }>();

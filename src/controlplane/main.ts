@@ -13,6 +13,7 @@ import { VERSION } from '../runtime/version.ts';
 import { DEFAULT_BOOTSTRAP_PORT } from './api/bootstrap-server.ts';
 import { durationMs } from '../machineconfig/duration.ts';
 import { parseAutoApproveRules } from './api/enrollment-requests.ts';
+import { backupMain } from './backup-command.ts';
 import { caKeyIfPresent, startServer, type ServerOptions } from './server.ts';
 import { inClusterAvailable } from './kubernetes/kube-client.ts';
 
@@ -183,8 +184,9 @@ function checkReplicaIdentity(certPem: Buffer, file: string, mcplaneCa: string |
   }
 }
 
-export async function main(argv: string[]): Promise<void> {
-  const program = new Command('mcplane-server')
+/** The server's flags (also read by scripts/gen-reference.ts for docs/reference/flags.md). */
+export function serverCommand(): Command {
+  return new Command('mcplane-server')
     .description('mcplane control plane: stores MachineConfigs, renders pools, rolls out configs over gRPC')
     .version(VERSION, '--version')
     .option('--config <file>', 'YAML config file (keys are the flags in camelCase)')
@@ -216,7 +218,14 @@ export async function main(argv: string[]): Promise<void> {
     .option('--kubeconfig <file>', 'kubeconfig of an existing Kubernetes cluster to work with (default: the pod\'s service account when run in a cluster)')
     .option('--kubernetes-source', 'take MachineConfigs and MachineConfigPools from the Kubernetes cluster (watched; mcctl apply/delete of them is refused) and write pool status back to it')
     .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error']))
+    .addHelpText('after', '\nThe SQLite store, offline tools (see --help of each):\n  mcplane-server backup --to FILE      an online copy of the store\n  mcplane-server restore --from FILE   put a copy back (server stopped)')
     .showHelpAfterError();
+}
+
+export async function main(argv: string[]): Promise<void> {
+  // Offline commands on the SQLite store, each its own small program (backup-command.ts).
+  if (argv[0] === 'backup' || argv[0] === 'restore') return backupMain(argv);
+  const program = serverCommand();
   program.parse(argv, { from: 'user' });
   const options = resolveOptions(program.opts<Flags>());
   const log = createLogger({ name: 'mcplane-server', level: options.logLevel });

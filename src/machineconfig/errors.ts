@@ -154,6 +154,14 @@ export class ConfigurationError extends McplaneError {
   override readonly code = 'MCPLANE_CONFIGURATION';
 }
 
+/**
+ * A backup or restore of the SQLite store cannot go ahead: the file is not an mcplane store,
+ * the target exists, or a running server holds the data directory. Names the file and what to do.
+ */
+export class BackupError extends McplaneError {
+  override readonly code = 'MCPLANE_BACKUP';
+}
+
 /** Reading a manifest file or directory failed (missing, unreadable). */
 export class ManifestReadError extends McplaneError {
   override readonly code = 'MCPLANE_MANIFEST_READ';
