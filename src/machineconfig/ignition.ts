@@ -229,7 +229,7 @@ function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean,
   const source = parseContents(file.contents, c, f, budget);
   const user = file.user == null ? undefined : parseOwner(file.user, c, join(f, 'user'));
   const group = file.group == null ? undefined : parseOwner(file.group, c, join(f, 'group'));
-  if (path !== undefined) c.nameEntry(before, `file ${quote(path)}`, join(f, 'path'));
+  if (path !== undefined) c.nameEntry(before, () => `file ${quote(path)}`, () => join(f, 'path'));
   if (c.problems.length > before || path === undefined || source === undefined) return undefined;
 
   const out: IgnitionFile = { path, mode, overwrite: true, contents: { source } };
@@ -397,10 +397,10 @@ function parseUnit(raw: unknown, c: ProblemCollector, f: string, spec2: boolean)
     if (!d) return;
     const start = c.problems.length;
     parseDropin(d, df);
-    if (typeof d.name === 'string') c.nameEntry(start, `dropin ${quote(d.name)}`, join(df, 'name'));
+    if (typeof d.name === 'string') c.nameEntry(start, () => `dropin ${quote(d.name as string)}`, () => join(df, 'name'));
   });
   if (byName.size > 0) out.dropins = [...byName.values()];
-  if (name !== undefined) c.nameEntry(before, `unit ${quote(name)}`, join(f, 'name'));
+  if (name !== undefined) c.nameEntry(before, () => `unit ${quote(name)}`, () => join(f, 'name'));
   return c.problems.length > before ? undefined : out;
 }
 

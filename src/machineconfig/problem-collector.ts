@@ -24,10 +24,17 @@ export class ProblemCollector {
    * "storage.files[3]" alone makes a user count list entries in a config they may not have
    * written. Problems about the naming field itself already quote the name and are left alone.
    */
-  nameEntry(since: number, label: string, namingField: string): void {
+  /**
+   * Prefixes the problems found since `since` with the entry's name. The label is built only
+   * when there is one: validation names every file of every config, and most have no problem.
+   */
+  nameEntry(since: number, label: () => string, namingField: () => string): void {
+    if (since >= this.problems.length) return;
+    const text = label();
+    const field = namingField();
     for (let i = since; i < this.problems.length; i++) {
       const p = this.problems[i]!;
-      if (p.field !== namingField) p.message = `${label}: ${p.message}`;
+      if (p.field !== field) p.message = `${text}: ${p.message}`;
     }
   }
 
