@@ -4,7 +4,9 @@
 #      apt-get command is printed and the run stops),
 #   2. npm ci when node_modules is missing or does not match package-lock.json,
 #   3. the typecheck, then every test file on SQLite, then the files whose outcome depends on the
-#      store again on etcd (lists below), with coverage of the SQLite passes,
+#      store again on etcd (lists below); with MCPLANE_TEST_COVERAGE=1, coverage of the SQLite
+#      passes (off by default: V8's precise coverage about doubles the CPU of the test files that
+#      run a server in their own process, and the run is CPU-bound on two cores),
 #   4. the 15 slowest files, each pass's wall time, and every skipped test (a skip fails the run).
 # Files run side by side (TEST_CONCURRENCY, default 3: most of a file's time is spent waiting on
 # processes, timers and leases, not on the CPU); the files that assert wall-clock bounds run
@@ -157,12 +159,14 @@ else
   mapfile -t all < <(find test -name '*.test.ts' | sort)
   for f in "${ETCD[@]}"; do [ -f "$f" ] || { echo "scripts/test.sh: $f in the etcd list does not exist" >&2; exit 1; }; done
   # Coverage of the SQLite passes, in the test files' processes (see scripts/test/no-child-coverage.mjs).
-  export NODE_V8_COVERAGE=$RUN_DIR/coverage
+  [ "${MCPLANE_TEST_COVERAGE:-0}" = 1 ] && export NODE_V8_COVERAGE=$RUN_DIR/coverage
   split par ser "${all[@]}"
   pass sqlite sqlite "$CONCURRENCY" "${par[@]}"
   pass sqlite-serial sqlite 1 "${ser[@]}"
-  unset NODE_V8_COVERAGE
-  c8 report --temp-directory "$RUN_DIR/coverage" --reporter=text-summary || true
+  if [ "${MCPLANE_TEST_COVERAGE:-0}" = 1 ]; then
+    unset NODE_V8_COVERAGE
+    c8 report --temp-directory "$RUN_DIR/coverage" --reporter=text-summary || true
+  fi
   split par ser "${ETCD[@]}"
   pass etcd etcd "$CONCURRENCY" "${par[@]}"
   pass etcd-serial etcd 1 "${ser[@]}"
