@@ -1,5 +1,6 @@
-// The control plane under N agents (BENCH_AGENTS, default 1,000; the goals are for 5,000)
-// connected over real mutual TLS from a separate process, in both store modes:
+// The control plane under N agents (BENCH_AGENTS, default 1,000; a list such as 1000,5000,10000
+// runs each size and then prints how every figure grows; the goals are for 5,000) connected over
+// real mutual TLS from a separate process, in both store modes:
 //   sqlite  one mcplane-server on SQLite;
 //   etcd    three replicas on a real three-member etcd, the agents spread over them.
 // BENCH_STORE=sqlite|etcd runs one mode only.
@@ -29,7 +30,17 @@ import { startReplicaSet, type ReplicaSet } from '../test/helpers/replica-set.ts
 import { spawnServer, type ServerProcess } from '../test/helpers/server-process.ts';
 import { report } from './harness.ts';
 
-const AGENTS = Number(process.env.BENCH_AGENTS ?? 1000);
+const AGENT_COUNTS = (process.env.BENCH_AGENTS ?? '1000').split(',').map(Number);
+
+/** The figures compared across fleet sizes. */
+interface Figures {
+  applyP50: number;
+  fanoutMs: number;
+  perAgentKiB: number;
+  pageP99: number;
+  allP99: number;
+  reregisteredMs?: number;
+}
 const STORED_CONFIGS = 1000;
 const MODES = (process.env.BENCH_STORE ? [process.env.BENCH_STORE] : ['sqlite', 'etcd']) as ('sqlite' | 'etcd')[];
 
@@ -99,7 +110,7 @@ async function currentLeader(d: Deployment): Promise<number> {
   return d.leader ? d.leader() : 0;
 }
 
-async function runMode(mode: 'sqlite' | 'etcd'): Promise<void> {
+async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures> {
   const dir = mkdtempSync(join(tmpdir(), `mcplane-bench-${mode}-`));
   await pkiInitCommand(join(dir, 'pki'), [], []);
   const d = await deploy(mode, dir);
@@ -192,6 +203,7 @@ async function runMode(mode: 'sqlite' | 'etcd'): Promise<void> {
   const fanoutMs = (await done).at! - t0;
 
   let failoverRows: [string, string][] = [];
+  let reregisteredMs: number | undefined;
   if (d.failover) {
     const perAddress = connected.perAddress as unknown as number[];
     // Listen before the kill: agents re-register long before the new leader is known.
@@ -202,6 +214,7 @@ async function runMode(mode: 'sqlite' | 'etcd'): Promise<void> {
     if (killed !== leader) throw new Error(`the leader changed from replica-${leader} to replica-${killed} before the kill`);
     const stranded = perAddress[killed]!;
     const reconnectedAt = (await back).at!;
+    reregisteredMs = reconnectedAt - killedAt;
     failoverRows = [
       ['leader failover (kill -9 to a new leader)', `${(leaderMs / 1000).toFixed(2)} s  (goal < 10 s: ${verdict(leaderMs < 10_000)})`],
       [`agents of the killed replica re-registered (${stranded})`, `${((reconnectedAt - killedAt) / 1000).toFixed(2)} s after the kill  (goal < 5 s: ${verdict(reconnectedAt - killedAt < 5000)})`],
@@ -225,9 +238,32 @@ async function runMode(mode: 'sqlite' | 'etcd'): Promise<void> {
     [`ListNodes all during fan-out p99 (${busyAll.length} calls)`, `${pct(busyAll, 99).toFixed(1)} ms  (goal < 250 ms: ${verdict(pct(busyAll, 99) < 250)}), ${(pct(busyAll, 99) / pct(idleAll, 99)).toFixed(2)}x idle`],
     ...failoverRows,
   ]);
+  return { applyP50: pct(applyMs, 50), fanoutMs, perAgentKiB, pageP99: pct(busyPage, 99), allP99: pct(busyAll, 99), ...(reregisteredMs !== undefined ? { reregisteredMs } : {}) };
+}
+
+/** Each figure at each fleet size, and its growth from the smallest. */
+function reportGrowth(mode: string, sizes: number[], figures: Figures[]): void {
+  const rows: [string, string][] = [];
+  const row = (label: string, unit: string, pick: (f: Figures) => number | undefined): void => {
+    const values = figures.map(pick);
+    if (values.some((v) => v === undefined)) return;
+    const first = values[0]!;
+    rows.push([label, values.map((v, i) => `${sizes[i]}: ${v!.toFixed(unit === 'KiB' ? 0 : 1)} ${unit} (${(v! / first).toFixed(2)}x)`).join(',  ')]);
+  };
+  row('Apply with 1,000 stored, p50', 'ms', (f) => f.applyP50);
+  row('fan-out', 'ms', (f) => f.fanoutMs);
+  row('memory per agent', 'KiB', (f) => f.perAgentKiB);
+  row('ListNodes page of 500 during fan-out, p99', 'ms', (f) => f.pageP99);
+  row('ListNodes all during fan-out, p99', 'ms', (f) => f.allP99);
+  row('killed replica\'s agents back', 'ms', (f) => f.reregisteredMs);
+  report(`control plane (${mode}): growth from ${sizes[0]} to ${sizes.at(-1)} agents`, rows);
 }
 
 export async function run(): Promise<void> {
   silenceIpServernameWarning();
-  for (const mode of MODES) await runMode(mode);
+  for (const mode of MODES) {
+    const figures: Figures[] = [];
+    for (const agents of AGENT_COUNTS) figures.push(await runMode(mode, agents));
+    if (AGENT_COUNTS.length > 1) reportGrowth(mode, AGENT_COUNTS, figures);
+  }
 }
