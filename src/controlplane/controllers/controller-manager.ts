@@ -8,9 +8,10 @@
 // leader); losing it aborts that signal, so workers take no new keys and the reconciles in flight
 // stop at their next store or Kubernetes call (LeaderWriter and NodeOperations check the signal).
 //
-// Bursts of changes (5,000 agents reporting Done within a second) are coalesced per controller
-// for a few milliseconds before their keys are queued: the queue already folds a key added twice
-// into one reconcile, and the short wait lets one reconcile see the whole burst.
+// Bursts of changes (5,000 agents reporting Done within a second) are coalesced per controller:
+// a quiet lane queues the first change's keys at once, and later ones gather for a few
+// milliseconds while it works; the queue folds a key added twice into one reconcile, so one
+// reconcile sees the whole burst.
 
 import type { Logger } from '../../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
@@ -134,7 +135,10 @@ export class ControllerManager {
     const before = lane.pending.size;
     enqueueChange(lane.controller, lane.pending, change, this.log);
     if (lane.pending.size === before && lane.timer === undefined) return;
-    if (coalesceMs === 0) {
+    // A quiet lane takes the first change at once (an Apply waits for its render); changes that
+    // come while it works, or right after, gather for a few milliseconds.
+    const quiet = lane.timer === undefined && lane.queue.len() === 0 && lane.queue.processingLen() === 0;
+    if (coalesceMs === 0 || quiet) {
       this.#flush(lane);
       return;
     }

@@ -1,7 +1,7 @@
 // Renders each pool whose inputs changed (its spec, or a config it selects) and points the pool
-// at the result: the rendered config is written first, then the pool's target, each write safe
-// to repeat. A failed render leaves the pool on its last good config and keeps the problems for
-// RenderDegraded. Rendered configs are garbage-collected, but never one a node's current or
+// at the result: the rendered config and the pool's target in one commit (the config first when
+// both would not fit in one request), each write safe to repeat. A failed render leaves the pool
+// on its last good config and keeps the problems for RenderDegraded. Rendered configs are garbage-collected, but never one a node's current or
 // desired config names: MCO strands nodes when it deletes those.
 
 import { configsForPool, RenderError, renderPool, sha256Hex } from '../../machineconfig/index.ts';
@@ -66,6 +66,8 @@ export class RenderController implements KeyedController<string> {
     if (current?.value.renderedInputs === inputs) return;
     const previous: PoolStatusRecord = current?.value ?? { target: '', targetSources: [], renderProblems: [], renderedInputs: '', renderedRevision: 0 };
     let next: PoolStatusRecord;
+    /** A rendered config not stored yet: it goes with the pool's new target, or just before it. */
+    let newRendered: WriteOp | undefined;
     const started = performance.now();
     // The merge and its size check, not the writes after them: those are the store's latency.
     const elapsed = (): number => (performance.now() - started) / 1000;
@@ -76,7 +78,7 @@ export class RenderController implements KeyedController<string> {
       const exists = this.cache.rendered.has(rendered.name);
       if (!exists) checkRenderedSize(name, op);
       this.metrics?.observeRender(elapsed(), true);
-      if (!exists) await this.writer.commit([op], signal);
+      if (!exists) newRendered = op;
       if (previous.target !== rendered.name) {
         this.log.info({ pool: name, from: previous.target || undefined, to: rendered.name, sources: rendered.sources.length }, 'pool target changed');
       }
@@ -90,10 +92,17 @@ export class RenderController implements KeyedController<string> {
     // The status goes with the new target, so a reader never sees a target without its counts.
     const status = poolStatusFor(this.cache, name, next, this.clock.now());
     if (status) next.status = status;
-    await this.writer.commit([{
+    const target: WriteOp = {
       type: 'put', kind: 'PoolStatus', name, value: next,
       expectedVersion: current?.resourceVersion ?? null, ...(current ? { createdAt: current.createdAt } : {}),
-    }], signal);
+    };
+    // One commit (one fsync, one round trip) when both fit in a request; a rendered config near
+    // the limit goes first on its own, which is as safe: a target never names a missing config.
+    if (newRendered && opBytes(newRendered) + opBytes(target) + RENDERED_SIZE_HEADROOM > STORE_LIMITS.maxRequestBytes) {
+      await this.writer.commit([newRendered], signal);
+      newRendered = undefined;
+    }
+    await this.writer.commit(newRendered ? [newRendered, target] : [target], signal);
     await this.collectGarbage(name, signal);
   }
 
