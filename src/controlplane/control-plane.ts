@@ -50,6 +50,7 @@ import { ServerMetrics } from './metrics/server-metrics.ts';
 import { poolFor } from './controllers/pool-membership-controller.ts';
 import { Replica } from './replica/replica.ts';
 import type { Store, WriteOp } from './store/store.ts';
+import { DELETED_WITH_NODE } from './store/kinds.ts';
 import type { KubernetesAccess } from './kubernetes/kube-client.ts';
 import { NodeOperations } from './kubernetes/node-operations.ts';
 import { KubernetesNodeSync } from './kubernetes/kubernetes-node-sync.ts';
@@ -370,7 +371,7 @@ export class ControlPlane {
       ({ revision } = await this.store.commit([
         { type: 'check', kind: 'Node', name, expectedVersion: record.resourceVersion },
         ...this.#revocation(name, record.value, requestedBy, 'deleted'),
-        ...(['Node', 'NodeAssignment', 'NodeStatus', 'ReapplyRequest', 'NodeHistory', 'AgentSession'] as const).map((k) => ({ type: 'delete' as const, kind: k, name })),
+        ...DELETED_WITH_NODE.map((k) => ({ type: 'delete' as const, kind: k, name })),
       ]));
     } else {
       throw new InvalidDocumentError([{ object: `${kind}/${name}`, field: 'kind', rule: 'unknown-kind', message: `cannot delete kind "${kind}": use MachineConfig, MachineConfigPool, MachineConfiguration or Node` }]);

@@ -19,6 +19,7 @@ import {
 import type { Logger } from '../../runtime/logger.ts';
 import { displayedStatus } from './displayed-node-status.ts';
 import type { ChangeEvent, Store, StoredKind, StoredObject } from '../store/store.ts';
+import { CACHED_KINDS, NODE_VIEW_KINDS } from '../store/kinds.ts';
 import {
   KUBERNETES_SOURCE_KEY,
   LEADER_KEY,
@@ -41,22 +42,8 @@ import {
   type StoredRendered,
 } from '../store/stored-records.ts';
 
-/** The kinds the cache holds; enrollment tokens are read from the store when used. */
-const CACHED_KINDS: readonly StoredKind[] = [
-  'MachineConfig', 'MachineConfigPool', 'PoolStatus', 'RenderedConfig', 'Node', 'NodeAssignment',
-  'NodeStatus', 'AgentSession', 'ReapplyRequest', 'Replica', 'Leader', 'MachineConfiguration',
-  'Event',
-  'NodeDrain', 'KubernetesNode',
-  'KubernetesSource',
-  'PoolResume',
-  'BootstrapToken', 'RevokedCertificate',
-  // Bounded (pending ones by the endpoint's limit, decided ones expire): cached, so listing and
-  // the pending count cost no store read.
-  'EnrollmentRequest',
-];
-
 /** The kinds whose objects together make one node's view. */
-export const NODE_KINDS: ReadonlySet<StoredKind> = new Set(['Node', 'NodeAssignment', 'NodeStatus', 'AgentSession', 'NodeDrain', 'KubernetesNode']);
+export const NODE_KINDS = NODE_VIEW_KINDS;
 
 /** The kinds a pool's nodes and their states are made of, with the pool's spec and status. */
 const POOL_AND_NODE_KINDS: readonly StoredKind[] = ['PoolStatus', 'MachineConfigPool', 'NodeAssignment', 'NodeStatus', 'AgentSession', 'Node', 'NodeDrain', 'KubernetesNode', 'PoolResume'];

@@ -4,60 +4,9 @@
 // end. Two backends keep it: SQLite (one process, one machine) and etcd (several replicas).
 // Everything above the store (the cache, controllers, services) sees only this interface.
 
-export type StoredKind =
-  /** The user's objects. */
-  | 'MachineConfig'
-  | 'MachineConfigPool'
-  /** MachineConfiguration/cluster: the cluster-wide node disruption policy (MCO's object). */
-  | 'MachineConfiguration'
-  /** The leader's: a pool's target and conditions, kept apart from the user's spec. */
-  | 'PoolStatus'
-  | 'RenderedConfig'
-  /** A host's identity: labels, registration time, the role it was enrolled for. */
-  | 'Node'
-  /** What the leader wants of a node: its pool and desired config. */
-  | 'NodeAssignment'
-  /** What the node's agent last reported, written by the replica holding its stream. */
-  | 'NodeStatus'
-  /** A live agent stream on some replica; attached to that replica's lease. */
-  | 'AgentSession'
-  /** An operator's request to re-apply a node's config, until its stream delivers it. */
-  | 'ReapplyRequest'
-  /** A running mcplane-server; attached to its lease. */
-  | 'Replica'
-  /** The leader election record; attached to the leader's lease. */
-  | 'Leader'
-  | 'EnrollmentToken'
-  /** A pool-scoped bootstrap token (mcctl pki token create), under its public id. */
-  | 'BootstrapToken'
-  /** A certificate no replica accepts any more (mcctl node revoke, mcctl delete node). */
-  | 'RevokedCertificate'
-  /** A node's last updates (bounded); written by the replica holding its stream, fenced by the session epoch. */
-  | 'NodeHistory'
-  /** What happened (kubectl get events), bounded and expiring; written by the leader only. */
-  | 'Event'
-  /** The leader's: a drain in progress on a Kubernetes Node, so a new leader resumes it. */
-  | 'NodeDrain'
-  /** The leader's copy of a Kubernetes Node (labels, creation time, cordon, MCO annotations). */
-  | 'KubernetesNode'
-  /**
-   * With --kubernetes-source: what the leader's source controller found wrong with the cluster's
-   * MachineConfigs and pools (one record, `cluster`). Written by that controller only.
-   */
-  | 'KubernetesSource'
-  /** An operator's `mcctl resume pool` past a rollout halt, until the leader clears the halt. */
-  | 'PoolResume'
-  /** A host's request to join without a bootstrap token, and the operator's decision on it. */
-  | 'EnrollmentRequest';
-
-export const STORED_KINDS: readonly StoredKind[] = [
-  'MachineConfig', 'MachineConfigPool', 'PoolStatus', 'RenderedConfig', 'Node', 'NodeAssignment',
-  'NodeStatus', 'AgentSession', 'ReapplyRequest', 'Replica', 'Leader', 'EnrollmentToken',
-  'MachineConfiguration',
-  'NodeHistory', 'Event', 'KubernetesSource', 'NodeDrain', 'KubernetesNode', 'PoolResume',
-  'BootstrapToken', 'RevokedCertificate',
-  'EnrollmentRequest',
-];
+// The kinds, with who writes each, are in kinds.ts.
+export { STORED_KINDS, type StoredKind } from './kinds.ts';
+import type { StoredKind } from './kinds.ts';
 
 export interface StoredObject<T = unknown> {
   kind: StoredKind;

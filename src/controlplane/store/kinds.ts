@@ -1,0 +1,59 @@
+// Every kind of object the control plane stores, in one registry: who writes it, whether every
+// replica's cache holds it, whether it is part of a node's joined view, and whether deleting a
+// node deletes it. The kind union, the etcd key space, the cache's kinds and `mcctl delete node`
+// are derived from here, so adding a stored kind is one entry.
+
+export interface KindInfo {
+  /** Who writes it: each kind has one writer. */
+  readonly writer: 'user' | 'leader' | 'stream holder' | 'replica' | 'election' | 'operator' | 'bootstrap endpoint';
+  /** What it holds. */
+  readonly holds: string;
+  /** Held in every replica's cache (else read from the store when used). */
+  readonly cached: boolean;
+  /** One of the records a node's joined view (NodeView) is made of. */
+  readonly nodeView?: true;
+  /** Deleted with its node (`mcctl delete node`). */
+  readonly deletedWithNode?: true;
+}
+
+export const KINDS = {
+  MachineConfig: { writer: 'user', holds: 'a MachineConfig', cached: true },
+  MachineConfigPool: { writer: 'user', holds: 'a MachineConfigPool', cached: true },
+  MachineConfiguration: { writer: 'user', holds: 'MachineConfiguration/cluster: the cluster-wide node disruption policy (MCO\'s object)', cached: true },
+  PoolStatus: { writer: 'leader', holds: 'a pool\'s target and conditions, kept apart from the user\'s spec', cached: true },
+  RenderedConfig: { writer: 'leader', holds: 'a rendered config', cached: true },
+  Node: { writer: 'stream holder', holds: 'a host\'s identity: labels, registration time, the role it was enrolled for, its certificate', cached: true, nodeView: true, deletedWithNode: true },
+  NodeAssignment: { writer: 'leader', holds: 'what the leader wants of a node: its pool and desired config', cached: true, nodeView: true, deletedWithNode: true },
+  NodeStatus: { writer: 'stream holder', holds: 'what the node\'s agent last reported', cached: true, nodeView: true, deletedWithNode: true },
+  AgentSession: { writer: 'stream holder', holds: 'a live agent stream on some replica; attached to that replica\'s lease', cached: true, nodeView: true, deletedWithNode: true },
+  ReapplyRequest: { writer: 'operator', holds: 'an operator\'s request to re-apply a node\'s config, until its stream delivers it', cached: true, deletedWithNode: true },
+  Replica: { writer: 'replica', holds: 'a running mcplane-server; attached to its lease', cached: true },
+  Leader: { writer: 'election', holds: 'the leader election record; attached to the leader\'s lease', cached: true },
+  EnrollmentToken: { writer: 'bootstrap endpoint', holds: 'a one-time enrollment token (read when used, not cached)', cached: false },
+  BootstrapToken: { writer: 'operator', holds: 'a pool-scoped bootstrap token (mcctl pki token create), under its public id', cached: true },
+  RevokedCertificate: { writer: 'operator', holds: 'a certificate no replica accepts any more (mcctl node revoke, mcctl delete node)', cached: true },
+  NodeHistory: { writer: 'stream holder', holds: 'a node\'s last updates (bounded), fenced by the session epoch; read when asked for', cached: false, deletedWithNode: true },
+  Event: { writer: 'leader', holds: 'what happened (mcctl get events), bounded and expiring', cached: true },
+  NodeDrain: { writer: 'leader', holds: 'a drain in progress on a Kubernetes Node, so a new leader resumes it', cached: true, nodeView: true },
+  KubernetesNode: { writer: 'leader', holds: 'the leader\'s copy of a Kubernetes Node (labels, creation time, cordon, MCO annotations)', cached: true, nodeView: true },
+  KubernetesSource: { writer: 'leader', holds: 'with --kubernetes-source: what the source controller found wrong with the cluster\'s objects (one record, `cluster`)', cached: true },
+  PoolResume: { writer: 'operator', holds: 'an operator\'s `mcctl resume pool` past a rollout halt, until the leader clears the halt', cached: true },
+  // Bounded (pending ones by the endpoint's limit, decided ones expire): cached, so listing and
+  // the pending count cost no store read.
+  EnrollmentRequest: { writer: 'bootstrap endpoint', holds: 'a host\'s request to join without a bootstrap token, and the operator\'s decision on it', cached: true },
+} as const satisfies Record<string, KindInfo>;
+
+export type StoredKind = keyof typeof KINDS;
+
+export const STORED_KINDS = Object.keys(KINDS) as StoredKind[];
+
+const kindsWhere = (has: (info: KindInfo) => boolean): StoredKind[] => STORED_KINDS.filter((k) => has(KINDS[k]));
+
+/** The kinds every replica's cache holds. */
+export const CACHED_KINDS: readonly StoredKind[] = kindsWhere((k) => k.cached);
+
+/** The kinds whose objects together make one node's view. */
+export const NODE_VIEW_KINDS: ReadonlySet<StoredKind> = new Set(kindsWhere((k) => k.nodeView === true));
+
+/** The kinds deleted with their node. */
+export const DELETED_WITH_NODE: readonly StoredKind[] = kindsWhere((k) => k.deletedWithNode === true);
