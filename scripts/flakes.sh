@@ -27,8 +27,14 @@ if [ ${#files[@]} -eq 0 ]; then
     test/agent/dbus-deadlines.test.ts
     test/agent/reboot-deadline.test.ts
     test/agent/multiple-servers.test.ts
+    test/kubernetes/held-drain-isolation.test.ts
   )
 fi
+
+# The programs the tests start run from the bundles, as in scripts/test.sh.
+npm run -s build >/dev/null
+rm -rf dist/test-bundle && cp -r dist/bundle dist/test-bundle
+export MCPLANE_TEST_BUNDLES=1
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/mcplane-flakes-XXXXXX")
 declare -A passed total
