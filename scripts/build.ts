@@ -3,7 +3,7 @@
 // bundle (grpc-health-check and @grpc/reflection load theirs from __dirname).
 
 import { build, type Plugin } from 'esbuild';
-import { cpSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -19,7 +19,9 @@ const packageDirname: Plugin = {
   name: 'package-dirname',
   setup(b) {
     b.onLoad({ filter: /node_modules[\\/](grpc-health-check|@grpc[\\/]reflection)[\\/].*\.js$/ }, (args) => {
-      const rel = relative(join(ROOT, 'node_modules'), dirname(args.path));
+      // esbuild resolves links: a node_modules that is a link (a worktree sharing another
+      // checkout's) is compared as the directory it points at.
+      const rel = relative(realpathSync(join(ROOT, 'node_modules')), dirname(args.path));
       const contents = readFileSync(args.path, 'utf8').replaceAll('__dirname', `require('path').join(__dirname, 'node_modules', ${JSON.stringify(rel)})`);
       return { contents, loader: 'js' };
     });
