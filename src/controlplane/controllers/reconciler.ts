@@ -12,6 +12,7 @@
 // ControllerManager (controller-manager.ts) gives each controller its lane: a queue, a run, and
 // the cache changes mapped to its keys.
 
+import { ConflictError } from '../../machineconfig/index.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { CacheChange } from '../cache/cluster-cache.ts';
 import { MAX_REQUEUE_MS, type ReconcileResult } from './controller.ts';
@@ -113,7 +114,13 @@ async function processOne<K, C>(
       log.debug({ err, key }, 'reconcile stopped: the run was cancelled');
       return;
     }
-    log.error({ err, key, retries: queue.numRequeues(key) }, 'reconcile failed; retrying with backoff');
+    if (err instanceof ConflictError) {
+      // Another lane wrote the same record first (render and pool status both write a pool's
+      // PoolStatus): the next try reads the cache again, which the backoff lets catch up.
+      log.debug({ key, conflict: err.message, retries: queue.numRequeues(key) }, 'reconcile met a newer write; retrying');
+    } else {
+      log.error({ err, key, retries: queue.numRequeues(key) }, 'reconcile failed; retrying with backoff');
+    }
     queue.addRateLimited(key);
     return;
   }
