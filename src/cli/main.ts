@@ -226,23 +226,29 @@ export function buildProgram(io: Io): Command {
     .action(async () => write(optionsText()));
 
   const config = program.command('config').description('the client config file: its contexts (several servers), as kubectl config');
-  config.command('get-contexts').description('list the contexts of the config file; * marks the one in use')
+  // kubectl config takes --kubeconfig after the verb: these take --config (and --context) there too.
+  const fileOptions = (cmd: Command, context = true): Command => {
+    cmd.addOption(new Option('--config <file>', 'the config file (default ~/.config/mcplane/mcctl.yaml, or MCCTL_CONFIG)'));
+    if (context) cmd.addOption(new Option('--context <name>', 'the context to mark as current in the listing').hideHelp());
+    return cmd;
+  };
+  fileOptions(config.command('get-contexts')).description('list the contexts of the config file; * marks the one in use')
     .argument('[name...]')
     .option('--no-headers', 'no header row')
-    .action(async (names: string[], opts: { headers: boolean }) => write((await commands.config()).getContextsCommand(flagsOf(program), opts.headers, names)));
-  config.command('current-context').description('print the name of the context in use')
-    .action(async () => write((await commands.config()).currentContextCommand(flagsOf(program))));
-  config.command('use-context').description('make a context the one in use (currentContext in the config file)')
+    .action(async (names: string[], opts: { headers: boolean }) => write((await commands.config()).getContextsCommand(flagsOf(current), opts.headers, names)));
+  fileOptions(config.command('current-context')).description('print the name of the context in use')
+    .action(async () => write((await commands.config()).currentContextCommand(flagsOf(current))));
+  fileOptions(config.command('use-context'), false).description('make a context the one in use (currentContext in the config file)')
     .argument('<name>')
-    .action(async (name: string) => write((await commands.config()).useContextCommand(flagsOf(program), name)));
-  const setContext = config.command('set-context').description('add a context, or change the keys given of an existing one')
+    .action(async (name: string) => write((await commands.config()).useContextCommand(flagsOf(current), name)));
+  const setContext = fileOptions(config.command('set-context'), false).description('add a context, or change the keys given of an existing one')
     .argument('<name>')
     .option('--current', 'also make it the context in use');
   for (const o of connectionFlagOptions()) if (!['--config', '--context'].includes(o.long!)) setContext.addOption(o);
   setContext.action(async (name: string, opts: ConnectionFlags & { current?: boolean }) => {
-    const { current, ...keys } = opts;
+    const { current: use, config: _file, ...keys } = opts;
     if (keys.requestTimeout !== undefined) (await commands.connection()).parseRequestTimeout(keys.requestTimeout);
-    return write((await commands.config()).setContextCommand(flagsOf(program), name, keys, current ?? false));
+    return write((await commands.config()).setContextCommand(flagsOf(setContext), name, keys, use ?? false));
   });
 
   // The man pages, generated from these definitions, into a directory (the client RPM's build runs it).

@@ -88,7 +88,7 @@ test('contexts: several servers in the config file, get-contexts, use-context, -
   assert.match((await cfg('get', 'pools')).stderr, /no connection to 127\.0\.0\.1:1/);
   assert.equal((await cfg('config', 'use-context', 'lab')).stdout, 'Switched to context "lab".\n');
   assert.match(readFileSync(file, 'utf8'), /^# my servers\n[\s\S]*^currentContext: lab$/m, 'the file keeps its comments');
-  assert.equal((await cfg('config', 'current-context')).stdout, 'lab\n');
+  assert.equal((await runCliAsync(['config', 'current-context', '--config', file])).stdout, 'lab\n', 'the file after the verb, as kubectl config --kubeconfig');
   assert.equal((await cfg('get', 'pools', '-o', 'name')).status, 0);
   const unknown = await cfg('--context', 'prod', 'get', 'pools');
   assert.equal(unknown.status, 1);
