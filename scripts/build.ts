@@ -3,7 +3,7 @@
 // bundle (grpc-health-check and @grpc/reflection load theirs from __dirname).
 
 import { build, type Plugin } from 'esbuild';
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import protobuf from 'protobufjs';
 import { LOADER_OPTIONS, PARSED_PROTO_FILE, PROTO_FILES } from '../src/runtime/proto.ts';
 import { dirname, join, relative } from 'node:path';
@@ -21,7 +21,8 @@ const packageDirname: Plugin = {
   name: 'package-dirname',
   setup(b) {
     b.onLoad({ filter: /node_modules[\\/](grpc-health-check|@grpc[\\/]reflection)[\\/].*\.js$/ }, (args) => {
-      const rel = relative(join(ROOT, 'node_modules'), dirname(args.path));
+      // esbuild gives real paths: node_modules may be a symbolic link (a git worktree sharing one).
+      const rel = relative(realpathSync(join(ROOT, 'node_modules')), dirname(args.path));
       const contents = readFileSync(args.path, 'utf8').replaceAll('__dirname', `require('path').join(__dirname, 'node_modules', ${JSON.stringify(rel)})`);
       return { contents, loader: 'js' };
     });
