@@ -215,24 +215,33 @@ export function connect(flags: ConnectionFlags): Clients {
   // backoff (up to 2 minutes by default) would otherwise keep it failing long after the
   // server is back.
   const options = { ...CLIENT_CHANNEL_OPTIONS, 'grpc.initial_reconnect_backoff_ms': 500, 'grpc.max_reconnect_backoff_ms': 5_000 };
-  const status = new v1.StatusService(c.server, creds, options);
-  const config = new v1.ConfigService(c.server, creds, options);
-  const agent = new v1.AgentService(c.server, creds, options);
-  const identity = new v1.IdentityService(c.server, creds, options);
+  // Each service's client is made when first used: `get pools` needs one, and every client is
+  // its own channel to set up (they share the connection).
+  const made = new Map<string, { close(): void }>();
+  let closed = false;
+  const lazy = <T extends { close(): void }>(name: string, make: () => T): T => {
+    let client = made.get(name) as T | undefined;
+    if (!client) {
+      client = make();
+      made.set(name, client);
+      // Used after close (a late timer): closed at once, so it fails as a closed client does
+      // rather than keep the process alive.
+      if (closed) client.close();
+    }
+    return client;
+  };
   return {
     server: c.server,
     timeoutMs: c.timeoutMs,
     describe: c.insecure ? `${c.server} without TLS (--insecure)` : `${c.server} over TLS (CA ${c.ca}, client certificate ${c.cert})`,
     ...(c.insecure ? {} : { tls: { ca: c.ca!, cert: c.cert! } }),
-    status,
-    config,
-    identity,
-    agent,
+    get status() { return lazy('status', () => new v1.StatusService(c.server, creds, options)); },
+    get config() { return lazy('config', () => new v1.ConfigService(c.server, creds, options)); },
+    get identity() { return lazy('identity', () => new v1.IdentityService(c.server, creds, options)); },
+    get agent() { return lazy('agent', () => new v1.AgentService(c.server, creds, options)); },
     close() {
-      status.close();
-      config.close();
-      identity.close();
-      agent.close();
+      closed = true;
+      for (const client of made.values()) client.close();
     },
   };
 }
