@@ -139,12 +139,21 @@ test('a wrong flag prints one line and the usage; every help has Examples; the c
 test('a new host shows New, not Done; a reason\'s trailing newline is not shown', async () => {
   const r = await mcctl('get', 'node', 'fresh');
   assert.match(lines(r.stdout)[1]!, /^fresh\s+worker\s+New\s+/);
-  const degraded = agents[1]!;
+  // The new host (it applies nothing by itself here) fails its first update.
+  const degraded = agents[2]!;
   degraded.report({ state: 'Degraded', phase: 'apply', reason: 'apply: exit status 1: cannot write /etc/x\n' });
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  const described = await mcctl('describe', 'node', 'w2');
+  // The pool's status follows the node's report asynchronously: poll, bounded.
+  let pool = '';
+  for (const deadline = Date.now() + 15_000; Date.now() < deadline;) {
+    pool = (await mcctl('describe', 'pool', 'worker')).stdout;
+    if (/fresh \(Degraded/.test(pool)) break;
+  }
+  const described = await mcctl('describe', 'node', 'fresh');
   assert.match(described.stdout, /^Reason:\s+apply: exit status 1: cannot write \/etc\/x$/m);
-  assert.match((await mcctl('get', 'node', 'w2', '-o', 'wide')).stdout, /cannot write \/etc\/x$/m);
+  assert.match((await mcctl('get', 'node', 'fresh', '-o', 'wide')).stdout, /cannot write \/etc\/x$/m);
+  // Nor in what quotes it: the pool's condition, and the stored status itself.
+  assert.match(pool, /fresh \(Degraded: apply: exit status 1: cannot write \/etc\/x\)/);
+  assert.equal(JSON.parse((await mcctl('get', 'node', 'fresh', '-o', 'json')).stdout).status.reason, 'apply: exit status 1: cannot write /etc/x');
   degraded.report({ state: 'Done', phase: 'done', reason: '' });
 });
 
