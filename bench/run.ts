@@ -4,6 +4,7 @@ const BENCHMARKS: Record<string, () => Promise<{ run: () => void | Promise<void>
   render: () => import('./render.ts'),
   controlplane: () => import('./controlplane.ts'),
   agent: () => import('./agent.ts'),
+  'cli-startup': () => import('./cli-startup.ts'),
 };
 
 const names = process.argv.slice(2);

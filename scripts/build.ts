@@ -3,7 +3,9 @@
 // bundle (grpc-health-check and @grpc/reflection load theirs from __dirname).
 
 import { build, type Plugin } from 'esbuild';
-import { cpSync, mkdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import protobuf from 'protobufjs';
+import { LOADER_OPTIONS, PARSED_PROTO_FILE, PROTO_FILES } from '../src/runtime/proto.ts';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -19,14 +21,40 @@ const packageDirname: Plugin = {
   name: 'package-dirname',
   setup(b) {
     b.onLoad({ filter: /node_modules[\\/](grpc-health-check|@grpc[\\/]reflection)[\\/].*\.js$/ }, (args) => {
-      // esbuild resolves links: a node_modules that is a link (a worktree sharing another
-      // checkout's) is compared as the directory it points at.
+      // esbuild gives real paths: node_modules may be a symbolic link (a git worktree sharing one).
       const rel = relative(realpathSync(join(ROOT, 'node_modules')), dirname(args.path));
       const contents = readFileSync(args.path, 'utf8').replaceAll('__dirname', `require('path').join(__dirname, 'node_modules', ${JSON.stringify(rel)})`);
       return { contents, loader: 'js' };
     });
   },
 };
+
+/**
+ * mcctl starts often and runs briefly, so most of its time went to compiling its bundle. Node's
+ * compile cache (module.enableCompileCache) keeps V8's code for it between runs; it applies to
+ * modules loaded after it is turned on, hence this loader in front of the program. The cache is
+ * per user (never a shared /tmp directory, where another user could plant code); where it cannot
+ * be written, mcctl runs as before.
+ */
+const MCCTL_LOADER = `'use strict';
+// mcctl: turns on Node's compile cache, then runs the program (scripts/build.ts says why).
+const { join } = require('node:path');
+const home = require('node:os').homedir();
+const cache = process.env.XDG_CACHE_HOME || (home && join(home, '.cache'));
+try {
+  if (cache && process.env.MCCTL_NO_COMPILE_CACHE !== '1') require('node:module').enableCompileCache?.(join(cache, 'mcplane', 'mcctl-compile-cache'));
+} catch { /* no cache: only slower */ }
+require('./mcctl-program.cjs');
+`;
+
+/** The mcplane contract parsed once here, as protobufjs' JSON, for the bundles to load (runtime/proto.ts). */
+function writeParsedProto(file: string): void {
+  const root = new protobuf.Root();
+  root.resolvePath = (_origin, target) => (existsSync(join(ROOT, 'proto', target)) ? join(ROOT, 'proto', target) : target);
+  // proto-loader's own well-known types (google/protobuf/*.proto), as its loadSync adds them.
+  root.loadSync(PROTO_FILES, { keepCase: LOADER_OPTIONS.keepCase });
+  writeFileSync(file, JSON.stringify(root.toJSON()));
+}
 
 export async function buildBundles(): Promise<string> {
   rmSync(OUT, { recursive: true, force: true });
@@ -35,7 +63,8 @@ export async function buildBundles(): Promise<string> {
     entryPoints: {
       'mcplane-agent': join(ROOT, 'src/agent/main.ts'),
       'mcplane-server': join(ROOT, 'src/controlplane/main.ts'),
-      mcctl: join(ROOT, 'src/cli/main.ts'),
+      // mcctl.cjs is the small loader below, which turns on the compile cache first.
+      'mcctl-program': join(ROOT, 'src/cli/main.ts'),
     },
     outdir: OUT,
     outExtension: { '.js': '.cjs' },
@@ -58,6 +87,8 @@ export async function buildBundles(): Promise<string> {
     plugins: [packageDirname],
   });
   cpSync(join(ROOT, 'proto'), join(OUT, 'proto'), { recursive: true });
+  writeParsedProto(join(OUT, PARSED_PROTO_FILE));
+  writeFileSync(join(OUT, 'mcctl.cjs'), MCCTL_LOADER);
   for (const pkg of DIRNAME_PACKAGES) {
     const from = join(ROOT, 'node_modules', pkg);
     for (const protoDir of ['proto', 'build/proto']) {
@@ -71,5 +102,5 @@ export async function buildBundles(): Promise<string> {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const out = await buildBundles();
-  console.log(`built ${relative(ROOT, out)}: mcplane-agent.cjs, mcplane-server.cjs, mcctl.cjs, proto/ (version ${VERSION})`);
+  console.log(`built ${relative(ROOT, out)}: mcplane-agent.cjs, mcplane-server.cjs, mcctl.cjs (and mcctl-program.cjs), proto/ (version ${VERSION})`);
 }

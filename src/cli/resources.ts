@@ -30,6 +30,8 @@ export interface Resource<T> {
   columns: string[];
   wideColumns: string[];
   row(item: T, wide: boolean): (string | number)[];
+  /** For get -w: a row as wide as any this object may show later (the normal columns). */
+  widest?(item: T): (string | number)[];
   /** Which side of StatusService.Watch carries this resource, for -w. */
   watch?: 'pool' | 'node' | 'event';
 }
@@ -78,6 +80,7 @@ const pools: Resource<MachineConfigPool__Output> = {
   labels: (p) => p.labels,
   columns: ['NAME', 'CONFIG', 'UPDATED', 'UPDATING', 'DEGRADED', 'MACHINECOUNT', 'READYMACHINECOUNT', 'UPDATEDMACHINECOUNT', 'DEGRADEDMACHINECOUNT', 'AGE'],
   wideColumns: ['PAUSED', 'MAXUNAVAILABLE', 'NODESELECTOR', 'WINDOW'],
+  widest: (p) => [p.name, `rendered-${p.name}-${'0'.repeat(32)}`, 'Unknown', 'Unknown', 'Unknown', 99999, 99999, 99999, 99999, '0h00m'],
   row: (p, wide) => {
     const s = p.status;
     const row: (string | number)[] = [p.name, s?.configuration || '', condition(p, 'Updated'), condition(p, 'Updating'), condition(p, 'Degraded'),
@@ -90,6 +93,23 @@ const pools: Resource<MachineConfigPool__Output> = {
   },
   watch: 'pool',
 };
+
+/** What STATE shows: the node's state, except that a node that has never applied a config is not
+ * "Done" with nothing (the server's initial state for a registered host) but New. */
+export function nodeState(n: Node__Output): string {
+  const s = n.status;
+  if (!s) return '<unknown>';
+  if (s.state === 'Done' && !s.currentConfig) return 'New';
+  return s.state;
+}
+
+/** Every state STATE can show, for get -w's column width. */
+const WIDEST_STATE = ['Done', 'Working', 'Degraded', 'Unreconcilable', 'RolledBack', 'New'].reduce((a, b) => (b.length > a.length ? b : a));
+
+/** A reason as one line: agents report command output, whose trailing newline is no part of it. */
+export function reasonText(reason: string | undefined): string {
+  return (reason ?? '').trim();
+}
 
 /** Time left on a node's certificate, in AGE's units (89d, 3h); "expired" once it has run out. */
 function certExpires(notAfterUnixMs: number, now = Date.now()): string {
@@ -109,31 +129,76 @@ const nodes: Resource<Node__Output> = {
   wideColumns: ['ZONE', 'AGENT-VERSION', 'CERT-EXPIRES', 'REASON'],
   row: (n, wide) => {
     const s = n.status;
-    const row: (string | number)[] = [n.name, n.pool || '<none>', s?.state ?? '', s?.phase || '', s?.currentConfig || '<none>', s?.desiredConfig || '<none>',
+    const row: (string | number)[] = [n.name, n.pool || '<none>', nodeState(n), s?.phase || '<none>', s?.currentConfig || '<none>', s?.desiredConfig || '<none>',
       s?.connected ? 'True' : 'False', age(n.registrationTimeUnixMs)];
-    if (wide) row.push(n.labels['topology.kubernetes.io/zone'] || '<none>', s?.agentVersion || '<unknown>', certExpires(n.certificateNotAfterUnixMs), s?.reason || '<none>');
+    if (wide) row.push(n.labels['topology.kubernetes.io/zone'] || '<none>', s?.agentVersion || '<unknown>', certExpires(n.certificateNotAfterUnixMs), reasonText(s?.reason) || '<none>');
     return row;
+  },
+  // get -w lays out its table once: each column as wide as the widest value it may take later
+  // (any state and phase, a rendered config of the node's pool, any AGE) keeps rows aligned.
+  widest: (n) => {
+    const config = `rendered-${n.pool}-${'0'.repeat(32)}`;
+    return [n.name, n.pool || '<none>', WIDEST_STATE, 'validate', config, config, 'False', '0h00m'];
   },
   watch: 'node',
 };
 
 interface McShape { metadata: { labels?: Labels }; spec: { config: { storage: { files: unknown[] }; systemd: { units: unknown[] } }; kernelArguments: string[]; kernelType?: string; osImageURL?: string } }
 
-const machineConfigs: Resource<MachineConfig__Output> = {
+/** An item of `get mc`: a MachineConfig as applied, or a rendered one (a RenderedConfig on the wire). */
+type McItem = MachineConfig__Output | RenderedConfig__Output;
+const isRendered = (item: McItem): item is RenderedConfig__Output => 'specJson' in item;
+const isNotFound = (err: unknown): boolean => (err as { grpcCode?: number }).grpcCode === 5 || (err as { code?: string }).code === 'MCPLANE_NOT_FOUND';
+
+/** The spec of a user MachineConfig or of a rendered one, for the table's counts. */
+function mcSpec(item: McItem): { labels: Labels; spec: McShape['spec'] } {
+  if (isRendered(item)) {
+    const spec = (item.specJson ? JSON.parse(item.specJson) : {}) as Partial<McShape['spec']>;
+    return { labels: {}, spec: { kernelArguments: [], ...spec, config: { storage: { files: spec.config?.storage?.files ?? [] }, systemd: { units: spec.config?.systemd?.units ?? [] } } } };
+  }
+  const mc = JSON.parse(item.manifestJson) as McShape;
+  return { labels: mc.metadata.labels ?? {}, spec: mc.spec };
+}
+
+// `oc get mc` lists the rendered configs among the others (they are MachineConfigs there), and
+// `oc get mc rendered-worker-<hash>` shows one: so does mcctl. ROLE is the role label of a user
+// config and the pool of a rendered one; GENERATEDBY says which is which (oc's
+// GENERATEDBYCONTROLLER column).
+const machineConfigs: Resource<McItem> = {
   name: 'mc',
   typeName: 'machineconfig',
-  list: async (c) => (await call(c, c.config.listMachineConfigs.bind(c.config), {}, 'list MachineConfigs')).machineConfigs,
-  get: (c, name) => call(c, c.config.getMachineConfig.bind(c.config), { name }, `get MachineConfig ${name}`),
+  list: async (c) => {
+    const [user, generated] = await Promise.all([
+      call(c, c.config.listMachineConfigs.bind(c.config), {}, 'list MachineConfigs'),
+      call(c, c.config.listRenderedConfigs.bind(c.config), { pool: '' }, 'list rendered configs'),
+    ]);
+    return [...user.machineConfigs, ...generated.renderedConfigs].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  },
+  get: async (c, name) => {
+    try {
+      return await call(c, c.config.getMachineConfig.bind(c.config), { name }, `get MachineConfig ${name}`);
+    } catch (err) {
+      // Not a config someone applied: it may be one the server rendered.
+      if (!isNotFound(err) || !name.startsWith('rendered-')) throw err;
+      try {
+        return await call(c, c.config.getRenderedConfig.bind(c.config), { name }, `get rendered config ${name}`);
+      } catch (renderedErr) {
+        if (isNotFound(renderedErr)) throw err;
+        throw renderedErr;
+      }
+    }
+  },
   nameOf: (mc) => mc.name,
-  object: machineConfigObject,
-  labels: (mc) => (JSON.parse(mc.manifestJson) as McShape).metadata.labels ?? {},
-  columns: ['NAME', 'ROLE', 'FILES', 'UNITS', 'KERNELARGUMENTS', 'AGE'],
+  object: (item) => (isRendered(item) ? renderedObject(item) : machineConfigObject(item)),
+  labels: (item) => mcSpec(item).labels,
+  columns: ['NAME', 'ROLE', 'GENERATEDBY', 'FILES', 'UNITS', 'KERNELARGUMENTS', 'AGE'],
   wideColumns: ['KERNELTYPE', 'OSIMAGEURL'],
   row: (item, wide) => {
-    const mc = JSON.parse(item.manifestJson) as McShape;
-    const row: (string | number)[] = [item.name, mc.metadata.labels?.['machineconfiguration.openshift.io/role'] ?? '', mc.spec.config.storage.files.length,
-      mc.spec.config.systemd.units.length, mc.spec.kernelArguments.join(' ') || '<none>', age(item.creationTimeUnixMs)];
-    if (wide) row.push(mc.spec.kernelType || 'default', mc.spec.osImageURL || '<none>');
+    const { labels, spec } = mcSpec(item);
+    const role = isRendered(item) ? item.pool : labels['machineconfiguration.openshift.io/role'] ?? '';
+    const row: (string | number)[] = [item.name, role || '<none>', isRendered(item) ? 'mcplane-server' : '<user>', spec.config.storage.files.length,
+      spec.config.systemd.units.length, spec.kernelArguments.join(' ') || '<none>', age(item.creationTimeUnixMs)];
+    if (wide) row.push(spec.kernelType || 'default', spec.osImageURL || '<none>');
     return row;
   },
 };

@@ -91,7 +91,9 @@ export function boundNodeStatus(status: NodeStatus): NodeStatus {
     // An unknown state is kept (the control plane degrades the node, quoting it), but not whole.
     state: cut(status.state) as NodeStatus['state'],
     phase: cut(status.phase),
-    reason: cut(status.reason, MAX_REASON_CHARS),
+    // Agents report command output, whose trailing newline is no part of the reason (it showed
+    // as a stray "\n" in every message quoting it).
+    reason: cut(typeof status.reason === 'string' ? status.reason.trim() : status.reason, MAX_REASON_CHARS),
     drift: boundDrift(status.drift),
     os: status.os ? boundOs(status.os) : null,
     bootId: cut(status.bootId),

@@ -36,7 +36,7 @@ test('a refused operation says "not allowed" with the server\'s reason, not a cr
 });
 
 test('connection failures say what was tried and the likely cause, without gRPC internals', async () => {
-  const refused = await runCliAsync(['--server', '127.0.0.1:1', '--pki-dir', server.pki.dir, '--config', '/dev/null', '--timeout', '3', 'get', 'pools']);
+  const refused = await runCliAsync(['--server', '127.0.0.1:1', '--pki-dir', server.pki.dir, '--config', '/dev/null', '--request-timeout', '3', 'get', 'pools']);
   assert.equal(refused.status, 1);
   assert.equal(refused.stderr, `error: cannot list pools: no connection to 127.0.0.1:1 over TLS (CA ${server.pki.dir}/ca.crt, client certificate ${server.pki.dir}/admin.crt): ` +
     'nothing listens there (connection refused): is mcplane-server running, and on this port?\n');
@@ -67,7 +67,7 @@ test('unknown keys in the config file are errors naming the key and the file', a
   writeFileSync(file, `sever: ${server.address}\npkiDir: ${server.pki.dir}\n`);
   const r = await runCliAsync(['--config', file, 'get', 'pools']);
   assert.equal(r.status, 1);
-  assert.equal(r.stderr, `error: config file ${file}: unknown key "sever" (did you mean "server"?); known keys: server, pkiDir, ca, cert, key, insecure, timeout\n`);
+  assert.equal(r.stderr, `error: config file ${file}: unknown key "sever" (did you mean "server"?); known keys: server, pkiDir, ca, cert, key, insecure, requestTimeout, timeout, currentContext, contexts\n`);
   writeFileSync(file, `server: ${server.address}\npkiDir: ${server.pki.dir}\n`);
   assert.equal((await runCliAsync(['--config', file, 'get', 'pools', '-o', 'name'])).status, 0);
   writeFileSync(file, `server: ${server.address}\ninsecure: "yes"\n`);

@@ -61,7 +61,7 @@ test('-o wide, -o name, --no-headers', async () => {
   assert.equal((await mcctl('get', 'pools', '-o', 'name')).stdout, 'machineconfigpool/infra\nmachineconfigpool/master\nmachineconfigpool/worker\n');
   const bare = await mcctl('get', 'nodes', '--no-headers');
   assert.deepEqual(firstColumn(bare.stdout), ['n1', 'n2', 'n3']);
-  assert.match((await mcctl('get', 'nodes', '-o', 'yml')).stderr, /-o yml: unknown output format; use wide, name, yaml, json or jsonpath=TEMPLATE/);
+  assert.match((await mcctl('get', 'nodes', '-o', 'yml')).stderr, /-o yml: unknown output format; use wide, name, yaml, json, jsonpath=TEMPLATE or custom-columns=HEADER:EXPR/);
 });
 
 test('-o jsonpath with kubectl\'s template syntax', async () => {

@@ -120,7 +120,7 @@ test('watch prints the current state, then changes', async () => {
 });
 
 test('errors: unreachable server, bad credentials, bad documents, unknown resources', async () => {
-  const down = await runCliAsync(['--server', '127.0.0.1:1', '--pki-dir', server.pki.dir, '--timeout', '2', '--config', '/dev/null', 'get', 'pools']);
+  const down = await runCliAsync(['--server', '127.0.0.1:1', '--pki-dir', server.pki.dir, '--request-timeout', '2', '--config', '/dev/null', 'get', 'pools']);
   assert.equal(down.status, 1);
   assert.match(down.stderr, /^error: cannot list pools: no connection to 127\.0\.0\.1:1 over TLS .*connection refused/);
   assert.equal(down.stdout, '');

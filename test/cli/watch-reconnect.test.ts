@@ -71,7 +71,7 @@ test('mcctl watch reconnects after the server restarts, says so on stderr, and p
 test('mcctl watch gives up with a non-zero exit and the reason when the server stays away', async () => {
   const pki = await testPki();
   const server = await spawnServer(['--data-dir', mkdtempSync(join(tmpdir(), 'mcplane-watch-')), '--listen', '127.0.0.1:0', '--pki-dir', pki.dir, '--no-bootstrap']);
-  const conn = ['--server', server.address, '--pki-dir', pki.dir, '--config', '/dev/null', '--timeout', '1'];
+  const conn = ['--server', server.address, '--pki-dir', pki.dir, '--config', '/dev/null', '--request-timeout', '1'];
   const watch = startWatch(conn, ['--give-up-after', '2s']);
   try {
     await watch.until('stdout', /current state above/);

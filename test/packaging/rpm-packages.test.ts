@@ -16,6 +16,8 @@ const skip = spawnSync('rpmbuild', ['--version']).status !== 0 && 'rpmbuild is n
 let agentRpm = '';
 let agentArmRpm = '';
 let serverRpm = '';
+let cliRpm = '';
+let cliArmRpm = '';
 let built: string[] = [];
 let root = '';
 let armRoot = '';
@@ -37,6 +39,8 @@ before(() => {
   agentRpm = find(/\/mcplane-agent-[^/]*\.x86_64\.rpm$/);
   agentArmRpm = find(/\/mcplane-agent-[^/]*\.aarch64\.rpm$/);
   serverRpm = find(/\/mcplane-server-[^/]*\.x86_64\.rpm$/);
+  cliRpm = find(/\/mcplane-cli-[^/]*\.x86_64\.rpm$/);
+  cliArmRpm = find(/\/mcplane-cli-[^/]*\.aarch64\.rpm$/);
   root = mkdtempSync(join(tmpdir(), 'rpm-root-'));
   armRoot = mkdtempSync(join(tmpdir(), 'rpm-root-aarch64-'));
 });
@@ -59,8 +63,10 @@ function elfMachine(path: string): number {
   return header.readUInt16LE(18);
 }
 
-test('npm run package builds the agent for x86_64 and aarch64 and the server for x86_64 into dist/', { skip }, () => {
-  assert.equal(built.length, 3, built.join('\n'));
+test('npm run package builds the agent and the client for x86_64 and aarch64 and the server for x86_64 into dist/', { skip }, () => {
+  assert.equal(built.length, 5, built.join('\n'));
+  assert.match(cliRpm, /dist\/mcplane-cli-\d+\.\d+\.\d+-1\.fc41\.x86_64\.rpm$/);
+  assert.match(cliArmRpm, /dist\/mcplane-cli-\d+\.\d+\.\d+-1\.fc41\.aarch64\.rpm$/);
   assert.match(agentRpm, /dist\/mcplane-agent-\d+\.\d+\.\d+-1\.fc41\.x86_64\.rpm$/);
   assert.match(agentArmRpm, /dist\/mcplane-agent-\d+\.\d+\.\d+-1\.fc41\.aarch64\.rpm$/);
   assert.match(serverRpm, /dist\/mcplane-server-\d+\.\d+\.\d+-1\.fc41\.x86_64\.rpm$/);
@@ -91,21 +97,39 @@ test('rpm -qlp: each carries its runtime under /usr/lib/mcplane/, the protos it 
     assert.ok(agent.includes(f), `agent RPM has ${f}`);
   }
   const server = rpm('-qlp', serverRpm).trim().split('\n');
-  for (const f of ['/usr/bin/mcplane-server', '/usr/bin/mcctl', '/usr/lib/mcplane/server/node', '/usr/lib/mcplane/server/mcplane-server.cjs',
-    '/usr/lib/mcplane/server/mcctl.cjs', '/usr/lib/mcplane/server/node_modules/grpc-health-check/proto/health/v1/health.proto',
+  for (const f of ['/usr/bin/mcplane-server', '/usr/lib/mcplane/server/node', '/usr/lib/mcplane/server/mcplane-server.cjs',
+    '/usr/lib/mcplane/server/mcplane-proto.json', '/usr/lib/mcplane/server/node_modules/grpc-health-check/proto/health/v1/health.proto',
     '/usr/lib/mcplane/server/node_modules/@grpc/reflection/build/proto/grpc/reflection/v1alpha/reflection.proto',
     '/usr/lib/systemd/system/mcplane-server.service', '/etc/mcplane/server.yaml', '/var/lib/mcplane-server',
     '/usr/share/mcplane/prometheus/mcplane-alerts.yaml']) {
     assert.ok(server.includes(f), `server RPM has ${f}`);
   }
   assert.ok(!server.includes('/var/lib/mcplane'), 'the server keeps no state in the agent\'s directory');
+  assert.ok(!server.some((f) => f.includes('mcctl')), 'mcctl is mcplane-cli\'s');
   assert.ok(!agent.some((f) => f.includes('prometheus')), 'the alert rules are the server package\'s');
   assert.match(rpm('-qp', '--configfiles', agentRpm), /^\/etc\/mcplane\/agent\.yaml$/m);
   assert.match(rpm('-qp', '--configfiles', serverRpm), /^\/etc\/mcplane\/server\.yaml$/m);
 });
 
+test('mcplane-cli: mcctl alone, with completion for three shells and man pages; no service, unit, user or state', { skip }, () => {
+  const cli = rpm('-qlp', cliRpm).trim().split('\n');
+  for (const f of ['/usr/bin/mcctl', '/usr/lib/mcplane/cli/node', '/usr/lib/mcplane/cli/mcctl.cjs', '/usr/lib/mcplane/cli/mcctl-program.cjs',
+    '/usr/lib/mcplane/cli/mcplane-proto.json', '/usr/lib/mcplane/cli/proto/mcplane/v1/status.proto',
+    '/usr/share/bash-completion/completions/mcctl', '/usr/share/zsh/site-functions/_mcctl', '/usr/share/fish/vendor_completions.d/mcctl.fish',
+    '/usr/share/man/man1/mcctl.1', '/usr/share/man/man1/mcctl-get.1', '/usr/share/man/man1/mcctl-rollout-status.1', '/usr/share/man/man1/mcctl-config-use-context.1']) {
+    assert.ok(cli.includes(f), `cli RPM has ${f}`);
+  }
+  assert.ok(!cli.some((f) => /systemd|sysusers|firewalld|\/var\/lib|\/etc\/|mcplane-server|mcplane-agent/.test(f)), cli.join('\n'));
+  assert.equal(rpm('-qp', '--scripts', cliRpm), '', 'no scriptlets');
+  assert.doesNotMatch(rpm('-qp', '--requires', cliRpm), /systemd/);
+  // The server's host gets mcctl through it, of the same build.
+  assert.match(rpm('-qp', '--requires', serverRpm), /^mcplane-cli = \d+\.\d+\.\d+-1\.fc41$/m);
+  assert.equal(rpm('-qp', '--qf', '%{ARCH}', cliArmRpm), 'aarch64');
+  assert.match(rpm('-qp', '--requires', cliArmRpm), /^ld-linux-aarch64\.so\.1\(\)\(64bit\)$/m);
+});
+
 test('--requires: no Node.js from the host, only the C libraries the bundled binary links', { skip }, () => {
-  for (const file of [agentRpm, serverRpm]) {
+  for (const file of [agentRpm, serverRpm, cliRpm]) {
     const requires = rpm('-qp', '--requires', file);
     assert.doesNotMatch(requires, /node/i);
     assert.doesNotMatch(requires, /\/usr\/bin\/env/);
@@ -114,13 +138,14 @@ test('--requires: no Node.js from the host, only the C libraries the bundled bin
 });
 
 test('--qf: Release carries the distribution tag (%{?dist})', { skip }, () => {
-  for (const file of [agentRpm, serverRpm]) assert.equal(rpm('-qp', '--qf', '%{RELEASE}', file), '1.fc41');
+  for (const file of [agentRpm, serverRpm, cliRpm]) assert.equal(rpm('-qp', '--qf', '%{RELEASE}', file), '1.fc41');
 });
 
 test('%license and %doc: the project\'s and Node\'s license texts, the README', { skip }, () => {
-  for (const [name, file] of [['mcplane-agent', agentRpm], ['mcplane-server', serverRpm]] as const) {
+  for (const [name, file] of [['mcplane-agent', agentRpm], ['mcplane-server', serverRpm], ['mcplane-cli', cliRpm]] as const) {
     assert.deepEqual(rpm('-qp', '--licensefiles', file).trim().split('\n').sort(), [`/usr/share/licenses/${name}/LICENSE`, `/usr/share/licenses/${name}/LICENSE.nodejs`]);
-    assert.deepEqual(rpm('-qp', '--docfiles', file).trim().split('\n'), [`/usr/share/doc/${name}/README.md`]);
+    // Man pages count as documentation too (mcplane-cli's); the rest is the README.
+    assert.deepEqual(rpm('-qp', '--docfiles', file).trim().split('\n').filter((f) => !f.startsWith('/usr/share/man/')), [`/usr/share/doc/${name}/README.md`]);
   }
 });
 
@@ -158,7 +183,7 @@ test('the Node binary is not stripped', { skip }, () => {
 });
 
 test('installed into a temporary root, the programs run from there', { skip }, () => {
-  rpm('--root', root, '-i', '--nodeps', '--noscripts', agentRpm, serverRpm);
+  rpm('--root', root, '-i', '--nodeps', '--noscripts', agentRpm, serverRpm, cliRpm);
   for (const program of ['agent', 'server']) assert.equal(elfMachine(join(root, 'usr/lib/mcplane', program, 'node')), 62, 'EM_X86_64');
   for (const state of ['var/lib/mcplane', 'var/lib/mcplane-server']) {
     assert.ok(existsSync(join(root, state)), state);
@@ -175,6 +200,16 @@ test('installed into a temporary root, the programs run from there', { skip }, (
     assert.equal(r.status, 0, `${program}: ${r.stderr}`);
     assert.match(r.stdout.trim(), /^\d+\.\d+\.\d+$/);
   }
+});
+
+test('installed, mcctl\'s man pages render and its bash completion loads', { skip }, () => {
+  const page = spawnSync('man', ['-l', join(root, 'usr/share/man/man1/mcctl-get.1')], { encoding: 'utf8', env: { ...process.env, MANPAGER: 'cat', MANWIDTH: '100' } });
+  if (page.status === 0) {
+    assert.match(page.stdout, /^EXAMPLES$/m);
+    assert.match(page.stdout, /mcctl get mc/);
+  } else assert.match(readFileSync(join(root, 'usr/share/man/man1/mcctl-get.1'), 'utf8'), /^\.SH EXAMPLES$/m);
+  const bash = spawnSync('bash', ['-c', `source ${join(root, 'usr/share/bash-completion/completions/mcctl')}; complete -p mcctl`], { encoding: 'utf8' });
+  assert.equal(bash.stdout, 'complete -F _mcctl mcctl\n', bash.stderr);
 });
 
 test('installed, the firewalld service is well-formed XML with the ports of the shipped server.yaml', { skip }, () => {
@@ -197,8 +232,9 @@ test('the installed server serves mcplane, health and reflection; the installed 
     });
     server.once('exit', (code) => reject(new Error(`server exited ${code}`)));
   });
+  const cache = mkdtempSync(join(tmpdir(), 'mcctl-cache-'));
   const mcctl = (...args: string[]) => new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(join(root, 'usr/bin/mcctl'), ['--server', address, '--pki-dir', pki.dir, '--config', '/dev/null', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(join(root, 'usr/bin/mcctl'), ['--server', address, '--pki-dir', pki.dir, '--config', '/dev/null', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, XDG_CACHE_HOME: cache } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => { stdout += d; });
@@ -210,6 +246,10 @@ test('the installed server serves mcplane, health and reflection; the installed 
   const pools = await mcctl('get', 'pools');
   assert.equal(pools.status, 0, pools.stderr);
   assert.match(pools.stdout, /^infra\s+rendered-infra-/m);
+  // mcctl keeps its compile cache in the user's cache directory, and runs the same from it.
+  assert.ok(existsSync(join(cache, 'mcplane', 'mcctl-compile-cache')), 'compile cache written');
+  assert.equal((await mcctl('get', 'pools')).stdout.split('\n')[0], pools.stdout.split('\n')[0]);
+  rmSync(cache, { recursive: true, force: true });
   // Health and reflection read their .proto files at run time: the package must ship them.
   const grpc = await import('@grpc/grpc-js');
   const { loadSync } = await import('@grpc/proto-loader');

@@ -59,7 +59,7 @@ export function explain(err: Pick<ServiceError, 'code' | 'details'> & { metadata
     case Status.UNAVAILABLE:
       return new RemoteCallError(`cannot ${what}: no connection to ${tried}: ${connectionCause(err.details, target)}`, err.code);
     case Status.DEADLINE_EXCEEDED:
-      return new RemoteCallError(`cannot ${what}: no answer from ${target.server} within ${target.timeoutMs / 1000}s (raise it with --timeout)`, err.code);
+      return new RemoteCallError(`cannot ${what}: no answer from ${target.server} within ${target.timeoutMs / 1000}s (raise it with --request-timeout)`, err.code);
     case Status.UNAUTHENTICATED:
       return new RemoteCallError(`cannot ${what}: the server rejected your credentials${target.tls ? ` (${target.tls.cert})` : ''}: ${err.details}`, err.code);
     case Status.INVALID_ARGUMENT:

@@ -8,11 +8,11 @@ import type { WatchEvent__Output } from '../../runtime/generated/mcplane/v1/Watc
 import { call } from '../client/call.ts';
 import type { Clients } from '../client/connection.ts';
 import { watchWithReconnect } from '../client/watch-stream.ts';
-import { age, columnWidths, forDisplay, formatRow, table } from '../format.ts';
+import { age, columnWidths, forDisplay, formatRow, shown, table } from '../format.ts';
 import { parseSelectorFlag } from '../label-selector-flag.ts';
 import { formatTimeline } from '../update-timeline.ts';
-import { formatOne, type GetFormat } from '../output.ts';
-import { RESOURCES, resourceOf, type Resource, type ResourceName } from '../resources.ts';
+import { customCell, formatOne, sortKey, type CustomColumn, type GetFormat } from '../output.ts';
+import { nodeState, reasonText, RESOURCES, resourceOf, type Resource, type ResourceName } from '../resources.ts';
 
 export { resourceOf } from '../resources.ts';
 
@@ -31,6 +31,10 @@ export interface GetOptions {
   pool?: string;
   /** Events about this node only (get events). */
   node?: string;
+  /** --sort-by: a JSONPath into each object (kubectl's), e.g. .metadata.creationTimestamp. */
+  sortBy?: string;
+  /** --show-labels: a LABELS column. */
+  showLabels?: boolean;
 }
 
 interface Target {
@@ -105,9 +109,10 @@ export async function getCommand(c: Clients, io: Io, args: string[], options: Ge
     }
     fetched.push({ resource, items, named: true });
   }
+  if (options.sortBy !== undefined) for (const f of fetched) f.items = sortItems(f.resource, f.items, options.sortBy);
 
   io.out(print(fetched, options, targets.length > 1));
-  if (fetched.every((f) => f.items.length === 0) && missing.length === 0 && (options.format.kind === 'table' || options.format.kind === 'wide' || options.format.kind === 'name')) {
+  if (fetched.every((f) => f.items.length === 0) && missing.length === 0 && ['table', 'wide', 'name', 'custom-columns'].includes(options.format.kind)) {
     io.err('No resources found\n');
   }
   if (missing.length) throw new ConfigurationError(missing.join('\n'));
@@ -122,23 +127,52 @@ function selects(resource: Resource<unknown>, selector: LabelSelector | undefine
   return matchesSelector(selector, labels);
 }
 
-function columnsOf(resource: Resource<unknown>, wide: boolean): string[] {
-  return wide ? [...resource.columns, ...resource.wideColumns] : resource.columns;
+/** kubectl's --sort-by: by a JSONPath into each object, numbers as numbers; a stable sort. */
+function sortItems(resource: Resource<unknown>, items: unknown[], expr: string): unknown[] {
+  const keyed = items.map((item) => ({ item, key: sortKey(expr, resource.object(item)) }));
+  keyed.sort((a, b) => {
+    if (typeof a.key === 'number' && typeof b.key === 'number') return a.key - b.key;
+    const x = String(a.key);
+    const y = String(b.key);
+    return x < y ? -1 : x > y ? 1 : 0;
+  });
+  return keyed.map((k) => k.item);
 }
 
-function rowOf(resource: Resource<unknown>, item: unknown, wide: boolean, prefixType: boolean): (string | number)[] {
-  const row = resource.row(item, wide);
-  if (prefixType) row[0] = `${resource.typeName}/${row[0]}`;
+/** The table's shape: the resource's columns (-o wide adds some), custom columns, LABELS. */
+interface Layout {
+  wide: boolean;
+  custom?: CustomColumn[];
+  showLabels: boolean;
+}
+
+function layoutOf(options: GetOptions): Layout {
+  const f = options.format;
+  return { wide: f.kind === 'wide', custom: f.kind === 'custom-columns' ? f.columns : undefined, showLabels: options.showLabels ?? false };
+}
+
+function columnsOf(resource: Resource<unknown>, layout: Layout): string[] {
+  const columns = layout.custom ? layout.custom.map((c) => c.header) : layout.wide ? [...resource.columns, ...resource.wideColumns] : resource.columns;
+  return layout.showLabels ? [...columns, 'LABELS'] : columns;
+}
+
+function rowOf(resource: Resource<unknown>, item: unknown, layout: Layout, prefixType: boolean): (string | number)[] {
+  const row = layout.custom ? layout.custom.map((c) => customCell(c, resource.object(item))) : resource.row(item, layout.wide);
+  if (prefixType && !layout.custom) row[0] = `${resource.typeName}/${row[0]}`;
+  if (layout.showLabels) {
+    const labels = resource.labels(item) ?? {};
+    row.push(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => `${k}=${v}`).join(',') || '<none>');
+  }
   return row;
 }
 
 function print(fetched: Fetched[], options: GetOptions, severalTypes: boolean): string {
   const f = options.format;
   if (f.kind === 'name') return fetched.flatMap((g) => g.items.map((i) => `${g.resource.typeName}/${g.resource.nameOf(i)}\n`)).join('');
-  if (f.kind === 'table' || f.kind === 'wide') {
-    const wide = f.kind === 'wide';
+  if (f.kind === 'table' || f.kind === 'wide' || f.kind === 'custom-columns') {
+    const layout = layoutOf(options);
     return fetched.filter((g) => g.items.length)
-      .map((g) => table(columnsOf(g.resource, wide), g.items.map((i) => rowOf(g.resource, i, wide, severalTypes)), { headers: options.headers }))
+      .map((g) => table(columnsOf(g.resource, layout), g.items.map((i) => rowOf(g.resource, i, layout, severalTypes)), { headers: options.headers }))
       .join('\n');
   }
   const objects = fetched.flatMap((g) => g.items.map((i) => g.resource.object(i)));
@@ -158,9 +192,9 @@ function watchGet(c: Clients, io: Io, targets: Target[], selector: LabelSelector
   const resource = RESOURCES[t.resource];
   if (!resource.watch) throw new ConfigurationError(`--watch works on pools, nodes and events; ${t.resource} has no watch`);
   const f = options.format;
-  const wide = f.kind === 'wide';
-  const lineFormat = f.kind === 'table' || f.kind === 'wide';
-  const ageColumn = resource.columns.indexOf('AGE');
+  const layout = layoutOf(options);
+  const lineFormat = f.kind === 'table' || f.kind === 'wide' || f.kind === 'custom-columns';
+  const ageColumn = layout.custom ? -1 : resource.columns.indexOf('AGE');
   const wanted = (item: unknown): boolean => {
     if (t.names.length && !t.names.includes(resource.nameOf(item))) return false;
     if (options.pool !== undefined && (item as Node__Output).pool !== options.pool && (item as { object?: string }).object !== `pool/${options.pool}`) return false;
@@ -175,7 +209,7 @@ function watchGet(c: Clients, io: Io, targets: Target[], selector: LabelSelector
       const text = f.kind === 'yaml' ? `---\n${formatOne(resource.object(item), f)}` : formatOne(resource.object(item), f);
       return { text: f.kind === 'jsonpath' && !text.endsWith('\n') ? text + '\n' : text, key: text };
     }
-    const row = rowOf(resource, item, wide, false);
+    const row = rowOf(resource, item, layout, false);
     return { text: formatRow(row, widths) + '\n', key: JSON.stringify(row.filter((_, i) => i !== ageColumn)) };
   };
   let widths: number[] = [];
@@ -204,9 +238,11 @@ function watchGet(c: Clients, io: Io, targets: Target[], selector: LabelSelector
       if (!printedTable) {
         printedTable = true;
         if (lineFormat) {
-          const columns = columnsOf(resource, wide);
-          const rows = items.map((i) => rowOf(resource, i, wide, false));
-          widths = columnWidths(columns, rows);
+          const columns = columnsOf(resource, layout);
+          const rows = items.map((i) => rowOf(resource, i, layout, false));
+          // Room for what the rows may show later, so that change rows stay in their columns.
+          const widest = layout.custom ? [] : items.flatMap((i) => (resource.widest ? [resource.widest(i)] : []));
+          widths = columnWidths(columns, [...rows, ...widest]);
           if (options.headers && rows.length) io.out(formatRow(columns, widths) + '\n');
         }
         if (!items.length) io.err('No resources found\n');
@@ -282,7 +318,7 @@ function describePool(pool: MachineConfigPool__Output, poolNodes: Node__Output[]
     indent(table(['TYPE', 'STATUS', 'REASON', 'AGE', 'MESSAGE'], (s?.conditions ?? []).map((c) => [c.type, c.status, c.reason, age(c.lastTransitionTimeUnixMs), c.message]))),
     'Nodes:',
     nodes.length
-      ? indent(table(['NAME', 'STATE', 'PHASE', 'CURRENTCONFIG', 'CONNECTED', 'REASON'], nodes.map((n) => [n.name, n.status?.state ?? '', n.status?.phase ?? '', n.status?.currentConfig || '<none>', n.status?.connected ? 'True' : 'False', n.status?.reason ?? ''])))
+      ? indent(table(['NAME', 'STATE', 'PHASE', 'CURRENTCONFIG', 'CONNECTED', 'REASON'], poolNodes.map((n) => [n.name, nodeState(n), n.status?.phase || '<none>', n.status?.currentConfig || '<none>', n.status?.connected ? 'True' : 'False', reasonText(n.status?.reason)])))
       : '  <none>\n',
   ];
   return lines.join('\n').replace(/\n+$/, '') + '\n';
@@ -299,9 +335,9 @@ function describeNode(node: Node__Output): string {
     `Labels:          ${Object.entries(n.labels).map(([k, v]) => (v ? `${k}=${v}` : k)).join('\n                 ') || '<none>'}`,
     `Registered:      ${n.registrationTimeUnixMs ? new Date(n.registrationTimeUnixMs).toISOString() : '<unknown>'} (${age(n.registrationTimeUnixMs)} ago)`,
     `Connected:       ${s?.connected ? 'True' : 'False'} (last seen ${age(s?.lastSeenUnixMs ?? 0)} ago)`,
-    `State:           ${s?.state ?? '<unknown>'}`,
+    `State:           ${shown(nodeState(node))}`,
     `Phase:           ${s?.phase || '<none>'}`,
-    `Reason:          ${s?.reason || '<none>'}`,
+    `Reason:          ${shown(reasonText(node.status?.reason)) || '<none>'}`,
     `Current Config:  ${s?.currentConfig || '<none>'}`,
     `Desired Config:  ${s?.desiredConfig || '<none>'}`,
     `Last Disruption: ${s?.lastDisruption || '<none>'}`,

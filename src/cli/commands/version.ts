@@ -1,11 +1,11 @@
 // mcctl version: this client's version and, over GetServerInfo, the server's. The client's is
 // printed even when the server cannot be reached, and then the exit is 1.
 
-import { McplaneError, RemoteCallError } from '../../machineconfig/index.ts';
+import { McplaneError } from '../../machineconfig/index.ts';
 import { VERSION } from '../../runtime/version.ts';
 import { call } from '../client/call.ts';
 import type { Clients } from '../client/connection.ts';
-import { forDisplay, shown } from '../format.ts';
+import { forDisplay } from '../format.ts';
 import { formatOne } from '../output.ts';
 import type { Io } from './read.ts';
 
@@ -29,21 +29,10 @@ export async function versionCommand(connect: () => Clients, io: Io, output: str
   } else {
     io.out(`client: ${VERSION}\n`);
     // The server's words for itself, shown with their control characters escaped (format.ts).
+    // Why it is unreachable is said once, by the error on stderr.
     io.out(server
       ? `server: ${server.version} (at ${server.address}, replica ${server.replica}${server.leader ? ', leader' : ''}, store ${server.store})\n`
-      : `server: unreachable (${shown(shortReason(failure!))})\n`);
+      : 'server: unreachable\n');
   }
   if (failure) throw failure;
-}
-
-/** The first sentence of the explanation: the details follow on stderr. */
-function shortReason(err: McplaneError): string {
-  const text = err instanceof RemoteCallError ? err.message.replace(/^cannot get the server version: /, '') : err.message;
-  let depth = 0;
-  for (let i = 0; i < text.length; i++) {
-    if (text[i] === '(') depth++;
-    else if (text[i] === ')') depth--;
-    else if (depth === 0 && (text[i] === '\n' || (text[i] === '.' && text[i + 1] === ' '))) return text.slice(0, i);
-  }
-  return text.replace(/\.$/, '');
 }
