@@ -87,11 +87,14 @@ export function statusService(cp: ControlPlane, auth: Authorizer, log: Logger): 
       let cut = false;
       const write = (event: WatchEvent): void => {
         if (cut) return;
-        if (call.writableLength >= limit) {
+        // A fleet that grew since the initial list relists more: the bound grows with what the
+        // stream holds, so a client that reads keeps up whatever the size.
+        const bound = Math.max(limit, sentPools.size + sentNodes.size + sentEvents.size + cp.watchBacklog);
+        if (call.writableLength >= bound) {
           cut = true;
           stop();
           log.warn({ peer: call.getPeer(), unread: call.writableLength, backlog: cp.watchBacklog }, 'Watch client too slow; stream cut');
-          call.emit('error', { code: Status.RESOURCE_EXHAUSTED, details: `${SLOW_WATCH_DETAILS} (${call.writableLength} events unread; the bound is ${limit})` });
+          call.emit('error', { code: Status.RESOURCE_EXHAUSTED, details: `${SLOW_WATCH_DETAILS} (${call.writableLength} events unread; the bound is ${bound})` });
           return;
         }
         call.write(event);

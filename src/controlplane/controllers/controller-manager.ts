@@ -16,7 +16,7 @@
 import type { Logger } from '../../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
 import { RateLimitedQueue } from './rate-limited-queue.ts';
-import { enqueueChange, runController, type KeyedController } from './reconciler.ts';
+import { CONFLICT_RETRY_MS, enqueueChange, runController, type KeyedController } from './reconciler.ts';
 
 /** How long a controller's keys gather before they are queued. */
 const COALESCE_MS = 20;
@@ -41,6 +41,8 @@ interface Lane {
 export class ControllerManager {
   readonly #lanes: Lane[];
   #leadership: AbortController | undefined;
+  /** Aborted by stop(): the runs of the lanes that are not leader-only. */
+  readonly #lifetime = new AbortController();
   #stopped = false;
   readonly #onChange = (change: CacheChange): void => {
     for (const lane of this.#lanes) if (this.#runnable(lane)) this.#enqueue(lane, change);
@@ -60,6 +62,12 @@ export class ControllerManager {
     }));
     cache.on('change', this.#onChange);
     for (const lane of this.#lanes) lane.controller.bindWake?.(() => this.wake(lane.controller.name));
+    // Every replica runs these, leader or not.
+    for (const lane of this.#lanes) {
+      if (lane.controller.leaderOnly) continue;
+      this.#enqueue(lane, resyncChange(cache.revision), 0);
+      this.#start(lane, this.#lifetime.signal);
+    }
   }
 
   get leading(): boolean {
@@ -72,18 +80,28 @@ export class ControllerManager {
     if (!leading) {
       this.#leadership!.abort(new Error('this replica stopped leading'));
       this.#leadership = undefined;
-      for (const lane of this.#lanes) this.#dropPending(lane);
+      for (const lane of this.#lanes) if (lane.controller.leaderOnly) this.#dropPending(lane);
       return;
     }
     const leadership = new AbortController();
     this.#leadership = leadership;
     for (const lane of this.#lanes) {
+      if (!lane.controller.leaderOnly) continue;
       this.#enqueue(lane, resyncChange(this.cache.revision), 0);
-      // A run still winding down from the last term finishes first; its keys wait in the queue.
-      const previous = lane.run ?? Promise.resolve();
-      lane.run = previous.then(() => leadership.signal.aborted ? undefined : runController(lane.controller, lane.queue, leadership.signal, { log: this.log }))
-        .catch((err: unknown) => this.log.error({ err, controller: lane.controller.name }, 'controller stopped'));
+      this.#start(lane, leadership.signal);
     }
+  }
+
+  /**
+   * Runs the lane's workers until `signal` aborts. A run of the last term still winding down (a
+   * reconcile stuck in a request that cannot be aborted) does not hold this one up: the queue
+   * never hands one key to two workers, whichever run they belong to.
+   */
+  #start(lane: Lane, signal: AbortSignal): void {
+    const run = runController(lane.controller, lane.queue, signal, { log: this.log })
+      .catch((err: unknown) => this.log.error({ err, controller: lane.controller.name }, 'controller stopped'));
+    const previous = lane.run;
+    lane.run = previous ? Promise.all([previous, run]).then(() => undefined) : run;
   }
 
   /** Queues every key of every running controller (a test moved the clock; time-driven work may be due). */
@@ -98,14 +116,15 @@ export class ControllerManager {
   }
 
   /**
-   * Resolves once no running controller has a key queued, gathering or being reconciled (start-up,
-   * tests). Keys waiting on a delay (a retry's backoff, a requeue for a window) do not count.
+   * Resolves once no running controller has a key queued, gathering, being reconciled or about to
+   * be retried after meeting a newer write (start-up, tests). Keys waiting on a longer delay (a
+   * failure's backoff, a requeue for a window or a drain's next poll) do not count.
    */
   async settle(): Promise<void> {
     const deadline = Date.now() + SETTLE_LIMIT_MS;
     for (;;) {
       for (const lane of this.#lanes) this.#flush(lane);
-      const busy = this.#lanes.filter((l) => this.#runnable(l) && (l.queue.len() > 0 || l.queue.processingLen() > 0));
+      const busy = this.#lanes.filter((l) => this.#runnable(l) && (l.queue.len() > 0 || l.queue.processingLen() > 0 || l.queue.delayedDueWithin(2 * CONFLICT_RETRY_MS)));
       if (busy.length === 0) return;
       if (Date.now() > deadline) {
         this.log.warn({ controllers: busy.map((l) => l.controller.name) }, 'controllers still busy after settling for 30 s');
@@ -120,6 +139,7 @@ export class ControllerManager {
     this.cache.off('change', this.#onChange);
     this.#leadership?.abort(new Error('the server is stopping'));
     this.#leadership = undefined;
+    this.#lifetime.abort(new Error('the server is stopping'));
     for (const lane of this.#lanes) {
       this.#dropPending(lane);
       lane.queue.shutDown();

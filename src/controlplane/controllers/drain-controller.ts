@@ -11,7 +11,7 @@
 // Where a drain stands is a stored NodeDrain record, so a new leader after a failover resumes it
 // from there: the hold stays until some leader has seen the node empty.
 
-import { formatDuration, formatWait, windowState } from '../../machineconfig/index.ts';
+import { formatDuration, formatWait, McplaneError, windowState } from '../../machineconfig/index.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
 import type { Clock } from '../replica/clock.ts';
@@ -86,14 +86,26 @@ export class DrainController implements KeyedController<string> {
     this.concurrency = settings.concurrency;
   }
 
-  /** The nodes a change concerns: each one's drain is looked at now (its agent or its Node moved). */
+  /**
+   * The nodes a change concerns: each one's drain is looked at now (its assignment, its agent or
+   * its Node moved). Not the drain's own record: this controller writes it, and each step says
+   * when the next is due; a write of its own must not bring the next step (and its pod list)
+   * forward. A drain record that went away (ended on another leader, its node deleted) takes the
+   * node's backoff with it.
+   */
   *keysFor(change: CacheChange): Iterable<string> {
+    for (const name of change.changed.get('NodeDrain') ?? []) if (!this.cache.drains.has(name)) this.#forget(name);
+    if (change.resync) {
+      for (const map of [this.#retryAt, this.#refusals]) {
+        for (const name of map.keys()) if (!this.cache.drains.has(name)) map.delete(name);
+      }
+    }
     if (change.resync || change.changed.has('MachineConfigPool')) {
       yield* this.#allKeys();
       return;
     }
     const seen = new Set<string>();
-    for (const kind of ['NodeAssignment', 'KubernetesNode', 'NodeStatus', 'NodeDrain'] as const) {
+    for (const kind of ['NodeAssignment', 'KubernetesNode', 'NodeStatus'] as const) {
       for (const name of change.changed.get(kind) ?? []) {
         if (seen.has(name)) continue;
         seen.add(name);
@@ -114,7 +126,9 @@ export class DrainController implements KeyedController<string> {
       return {};
     }
     const next = await this.#step(name, this.kube.ops, signal).catch(async (err: unknown) => {
-      if (signal.aborted) throw err;
+      // The store's own errors (a newer write, the store unreachable) are retried by the
+      // reconciler; what is left is the Kubernetes API's, which the node's reason names.
+      if (signal.aborted || err instanceof McplaneError) throw err;
       this.log.warn({ err: failureMessage(err), node: name }, 'drain step failed; retrying');
       await this.#noteFailure(name, err, signal).catch(() => undefined);
       return this.settings.retryBaseMs;

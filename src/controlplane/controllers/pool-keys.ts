@@ -8,16 +8,23 @@ import type { StoredKind } from '../store/store.ts';
 const POOL_KINDS: readonly StoredKind[] = ['MachineConfigPool', 'PoolStatus', 'PoolResume'];
 
 export class PoolKeys {
-  /** The pool each node was last seen in. */
+  /**
+   * The pool each node was last seen in, so a node that leaves a pool (moved, deleted) still
+   * concerns it. Rebuilt from the cache on every resync: changes seen while this replica did not
+   * lead never reached it, and every term starts with a resync.
+   */
   #lastPool = new Map<string, string>();
 
   constructor(
     private readonly cache: ClusterCache,
     /** Kinds whose change concerns every pool (the cluster's disruption policy, say). */
     private readonly everyPoolOn: readonly StoredKind[] = [],
-  ) {}
+  ) {
+    this.#remember();
+  }
 
   *of(change: CacheChange): Iterable<string> {
+    if (change.resync) this.#remember();
     if (change.resync || this.everyPoolOn.some((k) => change.changed.has(k))) {
       yield* this.cache.pools.keys();
       return;
@@ -39,5 +46,13 @@ export class PoolKeys {
       }
     }
     yield* pools;
+  }
+
+  #remember(): void {
+    this.#lastPool.clear();
+    for (const [node, a] of this.cache.assignments) {
+      const pool = this.cache.nodes.get(node)?.pool || a.value.pool;
+      if (pool) this.#lastPool.set(node, pool);
+    }
   }
 }

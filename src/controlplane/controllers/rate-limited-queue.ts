@@ -155,6 +155,13 @@ export class RateLimitedQueue<K extends {}> implements RateLimitingQueue<K> {
     return this.#delayed.size;
   }
 
+  /** Whether a key waiting on a delay comes due within `ms` (a quick retry, not a requeue for later). */
+  delayedDueWithin(ms: number): boolean {
+    const by = Date.now() + ms;
+    for (const d of this.#delayed.values()) if (d.at <= by) return true;
+    return false;
+  }
+
   shutDown(): void {
     if (this.#shuttingDown) return;
     this.#shuttingDown = true;

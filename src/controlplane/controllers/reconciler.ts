@@ -42,6 +42,9 @@ export interface KeyedController<K = string, C = CacheChange> {
   bindWake?(wake: () => void): void;
 }
 
+/** How soon a reconcile that met a newer write tries again. */
+export const CONFLICT_RETRY_MS = 10;
+
 export interface RunControllerOptions {
   log: Logger;
 }
@@ -115,12 +118,14 @@ async function processOne<K, C>(
       return;
     }
     if (err instanceof ConflictError) {
-      // Another lane wrote the same record first (render and pool status both write a pool's
-      // PoolStatus): the next try reads the cache again, which the backoff lets catch up.
-      log.debug({ key, conflict: err.message, retries: queue.numRequeues(key) }, 'reconcile met a newer write; retrying');
-    } else {
-      log.error({ err, key, retries: queue.numRequeues(key) }, 'reconcile failed; retrying with backoff');
+      // Another lane wrote the same record first (render, rollout and pool status all write a
+      // pool's PoolStatus): not a failure to back off from. A short wait lets the cache catch up
+      // with the newer write before the next try reads it.
+      log.debug({ key, conflict: err.message }, 'reconcile met a newer write; retrying');
+      queue.addAfter(key, CONFLICT_RETRY_MS);
+      return;
     }
+    log.error({ err, key, retries: queue.numRequeues(key) }, 'reconcile failed; retrying with backoff');
     queue.addRateLimited(key);
     return;
   }

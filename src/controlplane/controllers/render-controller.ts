@@ -4,7 +4,7 @@
 // on its last good config and keeps the problems for RenderDegraded. Rendered configs are garbage-collected, but never one a node's current or
 // desired config names: MCO strands nodes when it deletes those.
 
-import { configsForPool, RenderError, renderPool, sha256Hex } from '../../machineconfig/index.ts';
+import { configsForPool, ConflictError, RenderError, renderPool, sha256Hex } from '../../machineconfig/index.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
 import { referencedConfigs } from '../cache/referenced-configs.ts';
@@ -40,7 +40,8 @@ export class RenderController implements KeyedController<string> {
    */
   *keysFor(change: CacheChange): Iterable<string> {
     if (change.resync || change.changed.has('MachineConfig')) {
-      yield* new Set([...this.cache.pools.keys(), ...this.cache.poolStatuses.keys()]);
+      // Deleted pools too, while their status or rendered configs are left to collect.
+      yield* new Set([...this.cache.pools.keys(), ...this.cache.poolStatuses.keys(), ...[...this.cache.rendered.values()].map((r) => r.value.pool)]);
       return;
     }
     yield* change.changed.get('MachineConfigPool') ?? [];
@@ -63,7 +64,11 @@ export class RenderController implements KeyedController<string> {
     const pool = stored.value;
     const selected = configsForPool(pool, configValues);
     const inputs = sha256Hex(JSON.stringify([stored.resourceVersion, selected.map((mc) => [mc.metadata.name, this.cache.configs.get(mc.metadata.name)?.resourceVersion])]));
-    if (current?.value.renderedInputs === inputs) return;
+    if (current?.value.renderedInputs === inputs) {
+      // Nothing new to render; configs no node uses any more may still be collected.
+      await this.collectGarbage(name, signal);
+      return;
+    }
     const previous: PoolStatusRecord = current?.value ?? { target: '', targetSources: [], renderProblems: [], renderedInputs: '', renderedRevision: 0 };
     let next: PoolStatusRecord;
     /** A rendered config not stored yet: it goes with the pool's new target, or just before it. */
@@ -89,20 +94,36 @@ export class RenderController implements KeyedController<string> {
       if (previous.renderProblems.length === 0) this.log.warn({ pool: name, problems: err.problems }, 'render failed; the pool keeps its last good config');
       next = { ...previous, renderProblems: err.problems, renderedInputs: inputs, renderedRevision: revision };
     }
-    // The status goes with the new target, so a reader never sees a target without its counts.
-    const status = poolStatusFor(this.cache, name, next, this.clock.now());
-    if (status) next.status = status;
-    const target: WriteOp = {
-      type: 'put', kind: 'PoolStatus', name, value: next,
-      expectedVersion: current?.resourceVersion ?? null, ...(current ? { createdAt: current.createdAt } : {}),
-    };
-    // One commit (one fsync, one round trip) when both fit in a request; a rendered config near
-    // the limit goes first on its own, which is as safe: a target never names a missing config.
-    if (newRendered && opBytes(newRendered) + opBytes(target) + RENDERED_SIZE_HEADROOM > STORE_LIMITS.maxRequestBytes) {
-      await this.writer.commit([newRendered], signal);
-      newRendered = undefined;
+    // The status goes with the new target (below), so a reader never sees a target without its counts.
+    // What this render decided; the rest of the record (the rollout's bookkeeping) is whatever
+    // the record holds when it is written.
+    const rendered = { target: next.target, targetSources: next.targetSources, renderProblems: next.renderProblems, renderedInputs: inputs, renderedRevision: revision };
+    let record = current;
+    for (let attempt = 1; ; attempt++) {
+      const value: PoolStatusRecord = { ...(record?.value ?? next), ...rendered };
+      const status = poolStatusFor(this.cache, name, value, this.clock.now());
+      if (status) value.status = status;
+      const target: WriteOp = {
+        type: 'put', kind: 'PoolStatus', name, value,
+        expectedVersion: record?.resourceVersion ?? null, ...(record ? { createdAt: record.createdAt } : {}),
+      };
+      // One commit (one fsync, one round trip) when both fit in a request; a rendered config
+      // near the limit goes first on its own, which is as safe: a target never names a missing
+      // config.
+      if (newRendered && opBytes(newRendered) + opBytes(target) + RENDERED_SIZE_HEADROOM > STORE_LIMITS.maxRequestBytes) {
+        await this.writer.commit([newRendered], signal);
+        newRendered = undefined;
+      }
+      try {
+        await this.writer.commit(newRendered ? [newRendered, target] : [target], signal);
+        break;
+      } catch (err) {
+        // Rollout and pool status write this record too, often during a rollout: merge into
+        // their newer write rather than render again (a render is the expensive part).
+        if (!(err instanceof ConflictError) || attempt >= RECORD_CONFLICT_ATTEMPTS) throw err;
+        record = await this.cache.store.get<PoolStatusRecord>('PoolStatus', name);
+      }
     }
-    await this.writer.commit(newRendered ? [newRendered, target] : [target], signal);
     await this.collectGarbage(name, signal);
   }
 
@@ -137,6 +158,9 @@ function checkRenderedSize(pool: string, op: WriteOp): void {
     message: `the rendered config would be ${bytes} bytes; one stored object may be at most ${limit} bytes (etcd's request limit): move large file contents out of MachineConfigs (into the OS image, or fetched by a unit) or split them over pools`,
   }]);
 }
+
+/** Tries at writing a pool's record over other lanes' newer writes before the reconcile is retried whole. */
+const RECORD_CONFLICT_ATTEMPTS = 5;
 
 /** Room in a request for the leader's fencing check and the envelope around the object. */
 const RENDERED_SIZE_HEADROOM = 4096;

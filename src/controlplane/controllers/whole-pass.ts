@@ -14,7 +14,8 @@ export function wholePass(controller: Controller): KeyedController<string> {
     name: controller.name,
     leaderOnly: controller.leaderOnly,
     concurrency: 1,
-    keysFor: (change: CacheChange) => (change.resync || controller.interestedIn(change) ? [WHOLE_PASS] : []),
+    // interestedIn is asked even on a resync: some controllers forget what they sent there.
+    keysFor: (change: CacheChange) => (controller.interestedIn(change) || change.resync ? [WHOLE_PASS] : []),
     reconcile: (_key, signal) => controller.reconcile(signal),
     ...(controller.bindWake ? { bindWake: (wake: () => void) => controller.bindWake!(wake) } : {}),
   };

@@ -89,9 +89,10 @@ test('addRateLimited waits longer after each failure, per key: a key that failed
   q.add('flaky');
   for (let i = 0; i < 5; i++) {
     const key = await q.get();
+    // Before the timer is set: a pause between the two would shorten the wait seen.
+    const at = performance.now();
     q.addRateLimited(key!);
     q.done(key!);
-    const at = performance.now();
     await q.get();
     gaps.push(performance.now() - at);
     q.done('flaky');
