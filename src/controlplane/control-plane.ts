@@ -50,6 +50,8 @@ import { ServerMetrics } from './metrics/server-metrics.ts';
 import { poolFor, PoolMembershipController } from './pool-membership-controller.ts';
 import { PoolStatusController } from './pool-status-controller.ts';
 import { RenderController } from './render-controller.ts';
+import { GeneratedConfigController, generatedConfigsFor, generatedConfigWrites } from './generated-config-controller.ts';
+import { isSourceKind } from '../machineconfig/generated-configs.ts';
 import { Replica } from './replica.ts';
 import { RolloutController } from './rollout-controller.ts';
 import type { Store, WriteOp } from './store/store.ts';
@@ -159,6 +161,9 @@ export class ControlPlane {
     this.#controllers = new ControllerManager([
       // First, so what it stores is rendered in the same pass.
       ...(this.#source ? [this.#source] : []),
+      // Before the render controller, so the configs it generates render in the same pass. With
+      // --kubernetes-source the cluster's MCO generates them and they arrive as MachineConfigs.
+      ...(this.#source ? [] : [new GeneratedConfigController(cache, writer, log)]),
       new RenderController(cache, writer, log, metrics, this.clock),
       new PoolMembershipController(cache, writer, log),
       new RolloutController(cache, writer, this.clock, log, drainAccess),
@@ -277,7 +282,7 @@ export class ControlPlane {
     const parsed = parseDocuments(documents);
     problems.push(...parsed.problems);
     if (problems.length) throw new InvalidDocumentError(problems);
-    this.#refuseInSourceMode([...parsed.configs.map((c) => `MachineConfig/${c.metadata.name}`), ...parsed.pools.map((p) => `MachineConfigPool/${p.metadata.name}`)], 'applied');
+    this.#refuseInSourceMode([...parsed.configs.map((c) => `MachineConfig/${c.metadata.name}`), ...parsed.pools.map((p) => `MachineConfigPool/${p.metadata.name}`), ...parsed.sources.map((o) => `${o.kind}/${o.metadata.name}`)], 'applied');
     if (documents.length === 0) {
       throw new InvalidDocumentError([{ object: 'request', field: 'manifests', rule: 'required', message: 'no documents to apply' }]);
     }
@@ -309,6 +314,18 @@ export class ControlPlane {
       results.push({ kind: 'MachineConfiguration', name: mcfg.metadata.name, action });
       if (action === 'unchanged') continue;
       ops.push({ type: 'put', kind: 'MachineConfiguration', name: mcfg.metadata.name, value: mcfg, expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}) });
+    }
+    for (const source of parsed.sources) {
+      // The leader's generated-config controller makes MachineConfigs of it (or reports why not).
+      const existing = this.cache.sourcesOf(source.kind).get(source.metadata.name);
+      const action = !existing ? 'created' : canonicalJson(existing.value) === canonicalJson(source) ? 'unchanged' : 'configured';
+      results.push({ kind: source.kind, name: source.metadata.name, action });
+      if (action === 'unchanged') continue;
+      ops.push({ type: 'put', kind: source.kind, name: source.metadata.name, value: source, expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}) });
+    }
+    if (parsed.sources.length > 0) {
+      // The pools whose generated configs this Apply changes: waited for like the others.
+      touchedConfigs.push(...generatedConfigWrites(this.cache, generatedConfigsFor(this.cache, parsed.sources).configs).changed);
     }
     if (dryRun || ops.length === 0) return results;
     const { revision } = await this.store.commit(ops).catch((err: unknown) => {
@@ -363,6 +380,13 @@ export class ControlPlane {
       const existing = this.cache.pools.get(name);
       if (!existing) throw new NotFoundError(kind, name);
       ({ revision } = await this.store.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]));
+    } else if (isSourceKind(kind)) {
+      this.#refuseInSourceMode([`${kind}/${name}`], 'deleted');
+      const existing = this.cache.sourcesOf(kind).get(name);
+      if (!existing) throw new NotFoundError(kind, name);
+      // Its generated configs go with it (the leader deletes them), and their pools re-render.
+      touchedPools = this.#poolsSelecting(generatedConfigWrites(this.cache, generatedConfigsFor(this.cache, [], `${kind}/${name}`).configs).changed, []);
+      ({ revision } = await this.store.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]));
     } else if (kind === 'MachineConfiguration') {
       // Without it, each pool's nodes follow their pool's own policy (or MCO's default: reboot).
       const existing = this.cache.machineConfiguration;
@@ -380,7 +404,7 @@ export class ControlPlane {
         ...(['Node', 'NodeAssignment', 'NodeStatus', 'ReapplyRequest', 'NodeHistory', 'AgentSession'] as const).map((k) => ({ type: 'delete' as const, kind: k, name })),
       ]));
     } else {
-      throw new InvalidDocumentError([{ object: `${kind}/${name}`, field: 'kind', rule: 'unknown-kind', message: `cannot delete kind "${kind}": use MachineConfig, MachineConfigPool, MachineConfiguration or Node` }]);
+      throw new InvalidDocumentError([{ object: `${kind}/${name}`, field: 'kind', rule: 'unknown-kind', message: `cannot delete kind "${kind}": use MachineConfig, MachineConfigPool, MachineConfiguration, Node, KubeletConfig, ContainerRuntimeConfig, Image, ImageDigestMirrorSet, ImageTagMirrorSet or ImageContentSourcePolicy` }]);
     }
     await this.cache.waitForRevision(revision);
     await this.#waitForRender(touchedPools, revision);

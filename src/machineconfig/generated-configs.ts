@@ -13,10 +13,11 @@ import { ROLE_LABEL, MASTER_POOL, WORKER_POOL, API_VERSION, KIND_MACHINE_CONFIG 
 import { encodeDataUrl, decodeDataUrl } from './data-url.ts';
 import { GenerateConfigError, type Problem } from './errors.ts';
 import { emptyIgnitionConfig } from './ignition.ts';
-import { generateContainerRuntimeFiles, KIND_CONTAINER_RUNTIME_CONFIG, STORAGE_CONF_PATH, type ContainerRuntimeConfig } from './container-runtime-config.ts';
-import { CLUSTER_IMAGE, CONFIG_API_VERSION, KIND_IMAGE, KIND_IMAGE_CONTENT_SOURCE_POLICY, KIND_IMAGE_DIGEST_MIRROR_SET, KIND_IMAGE_TAG_MIRROR_SET, type ImageConfig, type MirrorSetObject } from './image-config.ts';
-import { generateKubeletFiles, KIND_KUBELET_CONFIG, KUBELET_CONF_PATH, managedKey, poolsSelectedBy, type KubeletConfig, type NamedSource } from './kubelet-config.ts';
+import { generateContainerRuntimeFiles, parseContainerRuntimeConfig, KIND_CONTAINER_RUNTIME_CONFIG, STORAGE_CONF_PATH, type ContainerRuntimeConfig } from './container-runtime-config.ts';
+import { parseImageConfig, parseMirrorSet, CLUSTER_IMAGE, CONFIG_API_VERSION, KIND_IMAGE, KIND_IMAGE_CONTENT_SOURCE_POLICY, KIND_IMAGE_DIGEST_MIRROR_SET, KIND_IMAGE_TAG_MIRROR_SET, type ImageConfig, type MirrorSetObject } from './image-config.ts';
+import { generateKubeletFiles, parseKubeletConfig, KIND_KUBELET_CONFIG, KUBELET_CONF_PATH, managedKey, poolsSelectedBy, type KubeletConfig, type NamedSource } from './kubelet-config.ts';
 import { configsForPool } from './pool-membership.ts';
+import type { ProblemCollector } from './problem-collector.ts';
 import { generateRegistriesFiles, POLICY_JSON_PATH, REGISTRIES_CONF_PATH, registriesProblems, type GeneratedFile, type LocatedMirrorRule } from './registries-config.ts';
 import { mergeSpecs } from './render.ts';
 import type { MachineConfig, MachineConfigPool, OwnerReference } from './types.ts';
@@ -205,4 +206,34 @@ export function desiredGeneratedConfigs(input: GeneratedConfigsInput): Generated
   // One generated config per name (two sources cannot both own one; the first wins).
   const seen = new Set<string>();
   return { configs: out.filter((mc) => (seen.has(mc.metadata.name) ? false : (seen.add(mc.metadata.name), true))), statuses };
+}
+
+/** Any of the higher-level config objects, as stored. */
+export type SourceObject = KubeletConfig | ContainerRuntimeConfig | ImageConfig | MirrorSetObject;
+export type SourceKind = (typeof SOURCE_KINDS)[number];
+
+export function isSourceKind(kind: unknown): kind is SourceKind {
+  return (SOURCE_KINDS as readonly unknown[]).includes(kind);
+}
+
+/** Validates a document of one of SOURCE_KINDS; every problem goes into `c`. */
+export function parseSourceObject(doc: Record<string, unknown>, c: ProblemCollector): SourceObject | undefined {
+  switch (doc.kind) {
+    case KIND_KUBELET_CONFIG: return parseKubeletConfig(doc, c);
+    case KIND_CONTAINER_RUNTIME_CONFIG: return parseContainerRuntimeConfig(doc, c);
+    case KIND_IMAGE: return parseImageConfig(doc, c);
+    default: return parseMirrorSet(doc, c);
+  }
+}
+
+/** The input of desiredGeneratedConfigs from stored source objects (KubeletConfigs in creation order). */
+export function sourcesInput(objects: readonly { value: SourceObject; createdAt: number }[]): Pick<GeneratedConfigsInput, 'kubeletConfigs' | 'containerRuntimeConfigs' | 'image' | 'mirrorSets'> {
+  const ordered = [...objects].sort((a, b) => a.createdAt - b.createdAt || (a.value.metadata.name < b.value.metadata.name ? -1 : 1)).map((o) => o.value);
+  const image = ordered.find((o): o is ImageConfig => o.kind === KIND_IMAGE);
+  return {
+    kubeletConfigs: ordered.filter((o): o is KubeletConfig => o.kind === KIND_KUBELET_CONFIG),
+    containerRuntimeConfigs: ordered.filter((o): o is ContainerRuntimeConfig => o.kind === KIND_CONTAINER_RUNTIME_CONFIG),
+    ...(image ? { image } : {}),
+    mirrorSets: ordered.filter((o): o is MirrorSetObject => o.kind === KIND_IMAGE_DIGEST_MIRROR_SET || o.kind === KIND_IMAGE_TAG_MIRROR_SET || o.kind === KIND_IMAGE_CONTENT_SOURCE_POLICY),
+  };
 }

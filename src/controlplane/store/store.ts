@@ -48,7 +48,17 @@ export type StoredKind =
   /** An operator's `mcctl resume pool` past a rollout halt, until the leader clears the halt. */
   | 'PoolResume'
   /** A host's request to join without a bootstrap token, and the operator's decision on it. */
-  | 'EnrollmentRequest';
+  | 'EnrollmentRequest'
+  /**
+   * The user's higher-level configs (MCO's KubeletConfig, ContainerRuntimeConfig, Image/cluster
+   * and the image mirror sets): the leader's generated-config controller makes MachineConfigs of them.
+   */
+  | 'KubeletConfig'
+  | 'ContainerRuntimeConfig'
+  | 'Image'
+  | 'ImageDigestMirrorSet'
+  | 'ImageTagMirrorSet'
+  | 'ImageContentSourcePolicy';
 
 export const STORED_KINDS: readonly StoredKind[] = [
   'MachineConfig', 'MachineConfigPool', 'PoolStatus', 'RenderedConfig', 'Node', 'NodeAssignment',
@@ -57,6 +67,7 @@ export const STORED_KINDS: readonly StoredKind[] = [
   'NodeHistory', 'Event', 'KubernetesSource', 'NodeDrain', 'KubernetesNode', 'PoolResume',
   'BootstrapToken', 'RevokedCertificate',
   'EnrollmentRequest',
+  'KubeletConfig', 'ContainerRuntimeConfig', 'Image', 'ImageDigestMirrorSet', 'ImageTagMirrorSet', 'ImageContentSourcePolicy',
 ];
 
 export interface StoredObject<T = unknown> {
