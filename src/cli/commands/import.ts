@@ -53,5 +53,5 @@ export async function importCommand(c: Clients, kubeconfig: string, dryRun: bool
   const res = await call(c, c.config.apply.bind(c.config), { manifests, dryRun }, 'import');
   for (const w of res.warnings ?? []) note(`Warning: ${w}\n`);
   const suffix = dryRun ? ' (dry run)' : '';
-  return forDisplay(res.objects).map((o) => `${KIND_NAMES[o.kind] ?? o.kind}/${o.name} ${o.action}${suffix}\n`).join('');
+  return forDisplay(res.objects).map((o) => `${KIND_NAMES[o.kind] ?? o.kind.toLowerCase()}/${o.name} ${o.action}${suffix}\n`).join('');
 }
