@@ -344,6 +344,11 @@ export class ControlPlane {
   /** The dry-run preview of `manifests` (valid ones: call apply with dryRun first). */
   async previewApply(manifests: { source: string; text: string }[]): Promise<ApplyPreview> {
     const parsed = parseDocuments(manifests.flatMap(({ source, text }) => readDocuments(text, source).documents));
+    if (parsed.sources.length > 0) {
+      // KubeletConfigs, mirror sets and the like preview as the MachineConfigs they would generate.
+      const { ops } = generatedConfigWrites(this.cache, generatedConfigsFor(this.cache, parsed.sources).configs);
+      for (const op of ops) if (op.type === 'put') parsed.configs.push(op.value as MachineConfig);
+    }
     // What updates take, from the histories of up to PREVIEW_HISTORY_SAMPLE nodes per pool, read
     // when asked: a history is up to 20 updates with their phases, and a median needs no more.
     const sample: string[] = [];

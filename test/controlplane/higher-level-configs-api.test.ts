@@ -14,6 +14,7 @@ import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { RemoteCallError } from '../../src/machineconfig/index.ts';
 import { fileEntry, ign, mcDoc } from '../helpers/manifests.ts';
+import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 let server: TestServer;
@@ -123,4 +124,29 @@ test('an ImageDigestMirrorSet becomes 99-<pool>-generated-registries for master 
   await del('Image', 'cluster');
   await del('ImageDigestMirrorSet', 'ubi');
   assert.ok(!(await mcNames()).some((n) => n.endsWith('-generated-registries')));
+});
+
+test('apply --dry-run of a mirror set previews the generated registries config and names MCO\'s rule per node', async () => {
+  const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node('worker-0', 'worker'), name: 'worker-0', autoDone: true, labels: { 'node-role.kubernetes.io/worker': '' } });
+  await agent.connect();
+  try {
+    await eventually(async () => {
+      const n = await call(c, c.status.getNode.bind(c.status), { name: 'worker-0' }, 'get node');
+      const p = await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get pool');
+      return n.status!.state === 'Done' && n.status!.currentConfig === p.status!.configuration;
+    }, 10_000, 'worker-0 Done on the worker config');
+    const dryRun = async (kind: string, mirror: Record<string, unknown>) => (await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'mirrors.yaml', text: stringify({ apiVersion: 'config.openshift.io/v1', kind, metadata: { name: 'preview' }, spec: { [kind === 'ImageTagMirrorSet' ? 'imageTagMirrors' : 'imageDigestMirrors']: [mirror] } }) }], dryRun: true }, 'apply')).nodePreviews.find((n) => n.node === 'worker-0')!;
+    const digest = await dryRun('ImageDigestMirrorSet', { source: 'quay.io/app', mirrors: ['mirror.io/app'] });
+    assert.equal(digest.action, 'reload');
+    assert.match(digest.why, /file \/etc\/containers\/registries\.conf changed: built-in policy \(MCO's Special\) files \/etc\/containers\/registries\.conf: .*: reload crio, no drain/);
+    // MCO checks only the mirrors of a new registry: NeverContactSource (blocked) on one is still safe.
+    assert.equal((await dryRun('ImageDigestMirrorSet', { source: 'quay.io/app', mirrors: ['mirror.io/app'], mirrorSourcePolicy: 'NeverContactSource' })).action, 'reload');
+    // Tag-only mirrors are never safe.
+    const tag = await dryRun('ImageTagMirrorSet', { source: 'quay.io/app', mirrors: ['mirror.io/app'] });
+    assert.equal(tag.action, 'drain');
+    assert.match(tag.why, /registry quay\.io\/app has been added with a mirror that is not pull-from-mirror=digest-only: reload crio, drain/);
+    assert.ok(!(await mcNames()).includes('99-worker-generated-registries'), 'a dry run stores nothing');
+  } finally {
+    agent.close();
+  }
 });
