@@ -85,3 +85,18 @@ test('apply, get, get -o yaml, get mc and delete of a KubeletConfig and an Image
   assert.equal(deleted.stdout, 'kubeletconfig/set-max-pods deleted\n');
   assert.doesNotMatch((await mcctl('get', 'mc')).stdout, /99-worker-generated-kubelet/);
 });
+
+test('describe machineconfiguration cluster lists MCO\'s built-in policies, and an applied entry over them', async () => {
+  const builtins = await mcctl('describe', 'machineconfiguration', 'cluster');
+  assert.equal(builtins.status, 0, builtins.stderr);
+  assert.match(builtins.stdout, /^Stored: +no: MCO's built-in policies are the whole policy$/m);
+  assert.match(builtins.stdout, /^ {4}\/etc\/containers\/registries\.conf +reload crio\.service; drain unless every change is safe \(MCO's Special\) +built-in$/m);
+  assert.match(builtins.stdout, /^ {4}\/etc\/containers\/policy\.json +reload crio\.service +built-in$/m);
+  assert.match(builtins.stdout, /^ {4}\/var\/lib\/kubelet\/config\.json +none +built-in$/m);
+  const file = join(dir, 'mcfg.yaml');
+  writeFileSync(file, 'apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata: {name: cluster}\nspec:\n  nodeDisruptionPolicy:\n    files:\n      - path: /etc/containers/policy.json\n        actions: [{type: Restart, restart: {serviceName: crio.service}}]\n');
+  assert.equal((await mcctl('apply', '-f', file)).status, 0);
+  const overridden = (await mcctl('describe', 'machineconfiguration', 'cluster')).stdout;
+  assert.match(overridden, /^ {4}\/etc\/containers\/policy\.json +restart crio\.service +MachineConfiguration\/cluster$/m);
+  assert.doesNotMatch(overridden, /policy\.json +reload/);
+});

@@ -72,6 +72,11 @@ export function configService(cp: ControlPlane, auth: Authorizer, log: Logger): 
         }),
       };
     }),
+    GetMachineConfiguration: admin((req: { name: string }) => {
+      if (req.name !== 'cluster') throw new NotFoundError('MachineConfiguration', req.name);
+      const stored = cp.cache.machineConfiguration;
+      return { manifestJson: stored ? JSON.stringify(stored.value) : '', resourceVersion: stored?.resourceVersion ?? '' };
+    }),
     ReapplyNode: admin(async (req: { name: string }, who) => {
       await cp.reapplyNode(req.name, who);
       return {};
