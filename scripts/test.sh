@@ -120,6 +120,7 @@ ETCD=(
   test/controlplane/certificate-revocation.test.ts # revocations and bindings checked in the commit
   test/controlplane/durability.test.ts            # a server restarted on its data (etcd prefix)
   test/controlplane/render-controller.test.ts     # controllers: renders and their collection
+  test/controlplane/higher-level-configs-api.test.ts # generated configs written, owned, deleted with their source
   test/controlplane/rollout.test.ts               # controllers: the rollout
   test/controlplane/rollout-safety.test.ts
   test/controlplane/canary-breaker.test.ts

@@ -32,6 +32,13 @@ export const STAND_IN_RESOURCES: readonly ResourceType[] = [
     group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'machineconfigpools', kind: 'MachineConfigPool', namespaced: false, status: true, custom: true,
     specFields: ['configuration', 'machineConfigSelector', 'maxUnavailable', 'nodeSelector', 'paused', 'pinnedImageSets'],
   },
+  // MCO's higher-level configs and the registries sources (mcctl import reads them).
+  { group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'kubeletconfigs', kind: 'KubeletConfig', namespaced: false, status: true, custom: true },
+  { group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'containerruntimeconfigs', kind: 'ContainerRuntimeConfig', namespaced: false, status: true, custom: true },
+  { group: 'config.openshift.io', version: 'v1', plural: 'images', kind: 'Image', namespaced: false, status: true, custom: true },
+  { group: 'config.openshift.io', version: 'v1', plural: 'imagedigestmirrorsets', kind: 'ImageDigestMirrorSet', namespaced: false, status: true, custom: true },
+  { group: 'config.openshift.io', version: 'v1', plural: 'imagetagmirrorsets', kind: 'ImageTagMirrorSet', namespaced: false, status: true, custom: true },
+  { group: 'operator.openshift.io', version: 'v1alpha1', plural: 'imagecontentsourcepolicies', kind: 'ImageContentSourcePolicy', namespaced: false, status: false, custom: true },
 ];
 
 export function apiVersionOf(type: ResourceType): string {

@@ -153,8 +153,8 @@ export function buildProgram(io: Io): Command {
       return withClients(async (c) => (await commands.read()).getCommand(c, io, args, { format, selector: opts.selector, watch: opts.watch ?? false, headers: opts.headers, pool: opts.pool, node: opts.node, sortBy: opts.sortBy, showLabels: opts.showLabels }));
     });
 
-  connectionOptions(program.command('describe')).description('show a pool or a node in detail: conditions, reasons, drift')
-    .argument('<resource>', 'pool | node')
+  connectionOptions(program.command('describe')).description('show a pool or a node in detail (conditions, reasons, drift), or machineconfiguration cluster: the node disruption policy in force')
+    .argument('<resource>', 'pool | node | machineconfiguration')
     .argument('<name>')
     .action(async (resource: string, name: string) => withClients(async (c) => (await commands.read()).describeCommand(c, resource, name)));
 

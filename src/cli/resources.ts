@@ -9,13 +9,16 @@ import type { RenderedConfig__Output } from '../runtime/generated/mcplane/v1/Ren
 import type { Replica__Output } from '../runtime/generated/mcplane/v1/Replica.ts';
 import type { BootstrapToken__Output } from '../runtime/generated/mcplane/v1/BootstrapToken.ts';
 import type { EnrollmentRequest__Output } from '../runtime/generated/mcplane/v1/EnrollmentRequest.ts';
+import type { SourceObject__Output } from '../runtime/generated/mcplane/v1/SourceObject.ts';
 import { call } from './client/call.ts';
 import type { Clients } from './client/connection.ts';
 import { age } from './format.ts';
 import { events } from './events.ts';
 import { condition, machineConfigObject, nodeObject, poolObject, renderedObject, replicaObject } from './objects.ts';
 
-export type ResourceName = 'pools' | 'nodes' | 'mc' | 'rendered' | 'replicas' | 'events' | 'tokens' | 'enrollments';
+export type ResourceName = 'pools' | 'nodes' | 'mc' | 'rendered' | 'replicas' | 'events' | 'tokens' | 'enrollments' | SourceResourceName;
+/** The higher-level configs (generated-configs.ts), one resource per kind. */
+export type SourceResourceName = 'kubeletconfigs' | 'containerruntimeconfigs' | 'images' | 'imagedigestmirrorsets' | 'imagetagmirrorsets' | 'imagecontentsourcepolicies';
 
 export interface Resource<T> {
   name: ResourceName;
@@ -45,11 +48,17 @@ const ALIASES: Record<string, ResourceName> = {
   events: 'events', event: 'events', ev: 'events',
   tokens: 'tokens', token: 'tokens', bootstraptoken: 'tokens', bootstraptokens: 'tokens',
   enrollments: 'enrollments', enrollment: 'enrollments', enrollmentrequest: 'enrollments', enrollmentrequests: 'enrollments', er: 'enrollments',
+  kubeletconfig: 'kubeletconfigs', kubeletconfigs: 'kubeletconfigs',
+  containerruntimeconfig: 'containerruntimeconfigs', containerruntimeconfigs: 'containerruntimeconfigs', ctrcfg: 'containerruntimeconfigs',
+  image: 'images', images: 'images',
+  imagedigestmirrorset: 'imagedigestmirrorsets', imagedigestmirrorsets: 'imagedigestmirrorsets', idms: 'imagedigestmirrorsets',
+  imagetagmirrorset: 'imagetagmirrorsets', imagetagmirrorsets: 'imagetagmirrorsets', itms: 'imagetagmirrorsets',
+  imagecontentsourcepolicy: 'imagecontentsourcepolicies', imagecontentsourcepolicies: 'imagecontentsourcepolicies', icsp: 'imagecontentsourcepolicies',
 };
 
 export function resourceOf(name: string): ResourceName {
   const r = ALIASES[name.toLowerCase()];
-  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, replicas, events, tokens or enrollments`);
+  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, replicas, events, tokens, enrollments, kubeletconfig, containerruntimeconfig (ctrcfg), image, imagedigestmirrorset (idms), imagetagmirrorset (itms) or imagecontentsourcepolicy (icsp)`);
   return r;
 }
 
@@ -305,5 +314,54 @@ const enrollments: Resource<EnrollmentRequest__Output> = {
   },
 };
 
+interface SourceStatus {
+  conditions: { type: string; status: string; message: string }[];
+  generated: string[];
+}
+
+/** A higher-level config: its conditions (MCO's) and the MachineConfigs generated from it. */
+function sourceResource(name: SourceResourceName, kind: string): Resource<SourceObject__Output> {
+  const list = async (c: Clients): Promise<SourceObject__Output[]> => (await call(c, c.config.listSourceObjects.bind(c.config), { kind }, `list ${kind}`)).objects;
+  const status = (o: SourceObject__Output): SourceStatus => JSON.parse(o.statusJson || '{}') as SourceStatus;
+  // MCO's outcome is the last condition (KubeletConfig: the legacy Success/Failure after Accepted).
+  const outcome = (o: SourceObject__Output): { type: string; message: string } | undefined => status(o).conditions?.at(-1);
+  return {
+    name,
+    typeName: kind.toLowerCase(),
+    list,
+    get: async (c, n) => {
+      const found = (await list(c)).find((o) => o.name === n);
+      if (!found) throw new NotFoundError(kind, n);
+      return found;
+    },
+    nameOf: (o) => o.name,
+    object: (o) => {
+      const manifest = JSON.parse(o.manifestJson) as Record<string, unknown> & { metadata: Record<string, unknown> };
+      const s = status(o);
+      return {
+        ...manifest,
+        metadata: { ...manifest.metadata, resourceVersion: o.resourceVersion, creationTimestamp: new Date(Number(o.creationTimeUnixMs)).toISOString() },
+        // `generatedMachineConfigs` is mcplane's: MCO keeps the same list in the finalizers.
+        status: { conditions: s.conditions ?? [], generatedMachineConfigs: s.generated ?? [] },
+      };
+    },
+    labels: (o) => (JSON.parse(o.manifestJson) as { metadata: { labels?: Labels } }).metadata.labels ?? {},
+    columns: ['NAME', 'STATUS', 'GENERATED', 'AGE'],
+    wideColumns: ['MESSAGE'],
+    row: (o, wide) => {
+      const last = outcome(o);
+      const row: (string | number)[] = [o.name, last?.type ?? '<pending>', (status(o).generated ?? []).join(',') || '<none>', age(Number(o.creationTimeUnixMs))];
+      if (wide) row.push(last?.message ?? '');
+      return row;
+    },
+  };
+}
+
+export const SOURCE_RESOURCE_KINDS: Record<SourceResourceName, string> = {
+  kubeletconfigs: 'KubeletConfig', containerruntimeconfigs: 'ContainerRuntimeConfig', images: 'Image',
+  imagedigestmirrorsets: 'ImageDigestMirrorSet', imagetagmirrorsets: 'ImageTagMirrorSet', imagecontentsourcepolicies: 'ImageContentSourcePolicy',
+};
+const sourceResources = Object.fromEntries(Object.entries(SOURCE_RESOURCE_KINDS).map(([r, kind]) => [r, sourceResource(r as SourceResourceName, kind)])) as Record<SourceResourceName, Resource<SourceObject__Output>>;
+
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const RESOURCES: Record<ResourceName, Resource<any>> = { pools, nodes, mc: machineConfigs, rendered, replicas, events, tokens, enrollments };
+export const RESOURCES: Record<ResourceName, Resource<any>> = { pools, nodes, mc: machineConfigs, rendered, replicas, events, tokens, enrollments, ...sourceResources };

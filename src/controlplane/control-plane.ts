@@ -48,6 +48,8 @@ import { LeaderElection } from './replica/leader-election.ts';
 import { LeaderWriter } from './replica/leader-writer.ts';
 import { ServerMetrics } from './metrics/server-metrics.ts';
 import { poolFor } from './controllers/pool-membership-controller.ts';
+import { generatedConfigsFor, generatedConfigWrites } from './controllers/generated-config-controller.ts';
+import { isSourceKind } from '../machineconfig/generated-configs.ts';
 import { Replica } from './replica/replica.ts';
 import type { Store, WriteOp } from './store/store.ts';
 import { DELETED_WITH_NODE } from './store/kinds.ts';
@@ -271,7 +273,7 @@ export class ControlPlane {
     const parsed = parseDocuments(documents);
     problems.push(...parsed.problems);
     if (problems.length) throw new InvalidDocumentError(problems);
-    this.#refuseInSourceMode([...parsed.configs.map((c) => `MachineConfig/${c.metadata.name}`), ...parsed.pools.map((p) => `MachineConfigPool/${p.metadata.name}`)], 'applied');
+    this.#refuseInSourceMode([...parsed.configs.map((c) => `MachineConfig/${c.metadata.name}`), ...parsed.pools.map((p) => `MachineConfigPool/${p.metadata.name}`), ...parsed.sources.map((o) => `${o.kind}/${o.metadata.name}`)], 'applied');
     if (documents.length === 0) {
       throw new InvalidDocumentError([{ object: 'request', field: 'manifests', rule: 'required', message: 'no documents to apply' }]);
     }
@@ -304,6 +306,18 @@ export class ControlPlane {
       if (action === 'unchanged') continue;
       ops.push({ type: 'put', kind: 'MachineConfiguration', name: mcfg.metadata.name, value: mcfg, expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}) });
     }
+    for (const source of parsed.sources) {
+      // The leader's generated-config controller makes MachineConfigs of it (or reports why not).
+      const existing = this.cache.sourcesOf(source.kind).get(source.metadata.name);
+      const action = !existing ? 'created' : canonicalJson(existing.value) === canonicalJson(source) ? 'unchanged' : 'configured';
+      results.push({ kind: source.kind, name: source.metadata.name, action });
+      if (action === 'unchanged') continue;
+      ops.push({ type: 'put', kind: source.kind, name: source.metadata.name, value: source, expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}) });
+    }
+    if (parsed.sources.length > 0) {
+      // The pools whose generated configs this Apply changes: waited for like the others.
+      touchedConfigs.push(...generatedConfigWrites(this.cache, generatedConfigsFor(this.cache, parsed.sources).configs).changed);
+    }
     if (dryRun || ops.length === 0) return results;
     const { revision } = await this.store.commit(ops).catch((err: unknown) => {
       // All or nothing means one transaction, and a transaction has etcd's limits.
@@ -321,6 +335,11 @@ export class ControlPlane {
   /** The dry-run preview of `manifests` (valid ones: call apply with dryRun first). */
   async previewApply(manifests: { source: string; text: string }[]): Promise<ApplyPreview> {
     const parsed = parseDocuments(manifests.flatMap(({ source, text }) => readDocuments(text, source).documents));
+    if (parsed.sources.length > 0) {
+      // KubeletConfigs, mirror sets and the like preview as the MachineConfigs they would generate.
+      const { ops } = generatedConfigWrites(this.cache, generatedConfigsFor(this.cache, parsed.sources).configs);
+      for (const op of ops) if (op.type === 'put') parsed.configs.push(op.value as MachineConfig);
+    }
     // What updates take, from the histories of up to PREVIEW_HISTORY_SAMPLE nodes per pool, read
     // when asked: a history is up to 20 updates with their phases, and a median needs no more.
     const sample: string[] = [];
@@ -357,6 +376,13 @@ export class ControlPlane {
       const existing = this.cache.pools.get(name);
       if (!existing) throw new NotFoundError(kind, name);
       ({ revision } = await this.store.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]));
+    } else if (isSourceKind(kind)) {
+      this.#refuseInSourceMode([`${kind}/${name}`], 'deleted');
+      const existing = this.cache.sourcesOf(kind).get(name);
+      if (!existing) throw new NotFoundError(kind, name);
+      // Its generated configs go with it (the leader deletes them), and their pools re-render.
+      touchedPools = this.#poolsSelecting(generatedConfigWrites(this.cache, generatedConfigsFor(this.cache, [], `${kind}/${name}`).configs).changed, []);
+      ({ revision } = await this.store.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]));
     } else if (kind === 'MachineConfiguration') {
       // Without it, each pool's nodes follow their pool's own policy (or MCO's default: reboot).
       const existing = this.cache.machineConfiguration;
@@ -374,7 +400,7 @@ export class ControlPlane {
         ...DELETED_WITH_NODE.map((k) => ({ type: 'delete' as const, kind: k, name })),
       ]));
     } else {
-      throw new InvalidDocumentError([{ object: `${kind}/${name}`, field: 'kind', rule: 'unknown-kind', message: `cannot delete kind "${kind}": use MachineConfig, MachineConfigPool, MachineConfiguration or Node` }]);
+      throw new InvalidDocumentError([{ object: `${kind}/${name}`, field: 'kind', rule: 'unknown-kind', message: `cannot delete kind "${kind}": use MachineConfig, MachineConfigPool, MachineConfiguration, Node, KubeletConfig, ContainerRuntimeConfig, Image, ImageDigestMirrorSet, ImageTagMirrorSet or ImageContentSourcePolicy` }]);
     }
     await this.cache.waitForRevision(revision);
     await this.#waitForRender(touchedPools, revision);

@@ -6,6 +6,7 @@
 // decides. MCO's rendered-* configs are its own output, not input: mcplane renders its own.
 
 import { API_VERSION, KIND_MACHINE_CONFIG, KIND_MACHINE_CONFIG_POOL } from './constants.ts';
+import type { SourceKind } from './generated-configs.ts';
 
 /** kubectl's copy of the whole object as last applied: large, and no part of the config. */
 const DROPPED_ANNOTATIONS = new Set(['kubectl.kubernetes.io/last-applied-configuration']);
@@ -17,14 +18,30 @@ export function isRenderedConfigName(name: string): boolean {
   return name.startsWith(RENDERED_PREFIX);
 }
 
-export type ClusterKind = typeof KIND_MACHINE_CONFIG | typeof KIND_MACHINE_CONFIG_POOL;
+export type ClusterKind = typeof KIND_MACHINE_CONFIG | typeof KIND_MACHINE_CONFIG_POOL | SourceKind;
+
+/** The apiVersion a list item without one gets, by kind. */
+const API_VERSION_OF: Partial<Record<ClusterKind, string>> = {
+  Image: 'config.openshift.io/v1', ImageDigestMirrorSet: 'config.openshift.io/v1', ImageTagMirrorSet: 'config.openshift.io/v1',
+  ImageContentSourcePolicy: 'operator.openshift.io/v1alpha1',
+};
+
+/**
+ * Whether a cluster MachineConfig is MCO's output from one of `imported` ("Kind/name" of the
+ * higher-level configs being imported): mcplane generates its own from the source, as it renders.
+ */
+export function generatedFromImported(object: unknown, imported: ReadonlySet<string>): string | undefined {
+  const refs = (object as { metadata?: { ownerReferences?: { kind?: string; name?: string }[] } } | null)?.metadata?.ownerReferences ?? [];
+  return refs.map((r) => `${r.kind}/${r.name}`).find((ref) => imported.has(ref));
+}
 
 /**
  * The manifest for a cluster object of `kind` (list items of some servers carry no kind). Input
  * that is not an object is passed through, so validation reports it as Apply would.
  */
 export function manifestFromClusterObject(kind: ClusterKind, object: unknown): Record<string, unknown> {
-  if (object === null || typeof object !== 'object' || Array.isArray(object)) return { apiVersion: API_VERSION, kind, metadata: {}, spec: object };
+  const apiVersion = API_VERSION_OF[kind] ?? API_VERSION;
+  if (object === null || typeof object !== 'object' || Array.isArray(object)) return { apiVersion, kind, metadata: {}, spec: object };
   const o = object as Record<string, unknown>;
   const meta = (o.metadata !== null && typeof o.metadata === 'object' ? o.metadata : {}) as Record<string, unknown>;
   const metadata: Record<string, unknown> = { name: meta.name };
@@ -33,5 +50,5 @@ export function manifestFromClusterObject(kind: ClusterKind, object: unknown): R
     const kept = Object.entries(meta.annotations as Record<string, unknown>).filter(([k]) => !DROPPED_ANNOTATIONS.has(k));
     if (kept.length) metadata.annotations = Object.fromEntries(kept);
   }
-  return { apiVersion: o.apiVersion ?? API_VERSION, kind: o.kind ?? kind, metadata, ...(o.spec !== undefined ? { spec: o.spec } : {}) };
+  return { apiVersion: o.apiVersion ?? apiVersion, kind: o.kind ?? kind, metadata, ...(o.spec !== undefined ? { spec: o.spec } : {}) };
 }

@@ -2,7 +2,12 @@
 // (MCO's node disruption policy). Pure, so the control plane can answer "will this reboot?"
 // before anything reaches a host, and the agent acts on exactly the same answer.
 
+import { BUILTIN_DISRUPTION_POLICY, withBuiltinPolicy } from './builtin-disruption-policy.ts';
 import { canonicalJson } from './canonical-json.ts';
+import { decodeDataUrl } from './data-url.ts';
+import { TomlSyntaxError } from './errors.ts';
+import { REGISTRIES_CONF_PATH } from './registries-config.ts';
+import { registriesChangeVerdict, type RegistriesChangeVerdict } from './registries-drain.ts';
 import type {
   DisruptionAction,
   DisruptionPolicy,
@@ -14,7 +19,8 @@ import type {
 export type ChangeKind = 'added' | 'changed' | 'removed';
 
 export interface ConfigDiff {
-  files: { path: string; change: ChangeKind }[];
+  /** `registries`: for /etc/containers/registries.conf, whether MCO counts the change safe (no drain) and why. */
+  files: { path: string; change: ChangeKind; registries?: RegistriesChangeVerdict }[];
   units: { name: string; change: ChangeKind }[];
   sshKeys: boolean;
   passwordHash: boolean;
@@ -38,6 +44,8 @@ export interface DisruptionPlan {
 /** A policy entry that decided a change: `files` by path prefix, `units` by name, or `sshkey`. */
 export interface PolicyEntryRef {
   kind: 'files' | 'units' | 'sshkey';
+  /** MCO's built-in policy decided (builtin-disruption-policy.ts), not an entry the user wrote. */
+  builtin?: true;
   /** The entry's path prefix or unit name; "" for sshkey. */
   key: string;
 }
@@ -83,7 +91,9 @@ export function diffSpecs(from: MachineConfigSpec | undefined, to: MachineConfig
   const newKargs = splitKernelArguments(to.kernelArguments);
   const oldExt = from?.extensions ?? [];
   return {
-    files: keyedChanges(oldFiles, newFiles, sameFile).map(([path, change]) => ({ path, change })),
+    files: keyedChanges(oldFiles, newFiles, sameFile).map(([path, change]) => (path === REGISTRIES_CONF_PATH
+      ? { path, change, registries: registriesVerdict(oldFiles.get(path), newFiles.get(path)) }
+      : { path, change })),
     units: keyedChanges(oldUnits, newUnits, sameUnit).map(([name, change]) => ({ name, change })),
     sshKeys: !sameList(oldCore?.sshAuthorizedKeys ?? [], newCore?.sshAuthorizedKeys ?? []),
     passwordHash: (oldCore?.passwordHash ?? '') !== (newCore?.passwordHash ?? ''),
@@ -106,7 +116,9 @@ export function isEmptyDiff(d: ConfigDiff): boolean {
  * file or unit change reboots unless the policy covers it (longest path prefix wins, units by
  * exact name); SSH keys and the password need nothing. Any reboot wins over every other action.
  */
-export function planDisruption(diff: ConfigDiff, policy: DisruptionPolicy | undefined): DisruptionPlan {
+export function planDisruption(diff: ConfigDiff, userPolicy: DisruptionPolicy | undefined): DisruptionPlan {
+  // MCO's built-in policies apply under the user's (same path or unit: the user's wins).
+  const policy = withBuiltinPolicy(userPolicy);
   const rebootReasons: string[] = [];
   const actions: DisruptionAction[] = [];
   const decisions: ChangeDecision[] = [];
@@ -122,7 +134,7 @@ export function planDisruption(diff: ConfigDiff, policy: DisruptionPolicy | unde
   always(diff.extensions.add.length > 0 || diff.extensions.remove.length > 0, 'extensions');
   always(diff.fips, 'fips');
 
-  const apply = (what: string, matched: { entry: PolicyEntryRef; actions: DisruptionAction[] } | undefined, fallback?: { actions: DisruptionAction[]; rule: string }): void => {
+  const apply = (what: string, matched: { entry: PolicyEntryRef; actions: DisruptionAction[]; rule?: string } | undefined, fallback?: { actions: DisruptionAction[]; rule: string }): void => {
     if (!matched && fallback) {
       decisions.push({ change: what, actions: fallback.actions, rule: fallback.rule });
       actions.push(...fallback.actions);
@@ -133,7 +145,7 @@ export function planDisruption(diff: ConfigDiff, policy: DisruptionPolicy | unde
       decisions.push({ change: what, actions: reboot, rule: 'default: no disruption policy entry covers it, so it reboots' });
       return;
     }
-    const rule = `policy ${matched.entry.kind}${matched.entry.key ? ` ${matched.entry.key}` : ''}`;
+    const rule = matched.rule ?? `${matched.entry.builtin ? 'built-in policy (MCO\'s default) ' : 'policy '}${matched.entry.kind}${matched.entry.key ? ` ${matched.entry.key}` : ''}`;
     if (matched.actions.some((a) => a.type === 'reboot')) {
       rebootReasons.push(`${what}: policy says reboot`);
       decisions.push({ change: what, actions: reboot, entry: matched.entry, rule });
@@ -142,13 +154,27 @@ export function planDisruption(diff: ConfigDiff, policy: DisruptionPolicy | unde
       decisions.push({ change: what, actions: orderActions(matched.actions), entry: matched.entry, rule });
     }
   };
-  for (const f of diff.files) apply(`file ${f.path} ${f.change}`, fileEntry(f.path, policy));
+  for (const f of diff.files) {
+    const matched = fileEntry(f.path, policy);
+    if (matched?.entry.builtin && matched.entry.key === REGISTRIES_CONF_PATH && f.path === REGISTRIES_CONF_PATH) {
+      // MCO's Special action: reload crio, and drain unless every change is safe (drain.go).
+      const verdict = f.registries ?? { safe: false, reason: 'registries.conf changed' };
+      apply(`file ${f.path} ${f.change}`, {
+        entry: matched.entry,
+        actions: verdict.safe ? matched.actions : [...matched.actions, { type: 'drain' }],
+        rule: `built-in policy (MCO's Special) files ${REGISTRIES_CONF_PATH}: ${verdict.reason}: reload crio, ${verdict.safe ? 'no drain' : 'drain'}`,
+      });
+    } else {
+      apply(`file ${f.path} ${f.change}`, matched);
+    }
+  }
   for (const u of diff.units) {
-    const entry = policy?.units?.find((p) => p.name === u.name);
-    apply(`unit ${u.name} ${u.change}`, entry && { entry: { kind: 'units', key: entry.name }, actions: entry.actions });
+    const entry = policy.units?.find((p) => p.name === u.name);
+    apply(`unit ${u.name} ${u.change}`, entry && { entry: { kind: 'units', key: entry.name, ...(policy.builtin.units.has(entry.name) ? { builtin: true as const } : {}) }, actions: entry.actions });
   }
   if (diff.sshKeys) {
-    apply('core SSH keys changed', policy?.sshkey && { entry: { kind: 'sshkey', key: '' }, actions: policy.sshkey.actions },
+    // MCO's built-in sshkey policy is None: what mcplane always did without one.
+    apply('core SSH keys changed', !policy.builtin.sshkey && policy.sshkey ? { entry: { kind: 'sshkey', key: '' }, actions: policy.sshkey.actions } : undefined,
       { actions: [], rule: 'default: SSH key changes need no disruption' });
   }
   if (diff.passwordHash) decisions.push({ change: 'core password changed', actions: [], rule: 'default: a password change needs no disruption' });
@@ -157,13 +183,15 @@ export function planDisruption(diff: ConfigDiff, policy: DisruptionPolicy | unde
   return { reboot: false, rebootReasons, actions: orderActions(actions), decisions };
 }
 
-function fileEntry(path: string, policy: DisruptionPolicy | undefined): { entry: PolicyEntryRef; actions: DisruptionAction[] } | undefined {
+function fileEntry(path: string, policy: ReturnType<typeof withBuiltinPolicy>): { entry: PolicyEntryRef; actions: DisruptionAction[] } | undefined {
   let best: { path: string; actions: DisruptionAction[] } | undefined;
-  for (const entry of policy?.files ?? []) {
+  for (const entry of policy.files ?? []) {
     if (path.startsWith(entry.path) && (!best || entry.path.length > best.path.length)) best = entry;
   }
-  return best && { entry: { kind: 'files', key: best.path }, actions: best.actions };
+  return best && { entry: { kind: 'files', key: best.path, ...(policy.builtin.files.has(best.path) ? { builtin: true as const } : {}) }, actions: best.actions };
 }
+
+export { BUILTIN_DISRUPTION_POLICY };
 
 function orderActions(actions: DisruptionAction[]): DisruptionAction[] {
   const rank = { 'daemon-reload': 0, reload: 1, restart: 2, drain: 3, none: 4, reboot: 5 } as const;
@@ -200,6 +228,21 @@ export function splitKernelArguments(kargs: readonly string[]): string[] {
     if (current) out.push(current);
   }
   return out;
+}
+
+/** MCO reads a missing registries.conf as empty (GetIgnitionFileDataByPath gives no data). */
+function registriesVerdict(before: IgnitionFile | undefined, after: IgnitionFile | undefined): RegistriesChangeVerdict {
+  const text = (f: IgnitionFile | undefined): string => {
+    if (!f) return '';
+    const d = decodeDataUrl(f.contents.source);
+    return 'bytes' in d ? d.bytes.toString('utf8') : '';
+  };
+  try {
+    return registriesChangeVerdict(text(before), text(after));
+  } catch (err) {
+    if (err instanceof TomlSyntaxError) return { safe: false, reason: `${REGISTRIES_CONF_PATH} does not parse (${err.message})` };
+    throw err;
+  }
 }
 
 function keyedChanges<T>(before: Map<string, T>, after: Map<string, T>, same: (a: T, b: T) => boolean): [string, ChangeKind][] {

@@ -39,6 +39,7 @@ export function policyEntryOrigin(
     if (entry.kind === 'files') return (p.files ?? []).findIndex((f) => f.path === entry.key);
     return (p.units ?? []).findIndex((u) => u.name === entry.key);
   };
+  if (entry.builtin) return `MCO's built-in node disruption policy (${entry.kind === 'sshkey' ? 'sshkey' : `${entry.kind} ${entry.key}`}), overridable in MachineConfiguration/cluster`;
   const at = (i: number): string => (entry.kind === 'sshkey' ? 'sshkey' : `${entry.kind}[${i}]`);
   const inPool = has(pool);
   if (inPool >= 0) return `MachineConfigPool/${poolName} spec.disruptionPolicy.${at(inPool)}`;

@@ -242,6 +242,30 @@ export class KubernetesApiError extends McplaneError {
   }
 }
 
+/**
+ * A TOML text (registries.conf, storage.conf, a CRI-O drop-in) does not parse; `line` is 1-based.
+ * Raised by the TOML reader and turned into a Problem naming the config and file that carried it.
+ */
+export class TomlSyntaxError extends McplaneError {
+  override readonly code = 'MCPLANE_TOML_SYNTAX';
+  constructor(readonly reason: string, readonly line?: number) {
+    super(line === undefined ? reason : `${reason} at line ${line}`);
+  }
+}
+
+/**
+ * A KubeletConfig, ContainerRuntimeConfig or the registries sources (Image, ImageDigestMirrorSet,
+ * ImageTagMirrorSet, ImageContentSourcePolicy) could not be made into a MachineConfig for a pool:
+ * MCO's Failure condition. Each problem names the source object, the field and the rule; the
+ * source's status carries the message.
+ */
+export class GenerateConfigError extends McplaneError {
+  override readonly code = 'MCPLANE_GENERATE_FAILED';
+  constructor(readonly problems: Problem[]) {
+    super(summarize('cannot generate MachineConfig', problems));
+  }
+}
+
 /** Every error class mcplane raises on purpose: the code-to-status table is checked against it. */
 export const ERROR_CLASSES = [
   InvalidDocumentError, RenderError, PoolConflictError, UnknownPoolError, NotFoundError, ConflictError,
@@ -251,6 +275,7 @@ export const ERROR_CLASSES = [
   // New classes at the end of this list (several branches add theirs).
   KubernetesSourceError, KubernetesApiError,
   PreconditionFailedError, RateLimitedError,
+  TomlSyntaxError, GenerateConfigError,
 ] as const;
 
 /** The stable codes, one per class above. */

@@ -168,7 +168,9 @@ export function defaultPools(): MachineConfigPool[] {
   return [MASTER_POOL, WORKER_POOL].map((name) => ({
     apiVersion: API_VERSION,
     kind: KIND_MACHINE_CONFIG_POOL,
-    metadata: { name },
+    // MCO's built-in pools carry this label, and KubeletConfigs and ContainerRuntimeConfigs
+    // select pools by it (machineConfigPoolSelector matches a pool's labels).
+    metadata: { name, labels: { [`pools.operator.machineconfiguration.openshift.io/${name}`]: '' } },
     spec: {
       machineConfigSelector: { matchLabels: { [ROLE_LABEL]: name } },
       nodeSelector: { matchLabels: { [`${NODE_ROLE_LABEL_PREFIX}${name}`]: '' } },

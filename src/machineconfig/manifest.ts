@@ -9,6 +9,7 @@ import { parseMachineConfig } from './machine-config.ts';
 import { parseMachineConfigPool } from './machine-config-pool.ts';
 import { checkYamlDocument, checkYamlTokens, YamlBudget } from './yaml-expansion.ts';
 import { parseMachineConfiguration } from './machine-configuration.ts';
+import { isSourceKind, parseSourceObject, SOURCE_KINDS, type SourceObject } from './generated-configs.ts';
 import { objectRef } from './object-meta.ts';
 import { isRecord, ProblemCollector } from './problem-collector.ts';
 import type { MachineConfig, MachineConfigPool, MachineConfiguration } from './types.ts';
@@ -24,6 +25,8 @@ export interface ParsedManifests {
   pools: MachineConfigPool[];
   /** MachineConfiguration/cluster (the cluster-wide disruption policy); at most one. */
   machineConfigurations: MachineConfiguration[];
+  /** KubeletConfigs, ContainerRuntimeConfigs, Image/cluster and the mirror sets (generated-configs.ts). */
+  sources: SourceObject[];
   problems: Problem[];
 }
 
@@ -112,7 +115,7 @@ function parseText(text: string, sourceName: string, problems: Problem[], budget
 
 /** Validates raw documents as MachineConfigs, MachineConfigPools and MachineConfiguration/cluster, collecting every problem. */
 export function parseDocuments(documents: RawDocument[]): ParsedManifests {
-  const out: ParsedManifests = { configs: [], pools: [], machineConfigurations: [], problems: [] };
+  const out: ParsedManifests = { configs: [], pools: [], machineConfigurations: [], sources: [], problems: [] };
   const seen = new Map<string, string>();
   const budget = applyBudget();
   for (const { source, value } of documents) {
@@ -132,8 +135,11 @@ export function parseDocuments(documents: RawDocument[]): ParsedManifests {
     } else if (value.kind === KIND_MACHINE_CONFIGURATION) {
       const mcfg = parseMachineConfiguration(value, c);
       if (mcfg && c.ok) out.machineConfigurations.push(mcfg);
+    } else if (isSourceKind(value.kind)) {
+      const source = parseSourceObject(value, c);
+      if (source && c.ok) out.sources.push(source);
     } else {
-      c.add('kind', 'unknown-kind', `kind ${JSON.stringify(value.kind ?? null)} is not ${KIND_MACHINE_CONFIG}, ${KIND_MACHINE_CONFIG_POOL} or ${KIND_MACHINE_CONFIGURATION}`);
+      c.add('kind', 'unknown-kind', `kind ${JSON.stringify(value.kind ?? null)} is not ${KIND_MACHINE_CONFIG}, ${KIND_MACHINE_CONFIG_POOL}, ${KIND_MACHINE_CONFIGURATION} or one of ${SOURCE_KINDS.join(', ')}`);
     }
     out.problems.push(...c.problems);
   }

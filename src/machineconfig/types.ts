@@ -11,6 +11,17 @@ export interface ObjectMeta {
   name: string;
   labels?: Labels;
   annotations?: Record<string, string>;
+  /** Set by mcplane on the MachineConfigs it generates from a KubeletConfig, ContainerRuntimeConfig or the registries sources (never read from a manifest). */
+  ownerReferences?: OwnerReference[];
+}
+
+/** Kubernetes' ownerReference, as MCO sets it on its generated MachineConfigs (uid left out: mcplane names objects uniquely by kind and name). */
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
 }
 
 // ---- Ignition, internal 3.x form ----------------------------------------------------------------

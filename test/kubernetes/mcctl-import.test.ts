@@ -51,7 +51,8 @@ describe('mcctl import --kubeconfig (the path off MCO)', () => {
     assert.match(r.stderr, /^skipped machineconfig\/rendered-worker-[0-9a-f]{32}: MCO's rendered config/m);
     assert.equal(cache().configs.size, 0);
     assert.equal(cache().pools.has('infra'), false);
-    assert.ok(standIn.requests.filter((q) => q.verb === 'list').every((q) => q.apiGroup === 'machineconfiguration.openshift.io' && q.code === 200));
+    // MachineConfigs and pools, and the higher-level configs (KubeletConfig, Image, mirror sets...).
+    assert.ok(standIn.requests.filter((q) => q.verb === 'list').every((q) => ['machineconfiguration.openshift.io', 'config.openshift.io', 'operator.openshift.io'].includes(q.apiGroup ?? '') && q.code === 200));
   });
 
   it('imports the cluster: created, rendered from the cluster\'s configs; again: unchanged', async () => {

@@ -1,7 +1,9 @@
 // mcctl get (kubectl's conventions: TYPE/NAME, several names, -l, -o wide|name|yaml|json|jsonpath,
 // --no-headers, -w) and mcctl describe.
 
-import { ConfigurationError, formatDuration, formatSelector, matchesSelector, type LabelSelector } from '../../machineconfig/index.ts';
+import { ConfigurationError, formatDuration, formatSelector, matchesSelector, type DisruptionAction, type LabelSelector, type MachineConfiguration } from '../../machineconfig/index.ts';
+import { withBuiltinPolicy } from '../../machineconfig/builtin-disruption-policy.ts';
+import { REGISTRIES_CONF_PATH } from '../../machineconfig/registries-config.ts';
 import type { MachineConfigPool__Output } from '../../runtime/generated/mcplane/v1/MachineConfigPool.ts';
 import type { Node__Output } from '../../runtime/generated/mcplane/v1/Node.ts';
 import type { WatchEvent__Output } from '../../runtime/generated/mcplane/v1/WatchEvent.ts';
@@ -265,7 +267,35 @@ function watchGet(c: Clients, io: Io, targets: Target[], selector: LabelSelector
   return handle.done;
 }
 
+/**
+ * MachineConfiguration/cluster's node disruption policy as in force: MCO's built-in policies with
+ * the object's entries over them (MCO's status.nodeDisruptionPolicyStatus.clusterPolicies).
+ */
+async function describeMachineConfiguration(c: Clients, name: string): Promise<string> {
+  const res = await call(c, c.config.getMachineConfiguration.bind(c.config), { name }, `describe machineconfiguration ${name}`);
+  const user = res.manifestJson ? (JSON.parse(res.manifestJson) as MachineConfiguration).spec.nodeDisruptionPolicy : undefined;
+  const policy = withBuiltinPolicy(user);
+  const actions = (list: DisruptionAction[], special = false): string =>
+    special ? 'reload crio.service; drain unless every change is safe (MCO\'s Special)' : list.filter((a) => a.type !== 'none').map((a) => (a.unit ? `${a.type} ${a.unit}` : a.type)).join(', ') || 'none';
+  const origin = (builtin: boolean): string => (builtin ? 'built-in' : 'MachineConfiguration/cluster');
+  const rows = (entries: [string, string, string][]): string => {
+    const w0 = Math.max(...entries.map((e) => e[0].length));
+    const w1 = Math.max(...entries.map((e) => e[1].length));
+    return entries.map(([a, b, o]) => `    ${a.padEnd(w0)}  ${b.padEnd(w1)}  ${o}\n`).join('');
+  };
+  let out = `Name:             ${name}\n`;
+  out += `Stored:           ${res.manifestJson ? `yes (resourceVersion ${res.resourceVersion})` : 'no: MCO\'s built-in policies are the whole policy'}\n`;
+  out += 'Node Disruption Policy (in force: MCO\'s built-ins, an entry of this object for the same path or unit replaces one):\n';
+  out += '  Files (longest matching path wins; any other file change reboots):\n';
+  out += rows(policy.files!.map((f) => [f.path, actions(f.actions, policy.builtin.files.has(f.path) && f.path === REGISTRIES_CONF_PATH), origin(policy.builtin.files.has(f.path))]));
+  out += '  Units (any other unit change reboots):\n';
+  out += policy.units!.length ? rows(policy.units!.map((u) => [u.name, actions(u.actions), origin(policy.builtin.units.has(u.name))])) : '    <none>\n';
+  out += `  SSH key:        ${actions(policy.sshkey!.actions)} (${origin(policy.builtin.sshkey)})\n`;
+  return out;
+}
+
 export async function describeCommand(c: Clients, resource: string, name: string): Promise<string> {
+  if (/^machineconfigurations?$/i.test(resource)) return describeMachineConfiguration(c, name);
   const r = resourceOf(resource);
   if (r === 'pools') {
     const pool = await call(c, c.status.getPool.bind(c.status), { name }, `describe pool ${name}`);
@@ -281,7 +311,7 @@ export async function describeCommand(c: Clients, resource: string, name: string
     });
     return describeNode(node) + (history ? formatTimeline(history.updates, node.status?.currentUpdate) : 'Updates:         <this server keeps no update history (it is older than mcctl)>\n');
   }
-  throw new ConfigurationError(`describe works on pools and nodes; for ${resource} use: mcctl get ${resource} ${name} -o yaml`);
+  throw new ConfigurationError(`describe works on pools, nodes and machineconfiguration cluster; for ${resource} use: mcctl get ${resource} ${name} -o yaml`);
 }
 
 /** The pool's spec.drain with its defaults spelled out (they apply only with Kubernetes access). */

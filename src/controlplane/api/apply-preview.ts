@@ -163,7 +163,7 @@ export function previewApply(cache: ClusterCache, request: AppliedDocuments, now
       const rules = plan?.decisions.map((d) => ({
         change: d.change,
         actions: actionsText(d.actions),
-        rule: d.entry ? `${policyEntryOrigin(cluster, poolPolicy, name, d.entry)} (${d.entry.kind === 'sshkey' ? 'sshkey' : d.entry.key})` : d.rule,
+        rule: d.entry && !d.entry.builtin ? `${policyEntryOrigin(cluster, poolPolicy, name, d.entry)} (${d.entry.kind === 'sshkey' ? 'sshkey' : d.entry.key})` : d.rule,
       })) ?? [];
       const action = plan ? updateActionOf(plan) : 'reboot';
       const movedFrom = n.pool !== name ? `moves from ${n.pool ? `pool ${n.pool}` : 'no pool'} (its labels match this pool's nodeSelector now); ` : '';

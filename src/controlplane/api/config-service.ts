@@ -3,6 +3,9 @@ import type { ConfigServiceHandlers } from '../../runtime/generated/mcplane/v1/C
 import type { Logger } from '../../runtime/logger.ts';
 import type { ControlPlane } from '../control-plane.ts';
 import { referencedConfigs } from '../cache/referenced-configs.ts';
+import { generatedConfigsFor } from '../controllers/generated-config-controller.ts';
+import { InvalidDocumentError } from '../../machineconfig/index.ts';
+import { isSourceKind, SOURCE_KINDS } from '../../machineconfig/generated-configs.ts';
 import type { Authorizer } from './authorization.ts';
 import { unary } from './status-errors.ts';
 import { machineConfigToWire, nodeToWire, poolToWire, renderedToWire } from './to-wire.ts';
@@ -52,6 +55,27 @@ export function configService(cp: ControlPlane, auth: Authorizer, log: Logger): 
     LabelNode: admin(async (req: { name: string; set: Record<string, string>; remove: string[] }, who) => {
       await cp.labelNode(req.name, req.set, req.remove, who);
       return nodeToWire(cp.cache.nodes.get(req.name)!);
+    }),
+    ListSourceObjects: admin((req: { kind: string }) => {
+      if (!isSourceKind(req.kind)) {
+        throw new InvalidDocumentError([{ object: 'request', field: 'kind', rule: 'unknown-kind', message: `kind ${JSON.stringify(req.kind)} is not one of ${SOURCE_KINDS.join(', ')}` }]);
+      }
+      // Statuses are a pure function of the cache (the generator's), computed when read.
+      const statuses = new Map(generatedConfigsFor(cp.cache).statuses.map((s) => [s.object, s]));
+      return {
+        objects: [...cp.cache.sourcesOf(req.kind).values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map((o) => {
+          const s = statuses.get(`${req.kind}/${o.name}`);
+          return {
+            kind: req.kind, name: o.name, manifestJson: JSON.stringify(o.value), resourceVersion: o.resourceVersion, creationTimeUnixMs: o.createdAt,
+            statusJson: JSON.stringify({ conditions: s?.conditions ?? [], generated: s?.generated ?? [], problems: s?.problems ?? [] }),
+          };
+        }),
+      };
+    }),
+    GetMachineConfiguration: admin((req: { name: string }) => {
+      if (req.name !== 'cluster') throw new NotFoundError('MachineConfiguration', req.name);
+      const stored = cp.cache.machineConfiguration;
+      return { manifestJson: stored ? JSON.stringify(stored.value) : '', resourceVersion: stored?.resourceVersion ?? '' };
     }),
     ReapplyNode: admin(async (req: { name: string }, who) => {
       await cp.reapplyNode(req.name, who);

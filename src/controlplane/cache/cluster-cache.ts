@@ -16,6 +16,7 @@ import {
   type NodeStatus,
   type RenderedConfig,
 } from '../../machineconfig/index.ts';
+import type { SourceObject } from '../../machineconfig/generated-configs.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { displayedStatus } from './displayed-node-status.ts';
 import type { ChangeEvent, Store, StoredKind, StoredObject } from '../store/store.ts';
@@ -41,6 +42,9 @@ import {
   type RevokedCertificateRecord,
   type StoredRendered,
 } from '../store/stored-records.ts';
+
+/** The stored kinds of the higher-level configs, one per kind of SOURCE_KINDS. */
+export const SOURCE_STORED_KINDS = ['KubeletConfig', 'ContainerRuntimeConfig', 'Image', 'ImageDigestMirrorSet', 'ImageTagMirrorSet', 'ImageContentSourcePolicy'] as const satisfies readonly StoredKind[];
 
 /** The kinds whose objects together make one node's view. */
 export const NODE_KINDS = NODE_VIEW_KINDS;
@@ -145,6 +149,13 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
   get revokedCertificates(): ReadonlyMap<string, StoredObject<RevokedCertificateRecord>> { return this.#map('RevokedCertificate'); }
   /** With --kubernetes-source: the cluster objects the leader could not take, and why. */
   get kubernetesSource(): StoredObject<KubernetesSourceRecord> | undefined { return this.#map<KubernetesSourceRecord>('KubernetesSource').get(KUBERNETES_SOURCE_KEY); }
+
+  /** Every stored higher-level config (KubeletConfig, ContainerRuntimeConfig, Image, mirror sets). */
+  get sources(): StoredObject<SourceObject>[] {
+    return SOURCE_STORED_KINDS.flatMap((k) => [...this.#map<SourceObject>(k).values()]);
+  }
+
+  sourcesOf(kind: StoredKind): ReadonlyMap<string, StoredObject<SourceObject>> { return this.#map(kind); }
 
   get nodes(): ReadonlyMap<string, NodeView> {
     return this.#nodes;

@@ -12,6 +12,7 @@ import type { LeaderWriter } from '../replica/leader-writer.ts';
 import type { DrainAccess } from './drain-gate.ts';
 import type { DrainController } from './drain-controller.ts';
 import { EnrollmentTokenCollector } from './enrollment-token-collector.ts';
+import { GeneratedConfigController } from './generated-config-controller.ts';
 import type { EventRecorder } from './event-recorder.ts';
 import type { KubernetesSourceController } from './kubernetes-source-controller.ts';
 import { NodeAnnotationController } from './node-annotation-controller.ts';
@@ -42,6 +43,10 @@ export interface ControllerDependencies {
 export function createControllers(d: ControllerDependencies): KeyedController<string>[] {
   return [
     ...(d.source ? [wholePass(d.source)] : []),
+    // The MachineConfigs MCO would generate from KubeletConfigs, ContainerRuntimeConfigs and the
+    // registries sources; their writes key the render lane. With --kubernetes-source the
+    // cluster's MCO generates them and they arrive as MachineConfigs.
+    ...(d.source ? [] : [wholePass(new GeneratedConfigController(d.cache, d.writer, d.log))]),
     new RenderController(d.cache, d.writer, d.log, d.metrics, d.clock),
     // One pass over every node, its writes in batches of 100: 5,000 new hosts are 50 commits, not 5,000.
     wholePass(new PoolMembershipController(d.cache, d.writer, d.log)),

@@ -41,6 +41,14 @@ export const KINDS = {
   // Bounded (pending ones by the endpoint's limit, decided ones expire): cached, so listing and
   // the pending count cost no store read.
   EnrollmentRequest: { writer: 'bootstrap endpoint', holds: 'a host\'s request to join without a bootstrap token, and the operator\'s decision on it', cached: true },
+  // The user's higher-level configs (MCO's): the leader's generated-config controller makes
+  // MachineConfigs of them. Few, small, and read by every apply: cached.
+  KubeletConfig: { writer: 'user', holds: 'a KubeletConfig', cached: true },
+  ContainerRuntimeConfig: { writer: 'user', holds: 'a ContainerRuntimeConfig', cached: true },
+  Image: { writer: 'user', holds: 'the cluster Image config (config.openshift.io/v1): registry sources', cached: true },
+  ImageDigestMirrorSet: { writer: 'user', holds: 'an ImageDigestMirrorSet', cached: true },
+  ImageTagMirrorSet: { writer: 'user', holds: 'an ImageTagMirrorSet', cached: true },
+  ImageContentSourcePolicy: { writer: 'user', holds: 'an ImageContentSourcePolicy (operator.openshift.io/v1alpha1)', cached: true },
 } as const satisfies Record<string, KindInfo>;
 
 export type StoredKind = keyof typeof KINDS;

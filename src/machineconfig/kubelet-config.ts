@@ -1,0 +1,263 @@
+// KubeletConfig (machineconfiguration.openshift.io/v1): validated and made into the files of
+// `99-<pool>-generated-kubelet[-N]` as MCO makes them. Followed files (machine-config-operator
+// 7ff337a4): pkg/controller/kubelet-config/helpers.go (validateUserKubeletConfig,
+// validateStaticPodPathGivenPool, generateKubeletIgnFiles, getManagedKubeletConfigKey,
+// createNewKubeletLogLevelIgnition, createNewKubeletDynamicSystemReservedIgnition) and
+// kubelet_config_controller.go (syncKubeletConfig: which pools, the file order, the conditions).
+//
+// MCO's base is the kubelet.conf its templates render for the pool (with the cluster's feature
+// gates and TLS profile). mcplane has no templates: the base is the /etc/kubernetes/kubelet.conf
+// the pool's other MachineConfigs provide (an imported 01-worker-kubelet, say).
+
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { API_VERSION, MASTER_POOL } from './constants.ts';
+import { GenerateConfigError, type Problem } from './errors.ts';
+import { matchesSelector, parseLabelSelector } from './label-selector.ts';
+import { checkApiVersion, parseObjectMeta } from './object-meta.ts';
+import { isRecord, type ProblemCollector } from './problem-collector.ts';
+import type { GeneratedFile } from './registries-config.ts';
+import type { LabelSelector, MachineConfigPool, ObjectMeta } from './types.ts';
+
+export const KIND_KUBELET_CONFIG = 'KubeletConfig';
+export const KUBELET_CONF_PATH = '/etc/kubernetes/kubelet.conf';
+export const KUBELET_LOGGING_DROPIN_PATH = '/etc/systemd/system/kubelet.service.d/20-logging.conf';
+export const NODE_SIZING_ENV_PATH = '/etc/node-sizing-enabled.env';
+/** ctrlcommon.MCNameSuffixAnnotationKey: which `-N` a KubeletConfig's (or ContainerRuntimeConfig's) MachineConfig takes. */
+export const MC_NAME_SUFFIX_ANNOTATION = 'machineconfiguration.openshift.io/mc-name-suffix';
+/** ctrlcommon.MaxMCNameSuffix: suffixes go up to 9, so ten configs per pool. */
+export const MAX_MC_NAME_SUFFIX = 9;
+
+export interface KubeletConfigSpec {
+  /** Null or empty selects no pool (MCO's rule). */
+  machineConfigPoolSelector: LabelSelector | null;
+  /** The KubeletConfiguration fields to merge over the base, as given. */
+  kubeletConfig?: Record<string, unknown>;
+  logLevel?: number;
+  autoSizingReserved?: boolean;
+}
+
+export interface KubeletConfig {
+  apiVersion: string;
+  kind: typeof KIND_KUBELET_CONFIG;
+  metadata: ObjectMeta;
+  spec: KubeletConfigSpec;
+}
+
+const SPEC_KEYS = ['machineConfigPoolSelector', 'kubeletConfig', 'logLevel', 'autoSizingReserved', 'tlsSecurityProfile'];
+
+/** validateUserKubeletConfig's refusals: fields the MCO owns, which would leave a node unable to come back. */
+const REFUSED_FIELDS: { field: string; isSet: (kc: Record<string, unknown>) => boolean }[] = [
+  { field: 'cgroupDriver', isSet: (kc) => typeof kc.cgroupDriver === 'string' && kc.cgroupDriver !== '' },
+  { field: 'clusterDNS', isSet: (kc) => Array.isArray(kc.clusterDNS) && kc.clusterDNS.length > 0 },
+  { field: 'clusterDomain', isSet: (kc) => typeof kc.clusterDomain === 'string' && kc.clusterDomain !== '' },
+  { field: 'featureGates', isSet: (kc) => isRecord(kc.featureGates) && Object.keys(kc.featureGates).length > 0 },
+  { field: 'failSwapOn', isSet: (kc) => kc.failSwapOn !== undefined && kc.failSwapOn !== null },
+  { field: 'memorySwap.swapBehavior', isSet: (kc) => isRecord(kc.memorySwap) && typeof kc.memorySwap.swapBehavior === 'string' && kc.memorySwap.swapBehavior !== '' },
+];
+
+/** Validates a KubeletConfig document with MCO's rules; every problem goes into `c`. */
+export function parseKubeletConfig(doc: Record<string, unknown>, c: ProblemCollector): KubeletConfig | undefined {
+  checkApiVersion(doc, c);
+  const metadata = parseObjectMeta(doc.metadata, c);
+  const spec = c.record(doc.spec, 'spec') ?? {};
+  c.onlyKeys(spec, 'spec', SPEC_KEYS);
+  const machineConfigPoolSelector = parseLabelSelector(spec.machineConfigPoolSelector, c, 'spec.machineConfigPoolSelector');
+  const out: KubeletConfigSpec = { machineConfigPoolSelector };
+  const logLevel = c.integer(spec.logLevel, 'spec.logLevel');
+  if (logLevel !== undefined) {
+    if (logLevel < 0 || logLevel > 10) c.add('spec.logLevel', 'log-level-range', `KubeletConfig's LogLevel is not valid [0,10]: ${logLevel}`);
+    out.logLevel = logLevel;
+  }
+  const auto = c.boolean(spec.autoSizingReserved, 'spec.autoSizingReserved');
+  if (auto !== undefined) out.autoSizingReserved = auto;
+  if (spec.tlsSecurityProfile !== undefined && spec.tlsSecurityProfile !== null) {
+    // MCO turns the profile into tlsMinVersion and tlsCipherSuites from openshift/api's TLS
+    // profile tables; mcplane does not carry those tables yet, and ignoring the field would
+    // leave the kubelet on a weaker profile than asked for.
+    c.add('spec.tlsSecurityProfile', 'not-supported', 'tlsSecurityProfile is not supported by mcplane yet; set kubeletConfig.tlsMinVersion and kubeletConfig.tlsCipherSuites instead');
+  }
+  const kc = c.record(spec.kubeletConfig, 'spec.kubeletConfig');
+  if (kc) {
+    out.kubeletConfig = kc;
+    for (const r of REFUSED_FIELDS) {
+      if (r.isSet(kc)) c.add(`spec.kubeletConfig.${r.field}`, 'kubelet-field-refused', `KubeletConfiguration: ${r.field.replace('memorySwap.', '')} is not allowed to be set, but contains: ${JSON.stringify(r.field === 'memorySwap.swapBehavior' ? (kc.memorySwap as Record<string, unknown>).swapBehavior : kc[r.field])}`);
+    }
+    if (isRecord(kc.systemReserved) && Object.keys(kc.systemReserved).length > 0 && auto === true) {
+      c.add('spec.autoSizingReserved', 'auto-sizing-and-system-reserved', 'KubeletConfiguration: autoSizingReserved and systemdReserved cannot be set together');
+    }
+    if (typeof kc.systemReservedCgroup === 'string' && kc.systemReservedCgroup !== '' && typeof kc.systemCgroups === 'string' && kc.systemCgroups !== '' && kc.systemReservedCgroup !== kc.systemCgroups) {
+      c.add('spec.kubeletConfig.systemReservedCgroup', 'system-reserved-cgroup', `KubeletConfiguration: systemReservedCgroup (${kc.systemReservedCgroup}) must match systemCgroups (${kc.systemCgroups})`);
+    }
+  }
+  if (!metadata || !c.ok) return undefined;
+  return { apiVersion: API_VERSION, kind: KIND_KUBELET_CONFIG, metadata, spec: out };
+}
+
+/** getPoolsForKubeletConfig (and the ContainerRuntimeConfig twin): an empty selector matches nothing. */
+export function poolsSelectedBy(selector: LabelSelector | null, pools: readonly MachineConfigPool[]): MachineConfigPool[] {
+  const empty = !selector || ((!selector.matchLabels || Object.keys(selector.matchLabels).length === 0) && !selector.matchExpressions?.length);
+  if (empty) return [];
+  return pools.filter((p) => matchesSelector(selector, p.metadata.labels));
+}
+
+/** isControlPlanePool: master or arbiter by name, or a nodeSelector on the master role label. */
+function isControlPlanePool(pool: MachineConfigPool): boolean {
+  const name = pool.metadata.name;
+  if (name === MASTER_POOL || name === 'arbiter') return true;
+  const sel = pool.spec.nodeSelector;
+  if (!sel) return false;
+  const MASTER_LABEL = 'node-role.kubernetes.io/master';
+  if (sel.matchLabels && MASTER_LABEL in sel.matchLabels) return true;
+  return (sel.matchExpressions ?? []).some((e) => e.key === MASTER_LABEL && (e.operator === 'Exists' || e.operator === 'In'));
+}
+
+// Field kinds of k8s.io/kubelet/config/v1beta1 KubeletConfiguration (vendored at the MCO commit),
+// which decide how mergo.Merge(base, spec, WithOverride) treats a value: Go maps merge key by key
+// (every key of the spec wins, "" too); pointer fields take a zero value when the base has none;
+// a zero scalar or a zero duration never overrides a set one.
+const MAP_FIELDS = new Set(['staticPodURLHeader', 'cpuManagerPolicyOptions', 'topologyManagerPolicyOptions', 'qosReserved', 'evictionHard', 'evictionSoft', 'evictionSoftGracePeriod', 'evictionMinimumReclaim', 'featureGates', 'systemReserved', 'kubeReserved']);
+const POINTER_FIELDS = new Set(['enableServer', 'registryPullQPS', 'eventRecordQPS', 'enableDebuggingHandlers', 'healthzPort', 'oomScoreAdj', 'imageGCHighThresholdPercent', 'imageGCLowThresholdPercent', 'cgroupsPerQOS', 'singleProcessOOMKill', 'podPidsLimit', 'resolvConf', 'cpuCFSQuota', 'cpuCFSQuotaPeriod', 'nodeStatusMaxImages', 'kubeAPIQPS', 'serializeImagePulls', 'maxParallelImagePulls', 'mergeDefaultEvictionSettings', 'enableControllerAttachDetach', 'makeIPTablesUtilChains', 'iptablesMasqueradeBit', 'iptablesDropBit', 'failSwapOn', 'containerLogMaxFiles', 'containerLogMaxWorkers', 'containerLogMonitorInterval', 'enableSystemLogHandler', 'enableSystemLogQuery', 'enableProfilingHandler', 'enableDebugFlagsHandler', 'seccompDefault', 'memoryThrottlingFactor', 'registerNode', 'tracing', 'localStorageCapacityIsolation', 'failCgroupV1', 'userNamespaces']);
+const DURATION_FIELDS = new Set(['syncFrequency', 'fileCheckFrequency', 'httpCheckFrequency', 'streamingConnectionIdleTimeout', 'nodeStatusUpdateFrequency', 'nodeStatusReportFrequency', 'imageMinimumGCAge', 'imageMaximumGCAge', 'volumeStatsAggPeriod', 'cpuManagerReconcilePeriod', 'runtimeRequestTimeout', 'cpuCFSQuotaPeriod', 'evictionPressureTransitionPeriod', 'containerLogMonitorInterval', 'shutdownGracePeriod', 'shutdownGracePeriodCriticalPods', 'cacheTTL']);
+
+const isZeroDuration = (v: unknown): boolean => typeof v === 'string' && /^[+-]?(0+(\.0*)?(ns|us|µs|ms|s|m|h)?)+$/.test(v);
+const clone = <T>(v: T): T => structuredClone(v);
+
+function isZeroScalar(key: string, v: unknown): boolean {
+  return v === false || v === 0 || v === '' || (DURATION_FIELDS.has(key) && isZeroDuration(v));
+}
+
+/** mergo.Merge(dst, src, mergo.WithOverride) on the JSON form of KubeletConfiguration. */
+function mergeOver(dst: Record<string, unknown>, src: Record<string, unknown>, top: boolean): void {
+  for (const [k, s] of Object.entries(src)) {
+    if (s === null || s === undefined) continue;
+    const d = dst[k];
+    if (top && MAP_FIELDS.has(k) && isRecord(s)) {
+      dst[k] = { ...(isRecord(d) ? d : {}), ...clone(s) };
+    } else if (isRecord(s)) {
+      if (isRecord(d)) mergeOver(d, s, false);
+      else dst[k] = clone(s);
+    } else if (Array.isArray(s)) {
+      if (s.length > 0) dst[k] = clone(s);
+    } else if (!isZeroScalar(k, s)) {
+      dst[k] = s;
+    } else if (d === undefined && (!top || POINTER_FIELDS.has(k))) {
+      // A nil pointer in the base takes the spec's pointer, zero or not.
+      dst[k] = s;
+    }
+  }
+}
+
+const SYSTEM_RESERVED_ENFORCEMENT = ['system-reserved', 'system-reserved-compressible'];
+const PODS_ENFORCEMENT = 'pods';
+
+/**
+ * generateKubeletIgnFiles for one pool, plus the static-pod check for it: the node-sizing env
+ * file (autoSizingReserved, or systemReserved's memory/cpu/ephemeral-storage), the logging
+ * drop-in (logLevel), and the whole kubelet.conf (the base with the spec merged over it), in
+ * MCO's order. `baseKubeletConf` is undefined when none of the pool's configs provides one.
+ */
+export function generateKubeletFiles(kc: KubeletConfig, pool: MachineConfigPool, baseKubeletConf: string | undefined): GeneratedFile[] {
+  const object = `${KIND_KUBELET_CONFIG}/${kc.metadata.name}`;
+  const fail = (field: string, rule: string, message: string): never => {
+    throw new GenerateConfigError([{ object, field, rule, message } satisfies Problem]);
+  };
+  const spec = kc.spec.kubeletConfig ? clone(kc.spec.kubeletConfig) : undefined;
+  if (spec) {
+    if (isControlPlanePool(pool)) {
+      if ('staticPodPath' in spec) fail('spec.kubeletConfig.staticPodPath', 'static-pod-path', `KubeletConfiguration: staticPodPath is not allowed to be set for control plane pool "${pool.metadata.name}"`);
+    } else if (typeof spec.staticPodPath === 'string' && spec.staticPodPath !== '') {
+      fail('spec.kubeletConfig.staticPodPath', 'static-pod-path', `KubeletConfiguration: staticPodPath must be empty for pool "${pool.metadata.name}", but contains: ${spec.staticPodPath}`);
+    }
+  }
+  if (baseKubeletConf === undefined) {
+    fail('spec', 'base-config-missing', `no MachineConfig of pool ${pool.metadata.name} provides ${KUBELET_CONF_PATH} to merge over (MCO renders it from its templates; import or apply the pool's 01-${pool.metadata.name}-kubelet config)`);
+  }
+  let base: Record<string, unknown>;
+  try {
+    const parsed: unknown = parseYaml(baseKubeletConf!);
+    if (!isRecord(parsed)) throw new Error('not a mapping');
+    base = parsed;
+  } catch (err) {
+    return fail('spec', 'base-config-syntax', `the pool's ${KUBELET_CONF_PATH} is not a KubeletConfiguration: ${(err as Error).message.split('\n')[0]}`);
+  }
+
+  const userSystemReserved: Record<string, string> = {};
+  if (spec) {
+    if (isRecord(spec.systemReserved)) {
+      for (const key of ['memory', 'cpu', 'ephemeral-storage']) {
+        if (key in spec.systemReserved) {
+          userSystemReserved[key] = String(spec.systemReserved[key] ?? '');
+          delete spec.systemReserved[key];
+        }
+      }
+    }
+    // Feature gates come from the cluster's FeatureGate, never from a KubeletConfig.
+    delete spec.featureGates;
+    // protectKernelDefaults is a plain bool: false would be dropped as a zero value, so MCO
+    // looks for it in the raw spec.
+    if (spec.protectKernelDefaults === false) base.protectKernelDefaults = false;
+    mergeOver(base, spec, true);
+    const enforce = spec.enforceNodeAllocatable;
+    if ((spec.systemReservedCgroup === undefined || spec.systemReservedCgroup === '') && Array.isArray(enforce) && enforce.length > 0 && !enforce.some((v) => SYSTEM_RESERVED_ENFORCEMENT.includes(String(v)))) {
+      delete base.systemReservedCgroup;
+    }
+  }
+  if (typeof base.reservedSystemCPUs === 'string' && base.reservedSystemCPUs !== '') {
+    // Reserved CPUs replace the system-reserved cgroup: enforcing both fails kubelet validation.
+    delete base.systemReservedCgroup;
+    const filtered = (Array.isArray(base.enforceNodeAllocatable) ? base.enforceNodeAllocatable.map(String) : []).filter((v) => !SYSTEM_RESERVED_ENFORCEMENT.includes(v));
+    base.enforceNodeAllocatable = filtered.includes(PODS_ENFORCEMENT) ? filtered : [PODS_ENFORCEMENT, ...filtered];
+  }
+  if (typeof base.systemReservedCgroup === 'string' && base.systemReservedCgroup !== '' && typeof base.systemCgroups === 'string' && base.systemCgroups !== '' && base.systemReservedCgroup !== base.systemCgroups) {
+    fail('spec.kubeletConfig', 'system-reserved-cgroup', `invalid merged configuration: systemReservedCgroup (${base.systemReservedCgroup}) must match systemCgroups (${base.systemCgroups})`);
+  }
+  base.apiVersion = 'kubelet.config.k8s.io/v1beta1';
+  base.kind = 'KubeletConfiguration';
+
+  const files: GeneratedFile[] = [];
+  const sizing = (auto: boolean | undefined, reserved: Record<string, string>): string =>
+    `NODE_SIZING_ENABLED=${auto === undefined ? 'false' : String(auto)}\nSYSTEM_RESERVED_MEMORY=${reserved.memory || '1Gi'}\nSYSTEM_RESERVED_CPU=${reserved.cpu || '500m'}\nSYSTEM_RESERVED_ES=${reserved['ephemeral-storage'] || '1Gi'}\n`;
+  if (Object.keys(userSystemReserved).length > 0) files.push({ path: NODE_SIZING_ENV_PATH, contents: sizing(undefined, userSystemReserved) });
+  else if (kc.spec.autoSizingReserved !== undefined) files.push({ path: NODE_SIZING_ENV_PATH, contents: sizing(kc.spec.autoSizingReserved, {}) });
+  if (kc.spec.logLevel !== undefined) files.push({ path: KUBELET_LOGGING_DROPIN_PATH, contents: `[Service]\nEnvironment="KUBELET_LOG_LEVEL=${kc.spec.logLevel}"\n` });
+  // The kubelet config encoder goes through JSON to YAML (sigs.k8s.io/yaml), which sorts keys.
+  files.push({ path: KUBELET_CONF_PATH, contents: stringifyYaml(base, { sortMapEntries: true, indentSeq: false, lineWidth: 0 }) });
+  return files;
+}
+
+/** Labels and annotations of a higher-level config that decide its generated MachineConfig's name. */
+export interface NamedSource {
+  name: string;
+  annotations?: Record<string, string>;
+  selector: LabelSelector | null;
+}
+
+/**
+ * getManagedKubeletConfigKey / getManagedKeyCtrCfg: `99-<pool>-generated-<kind>` for the first
+ * config of a pool, `-N` for later ones: the mc-name-suffix annotation if set, else the name the
+ * config already owns (MCO keeps it in its finalizers), else the highest suffix in use + 1.
+ * `owned` maps each source name to the generated name it already holds for this pool.
+ */
+export function managedKey(pool: MachineConfigPool, kind: 'kubelet' | 'containerruntime', cfg: NamedSource, all: readonly NamedSource[], owned: ReadonlyMap<string, string>): string {
+  const base = `99-${pool.metadata.name}-generated-${kind}`;
+  const inPool = all.filter((s) => poolsSelectedBy(s.selector, [pool]).length > 0);
+  const suffix = cfg.annotations?.[MC_NAME_SUFFIX_ANNOTATION];
+  if (suffix !== undefined) return suffix === '' ? base : `${base}-${suffix}`;
+  const mine = owned.get(cfg.name);
+  if (mine !== undefined) return mine;
+  if (inPool.length <= 1) return base;
+  // MCO starts from 0, so with several configs in a pool and none placed yet the first gets -1.
+  let max = 0;
+  for (const s of inPool) {
+    if (s.name === cfg.name) continue;
+    const held = s.annotations?.[MC_NAME_SUFFIX_ANNOTATION] ?? owned.get(s.name)?.slice(base.length + 1);
+    if (held === undefined) continue;
+    const n = held === '' ? 0 : Number(held);
+    if (Number.isInteger(n) && n > max) max = n;
+  }
+  if (max + 1 > MAX_MC_NAME_SUFFIX) {
+    const what = kind === 'kubelet' ? 'kubelet config' : 'container runtime config';
+    throw new GenerateConfigError([{ object: `${kind === 'kubelet' ? KIND_KUBELET_CONFIG : 'ContainerRuntimeConfig'}/${cfg.name}`, field: 'metadata.name', rule: 'max-configs-per-pool', message: `max number of supported ${what} (10) has been reached for pool ${pool.metadata.name}. Please delete old ${what}s before retrying` }]);
+  }
+  return `${base}-${max + 1}`;
+}

@@ -1,0 +1,102 @@
+// mcctl with KubeletConfig and the image mirror sets against a real server, run as a separate
+// process: apply, get (table and -o yaml with MCO's conditions), the generated config in
+// `get mc`, delete. Generation follows machine-config-operator 7ff337a4
+// pkg/controller/kubelet-config/kubelet_config_controller.go and
+// pkg/controller/container-runtime-config/container_runtime_config_controller.go.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { parse } from 'yaml';
+import { runCliAsync } from '../helpers/run-cli.ts';
+import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+
+let server: TestServer;
+let conn: string[];
+const dir = mkdtempSync(join(tmpdir(), 'mcplane-hl-'));
+before(async () => {
+  server = await startTestServer();
+  conn = ['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null'];
+});
+after(() => server.close());
+const mcctl = (...args: string[]) => runCliAsync([...conn, ...args]);
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+
+const MANIFESTS = `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 01-worker-kubelet
+  labels: {machineconfiguration.openshift.io/role: worker}
+spec:
+  config:
+    ignition: {version: 3.4.0}
+    storage:
+      files:
+        - path: /etc/kubernetes/kubelet.conf
+          contents: {source: "data:;base64,${b64('apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: 250\n')}"}
+        - path: /etc/containers/registries.conf
+          contents: {source: "data:;base64,${b64('unqualified-search-registries = ["docker.io"]\n')}"}
+---
+apiVersion: machineconfiguration.openshift.io/v1
+kind: KubeletConfig
+metadata: {name: set-max-pods}
+spec:
+  machineConfigPoolSelector:
+    matchLabels: {pools.operator.machineconfiguration.openshift.io/worker: ""}
+  kubeletConfig: {maxPods: 500}
+---
+apiVersion: config.openshift.io/v1
+kind: ImageDigestMirrorSet
+metadata: {name: ubi}
+spec:
+  imageDigestMirrors:
+    - source: registry.access.redhat.com/ubi9
+      mirrors: [mirror.example.com/ubi9]
+`;
+
+test('apply, get, get -o yaml, get mc and delete of a KubeletConfig and an ImageDigestMirrorSet', async () => {
+  const file = join(dir, 'hl.yaml');
+  writeFileSync(file, MANIFESTS);
+  const applied = await mcctl('apply', '-f', file);
+  assert.equal(applied.status, 0, applied.stderr);
+  assert.match(applied.stdout, /^kubeletconfig\/set-max-pods created$/m);
+  assert.match(applied.stdout, /^imagedigestmirrorset\/ubi created$/m);
+
+  const table = await mcctl('get', 'kubeletconfig');
+  assert.equal(table.status, 0, table.stderr);
+  assert.match(table.stdout, /^NAME +STATUS +GENERATED +AGE$/m);
+  assert.match(table.stdout, /^set-max-pods +Success +99-worker-generated-kubelet /m);
+
+  const yaml = parse((await mcctl('get', 'kubeletconfig', 'set-max-pods', '-o', 'yaml')).stdout);
+  assert.equal(yaml.kind, 'KubeletConfig');
+  assert.deepEqual(yaml.status.conditions.map((c: { type: string; status: string }) => `${c.type}=${c.status}`), ['Accepted=True', 'Success=True']);
+  assert.deepEqual(yaml.status.generatedMachineConfigs, ['99-worker-generated-kubelet']);
+
+  // master's configs carry no registries.conf: the IDMS reports it (wide shows the message).
+  const idms = await mcctl('get', 'idms', '-o', 'wide');
+  assert.match(idms.stdout, /^ubi +Failure +.*no MachineConfig of the pool provides \/etc\/containers\/registries\.conf/m);
+
+  const mcs = await mcctl('get', 'mc');
+  assert.match(mcs.stdout, /^99-worker-generated-kubelet +worker /m);
+
+  const deleted = await mcctl('delete', 'kubeletconfig', 'set-max-pods');
+  assert.equal(deleted.stdout, 'kubeletconfig/set-max-pods deleted\n');
+  assert.doesNotMatch((await mcctl('get', 'mc')).stdout, /99-worker-generated-kubelet/);
+});
+
+test('describe machineconfiguration cluster lists MCO\'s built-in policies, and an applied entry over them', async () => {
+  const builtins = await mcctl('describe', 'machineconfiguration', 'cluster');
+  assert.equal(builtins.status, 0, builtins.stderr);
+  assert.match(builtins.stdout, /^Stored: +no: MCO's built-in policies are the whole policy$/m);
+  assert.match(builtins.stdout, /^ {4}\/etc\/containers\/registries\.conf +reload crio\.service; drain unless every change is safe \(MCO's Special\) +built-in$/m);
+  assert.match(builtins.stdout, /^ {4}\/etc\/containers\/policy\.json +reload crio\.service +built-in$/m);
+  assert.match(builtins.stdout, /^ {4}\/var\/lib\/kubelet\/config\.json +none +built-in$/m);
+  const file = join(dir, 'mcfg.yaml');
+  writeFileSync(file, 'apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata: {name: cluster}\nspec:\n  nodeDisruptionPolicy:\n    files:\n      - path: /etc/containers/policy.json\n        actions: [{type: Restart, restart: {serviceName: crio.service}}]\n');
+  assert.equal((await mcctl('apply', '-f', file)).status, 0);
+  const overridden = (await mcctl('describe', 'machineconfiguration', 'cluster')).stdout;
+  assert.match(overridden, /^ {4}\/etc\/containers\/policy\.json +restart crio\.service +MachineConfiguration\/cluster$/m);
+  assert.doesNotMatch(overridden, /policy\.json +reload/);
+});

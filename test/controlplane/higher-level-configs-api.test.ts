@@ -1,0 +1,152 @@
+// KubeletConfig, ContainerRuntimeConfig and the registries sources over real gRPC: Apply stores
+// them, the leader generates MCO's `99-<pool>-generated-*` MachineConfigs (owned by their source,
+// rendered into the pool, deleted with the source), and ListSourceObjects reports MCO's status
+// conditions. Generation follows machine-config-operator 7ff337a4
+// pkg/controller/kubelet-config/kubelet_config_controller.go (syncKubeletConfig) and
+// pkg/controller/container-runtime-config/container_runtime_config_controller.go
+// (syncContainerRuntimeConfig, syncImageConfig).
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { status as Status } from '@grpc/grpc-js';
+import { stringify } from 'yaml';
+import { call } from '../../src/cli/client/call.ts';
+import type { Clients } from '../../src/cli/client/connection.ts';
+import { RemoteCallError } from '../../src/machineconfig/index.ts';
+import { fileEntry, ign, mcDoc } from '../helpers/manifests.ts';
+import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
+import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+
+let server: TestServer;
+let c: Clients;
+before(async () => {
+  server = await startTestServer();
+  c = server.admin();
+});
+after(() => server.close());
+
+const apply = (...docs: Record<string, unknown>[]) => call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'hl.yaml', text: docs.map((d) => stringify(d)).join('---\n') }], dryRun: false }, 'apply');
+const del = (kind: string, name: string) => call(c, c.config.delete.bind(c.config), { kind, name }, 'delete');
+const getMc = async (name: string) => JSON.parse((await call(c, c.config.getMachineConfig.bind(c.config), { name }, 'get mc')).manifestJson);
+const mcNames = async () => (await call(c, c.config.listMachineConfigs.bind(c.config), {}, 'list mc')).machineConfigs.map((m) => m.name);
+const sources = async (kind: string) => (await call(c, c.config.listSourceObjects.bind(c.config), { kind }, 'list')).objects.map((o) => ({ name: o.name, ...JSON.parse(o.statusJson) }));
+const fileOf = (mc: { spec: { config: { storage: { files: { path: string; contents: { source: string } }[] } } } }, path: string): string | undefined => {
+  const f = mc.spec.config.storage.files.find((x) => x.path === path);
+  return f ? Buffer.from(f.contents.source.replace(/^data:[^,]*;base64,/, ''), 'base64').toString() : undefined;
+};
+async function renderedSources(pool: string): Promise<string[]> {
+  const p = await call(c, c.status.getPool.bind(c.status), { name: pool }, 'get pool');
+  return (await call(c, c.config.getRenderedConfig.bind(c.config), { name: p.status!.configuration }, 'get rendered')).sources;
+}
+
+const WORKER = { matchLabels: { 'pools.operator.machineconfiguration.openshift.io/worker': '' } };
+const kubeletConfig = (name: string, spec: Record<string, unknown>, selector: Record<string, unknown> = WORKER) => ({ apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'KubeletConfig', metadata: { name }, spec: { machineConfigPoolSelector: selector, ...spec } });
+const REGISTRIES = 'unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]\n';
+const POLICY = '{"default":[{"type":"insecureAcceptAnything"}],"transports":{"docker-daemon":{"":[{"type":"insecureAcceptAnything"}]}}}';
+
+test('a KubeletConfig becomes 99-worker-generated-kubelet over the pool\'s kubelet.conf, owned, rendered, reported Accepted', async () => {
+  await apply(
+    mcDoc('01-worker-kubelet', 'worker', { config: ign('3.4.0', { storage: { files: [fileEntry('/etc/kubernetes/kubelet.conf', 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: 250\n')] } }) }),
+    mcDoc('01-worker-container-runtime', 'worker', { config: ign('3.4.0', { storage: { files: [fileEntry('/etc/containers/registries.conf', REGISTRIES), fileEntry('/etc/containers/policy.json', POLICY)] } }) }),
+    mcDoc('01-master-container-runtime', 'master', { config: ign('3.4.0', { storage: { files: [fileEntry('/etc/containers/registries.conf', REGISTRIES), fileEntry('/etc/containers/policy.json', POLICY)] } }) }),
+  );
+  const applied = await apply(kubeletConfig('set-max-pods', { kubeletConfig: { maxPods: 500 }, logLevel: 4 }));
+  assert.deepEqual(applied.objects.map((o) => `${o.kind}/${o.name}:${o.action}`), ['KubeletConfig/set-max-pods:created']);
+  // Apply answers once the pool rendered with the generated config.
+  assert.ok((await renderedSources('worker')).includes('99-worker-generated-kubelet'));
+  const mc = await getMc('99-worker-generated-kubelet');
+  assert.deepEqual(mc.metadata.ownerReferences, [{ apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'KubeletConfig', name: 'set-max-pods', controller: true, blockOwnerDeletion: true }]);
+  assert.equal(mc.metadata.labels['machineconfiguration.openshift.io/role'], 'worker');
+  assert.match(fileOf(mc, '/etc/kubernetes/kubelet.conf')!, /^maxPods: 500$/m);
+  assert.equal(fileOf(mc, '/etc/systemd/system/kubelet.service.d/20-logging.conf'), '[Service]\nEnvironment="KUBELET_LOG_LEVEL=4"\n');
+  assert.deepEqual(await sources('KubeletConfig'), [{ name: 'set-max-pods', conditions: [{ type: 'Accepted', status: 'True', message: 'Success' }, { type: 'Success', status: 'True', message: 'Success' }], generated: ['99-worker-generated-kubelet'], problems: [] }]);
+
+  // A second one for the pool is generated apart (never merged with the first): -1.
+  await apply(kubeletConfig('set-pids', { kubeletConfig: { podPidsLimit: 8192 } }));
+  const second = await getMc('99-worker-generated-kubelet-1');
+  assert.match(fileOf(second, '/etc/kubernetes/kubelet.conf')!, /^podPidsLimit: 8192$/m);
+  assert.match(fileOf(second, '/etc/kubernetes/kubelet.conf')!, /^maxPods: 250$/m);
+
+  // Deleted with its source, and the pool re-rendered without it.
+  await del('KubeletConfig', 'set-pids');
+  assert.ok(!(await mcNames()).includes('99-worker-generated-kubelet-1'));
+  assert.ok(!(await renderedSources('worker')).includes('99-worker-generated-kubelet-1'));
+});
+
+test('MCO\'s refusals are INVALID_ARGUMENT naming object, field and rule; a pool with no kubelet.conf is a Failure condition', async () => {
+  await assert.rejects(apply(kubeletConfig('bad', { kubeletConfig: { cgroupDriver: 'cgroupfs' }, logLevel: 12 })), (e: RemoteCallError) => {
+    assert.equal(e.grpcCode, Status.INVALID_ARGUMENT);
+    assert.deepEqual(e.problems.map((p) => `${p.object} ${p.field} ${p.rule}`), ['KubeletConfig/bad spec.logLevel log-level-range', 'KubeletConfig/bad spec.kubeletConfig.cgroupDriver kubelet-field-refused']);
+    return true;
+  });
+  await apply(kubeletConfig('master-max-pods', { kubeletConfig: { maxPods: 300 } }, { matchLabels: { 'pools.operator.machineconfiguration.openshift.io/master': '' } }));
+  const [status] = (await sources('KubeletConfig')).filter((s) => s.name === 'master-max-pods');
+  assert.equal(status.conditions[0].status, 'False');
+  assert.equal(status.conditions[1].type, 'Failure');
+  assert.match(status.conditions[0].message, /^Error: no MachineConfig of pool master provides \/etc\/kubernetes\/kubelet\.conf/);
+  assert.equal(status.problems[0].rule, 'base-config-missing');
+  assert.ok(!(await mcNames()).includes('99-master-generated-kubelet'));
+  await del('KubeletConfig', 'master-max-pods');
+});
+
+test('a ContainerRuntimeConfig becomes 99-worker-generated-containerruntime with one CRI-O drop-in per field', async () => {
+  await apply({ apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'ContainerRuntimeConfig', metadata: { name: 'set-pids' }, spec: { machineConfigPoolSelector: WORKER, containerRuntimeConfig: { pidsLimit: 2048, logLevel: 'debug' } } });
+  const mc = await getMc('99-worker-generated-containerruntime');
+  assert.equal(fileOf(mc, '/etc/crio/crio.conf.d/01-ctrcfg-pidsLimit'), '[crio]\n  [crio.runtime]\n    pids_limit = 2048\n');
+  assert.equal(fileOf(mc, '/etc/crio/crio.conf.d/01-ctrcfg-logLevel'), '[crio]\n  [crio.runtime]\n    log_level = "debug"\n');
+  assert.deepEqual((await sources('ContainerRuntimeConfig'))[0].conditions, [{ type: 'Success', status: 'True', message: 'Success' }]);
+});
+
+test('an ImageDigestMirrorSet becomes 99-<pool>-generated-registries for master and worker; the Image config\'s blocked registries too', async () => {
+  await apply({ apiVersion: 'config.openshift.io/v1', kind: 'ImageDigestMirrorSet', metadata: { name: 'ubi' }, spec: { imageDigestMirrors: [{ source: 'registry.access.redhat.com/ubi9/ubi-minimal', mirrors: ['example.io/example/ubi-minimal'] }] } });
+  const names = await mcNames();
+  assert.ok(names.includes('99-worker-generated-registries') && names.includes('99-master-generated-registries'));
+  const worker = await getMc('99-worker-generated-registries');
+  assert.match(fileOf(worker, '/etc/containers/registries.conf')!, /\[\[registry\]\]\n {2}prefix = ""\n {2}location = "registry.access.redhat.com\/ubi9\/ubi-minimal"\n\n {2}\[\[registry.mirror\]\]\n {4}location = "example.io\/example\/ubi-minimal"\n {4}pull-from-mirror = "digest-only"\n/);
+  assert.ok((await renderedSources('worker')).includes('99-worker-generated-registries'));
+
+  await apply({ apiVersion: 'config.openshift.io/v1', kind: 'Image', metadata: { name: 'cluster' }, spec: { registrySources: { blockedRegistries: ['blocked.io'] } } });
+  const withImage = await getMc('99-worker-generated-registries');
+  assert.deepEqual(withImage.metadata.ownerReferences.map((o: { kind: string }) => o.kind), ['Image']);
+  assert.match(fileOf(withImage, '/etc/containers/registries.conf')!, /location = "blocked.io"\n {2}blocked = true/);
+  assert.deepEqual(JSON.parse(fileOf(withImage, '/etc/containers/policy.json')!).transports.docker, { 'blocked.io': [{ type: 'reject' }] });
+  assert.deepEqual((await sources('Image'))[0].conditions, [{ type: 'Success', status: 'True', message: 'Success' }]);
+
+  // Two sets disagreeing on a source's policy: every registries source reports the Failure
+  // naming the set and rule, and the registries configs in place stay as they were.
+  const before = await getMc('99-worker-generated-registries');
+  await apply({ apiVersion: 'config.openshift.io/v1', kind: 'ImageDigestMirrorSet', metadata: { name: 'ubi-never' }, spec: { imageDigestMirrors: [{ source: 'registry.access.redhat.com/ubi9/ubi-minimal', mirrors: ['other.io/ubi-minimal'], mirrorSourcePolicy: 'NeverContactSource' }] } });
+  const failed = (await sources('ImageDigestMirrorSet')).find((s) => s.name === 'ubi')!;
+  assert.equal(failed.conditions[0].type, 'Failure');
+  assert.deepEqual(failed.problems.map((p: { object: string; rule: string }) => `${p.object} ${p.rule}`), ['ImageDigestMirrorSet/ubi-never conflicting-mirror-source-policy']);
+  assert.deepEqual(await getMc('99-worker-generated-registries'), before);
+  await del('ImageDigestMirrorSet', 'ubi-never');
+  await del('Image', 'cluster');
+  await del('ImageDigestMirrorSet', 'ubi');
+  assert.ok(!(await mcNames()).some((n) => n.endsWith('-generated-registries')));
+});
+
+test('apply --dry-run of a mirror set previews the generated registries config and names MCO\'s rule per node', async () => {
+  const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node('worker-0', 'worker'), name: 'worker-0', autoDone: true, labels: { 'node-role.kubernetes.io/worker': '' } });
+  await agent.connect();
+  try {
+    await eventually(async () => {
+      const n = await call(c, c.status.getNode.bind(c.status), { name: 'worker-0' }, 'get node');
+      const p = await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get pool');
+      return n.status!.state === 'Done' && n.status!.currentConfig === p.status!.configuration;
+    }, 10_000, 'worker-0 Done on the worker config');
+    const dryRun = async (kind: string, mirror: Record<string, unknown>) => (await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'mirrors.yaml', text: stringify({ apiVersion: 'config.openshift.io/v1', kind, metadata: { name: 'preview' }, spec: { [kind === 'ImageTagMirrorSet' ? 'imageTagMirrors' : 'imageDigestMirrors']: [mirror] } }) }], dryRun: true }, 'apply')).nodePreviews.find((n) => n.node === 'worker-0')!;
+    const digest = await dryRun('ImageDigestMirrorSet', { source: 'quay.io/app', mirrors: ['mirror.io/app'] });
+    assert.equal(digest.action, 'reload');
+    assert.match(digest.why, /file \/etc\/containers\/registries\.conf changed: built-in policy \(MCO's Special\) files \/etc\/containers\/registries\.conf: .*: reload crio, no drain/);
+    // MCO checks only the mirrors of a new registry: NeverContactSource (blocked) on one is still safe.
+    assert.equal((await dryRun('ImageDigestMirrorSet', { source: 'quay.io/app', mirrors: ['mirror.io/app'], mirrorSourcePolicy: 'NeverContactSource' })).action, 'reload');
+    // Tag-only mirrors are never safe.
+    const tag = await dryRun('ImageTagMirrorSet', { source: 'quay.io/app', mirrors: ['mirror.io/app'] });
+    assert.equal(tag.action, 'drain');
+    assert.match(tag.why, /registry quay\.io\/app has been added with a mirror that is not pull-from-mirror=digest-only: reload crio, drain/);
+    assert.ok(!(await mcNames()).includes('99-worker-generated-registries'), 'a dry run stores nothing');
+  } finally {
+    agent.close();
+  }
+});
