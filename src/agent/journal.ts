@@ -61,6 +61,22 @@ export interface PendingUpdate {
   osChanged?: boolean;
   /** Why the health gate failed, kept while the node rolls back (across its reboot too). */
   rollbackCause?: string;
+  /**
+   * Set while this update is being undone because a new config replaced it before it finished
+   * (its reboot failed, say): a restart finishes the undo instead of resuming the update.
+   */
+  undoing?: boolean;
+  /** Paths an unfinished update before this one wrote and this config does not manage: validation checks they were undone. */
+  undone?: UndonePath[];
+}
+
+/** A path an undone update wrote: absent again if it created it, else no longer its content. */
+export interface UndonePath {
+  hostPath: string;
+  object: string;
+  existed: boolean;
+  /** sha256 of what the undone update wrote there. */
+  written: string;
 }
 
 export interface JournalState {
@@ -92,6 +108,11 @@ export interface JournalState {
   currentUpdate?: UpdateRecord | null;
   /** The last update that finished, as reported until the control plane has it in its history. */
   lastUpdate?: UpdateRecord | null;
+  /**
+   * Set when undoing an unfinished update made rpm-ostree's previous deployment the next boot's
+   * (the update's own was booted): the next update reboots, whatever its own plan says.
+   */
+  undoReboot?: string | null;
 }
 
 const EMPTY = (): JournalState => ({ version: 1, currentConfig: '', currentSpec: null, currentPolicy: null, currentDriftPolicy: 'Degrade', backups: {}, pending: null, lastDisruption: '', failure: null });

@@ -27,6 +27,26 @@ export async function retireRemovedUnits(systemd: SystemdClient, from: MachineCo
 }
 
 /**
+ * Before an update's files are taken back: what it did to units the config it leaves does not
+ * have. A unit it added and enabled is disabled while its file still exists (once the file is
+ * gone systemd cannot disable it, and its default.target.wants link would dangle), a mask it
+ * added is lifted, and a unit it added is stopped. The units both configs have get their states
+ * back from applyUnitStates(to, from) afterwards.
+ */
+export async function undoAddedUnits(systemd: SystemdClient, from: MachineConfigSpec | null, to: MachineConfigSpec): Promise<void> {
+  const before = unitsOf(from);
+  for (const unit of to.config.systemd.units) {
+    const old = before.get(unit.name);
+    if (unit.mask && !old?.mask) await wrap('rollback', `unit ${unit.name}`, () => systemd.unmaskUnitFiles([unit.name]));
+    if (old) continue;
+    if (unit.enabled === true && (await systemd.unitFileState(unit.name)).startsWith('enabled')) {
+      await wrap('rollback', `unit ${unit.name}`, () => systemd.disableUnitFiles([unit.name]));
+    }
+    if (unit.contents !== undefined) await systemd.stopUnit(unit.name).catch(() => undefined);
+  }
+}
+
+/**
  * After the files change: daemon-reload, then masks, unmasks, enables and disables, each one
  * D-Bus call for all the units it concerns (systemctl would reload systemd once per unit).
  */

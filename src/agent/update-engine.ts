@@ -37,18 +37,18 @@ import {
   type NodeState,
 } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
-import { desiredFiles, layoutOf, managedPaths, SSH_KEYS_OBJECT, type HostLayout } from './desired-files.ts';
-import { openDirNoFollow } from './no-follow-fs.ts';
+import { desiredFiles, layoutOf, managedPaths, sha256, SSH_KEYS_OBJECT, type HostLayout } from './desired-files.ts';
+import { inParentOf, openDirNoFollow } from './no-follow-fs.ts';
 import { FileTransaction, matchesOnDisk, type DesiredFile } from './file-transaction.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { AgentConfig } from './agent-config.ts';
-import type { Journal, PendingUpdate } from './journal.ts';
+import type { Journal, PendingUpdate, UndonePath } from './journal.ts';
 import { applyOsChanges, osMismatches } from './os-operations.ts';
 import { applyPasswordHash, LOCKED, passwordHashOf, shadowHashOfCore } from './password.ts';
 import type { Rebooter } from './reboot.ts';
 import type { RpmOstree } from './rpm-ostree.ts';
 import type { SystemdClient } from './systemd-client.ts';
-import { applyUnitStates, describeUnitMismatch, retireRemovedUnits, runActions, unitMismatches } from './unit-operations.ts';
+import { applyUnitStates, describeUnitMismatch, retireRemovedUnits, runActions, undoAddedUnits, unitMismatches } from './unit-operations.ts';
 import { runHealthGate } from './health-gate.ts';
 
 export interface Assignment {
@@ -233,8 +233,10 @@ export class UpdateEngine {
     } else {
       this.#note = '';
     }
-    // A superseded update that failed validation still holds undo links; they are not needed.
-    if (j.state.pending) this.#files.finish();
+    // An update that did not finish (its reboot failed, its validation failed) is undone before
+    // the new one is planned from the current config: finishing it instead would keep its files,
+    // units and keys, forget the originals it took over and plan from a config the disk is not on.
+    const undone = j.state.pending ? await this.#undoUnfinished(a.config) : [];
     j.update((s) => {
       const now = Date.now();
       // An update still open here was overtaken before it finished (waiting for its reboot).
@@ -244,6 +246,7 @@ export class UpdateEngine {
         id, from: s.currentConfig, to: a.config, toSpec: a.spec,
         policy: a.policy, driftPolicy: a.driftPolicy, healthCheck: a.healthCheck ?? null, step: 'check', force,
         ...(this.#note ? { note: this.#note } : {}),
+        ...(undone.length ? { undone } : {}),
       };
       s.currentUpdate = startUpdate(`${id}-${randomBytes(2).toString('hex')}`, s.currentConfig, a.config, now);
     });
@@ -256,6 +259,12 @@ export class UpdateEngine {
     const j = this.#d.journal;
     const p = (): PendingUpdate => j.state.pending!;
     try {
+      if (p().undoing) {
+        // Killed while undoing an unfinished update for a new config: finish the undo; the new
+        // config comes again with the session's next assignment.
+        await this.#undoUnfinished(p().to);
+        return;
+      }
       if (p().step === 'health' || p().step === 'rolling-back' || p().step === 'rollback-rebooting') {
         await this.#resumeHealth();
         return;
@@ -300,7 +309,10 @@ export class UpdateEngine {
     this.#report('Working', 'diff');
     const diff = diffSpecs(from ?? undefined, p.toSpec);
     this.#report('Working', 'plan');
-    const plan = planDisruption(diff, p.policy ?? undefined);
+    const planned = planDisruption(diff, p.policy ?? undefined);
+    // Undoing an unfinished update put rpm-ostree's previous deployment first: only a reboot boots it.
+    const undoReboot = j.state.undoReboot;
+    const plan = undoReboot ? { ...planned, reboot: true, rebootReasons: [...planned.rebootReasons, undoReboot] } : planned;
     j.update((s) => { s.pending!.plan = plan; });
     this.#d.log.info({ to: p.to, reboot: plan.reboot, reasons: plan.rebootReasons, actions: plan.actions, files: diff.files.length, units: diff.units.length }, 'update planned');
 
@@ -441,10 +453,18 @@ export class UpdateEngine {
   }
 
   /** Every way the disk, systemd and the booted deployment differ from `to`. */
-  async #mismatches(to: MachineConfigSpec, from: MachineConfigSpec | null): Promise<string[]> {
+  async #mismatches(to: MachineConfigSpec, from: MachineConfigSpec | null, undone: UndonePath[] = []): Promise<string[]> {
     const mismatches: string[] = [];
-    for (const f of desiredFiles(to, this.#layout)) {
+    const desired = desiredFiles(to, this.#layout);
+    for (const f of desired) {
       if (!matchesOnDisk(f)) mismatches.push(`${f.object}: on disk differs from the config (content, mode or owner)`);
+    }
+    const managed = new Set(desired.map((f) => f.hostPath));
+    for (const u of undone) {
+      if (managed.has(u.hostPath)) continue;
+      const now = readNoFollow(u.hostPath);
+      if (!u.existed && now !== undefined) mismatches.push(`${u.object}: an undone update created it and no config manages it, but it is still there`);
+      else if (u.existed && now !== undefined && sha256(now) === u.written) mismatches.push(`${u.object}: an undone update wrote it and no config manages it, but its original was not put back`);
     }
     mismatches.push(...(await this.#within('validate', 'systemd unit states', () => unitMismatches(this.#d.systemd, to))).map(describeUnitMismatch));
     const hash = shadowHashOfCore(this.#layout.root);
@@ -459,7 +479,7 @@ export class UpdateEngine {
     const p = j.state.pending!;
     if (p.step !== 'validating') j.update((s) => { s.pending!.step = 'validating'; });
     this.#report('Working', 'validate');
-    const mismatches = await this.#mismatches(p.toSpec, j.state.currentSpec);
+    const mismatches = await this.#mismatches(p.toSpec, j.state.currentSpec, p.undone);
     if (mismatches.length) throw new UpdateStepError('validate', p.to, mismatches.join('; '));
     if (p.healthCheck) {
       j.update((s) => { s.pending!.step = 'health'; });
@@ -482,6 +502,7 @@ export class UpdateEngine {
       s.currentHealthCheck = p.healthCheck ?? null;
       s.pending = null;
       s.failure = null;
+      s.undoReboot = null;
       if (s.currentUpdate) s.lastUpdate = finishUpdate(s.currentUpdate, 'Done', '', Date.now());
       s.currentUpdate = null;
     });
@@ -531,19 +552,11 @@ export class UpdateEngine {
     const j = this.#d.journal;
     const p = j.state.pending!;
     this.#report('Working', 'rollback', `health: ${p.rollbackCause}; returning to ${p.from || 'no config'}`);
-    // The undo links are still there (finish() runs only after the gate): every old inode comes back.
-    this.#files.cleanupErrors = [];
-    this.#files.rollBack();
-    if (this.#files.cleanupErrors.length) this.#d.log.error({ errors: this.#files.cleanupErrors }, 'some old files could not be put back');
+    // The undo links are still there (finish() runs only after the gate): every old inode comes
+    // back, with the units' states; the units the update added are disabled first.
+    const { errors } = await this.#undoHost();
     this.#d.failpoints.hit('rollback-files');
-    const previous = j.state.currentSpec;
-    await this.#within('rollback', 'systemd units and the password of core', async () => {
-      await this.#d.systemd.reload();
-      if (!previous) return; // a first config: nothing was there before it
-      await applyUnitStates(this.#d.systemd, p.toSpec, previous, true);
-      await applyPasswordHash(this.#layout.root, p.toSpec, previous);
-    });
-    if (p.osChanged) await this.#within('rollback', 'rpm-ostree rollback', () => this.#rpmOstreeRollback());
+    if (errors.length) throw new UpdateStepError('rollback', 'the previous config', errors.join('; '));
     if (p.plan?.reboot) {
       j.update((s) => {
         s.pending!.step = 'rollback-rebooting';
@@ -573,13 +586,91 @@ export class UpdateEngine {
     this.#d.log.warn('rpm-ostree rollback: the previous deployment boots next');
   }
 
+  /** A step failed: the host goes back to the current config (files, units, password, staged deployment). */
   async #rollBack(): Promise<void> {
-    this.#d.log.warn('apply failed; putting the old files back');
-    this.#files.cleanupErrors = [];
-    this.#files.rollBack();
-    if (this.#files.cleanupErrors.length) this.#d.log.error({ errors: this.#files.cleanupErrors }, 'some old files could not be put back');
-    await this.#d.systemd.reload().catch(() => undefined);
-    await this.#d.rpmOstree.run(['cleanup', '-p']).catch(() => undefined);
+    this.#d.log.warn('apply failed; putting the old files and unit states back');
+    await this.#undoHost();
+  }
+
+  /**
+   * Takes the host from the pending update back to the current config, whatever step it
+   * reached: the units it added (disabled and stopped while their files exist), its files (undo
+   * links renamed back; the originals it took over restored and their backups forgotten, the
+   * ones it put back listed again), the enablement and masks of the current config's units (a
+   * unit it retired is enabled again), the password of core, and rpm-ostree: a staged deployment
+   * is dropped; one already booted is rolled back, and the result says a reboot must follow.
+   * Each part is tried even when one before it failed; what failed is logged, and the
+   * validation of the next update (or the drift monitor) reports what is still wrong.
+   */
+  async #undoHost(): Promise<{ reboot: boolean; errors: string[] }> {
+    const j = this.#d.journal;
+    const p = j.state.pending!;
+    const previous = j.state.currentSpec;
+    const errors: string[] = [];
+    const attempt = async (what: string, work: () => Promise<unknown>): Promise<void> => {
+      try {
+        await this.#within('rollback', what, work);
+      } catch (err) {
+        errors.push(`${what}: ${(err as Error).message}`);
+      }
+    };
+    await attempt('units the update added', () => undoAddedUnits(this.#d.systemd, previous, p.toSpec));
+    if (p.step === 'staging') this.#files.abandonStaged();
+    else if (p.step !== 'check') {
+      // Half-committed: roll forward first, so every op and backup is on record, then back.
+      if (p.step === 'committing') this.#files.commit();
+      this.#files.cleanupErrors = [];
+      this.#files.rollBack();
+      errors.push(...this.#files.cleanupErrors);
+    }
+    await attempt('systemd daemon-reload', () => this.#d.systemd.reload());
+    if (previous) {
+      await attempt('units of the current config', () => applyUnitStates(this.#d.systemd, p.toSpec, previous, false));
+      await attempt('password of core', () => applyPasswordHash(this.#layout.root, p.toSpec, previous));
+    } else {
+      // A first config: nothing was there before it; its retired units are already disabled.
+    }
+    const booted = p.rebootFromBootId !== undefined && this.#bootId() !== p.rebootFromBootId;
+    let reboot = false;
+    if (p.osChanged && booted) {
+      await attempt('rpm-ostree rollback', () => this.#rpmOstreeRollback());
+      reboot = true;
+    } else {
+      await this.#d.rpmOstree.run(['cleanup', '-p']).catch(() => undefined);
+    }
+    if (errors.length) this.#d.log.error({ errors }, 'some of the update could not be undone');
+    return { reboot, errors };
+  }
+
+  /**
+   * Undoes the pending update, which did not finish, because \`by\` replaces it. Journaled first
+   * (pending.undoing), so a kill in the middle finishes the undo on restart rather than resuming
+   * the update. Returns the paths it wrote, for the next update's validation.
+   */
+  async #undoUnfinished(by: string): Promise<UndonePath[]> {
+    const j = this.#d.journal;
+    const p = j.state.pending!;
+    this.#d.log.warn({ config: p.to, step: p.step, by }, 'undoing an update that did not finish: a new config replaces it');
+    if (!p.undoing) j.update((s) => { s.pending!.undoing = true; });
+    let written = new Map<string, DesiredFile>();
+    try {
+      written = new Map(desiredFiles(p.toSpec, this.#layout).map((f) => [f.hostPath, f]));
+    } catch {
+      // Its paths no longer resolve: nothing of it to check afterwards.
+    }
+    const undone: UndonePath[] = (p.fileOps ?? []).flatMap((op) => {
+      const f = written.get(op.hostPath);
+      return op.action === 'write' && f ? [{ hostPath: op.hostPath, object: f.object, existed: op.undo !== undefined, written: sha256(f.bytes) }] : [];
+    });
+    const { reboot } = await this.#undoHost();
+    this.#files.release();
+    j.update((s) => {
+      if (reboot) s.undoReboot = `undoing the unfinished update to ${p.to} (its rpm-ostree deployment was booted)`;
+      if (s.currentUpdate) s.lastUpdate = finishUpdate(s.currentUpdate, 'Superseded', `superseded by an update to ${by} before it finished; undone`, Date.now());
+      s.currentUpdate = null;
+      s.pending = null;
+    });
+    return undone;
   }
 
   async #fail(err: unknown): Promise<void> {
@@ -629,4 +720,13 @@ function secureSshDirectory(desired: DesiredFile[]): void {
 function objectOf(err: unknown, desired: { hostPath: string; object: string }[]): string {
   const path = (err as NodeJS.ErrnoException).path;
   return desired.find((f) => path && (path === f.hostPath || path.includes(f.hostPath.split('/').pop()!)))?.object ?? 'files';
+}
+
+/** The bytes at a path without following a symlink there; undefined when absent or not a file. */
+function readNoFollow(hostPath: string): Buffer | undefined {
+  try {
+    return inParentOf(hostPath, (dir, name) => (dir.lstat(name)?.isFile() ? dir.readFile(name) : undefined)) ?? undefined;
+  } catch {
+    return undefined;
+  }
 }
