@@ -7,6 +7,9 @@ import { JournalError } from '../machineconfig/index.ts';
 import { join } from 'node:path';
 import type { DisruptionPlan, DisruptionPolicy, DriftPolicy, HealthCheck, MachineConfigSpec, NodeState, UpdateRecord } from '../machineconfig/index.ts';
 import { fsyncPath, writeFileAtomic } from './durable-fs.ts';
+import { UPDATE_STEPS, type UpdatePhase, type UpdateStep } from './update-steps.ts';
+
+export type { UpdateStep };
 
 /** The original of a path the agent took over, to put back when no config manages it. */
 export interface BackupRecord {
@@ -27,11 +30,6 @@ export interface FileOp {
   /** A hard link to the old inode, renamed back on rollback. */
   undo?: string;
 }
-
-export type UpdateStep =
-  | 'check' | 'staging' | 'committing' | 'files-done' | 'units-done' | 'os-done' | 'actions-done' | 'rebooting' | 'validating'
-  // The health gate, and the way back when it fails: files, units and rpm-ostree, then the reboot.
-  | 'health' | 'rolling-back' | 'rollback-rebooting';
 
 export interface PendingUpdate {
   id: string;
@@ -95,7 +93,7 @@ export interface JournalState {
    * Set while the node is Degraded, Unreconcilable or RolledBack, cleared by a successful update.
    * `config` is the config it failed on: a RolledBack node does not take that one again unforced.
    */
-  failure: { state: NodeState; phase: string; reason: string; config?: string } | null;
+  failure: { state: NodeState; phase: UpdatePhase; reason: string; config?: string } | null;
   /**
    * Set when the journal was found corrupt and moved aside: until the next assignment has been
    * checked against the disk, the agent does not know what it applied.
@@ -171,5 +169,6 @@ function shapeProblem(j: JournalState): string | undefined {
   if (typeof j.currentConfig !== 'string') return 'currentConfig is not a string';
   if (typeof j.backups !== 'object' || j.backups === null) return 'backups is not an object';
   if (j.pending !== null && (typeof j.pending !== 'object' || typeof j.pending.step !== 'string' || typeof j.pending.to !== 'string')) return 'pending is malformed';
+  if (j.pending !== null && !UPDATE_STEPS.some((s) => s.name === j.pending!.step)) return `pending.step ${JSON.stringify(j.pending.step).slice(0, 60)} is not a step of an update`;
   return undefined;
 }

@@ -28,21 +28,22 @@ export async function retireRemovedUnits(systemd: SystemdClient, from: MachineCo
 
 /**
  * Before an update's files are taken back: what it did to units the config it leaves does not
- * have. A unit it added and enabled is disabled while its file still exists (once the file is
- * gone systemd cannot disable it, and its default.target.wants link would dangle), a mask it
- * added is lifted, and a unit it added is stopped. The units both configs have get their states
+ * have. A unit whose file it created (`created`) and enabled is disabled while the file still
+ * exists (once it is gone systemd cannot disable it, and its default.target.wants link would
+ * dangle) and stopped; a mask it added is lifted. A unit whose file was there before is left as
+ * it is: its state before the update is not known. The units both configs have get their states
  * back from applyUnitStates(to, from) afterwards.
  */
-export async function undoAddedUnits(systemd: SystemdClient, from: MachineConfigSpec | null, to: MachineConfigSpec): Promise<void> {
+export async function undoAddedUnits(systemd: SystemdClient, from: MachineConfigSpec | null, to: MachineConfigSpec, created: Set<string>): Promise<void> {
   const before = unitsOf(from);
   for (const unit of to.config.systemd.units) {
     const old = before.get(unit.name);
     if (unit.mask && !old?.mask) await wrap('rollback', `unit ${unit.name}`, () => systemd.unmaskUnitFiles([unit.name]));
-    if (old) continue;
+    if (old || !created.has(unit.name)) continue;
     if (unit.enabled === true && (await systemd.unitFileState(unit.name)).startsWith('enabled')) {
       await wrap('rollback', `unit ${unit.name}`, () => systemd.disableUnitFiles([unit.name]));
     }
-    if (unit.contents !== undefined) await systemd.stopUnit(unit.name).catch(() => undefined);
+    await systemd.stopUnit(unit.name).catch(() => undefined);
   }
 }
 

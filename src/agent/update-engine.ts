@@ -13,14 +13,19 @@
 // start and end, so the record survives a restart and the reboot; a finished update moves to
 // lastUpdate with its result, which the status report carries to the control plane's history.
 //
-// A failure names the step, the object and the cause; a failed apply puts the old files back.
+// The steps, the phases each reports, and what a failure at each means are one table
+// (update-steps.ts); #resume walks it from the step the journal names.
+//
+// A failure names the step, the object and the cause. Before the reboot it is undone at once
+// (files, the units' states, the password, a staged deployment); an update whose reboot or
+// validation failed is kept, and undone when another config replaces it.
 // A failed health gate puts the node back as it was (files, units, password, rpm-ostree's
 // previous deployment and a reboot when the update rebooted) and reports it RolledBack; it does
 // not take that config again until an operator forces it or another config comes.
 
 import { randomBytes } from 'node:crypto';
 import { fchmodSync, fchownSync, readFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
 import {
   diffSpecs,
   endPhase,
@@ -30,6 +35,7 @@ import {
   startUpdate,
   UnreconcilableError,
   UpdateStepError,
+  type DisruptionAction,
   type DisruptionPolicy,
   type DriftPolicy,
   type HealthCheck,
@@ -50,6 +56,7 @@ import type { RpmOstree } from './rpm-ostree.ts';
 import type { SystemdClient } from './systemd-client.ts';
 import { applyUnitStates, describeUnitMismatch, retireRemovedUnits, runActions, undoAddedUnits, unitMismatches } from './unit-operations.ts';
 import { runHealthGate } from './health-gate.ts';
+import { keptAfterFailure, stepNamed, type StepOutcome, type StepRunner, type UpdatePhase } from './update-steps.ts';
 
 export interface Assignment {
   config: string;
@@ -62,7 +69,8 @@ export interface Assignment {
 
 export interface Progress {
   state: NodeState;
-  phase: string;
+  /** One of the phases the step table reports (a failure names the phase it happened in). */
+  phase: UpdatePhase;
   reason: string;
   desiredConfig: string;
 }
@@ -86,7 +94,7 @@ export class UpdateEngine {
   #running: Promise<void> | undefined;
   #next: { assignment: Assignment; force: boolean } | undefined;
   /** The step running now, for its deadline. */
-  #step: { step: string; object: string; startedAt: number } | undefined;
+  #step: { step: UpdatePhase; object: string; startedAt: number } | undefined;
   /** Work that ran past its deadline and has still not returned (a hung call or command). */
   #abandoned = new Map<Promise<unknown>, string>();
   /** Said in the node's reason while the update it concerns runs (a journal recovery). */
@@ -109,7 +117,7 @@ export class UpdateEngine {
       : s.failure
       ? { state: s.failure.state, phase: s.failure.phase, reason: s.failure.reason, desiredConfig: s.pending?.to ?? s.failure.config ?? s.currentConfig }
       : s.pending
-        ? { state: 'Working', phase: s.pending.step, reason: '', desiredConfig: s.pending.to }
+        ? { state: 'Working', phase: stepNamed(s.pending.step).reports[0], reason: '', desiredConfig: s.pending.to }
         : { state: 'Done', phase: 'done', reason: '', desiredConfig: s.currentConfig };
   }
 
@@ -175,7 +183,7 @@ export class UpdateEngine {
    * Runs one step's work with a deadline (stepTimeoutSeconds). Past it the step fails, naming
    * itself and the object, and the work is remembered as abandoned until it returns.
    */
-  async #within<T>(step: string, object: string, work: () => Promise<T>): Promise<T> {
+  async #within<T>(step: UpdatePhase, object: string, work: () => Promise<T>): Promise<T> {
     const limit = this.#d.config.stepTimeoutSeconds * 1000;
     const outer = this.#step;
     this.#step = { step, object, startedAt: Date.now() };
@@ -202,12 +210,12 @@ export class UpdateEngine {
   }
 
   /** Marks the node failed outside an update (drift, an invalid assignment). */
-  markFailed(state: NodeState, phase: string, reason: string): void {
+  markFailed(state: NodeState, phase: UpdatePhase, reason: string): void {
     this.#d.journal.update((s) => { s.failure = { state, phase, reason }; });
     this.#report(state, phase, reason);
   }
 
-  #report(state: NodeState, phase: string, reason = this.#note): void {
+  #report(state: NodeState, phase: UpdatePhase, reason = this.#note): void {
     this.#recordPhase(state, phase);
     const s = this.#d.journal.state;
     this.progress = { state, phase, reason, desiredConfig: s.pending?.to ?? s.failure?.config ?? s.currentConfig };
@@ -215,7 +223,7 @@ export class UpdateEngine {
   }
 
   /** A new phase of the pending update goes into its timeline before anyone hears of it. */
-  #recordPhase(state: NodeState, phase: string): void {
+  #recordPhase(state: NodeState, phase: UpdatePhase): void {
     const j = this.#d.journal;
     const p = j.state.pending;
     if (state !== 'Working' || !p || phase === 'done') return;
@@ -254,47 +262,76 @@ export class UpdateEngine {
     await this.#resume();
   }
 
-  /** Runs the pending update from the step the journal says it reached. */
+  /**
+   * Runs the pending update from the step the journal says it reached, one entry of the step
+   * table (update-steps.ts) after another, until one waits for the reboot or the update is over.
+   */
   async #resume(): Promise<void> {
     const j = this.#d.journal;
-    const p = (): PendingUpdate => j.state.pending!;
     try {
-      if (p().undoing) {
+      if (j.state.pending!.undoing) {
         // Killed while undoing an unfinished update for a new config: finish the undo; the new
         // config comes again with the session's next assignment.
-        await this.#undoUnfinished(p().to);
+        await this.#undoUnfinished(j.state.pending!.to);
         return;
       }
-      if (p().step === 'health' || p().step === 'rolling-back' || p().step === 'rollback-rebooting') {
-        await this.#resumeHealth();
-        return;
+      for (;;) {
+        const step = j.state.pending!.step;
+        const outcome = await stepNamed(step).run(this.#runner);
+        if (outcome !== 'next') return;
+        if (j.state.pending?.step === step) throw new UpdateStepError(this.progress.phase, 'agent', `step ${step} ended without moving the update on`);
       }
-      if (p().step === 'staging') this.#files.abandonStaged();
-      if (p().step === 'check') await this.#checkAndApplyFiles();
-      else if (p().step === 'committing') this.#files.commit();
-      if (p().step === 'files-done') await this.#applyUnits();
-      if (p().step === 'units-done') await this.#applyOs();
-      if (p().step === 'os-done') {
-        await this.#actionsOrReboot();
-        if (p().step === 'rebooting') return; // the process ends with the machine
-      } else if (p().step === 'rebooting') {
-        if (this.#bootId() === p().rebootFromBootId) {
-          await this.#reboot(); // the reboot has not happened yet
-          return;
-        }
-        // The agent is back on the new boot: that is where the reboot phase ends.
-        j.update((s) => {
-          s.pending!.step = 'validating';
-          if (s.currentUpdate) endPhase(s.currentUpdate, Date.now());
-        });
-      }
-      if (p().step === 'actions-done' || p().step === 'validating') await this.#validateAndFinish();
     } catch (err) {
       await this.#fail(err);
     } finally {
       this.#files.release();
     }
   }
+
+  /** The engine's work as the step table calls it. */
+  readonly #runner: StepRunner = {
+    checkAndApplyFiles: async () => { await this.#checkAndApplyFiles(); return 'next'; },
+    abandonStaged: async () => { this.#files.abandonStaged(); return 'next'; },
+    commitFiles: async () => { this.#files.commit(); return 'next'; },
+    applyUnits: async () => { await this.#applyUnits(); return 'next'; },
+    applyOs: async () => { await this.#applyOs(); return 'next'; },
+    actionsOrReboot: () => this.#actionsOrReboot(),
+    rebootOrContinue: async () => {
+      const j = this.#d.journal;
+      if (this.#bootId() === j.state.pending!.rebootFromBootId) {
+        await this.#reboot(); // the reboot has not happened yet
+        return 'wait';
+      }
+      // The agent is back on the new boot: that is where the reboot phase ends.
+      j.update((s) => {
+        s.pending!.step = 'validating';
+        if (s.currentUpdate) endPhase(s.currentUpdate, Date.now());
+      });
+      return 'next';
+    },
+    validate: () => this.#validateAndFinish(),
+    healthGate: () => this.#healthGate(),
+    rollBackNode: async () => {
+      await this.#rollBackNode();
+      if (this.#d.journal.state.pending!.step === 'rollback-rebooting') return 'wait'; // the process ends with the machine
+      this.#recordRolledBack();
+      return 'finished';
+    },
+    rollbackRebootOrFinish: async () => {
+      if (this.#bootId() === this.#d.journal.state.pending!.rebootFromBootId) {
+        await this.#reboot(); // the reboot has not happened yet
+        return 'wait';
+      }
+      this.#recordRolledBack();
+      return 'finished';
+    },
+    undoHost: () => this.#undoHost(),
+    undoActions: async () => {
+      await this.#undoHost();
+      // Bring the services back on the old files too.
+      await runActions(this.#d.systemd, this.#actionsToRun()).catch(() => undefined);
+    },
+  };
 
   async #checkAndApplyFiles(): Promise<void> {
     const j = this.#d.journal;
@@ -319,18 +356,12 @@ export class UpdateEngine {
     this.#report('Working', 'apply');
     const previous = managedPaths(from, this.#layout);
     await this.#within('apply', 'units the new config drops', () => retireRemovedUnits(this.#d.systemd, from, p.toSpec));
+    // A failure here is undone by the step table's undo for the step the journal reached
+    // (staging: the temps go; committing: forward, then back).
     try {
       this.#files.stage(desired, previous, p.force);
-    } catch (err) {
-      this.#files.cleanupErrors = [];
-      this.#files.abandonStaged();
-      if (this.#files.cleanupErrors.length) this.#d.log.error({ errors: this.#files.cleanupErrors }, 'some staged files could not be removed');
-      throw new UpdateStepError('apply', objectOf(err, desired), (err as Error).message);
-    }
-    try {
       this.#files.commit();
     } catch (err) {
-      await this.#rollBack();
       throw new UpdateStepError('apply', objectOf(err, desired), (err as Error).message);
     }
     secureSshDirectory(desired);
@@ -356,19 +387,14 @@ export class UpdateEngine {
     });
   }
 
-  /** Runs one apply step after the files are committed: on failure the old files come back. */
+  /** Runs one apply step after the files are committed (a failure is undone by the step table). */
   async #applyStep(done: 'units-done' | 'os-done', object: string, work: () => Promise<unknown>): Promise<void> {
-    try {
-      await this.#within('apply', object, work);
-    } catch (err) {
-      await this.#rollBack();
-      throw err;
-    }
+    await this.#within('apply', object, work);
     this.#d.journal.update((s) => { s.pending!.step = done; });
     this.#d.failpoints.hit(done);
   }
 
-  async #actionsOrReboot(): Promise<void> {
+  async #actionsOrReboot(): Promise<StepOutcome> {
     const j = this.#d.journal;
     const plan = j.state.pending!.plan!;
     if (plan.reboot) {
@@ -379,29 +405,28 @@ export class UpdateEngine {
         if (s.currentUpdate) s.currentUpdate.disruption = s.lastDisruption;
       });
       await this.#reboot();
-      return;
+      return 'wait'; // the process ends with the machine
     }
     this.#report('Working', 'actions');
-    // A unit the new config masks or drops was stopped on purpose: restarting it would fail.
-    const p = j.state.pending!;
-    const kept = new Set(p.toSpec.config.systemd.units.filter((u) => !u.mask).map((u) => u.name));
-    const dropped = new Set((j.state.currentSpec?.config.systemd.units ?? []).map((u) => u.name).filter((n) => !kept.has(n)));
-    for (const u of p.toSpec.config.systemd.units) if (u.mask) dropped.add(u.name);
-    // A drain is the control plane's to do, before this update was sent.
-    const actions = plan.actions.filter((a) => a.type !== 'drain' && (!a.unit || !dropped.has(a.unit)));
-    try {
-      await this.#within('actions', actions.map((a) => (a.unit ? `${a.type} ${a.unit}` : a.type)).join(', ') || 'none', () => runActions(this.#d.systemd, actions));
-    } catch (err) {
-      await this.#rollBack();
-      // Bring the services back on the old files too.
-      await runActions(this.#d.systemd, actions).catch(() => undefined);
-      throw err;
-    }
+    const actions = this.#actionsToRun();
+    await this.#within('actions', actions.map((a) => (a.unit ? `${a.type} ${a.unit}` : a.type)).join(', ') || 'none', () => runActions(this.#d.systemd, actions));
     j.update((s) => {
       s.pending!.step = 'actions-done';
       s.lastDisruption = actions.length ? actions.map((a) => (a.unit ? `${a.type} ${a.unit}` : a.type)).join(', ') : 'none';
       if (s.currentUpdate) s.currentUpdate.disruption = s.lastDisruption;
     });
+    return 'next';
+  }
+
+  /** The plan's actions the agent runs: not a drain (the control plane's), not a unit stopped on purpose. */
+  #actionsToRun(): DisruptionAction[] {
+    const j = this.#d.journal;
+    const p = j.state.pending!;
+    // A unit the new config masks or drops was stopped on purpose: restarting it would fail.
+    const kept = new Set(p.toSpec.config.systemd.units.filter((u) => !u.mask).map((u) => u.name));
+    const dropped = new Set((j.state.currentSpec?.config.systemd.units ?? []).map((u) => u.name).filter((n) => !kept.has(n)));
+    for (const u of p.toSpec.config.systemd.units) if (u.mask) dropped.add(u.name);
+    return (p.plan?.actions ?? []).filter((a) => a.type !== 'drain' && (!a.unit || !dropped.has(a.unit)));
   }
 
   async #reboot(): Promise<void> {
@@ -474,7 +499,7 @@ export class UpdateEngine {
     return mismatches;
   }
 
-  async #validateAndFinish(): Promise<void> {
+  async #validateAndFinish(): Promise<StepOutcome> {
     const j = this.#d.journal;
     const p = j.state.pending!;
     if (p.step !== 'validating') j.update((s) => { s.pending!.step = 'validating'; });
@@ -483,10 +508,10 @@ export class UpdateEngine {
     if (mismatches.length) throw new UpdateStepError('validate', p.to, mismatches.join('; '));
     if (p.healthCheck) {
       j.update((s) => { s.pending!.step = 'health'; });
-      await this.#resumeHealth();
-      return;
+      return 'next';
     }
     this.#finishUpdate();
+    return 'finished';
   }
 
   /** The update is applied and healthy: the undo links go and currentConfig advances. */
@@ -510,32 +535,30 @@ export class UpdateEngine {
     this.#report('Done', 'done');
   }
 
-  /** The health gate and, when it fails, the way back; each step journaled, so a crash or the reboot resumes it. */
-  async #resumeHealth(): Promise<void> {
+  /** The health gate; when it fails, the way back is the next steps (each journaled, so a crash or the reboot resumes it). */
+  async #healthGate(): Promise<StepOutcome> {
     const j = this.#d.journal;
-    const p = (): PendingUpdate => j.state.pending!;
-    if (p().step === 'health') {
-      this.#report('Working', 'health');
-      const cause = await runHealthGate(p().healthCheck!, { activeState: (u) => this.#within('health', `unit ${u}`, () => this.#d.systemd.activeState(u)) });
-      if (!cause) {
-        this.#d.log.info({ config: p().to }, 'health check passed');
-        this.#finishUpdate();
-        return;
-      }
-      this.#d.log.error({ config: p().to, cause }, 'health check failed; rolling the node back');
-      j.update((s) => { s.pending!.step = 'rolling-back'; s.pending!.rollbackCause = cause; });
-      this.#d.failpoints.hit('rolling-back');
+    const p = j.state.pending!;
+    this.#report('Working', 'health');
+    const cause = await runHealthGate(p.healthCheck!, { activeState: (u) => this.#within('health', `unit ${u}`, () => this.#d.systemd.activeState(u)) });
+    if (!cause) {
+      this.#d.log.info({ config: p.to }, 'health check passed');
+      this.#finishUpdate();
+      return 'finished';
     }
-    if (p().step === 'rolling-back') {
-      await this.#rollBackNode();
-      if (p().step === 'rollback-rebooting') return; // the process ends with the machine
-    } else if (p().step === 'rollback-rebooting' && this.#bootId() === p().rebootFromBootId) {
-      await this.#reboot(); // the reboot has not happened yet
-      return;
-    }
-    const cause = p().rollbackCause ?? 'the health check failed';
-    const back = p().from || 'no config';
-    const reason = `health: ${cause}; rolled back to ${back}${p().osChanged ? ' (rpm-ostree rollback and a reboot)' : p().plan?.reboot ? ' (with a reboot)' : ''}; \`mcctl node reapply\` retries ${p().to}, a new config replaces it`;
+    this.#d.log.error({ config: p.to, cause }, 'health check failed; rolling the node back');
+    j.update((s) => { s.pending!.step = 'rolling-back'; s.pending!.rollbackCause = cause; });
+    this.#d.failpoints.hit('rolling-back');
+    return 'next';
+  }
+
+  /** The node is back on the previous config after a failed health gate: RolledBack, with why. */
+  #recordRolledBack(): void {
+    const j = this.#d.journal;
+    const p = j.state.pending!;
+    const cause = p.rollbackCause ?? 'the health check failed';
+    const back = p.from || 'no config';
+    const reason = `health: ${cause}; rolled back to ${back}${p.osChanged ? ' (rpm-ostree rollback and a reboot)' : p.plan?.reboot ? ' (with a reboot)' : ''}; \`mcctl node reapply\` retries ${p.to}, a new config replaces it`;
     this.#files.release();
     j.update((s) => {
       s.failure = { state: 'RolledBack', phase: 'health', reason, config: s.pending!.to };
@@ -586,12 +609,6 @@ export class UpdateEngine {
     this.#d.log.warn('rpm-ostree rollback: the previous deployment boots next');
   }
 
-  /** A step failed: the host goes back to the current config (files, units, password, staged deployment). */
-  async #rollBack(): Promise<void> {
-    this.#d.log.warn('apply failed; putting the old files and unit states back');
-    await this.#undoHost();
-  }
-
   /**
    * Takes the host from the pending update back to the current config, whatever step it
    * reached: the units it added (disabled and stopped while their files exist), its files (undo
@@ -614,7 +631,8 @@ export class UpdateEngine {
         errors.push(`${what}: ${(err as Error).message}`);
       }
     };
-    await attempt('units the update added', () => undoAddedUnits(this.#d.systemd, previous, p.toSpec));
+    const created = new Set((p.fileOps ?? []).filter((op) => op.action === 'write' && !op.undo && dirname(op.hostPath) === this.#layout.unitDir).map((op) => basename(op.hostPath)));
+    await attempt('units the update added', () => undoAddedUnits(this.#d.systemd, previous, p.toSpec, created));
     if (p.step === 'staging') this.#files.abandonStaged();
     else if (p.step !== 'check') {
       // Half-committed: roll forward first, so every op and backup is on record, then back.
@@ -675,19 +693,27 @@ export class UpdateEngine {
 
   async #fail(err: unknown): Promise<void> {
     const e = err instanceof UpdateStepError ? err : new UpdateStepError(this.progress.phase, 'agent', (err as Error).message);
+    // Every UpdateStepError the agent throws names the phase it ran in (#within, wrap).
+    const phase = e.step as UpdatePhase;
     const state: NodeState = err instanceof UnreconcilableError ? 'Unreconcilable' : 'Degraded';
     this.#d.log.error({ step: e.step, object: e.object, cause: e.cause_, state }, 'update failed');
     const j = this.#d.journal;
+    // The step table says whether a failure here is undone now or the update is kept.
+    const undo = j.state.pending ? stepNamed(j.state.pending.step).undo : null;
+    if (undo) {
+      this.#d.log.warn({ step: j.state.pending!.step }, 'putting the host back on the current config');
+      await undo(this.#runner);
+    }
     j.update((s) => {
-      s.failure = { state, phase: e.step, reason: e.message, ...(s.pending ? { config: s.pending.to } : {}) };
+      s.failure = { state, phase, reason: e.message, ...(s.pending ? { config: s.pending.to } : {}) };
       if (s.currentUpdate) s.lastUpdate = finishUpdate(s.currentUpdate, state, e.message, Date.now());
       s.currentUpdate = null;
-      // Only a reboot still to happen or a validation still to pass is worth resuming; at every
-      // other step the files were never committed or have been rolled back, and resuming would
-      // replay the commit over the restored ones. A health gate or a rollback resumes too.
-      if (s.pending && !['rebooting', 'validating', 'health', 'rolling-back', 'rollback-rebooting'].includes(s.pending.step)) s.pending = null;
+      // A kept step (a reboot still to happen, a validation still to pass, the health gate or its
+      // rollback) resumes; at every other step the host has just been put back, and resuming
+      // would replay the commit over the restored files.
+      if (s.pending && !keptAfterFailure(s.pending.step)) s.pending = null;
     });
-    this.#report(state, e.step, e.message);
+    this.#report(state, phase, e.message);
   }
 
   #bootId(): string {
