@@ -27,6 +27,7 @@ import { randomBytes } from 'node:crypto';
 import { fchmodSync, fchownSync, readFileSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import {
+  day1StorageChange,
   diffSpecs,
   endPhase,
   enterPhase,
@@ -341,6 +342,10 @@ export class UpdateEngine {
     if (from && from.fips !== p.toSpec.fips) {
       throw new UnreconcilableError('check', 'spec.fips', `changing FIPS mode from ${from.fips} to ${p.toSpec.fips} after install is not supported; reprovision the host`);
     }
+    // MCO's day-1 directories and links: Ignition made them at first boot; a later change is
+    // refused with MCO's own reason (removing every link is allowed and changes nothing here).
+    const day1 = from ? day1StorageChange(from, p.toSpec) : undefined;
+    if (day1) throw new UnreconcilableError('check', day1.field, `${day1.reason}; directories and links are made by Ignition at first boot, reprovision the host to change them`);
     const desired = desiredFiles(p.toSpec, this.#layout);
 
     this.#report('Working', 'diff');

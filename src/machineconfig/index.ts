@@ -4,7 +4,7 @@
 export * from './constants.ts';
 export * from './errors.ts';
 export type * from './types.ts';
-export { diffSpecs, isEmptyDiff, needsDrain, planDisruption, splitKernelArguments, updateActionOf, type ChangeDecision, type ChangeKind, type ConfigDiff, type DisruptionPlan, type PolicyEntryRef, type UpdateAction } from './config-diff.ts';
+export { day1StorageChange, diffSpecs, isEmptyDiff, needsDrain, planDisruption, splitKernelArguments, updateActionOf, type ChangeDecision, type ChangeKind, type ConfigDiff, type DisruptionPlan, type PolicyEntryRef, type UpdateAction } from './config-diff.ts';
 export { canonicalJson, sha256Hex } from './canonical-json.ts';
 export { decodeDataUrl, encodeDataUrl, CANONICAL_DATA_URL_PREFIX } from './data-url.ts';
 export { emptyIgnitionConfig, parseIgnition, toIgnitionV2 } from './ignition.ts';

@@ -84,8 +84,28 @@ const pool = poolYaml('worker', `  maxUnavailable: 100%
       - {name: broken.service, actions: [{type: restart, unit: broken.service}]}
     sshkey: {actions: [{type: none}]}
 `);
-const apply = (text: string) => call(bed.c, bed.c.config.apply.bind(bed.c.config), { manifests: [{ source: 'model.yaml', text }], dryRun: false }, 'apply');
 const target = async () => (await call(bed.c, bed.c.status.getPool.bind(bed.c.status), { name: 'worker' }, 'get')).status!.configuration;
+/** The MachineConfig the pool has now ('' for none): a change must render a new target first. */
+let applied = '';
+/**
+ * Applies (or with '' deletes) the config and returns the pool's new target: the render runs
+ * after the call returns, so reading the target at once could read the previous one.
+ */
+async function setConfig(text: string): Promise<string> {
+  const before = await target();
+  if (text) await call(bed.c, bed.c.config.apply.bind(bed.c.config), { manifests: [{ source: 'model.yaml', text }], dryRun: false }, 'apply');
+  else if (applied) await call(bed.c, bed.c.config.delete.bind(bed.c.config), { kind: 'MachineConfig', name: '50-model' }, 'delete');
+  const changed = text !== applied;
+  applied = text;
+  if (!changed) return before;
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const now = await target();
+    if (now !== before) return now;
+    if (Date.now() > deadline) throw new Error(`the pool's target stayed ${before} after the config changed`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
 
 before(async () => {
   if (skip) return;
@@ -176,25 +196,26 @@ test(`seeded random updates, failures and kills: after every step the host is wh
     let op: string;
     let expect: typeof last.expect = 'Done';
     let model: HostModel;
+    let want: string;
     if (roll < 0.3) {
       op = 'apply';
-      await apply(mcText(next, false));
+      want = await setConfig(mcText(next, false));
       model = next;
     } else if (roll < 0.4) {
       op = 'delete';
-      await call(bed.c, bed.c.config.delete.bind(bed.c.config), { kind: 'MachineConfig', name: '50-model' }, 'delete').catch(() => undefined);
+      want = await setConfig('');
       model = { ...EMPTY };
     } else if (roll < 0.5) {
       op = 'broken unit';
       next.kargs = kargs; // a kernel argument would make it a reboot instead of a restart
-      await apply(mcText(next, true));
+      want = await setConfig(mcText(next, true));
       expect = 'Degraded-actions';
       model = next;
     } else if (roll < 0.6) {
       op = 'failing reboot';
       next.kargs = kargs.includes(KARGS[0]) ? kargs.filter((k) => k !== KARGS[0]) : [...kargs, KARGS[0]];
       writeFileSync(failMarker, '');
-      await apply(mcText(next, false));
+      want = await setConfig(mcText(next, false));
       expect = 'Degraded-reboot';
       model = next;
     } else if (roll < 0.8) {
@@ -202,10 +223,9 @@ test(`seeded random updates, failures and kills: after every step the host is wh
       op = `failpoint ${point}`;
       await host.kill();
       host.spawnAgent({ MCPLANE_FAILPOINT: point });
-      await apply(mcText(next, false));
+      want = await setConfig(mcText(next, false));
       // The point may not be on this update's way (nothing to commit, no reboot): then the
       // update simply finishes, and the agent is killed after it.
-      const want = await target();
       await untilNode(bed.c, [host], 'model', (n) => !host.alive || (n.status!.currentConfig === want && n.status!.state !== 'Working'), 30_000);
       await host.kill();
       host.spawnAgent({});
@@ -213,7 +233,7 @@ test(`seeded random updates, failures and kills: after every step the host is wh
     } else {
       const delay = Math.floor(r() * 400);
       op = `kill -9 after ${delay} ms`;
-      await apply(mcText(next, false));
+      want = await setConfig(mcText(next, false));
       await new Promise((res) => setTimeout(res, delay));
       await host.rebootIfRequested();
       await host.kill();
@@ -221,7 +241,6 @@ test(`seeded random updates, failures and kills: after every step the host is wh
       model = next;
     }
     log.push(`${step}: ${op} ${JSON.stringify(model)}`);
-    const want = await target();
     await settle(expect, want).catch((err: Error) => assert.fail(`seed ${SEED}, step ${step} (${op}): ${err.message}\nsteps: ${log.join(' | ')}`));
     rmSync(failMarker, { force: true });
     if (expect === 'Done') {
@@ -240,8 +259,7 @@ test(`seeded random updates, failures and kills: after every step the host is wh
   }
   t.diagnostic(`${log.length} steps in ${SECONDS} s`);
   // A last delete: everything goes back, the original of the taken-over file included.
-  await call(bed.c, bed.c.config.delete.bind(bed.c.config), { kind: 'MachineConfig', name: '50-model' }, 'delete').catch(() => undefined);
-  await settle('Done', await target());
+  await settle('Done', await setConfig(''));
   check(EMPTY, log.length + 1);
   const journal = JSON.parse(readFileSync(join(host.stateDir, 'journal.json'), 'utf8'));
   assert.deepEqual(Object.keys(journal.backups), [], `seed ${SEED}: no backup stays listed when no config manages its path`);
