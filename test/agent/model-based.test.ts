@@ -189,6 +189,7 @@ test(`seeded random updates, failures and kills: after every step the host is wh
   check(good, 0);
   const deadline = Date.now() + SECONDS * 1000;
   for (let step = 1; Date.now() < deadline; step++) {
+    const startedAt = Date.now();
     const roll = r();
     const withKargs = r() < 0.2;
     const next = randomModel(r, withKargs);
@@ -256,8 +257,9 @@ test(`seeded random updates, failures and kills: after every step the host is wh
       check({ ...model, kargs: good.kargs }, step);
     }
     last = { op, spec: model, expect };
+    log[log.length - 1] += ` (${Date.now() - startedAt} ms)`;
   }
-  t.diagnostic(`${log.length} steps in ${SECONDS} s`);
+  t.diagnostic(`${log.length} steps in ${SECONDS} s: ${log.map((l) => l.replace(/ \{.*\}/, '')).join('; ')}`);
   // A last delete: everything goes back, the original of the taken-over file included.
   await settle('Done', await setConfig(''));
   check(EMPTY, log.length + 1);
