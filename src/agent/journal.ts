@@ -64,6 +64,8 @@ export interface PendingUpdate {
    * (its reboot failed, say): a restart finishes the undo instead of resuming the update.
    */
   undoing?: boolean;
+  /** Unit file states before this update, of the units it sets and the current config does not pin: an undo restores them. */
+  unitsBefore?: Record<string, string>;
   /** Paths an unfinished update before this one wrote and this config does not manage: validation checks they were undone. */
   undone?: UndonePath[];
 }

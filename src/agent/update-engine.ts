@@ -55,7 +55,7 @@ import { applyPasswordHash, LOCKED, passwordHashOf, shadowHashOfCore } from './p
 import type { Rebooter } from './reboot.ts';
 import type { RpmOstree } from './rpm-ostree.ts';
 import type { SystemdClient } from './systemd-client.ts';
-import { applyUnitStates, describeUnitMismatch, retireRemovedUnits, runActions, undoAddedUnits, unitMismatches } from './unit-operations.ts';
+import { applyUnitStates, describeUnitMismatch, retireRemovedUnits, runActions, undoAddedUnits, unitMismatches, unitStatesToRemember } from './unit-operations.ts';
 import { runHealthGate } from './health-gate.ts';
 import { keptAfterFailure, stepNamed, type StepOutcome, type StepRunner, type UpdatePhase } from './update-steps.ts';
 
@@ -377,6 +377,11 @@ export class UpdateEngine {
     const p = j.state.pending!;
     this.#report('Working', 'apply');
     const unitFilesChanged = (p.fileOps ?? []).some((op) => op.hostPath.startsWith(this.#layout.unitDir + '/'));
+    // Remembered once, before any change (a restart re-runs this step after some of them).
+    if (!p.unitsBefore) {
+      const before = await this.#within('apply', 'unit states before the update', () => unitStatesToRemember(this.#d.systemd, j.state.currentSpec, p.toSpec));
+      j.update((s) => { s.pending!.unitsBefore = before; });
+    }
     await this.#applyStep('units-done', 'systemd units and the password of core', async () => {
       await applyUnitStates(this.#d.systemd, j.state.currentSpec, p.toSpec, unitFilesChanged);
       if (await applyPasswordHash(this.#layout.root, j.state.currentSpec, p.toSpec)) this.#d.log.info('password of core updated');
@@ -637,7 +642,7 @@ export class UpdateEngine {
       }
     };
     const created = new Set((p.fileOps ?? []).filter((op) => op.action === 'write' && !op.undo && dirname(op.hostPath) === this.#layout.unitDir).map((op) => basename(op.hostPath)));
-    await attempt('units the update added', () => undoAddedUnits(this.#d.systemd, previous, p.toSpec, created));
+    await attempt('units the update added', () => undoAddedUnits(this.#d.systemd, previous, p.toSpec, created, p.unitsBefore ?? {}));
     if (p.step === 'staging') this.#files.abandonStaged();
     else if (p.step !== 'check') {
       // Half-committed: roll forward first, so every op and backup is on record, then back.

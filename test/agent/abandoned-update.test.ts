@@ -105,3 +105,29 @@ test('a failed update puts unit enablement back: a unit it added is disabled (no
   assert.ok(!links.includes('extra.service'), 'the unit the failed update added is not enabled');
   assert.ok(!existsSync(join(host.systemd.unitDir, 'extra.service')) || lstatSync(join(host.systemd.unitDir, 'extra.service')).size === 0);
 });
+
+test('a failed update puts back a unit it enabled whose file was there before (an image unit): disabled again', { skip }, async () => {
+  writeFileSync(join(bed.systemd.unitDir, 'image.service'), '[Service]\nType=oneshot\nExecStart=/bin/true\nRemainAfterExit=yes\n[Install]\nWantedBy=default.target\n');
+  bed.systemd.systemctl('daemon-reload');
+  await apply(poolYaml('image', `  maxUnavailable: 100%
+  disruptionPolicy:
+    units:
+      - {name: image.service, actions: [{type: none}]}
+      - {name: broken.service, actions: [{type: restart, unit: broken.service}]}
+`));
+  const host = await hostIn('image', 'image-node', () => undefined);
+  const is = (unit: string) => host.systemd.systemctl('is-enabled', unit).stdout.trim();
+  assert.equal(is('image.service'), 'disabled');
+  await apply(mcYaml('60-image', 'image', `  config:
+    ignition: {version: 3.4.0}
+    systemd:
+      units:
+        - {name: image.service, enabled: true}
+        - name: broken.service
+          contents: "[Service]\\nType=oneshot\\nExecStart=/bin/false\\n"
+`));
+  const node = await untilNode(bed.c, [host], 'image-node', (n) => n.status!.state === 'Degraded', 20_000);
+  assert.equal(node.status!.phase, 'actions');
+  assert.equal(is('image.service'), 'disabled', 'the state it had before the failed update');
+  assert.ok(existsSync(join(bed.systemd.unitDir, 'image.service')), 'the image\'s unit file stays');
+});
