@@ -15,9 +15,10 @@ import { join } from 'node:path';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Drift, NodeState } from '../machineconfig/index.ts';
 import type { Progress } from './update-engine.ts';
+import { UPDATE_PHASES } from './update-steps.ts';
 
-/** The phases the engine reports; anything else is "other", so labels stay few. */
-const PHASES = ['check', 'diff', 'plan', 'apply', 'actions', 'reboot', 'validate', 'done', 'drift'];
+/** The phases the engine reports (the step table's); anything else is "other", so labels stay few. */
+const PHASES: readonly string[] = UPDATE_PHASES;
 const PHASE_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600];
 /** Reasons can be long; a label value of kilobytes would make every scrape heavy. */
 const REASON_LIMIT = 200;
@@ -108,7 +109,7 @@ export class AgentMetrics {
     this.#drifted.set(found.length);
   }
 
-  #enter(p: Progress, since?: number): void {
+  #enter(p: Omit<Progress, 'phase'> & { phase: Progress['phase'] | '' }, since?: number): void {
     const changedState = this.#current?.state !== p.state || this.#current?.reason !== p.reason;
     this.#current = { state: p.state, phase: p.phase, reason: p.reason, since: since ?? this.now() };
     if (!changedState) return;

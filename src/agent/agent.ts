@@ -4,12 +4,14 @@
 import { readFileSync } from 'node:fs';
 import {
   API_VERSION,
+  parseAssignedDisruptionPolicy,
+  parseAssignedDriftPolicy,
   parseHealthCheck,
   parseMachineConfig,
   SystemdError,
   ProblemCollector,
+  type DisruptionPolicy,
   type Drift,
-  type DriftPolicy,
   type HealthCheck,
   type NodeStatus,
   type OsStatus,
@@ -175,39 +177,47 @@ export class Agent {
     this.#systemd.close();
   }
 
+  /**
+   * Every part of an assignment is checked as the control plane checked it when it was applied:
+   * a server (or a stand-in, or a newer version) that sends something malformed must not crash
+   * the agent or half-apply it. A malformed assignment leaves the host alone and makes the node
+   * Degraded, naming the part, the field and the rule; the next valid one clears it.
+   */
   #onAssignment(a: Assignment__Output): void {
     const c = new ProblemCollector(`RenderedConfig/${a.renderedConfig}`);
-    let spec: unknown;
-    try {
-      spec = JSON.parse(a.specJson);
-    } catch (err) {
-      c.add('spec', 'json', `the assignment's spec is not JSON: ${(err as Error).message}`);
-    }
+    const bad = (what: string): void => {
+      const problems = c.problems.map((p) => `${p.field}: ${p.message}`).join('; ');
+      this.log.error({ config: a.renderedConfig, problems: c.problems }, 'the assignment is malformed; the host is left as it is');
+      this.engine.markFailed('Degraded', 'check', `check: ${a.renderedConfig}: ${what}: ${problems}`);
+    };
+    const json = (text: string, field: string, what: string): unknown => {
+      try {
+        return JSON.parse(text);
+      } catch (err) {
+        c.add(field, 'json', `${what} is not JSON: ${(err as Error).message}`);
+        return undefined;
+      }
+    };
+    if (!a.renderedConfig) c.add('renderedConfig', 'required', 'the assignment names no rendered config');
+    const spec = c.ok ? json(a.specJson, 'spec', "the assignment's spec") : undefined;
     const mc = c.ok ? parseMachineConfig({ apiVersion: API_VERSION, kind: 'MachineConfig', metadata: { name: a.renderedConfig }, spec }, c) : undefined;
-    if (!mc) {
-      this.engine.markFailed('Unreconcilable', 'check', `check: ${a.renderedConfig}: the assignment is not a valid rendered config: ${c.problems.map((p) => `${p.field}: ${p.message}`).join('; ')}`);
-      return;
-    }
-    // The pool's health gate, checked as the pool's spec was: a server must not crash the agent.
+    if (!mc) return bad('the assignment is not a valid rendered config');
+    // The pool's health gate, checked as the pool's spec was.
     let healthCheck: HealthCheck | null = null;
     if (a.healthCheckJson) {
-      try {
-        healthCheck = parseHealthCheck(JSON.parse(a.healthCheckJson), c, 'healthCheck') ?? null;
-      } catch (err) {
-        c.add('healthCheck', 'json', `the assignment's health check is not JSON: ${(err as Error).message}`);
-      }
-      if (!c.ok) {
-        this.engine.markFailed('Unreconcilable', 'check', `check: ${a.renderedConfig}: the assignment's health check is invalid: ${c.problems.map((p) => `${p.field}: ${p.message}`).join('; ')}`);
-        return;
-      }
+      const raw = json(a.healthCheckJson, 'healthCheck', "the assignment's health check");
+      if (c.ok) healthCheck = parseHealthCheck(raw, c, 'healthCheck') ?? null;
+      if (!c.ok) return bad("the assignment's health check is invalid");
     }
-    const assignment: Assignment = {
-      config: a.renderedConfig,
-      spec: mc.spec,
-      policy: a.disruptionPolicyJson ? JSON.parse(a.disruptionPolicyJson) : null,
-      driftPolicy: (a.driftPolicy === 'Reconcile' ? 'Reconcile' : 'Degrade') as DriftPolicy,
-      healthCheck,
-    };
+    let policy: DisruptionPolicy | null = null;
+    if (a.disruptionPolicyJson) {
+      const raw = json(a.disruptionPolicyJson, 'disruptionPolicy', "the assignment's disruption policy");
+      if (c.ok) policy = parseAssignedDisruptionPolicy(raw, c, 'disruptionPolicy') ?? null;
+      if (!c.ok) return bad("the assignment's disruption policy is invalid");
+    }
+    const driftPolicy = parseAssignedDriftPolicy(a.driftPolicy, c, 'driftPolicy');
+    if (!driftPolicy) return bad("the assignment's drift policy is invalid");
+    const assignment: Assignment = { config: a.renderedConfig, spec: mc.spec, policy, driftPolicy, healthCheck };
     this.#latest = assignment;
     this.engine.assign(assignment);
   }

@@ -7,6 +7,9 @@ import { JournalError } from '../machineconfig/index.ts';
 import { join } from 'node:path';
 import type { DisruptionPlan, DisruptionPolicy, DriftPolicy, HealthCheck, MachineConfigSpec, NodeState, UpdateRecord } from '../machineconfig/index.ts';
 import { fsyncPath, writeFileAtomic } from './durable-fs.ts';
+import { UPDATE_STEPS, type UpdatePhase, type UpdateStep } from './update-steps.ts';
+
+export type { UpdateStep };
 
 /** The original of a path the agent took over, to put back when no config manages it. */
 export interface BackupRecord {
@@ -27,11 +30,6 @@ export interface FileOp {
   /** A hard link to the old inode, renamed back on rollback. */
   undo?: string;
 }
-
-export type UpdateStep =
-  | 'check' | 'staging' | 'committing' | 'files-done' | 'units-done' | 'os-done' | 'actions-done' | 'rebooting' | 'validating'
-  // The health gate, and the way back when it fails: files, units and rpm-ostree, then the reboot.
-  | 'health' | 'rolling-back' | 'rollback-rebooting';
 
 export interface PendingUpdate {
   id: string;
@@ -61,6 +59,24 @@ export interface PendingUpdate {
   osChanged?: boolean;
   /** Why the health gate failed, kept while the node rolls back (across its reboot too). */
   rollbackCause?: string;
+  /**
+   * Set while this update is being undone because a new config replaced it before it finished
+   * (its reboot failed, say): a restart finishes the undo instead of resuming the update.
+   */
+  undoing?: boolean;
+  /** Unit file states before this update, of the units it sets and the current config does not pin: an undo restores them. */
+  unitsBefore?: Record<string, string>;
+  /** Paths an unfinished update before this one wrote and this config does not manage: validation checks they were undone. */
+  undone?: UndonePath[];
+}
+
+/** A path an undone update wrote: absent again if it created it, else no longer its content. */
+export interface UndonePath {
+  hostPath: string;
+  object: string;
+  existed: boolean;
+  /** sha256 of what the undone update wrote there. */
+  written: string;
 }
 
 export interface JournalState {
@@ -79,7 +95,7 @@ export interface JournalState {
    * Set while the node is Degraded, Unreconcilable or RolledBack, cleared by a successful update.
    * `config` is the config it failed on: a RolledBack node does not take that one again unforced.
    */
-  failure: { state: NodeState; phase: string; reason: string; config?: string } | null;
+  failure: { state: NodeState; phase: UpdatePhase; reason: string; config?: string } | null;
   /**
    * Set when the journal was found corrupt and moved aside: until the next assignment has been
    * checked against the disk, the agent does not know what it applied.
@@ -92,6 +108,11 @@ export interface JournalState {
   currentUpdate?: UpdateRecord | null;
   /** The last update that finished, as reported until the control plane has it in its history. */
   lastUpdate?: UpdateRecord | null;
+  /**
+   * Set when undoing an unfinished update made rpm-ostree's previous deployment the next boot's
+   * (the update's own was booted): the next update reboots, whatever its own plan says.
+   */
+  undoReboot?: string | null;
 }
 
 const EMPTY = (): JournalState => ({ version: 1, currentConfig: '', currentSpec: null, currentPolicy: null, currentDriftPolicy: 'Degrade', backups: {}, pending: null, lastDisruption: '', failure: null });
@@ -150,5 +171,6 @@ function shapeProblem(j: JournalState): string | undefined {
   if (typeof j.currentConfig !== 'string') return 'currentConfig is not a string';
   if (typeof j.backups !== 'object' || j.backups === null) return 'backups is not an object';
   if (j.pending !== null && (typeof j.pending !== 'object' || typeof j.pending.step !== 'string' || typeof j.pending.to !== 'string')) return 'pending is malformed';
+  if (j.pending !== null && !UPDATE_STEPS.some((s) => s.name === j.pending!.step)) return `pending.step ${JSON.stringify(j.pending.step).slice(0, 60)} is not a step of an update`;
   return undefined;
 }

@@ -42,6 +42,12 @@ export class SystemdClient {
   lastLoss: string | undefined;
   /** Connections opened so far (1 + reconnects). */
   connections = 0;
+  /**
+   * The calls waiting for a reply on the current connection, told when it is lost. One listener
+   * per connection calls them all: a listener per call put 50 on the connection when 50 units
+   * were stopped at once (MaxListenersExceededWarning, and a leak if a call never settled).
+   */
+  #inFlight = new Set<(why: string) => void>();
 
   /**
    * `open` makes a new connection: after one is lost (the manager restarted, the socket closed,
@@ -65,7 +71,8 @@ export class SystemdClient {
     this.connections++;
     this.#bus = bus;
     this.#subscribed = undefined;
-    // A lost connection must not crash the agent; it is dropped and the next call reconnects.
+    // A lost connection must not crash the agent; it is dropped (the calls on it fail with the
+    // cause) and the next call reconnects.
     (bus as unknown as NodeJS.EventEmitter).on('error', (err: Error) => this.#drop(bus, err.message));
     (bus as unknown as { _connection?: NodeJS.EventEmitter })._connection?.on?.('end', () => this.#drop(bus, 'the bus closed the connection'));
     bus.on('message', (msg: Message) => {
@@ -89,6 +96,9 @@ export class SystemdClient {
     this.#bus = undefined;
     this.#subscribed = undefined;
     this.lastLoss = why;
+    const calls = [...this.#inFlight];
+    this.#inFlight.clear();
+    for (const lost of calls) lost(why);
     try {
       bus.disconnect();
     } catch { /* already gone */ }
@@ -208,11 +218,8 @@ export class SystemdClient {
     const bus = this.#connection();
     let timer: NodeJS.Timeout | undefined;
     let lost: ((why: string) => void) | undefined;
-    const onError = (err: Error) => lost?.(err.message);
-    const onEnd = () => lost?.('the bus closed the connection');
-    const conn = (bus as unknown as { _connection?: NodeJS.EventEmitter })._connection;
-    (bus as unknown as NodeJS.EventEmitter).on('error', onError);
-    conn?.on?.('end', onEnd);
+    const onLost = (why: string) => lost?.(why);
+    this.#inFlight.add(onLost);
     try {
       const reply = await Promise.race([
         bus.call(new Message({ destination, path, interface: iface, member, signature, body })),
@@ -230,8 +237,7 @@ export class SystemdClient {
       throw new SystemdError(`${what}: ${(err as Error).message}`);
     } finally {
       clearTimeout(timer);
-      (bus as unknown as NodeJS.EventEmitter).off('error', onError);
-      conn?.off?.('end', onEnd);
+      this.#inFlight.delete(onLost);
     }
   }
 }

@@ -27,6 +27,59 @@ export async function retireRemovedUnits(systemd: SystemdClient, from: MachineCo
 }
 
 /**
+ * The units whose state `to` sets and `from` does not pin (not in `from`, or there without
+ * enabled or mask): their unit file states before the update, so an undo can put them back.
+ */
+export async function unitStatesToRemember(systemd: SystemdClient, from: MachineConfigSpec | null, to: MachineConfigSpec): Promise<Record<string, string>> {
+  const before = unitsOf(from);
+  const out: Record<string, string> = {};
+  for (const unit of to.config.systemd.units) {
+    const old = before.get(unit.name);
+    if (old && (old.enabled !== undefined || old.mask)) continue;
+    if (unit.enabled === undefined && !unit.mask) continue;
+    out[unit.name] = await systemd.unitFileState(unit.name);
+  }
+  return out;
+}
+
+/**
+ * Before an update's files are taken back: what it did to units the config it leaves does not
+ * pin. A unit whose file it created (`created`) and enabled is disabled while the file still
+ * exists (once it is gone systemd cannot disable it, and its default.target.wants link would
+ * dangle) and stopped; a mask it added is lifted. Any other unit it enabled, disabled or masked
+ * goes back to the state remembered before (`remembered`, from unitStatesToRemember). The units
+ * the old config pins get their states back from applyUnitStates(to, from) afterwards.
+ */
+export async function undoAddedUnits(systemd: SystemdClient, from: MachineConfigSpec | null, to: MachineConfigSpec, created: Set<string>, remembered: Record<string, string>): Promise<void> {
+  const before = unitsOf(from);
+  for (const unit of to.config.systemd.units) {
+    const old = before.get(unit.name);
+    const object = `unit ${unit.name}`;
+    if (created.has(unit.name) && !old) {
+      if (unit.mask) await wrap('rollback', object, () => systemd.unmaskUnitFiles([unit.name]));
+      if (unit.enabled === true && (await systemd.unitFileState(unit.name)).startsWith('enabled')) {
+        await wrap('rollback', object, () => systemd.disableUnitFiles([unit.name]));
+      }
+      await systemd.stopUnit(unit.name).catch(() => undefined);
+      continue;
+    }
+    const was = remembered[unit.name];
+    if (was === undefined) {
+      if (unit.mask && !old?.mask) await wrap('rollback', object, () => systemd.unmaskUnitFiles([unit.name]));
+      continue;
+    }
+    let now = await systemd.unitFileState(unit.name);
+    if (now === 'masked' && was !== 'masked') {
+      await wrap('rollback', object, () => systemd.unmaskUnitFiles([unit.name]));
+      now = await systemd.unitFileState(unit.name);
+    }
+    if (was === 'masked' && now !== 'masked') await wrap('rollback', object, () => systemd.maskUnitFiles([unit.name]));
+    else if (was.startsWith('enabled') && !now.startsWith('enabled')) await wrap('rollback', object, () => systemd.enableUnitFiles([unit.name]));
+    else if (!was.startsWith('enabled') && was !== 'masked' && now.startsWith('enabled')) await wrap('rollback', object, () => systemd.disableUnitFiles([unit.name]));
+  }
+}
+
+/**
  * After the files change: daemon-reload, then masks, unmasks, enables and disables, each one
  * D-Bus call for all the units it concerns (systemctl would reload systemd once per unit).
  */

@@ -13,15 +13,21 @@
 // start and end, so the record survives a restart and the reboot; a finished update moves to
 // lastUpdate with its result, which the status report carries to the control plane's history.
 //
-// A failure names the step, the object and the cause; a failed apply puts the old files back.
+// The steps, the phases each reports, and what a failure at each means are one table
+// (update-steps.ts); #resume walks it from the step the journal names.
+//
+// A failure names the step, the object and the cause. Before the reboot it is undone at once
+// (files, the units' states, the password, a staged deployment); an update whose reboot or
+// validation failed is kept, and undone when another config replaces it.
 // A failed health gate puts the node back as it was (files, units, password, rpm-ostree's
 // previous deployment and a reboot when the update rebooted) and reports it RolledBack; it does
 // not take that config again until an operator forces it or another config comes.
 
 import { randomBytes } from 'node:crypto';
 import { fchmodSync, fchownSync, readFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
 import {
+  day1StorageChange,
   diffSpecs,
   endPhase,
   enterPhase,
@@ -30,6 +36,7 @@ import {
   startUpdate,
   UnreconcilableError,
   UpdateStepError,
+  type DisruptionAction,
   type DisruptionPolicy,
   type DriftPolicy,
   type HealthCheck,
@@ -37,19 +44,20 @@ import {
   type NodeState,
 } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
-import { desiredFiles, layoutOf, managedPaths, SSH_KEYS_OBJECT, type HostLayout } from './desired-files.ts';
-import { openDirNoFollow } from './no-follow-fs.ts';
+import { desiredFiles, layoutOf, managedPaths, sha256, SSH_KEYS_OBJECT, type HostLayout } from './desired-files.ts';
+import { inParentOf, openDirNoFollow } from './no-follow-fs.ts';
 import { FileTransaction, matchesOnDisk, type DesiredFile } from './file-transaction.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { AgentConfig } from './agent-config.ts';
-import type { Journal, PendingUpdate } from './journal.ts';
+import type { Journal, PendingUpdate, UndonePath } from './journal.ts';
 import { applyOsChanges, osMismatches } from './os-operations.ts';
 import { applyPasswordHash, LOCKED, passwordHashOf, shadowHashOfCore } from './password.ts';
 import type { Rebooter } from './reboot.ts';
 import type { RpmOstree } from './rpm-ostree.ts';
 import type { SystemdClient } from './systemd-client.ts';
-import { applyUnitStates, describeUnitMismatch, retireRemovedUnits, runActions, unitMismatches } from './unit-operations.ts';
+import { applyUnitStates, describeUnitMismatch, retireRemovedUnits, runActions, undoAddedUnits, unitMismatches, unitStatesToRemember } from './unit-operations.ts';
 import { runHealthGate } from './health-gate.ts';
+import { keptAfterFailure, stepNamed, type StepOutcome, type StepRunner, type UpdatePhase } from './update-steps.ts';
 
 export interface Assignment {
   config: string;
@@ -62,7 +70,8 @@ export interface Assignment {
 
 export interface Progress {
   state: NodeState;
-  phase: string;
+  /** One of the phases the step table reports (a failure names the phase it happened in). */
+  phase: UpdatePhase;
   reason: string;
   desiredConfig: string;
 }
@@ -86,7 +95,7 @@ export class UpdateEngine {
   #running: Promise<void> | undefined;
   #next: { assignment: Assignment; force: boolean } | undefined;
   /** The step running now, for its deadline. */
-  #step: { step: string; object: string; startedAt: number } | undefined;
+  #step: { step: UpdatePhase; object: string; startedAt: number } | undefined;
   /** Work that ran past its deadline and has still not returned (a hung call or command). */
   #abandoned = new Map<Promise<unknown>, string>();
   /** Said in the node's reason while the update it concerns runs (a journal recovery). */
@@ -109,7 +118,7 @@ export class UpdateEngine {
       : s.failure
       ? { state: s.failure.state, phase: s.failure.phase, reason: s.failure.reason, desiredConfig: s.pending?.to ?? s.failure.config ?? s.currentConfig }
       : s.pending
-        ? { state: 'Working', phase: s.pending.step, reason: '', desiredConfig: s.pending.to }
+        ? { state: 'Working', phase: stepNamed(s.pending.step).reports[0], reason: '', desiredConfig: s.pending.to }
         : { state: 'Done', phase: 'done', reason: '', desiredConfig: s.currentConfig };
   }
 
@@ -175,7 +184,7 @@ export class UpdateEngine {
    * Runs one step's work with a deadline (stepTimeoutSeconds). Past it the step fails, naming
    * itself and the object, and the work is remembered as abandoned until it returns.
    */
-  async #within<T>(step: string, object: string, work: () => Promise<T>): Promise<T> {
+  async #within<T>(step: UpdatePhase, object: string, work: () => Promise<T>): Promise<T> {
     const limit = this.#d.config.stepTimeoutSeconds * 1000;
     const outer = this.#step;
     this.#step = { step, object, startedAt: Date.now() };
@@ -202,12 +211,12 @@ export class UpdateEngine {
   }
 
   /** Marks the node failed outside an update (drift, an invalid assignment). */
-  markFailed(state: NodeState, phase: string, reason: string): void {
+  markFailed(state: NodeState, phase: UpdatePhase, reason: string): void {
     this.#d.journal.update((s) => { s.failure = { state, phase, reason }; });
     this.#report(state, phase, reason);
   }
 
-  #report(state: NodeState, phase: string, reason = this.#note): void {
+  #report(state: NodeState, phase: UpdatePhase, reason = this.#note): void {
     this.#recordPhase(state, phase);
     const s = this.#d.journal.state;
     this.progress = { state, phase, reason, desiredConfig: s.pending?.to ?? s.failure?.config ?? s.currentConfig };
@@ -215,7 +224,7 @@ export class UpdateEngine {
   }
 
   /** A new phase of the pending update goes into its timeline before anyone hears of it. */
-  #recordPhase(state: NodeState, phase: string): void {
+  #recordPhase(state: NodeState, phase: UpdatePhase): void {
     const j = this.#d.journal;
     const p = j.state.pending;
     if (state !== 'Working' || !p || phase === 'done') return;
@@ -233,8 +242,10 @@ export class UpdateEngine {
     } else {
       this.#note = '';
     }
-    // A superseded update that failed validation still holds undo links; they are not needed.
-    if (j.state.pending) this.#files.finish();
+    // An update that did not finish (its reboot failed, its validation failed) is undone before
+    // the new one is planned from the current config: finishing it instead would keep its files,
+    // units and keys, forget the originals it took over and plan from a config the disk is not on.
+    const undone = j.state.pending ? await this.#undoUnfinished(a.config) : [];
     j.update((s) => {
       const now = Date.now();
       // An update still open here was overtaken before it finished (waiting for its reboot).
@@ -244,6 +255,7 @@ export class UpdateEngine {
         id, from: s.currentConfig, to: a.config, toSpec: a.spec,
         policy: a.policy, driftPolicy: a.driftPolicy, healthCheck: a.healthCheck ?? null, step: 'check', force,
         ...(this.#note ? { note: this.#note } : {}),
+        ...(undone.length ? { undone } : {}),
       };
       s.currentUpdate = startUpdate(`${id}-${randomBytes(2).toString('hex')}`, s.currentConfig, a.config, now);
     });
@@ -251,41 +263,76 @@ export class UpdateEngine {
     await this.#resume();
   }
 
-  /** Runs the pending update from the step the journal says it reached. */
+  /**
+   * Runs the pending update from the step the journal says it reached, one entry of the step
+   * table (update-steps.ts) after another, until one waits for the reboot or the update is over.
+   */
   async #resume(): Promise<void> {
     const j = this.#d.journal;
-    const p = (): PendingUpdate => j.state.pending!;
     try {
-      if (p().step === 'health' || p().step === 'rolling-back' || p().step === 'rollback-rebooting') {
-        await this.#resumeHealth();
+      if (j.state.pending!.undoing) {
+        // Killed while undoing an unfinished update for a new config: finish the undo; the new
+        // config comes again with the session's next assignment.
+        await this.#undoUnfinished(j.state.pending!.to);
         return;
       }
-      if (p().step === 'staging') this.#files.abandonStaged();
-      if (p().step === 'check') await this.#checkAndApplyFiles();
-      else if (p().step === 'committing') this.#files.commit();
-      if (p().step === 'files-done') await this.#applyUnits();
-      if (p().step === 'units-done') await this.#applyOs();
-      if (p().step === 'os-done') {
-        await this.#actionsOrReboot();
-        if (p().step === 'rebooting') return; // the process ends with the machine
-      } else if (p().step === 'rebooting') {
-        if (this.#bootId() === p().rebootFromBootId) {
-          await this.#reboot(); // the reboot has not happened yet
-          return;
-        }
-        // The agent is back on the new boot: that is where the reboot phase ends.
-        j.update((s) => {
-          s.pending!.step = 'validating';
-          if (s.currentUpdate) endPhase(s.currentUpdate, Date.now());
-        });
+      for (;;) {
+        const step = j.state.pending!.step;
+        const outcome = await stepNamed(step).run(this.#runner);
+        if (outcome !== 'next') return;
+        if (j.state.pending?.step === step) throw new UpdateStepError(this.progress.phase, 'agent', `step ${step} ended without moving the update on`);
       }
-      if (p().step === 'actions-done' || p().step === 'validating') await this.#validateAndFinish();
     } catch (err) {
       await this.#fail(err);
     } finally {
       this.#files.release();
     }
   }
+
+  /** The engine's work as the step table calls it. */
+  readonly #runner: StepRunner = {
+    checkAndApplyFiles: async () => { await this.#checkAndApplyFiles(); return 'next'; },
+    abandonStaged: async () => { this.#files.abandonStaged(); return 'next'; },
+    commitFiles: async () => { this.#files.commit(); return 'next'; },
+    applyUnits: async () => { await this.#applyUnits(); return 'next'; },
+    applyOs: async () => { await this.#applyOs(); return 'next'; },
+    actionsOrReboot: () => this.#actionsOrReboot(),
+    rebootOrContinue: async () => {
+      const j = this.#d.journal;
+      if (this.#bootId() === j.state.pending!.rebootFromBootId) {
+        await this.#reboot(); // the reboot has not happened yet
+        return 'wait';
+      }
+      // The agent is back on the new boot: that is where the reboot phase ends.
+      j.update((s) => {
+        s.pending!.step = 'validating';
+        if (s.currentUpdate) endPhase(s.currentUpdate, Date.now());
+      });
+      return 'next';
+    },
+    validate: () => this.#validateAndFinish(),
+    healthGate: () => this.#healthGate(),
+    rollBackNode: async () => {
+      await this.#rollBackNode();
+      if (this.#d.journal.state.pending!.step === 'rollback-rebooting') return 'wait'; // the process ends with the machine
+      this.#recordRolledBack();
+      return 'finished';
+    },
+    rollbackRebootOrFinish: async () => {
+      if (this.#bootId() === this.#d.journal.state.pending!.rebootFromBootId) {
+        await this.#reboot(); // the reboot has not happened yet
+        return 'wait';
+      }
+      this.#recordRolledBack();
+      return 'finished';
+    },
+    undoHost: () => this.#undoHost(),
+    undoActions: async () => {
+      await this.#undoHost();
+      // Bring the services back on the old files too.
+      await runActions(this.#d.systemd, this.#actionsToRun()).catch(() => undefined);
+    },
+  };
 
   async #checkAndApplyFiles(): Promise<void> {
     const j = this.#d.journal;
@@ -295,30 +342,31 @@ export class UpdateEngine {
     if (from && from.fips !== p.toSpec.fips) {
       throw new UnreconcilableError('check', 'spec.fips', `changing FIPS mode from ${from.fips} to ${p.toSpec.fips} after install is not supported; reprovision the host`);
     }
+    // MCO's day-1 directories and links: Ignition made them at first boot; a later change is
+    // refused with MCO's own reason (removing every link is allowed and changes nothing here).
+    const day1 = from ? day1StorageChange(from, p.toSpec) : undefined;
+    if (day1) throw new UnreconcilableError('check', day1.field, `${day1.reason}; directories and links are made by Ignition at first boot, reprovision the host to change them`);
     const desired = desiredFiles(p.toSpec, this.#layout);
 
     this.#report('Working', 'diff');
     const diff = diffSpecs(from ?? undefined, p.toSpec);
     this.#report('Working', 'plan');
-    const plan = planDisruption(diff, p.policy ?? undefined);
+    const planned = planDisruption(diff, p.policy ?? undefined);
+    // Undoing an unfinished update put rpm-ostree's previous deployment first: only a reboot boots it.
+    const undoReboot = j.state.undoReboot;
+    const plan = undoReboot ? { ...planned, reboot: true, rebootReasons: [...planned.rebootReasons, undoReboot] } : planned;
     j.update((s) => { s.pending!.plan = plan; });
     this.#d.log.info({ to: p.to, reboot: plan.reboot, reasons: plan.rebootReasons, actions: plan.actions, files: diff.files.length, units: diff.units.length }, 'update planned');
 
     this.#report('Working', 'apply');
     const previous = managedPaths(from, this.#layout);
     await this.#within('apply', 'units the new config drops', () => retireRemovedUnits(this.#d.systemd, from, p.toSpec));
+    // A failure here is undone by the step table's undo for the step the journal reached
+    // (staging: the temps go; committing: forward, then back).
     try {
       this.#files.stage(desired, previous, p.force);
-    } catch (err) {
-      this.#files.cleanupErrors = [];
-      this.#files.abandonStaged();
-      if (this.#files.cleanupErrors.length) this.#d.log.error({ errors: this.#files.cleanupErrors }, 'some staged files could not be removed');
-      throw new UpdateStepError('apply', objectOf(err, desired), (err as Error).message);
-    }
-    try {
       this.#files.commit();
     } catch (err) {
-      await this.#rollBack();
       throw new UpdateStepError('apply', objectOf(err, desired), (err as Error).message);
     }
     secureSshDirectory(desired);
@@ -329,6 +377,11 @@ export class UpdateEngine {
     const p = j.state.pending!;
     this.#report('Working', 'apply');
     const unitFilesChanged = (p.fileOps ?? []).some((op) => op.hostPath.startsWith(this.#layout.unitDir + '/'));
+    // Remembered once, before any change (a restart re-runs this step after some of them).
+    if (!p.unitsBefore) {
+      const before = await this.#within('apply', 'unit states before the update', () => unitStatesToRemember(this.#d.systemd, j.state.currentSpec, p.toSpec));
+      j.update((s) => { s.pending!.unitsBefore = before; });
+    }
     await this.#applyStep('units-done', 'systemd units and the password of core', async () => {
       await applyUnitStates(this.#d.systemd, j.state.currentSpec, p.toSpec, unitFilesChanged);
       if (await applyPasswordHash(this.#layout.root, j.state.currentSpec, p.toSpec)) this.#d.log.info('password of core updated');
@@ -344,19 +397,14 @@ export class UpdateEngine {
     });
   }
 
-  /** Runs one apply step after the files are committed: on failure the old files come back. */
+  /** Runs one apply step after the files are committed (a failure is undone by the step table). */
   async #applyStep(done: 'units-done' | 'os-done', object: string, work: () => Promise<unknown>): Promise<void> {
-    try {
-      await this.#within('apply', object, work);
-    } catch (err) {
-      await this.#rollBack();
-      throw err;
-    }
+    await this.#within('apply', object, work);
     this.#d.journal.update((s) => { s.pending!.step = done; });
     this.#d.failpoints.hit(done);
   }
 
-  async #actionsOrReboot(): Promise<void> {
+  async #actionsOrReboot(): Promise<StepOutcome> {
     const j = this.#d.journal;
     const plan = j.state.pending!.plan!;
     if (plan.reboot) {
@@ -367,29 +415,28 @@ export class UpdateEngine {
         if (s.currentUpdate) s.currentUpdate.disruption = s.lastDisruption;
       });
       await this.#reboot();
-      return;
+      return 'wait'; // the process ends with the machine
     }
     this.#report('Working', 'actions');
-    // A unit the new config masks or drops was stopped on purpose: restarting it would fail.
-    const p = j.state.pending!;
-    const kept = new Set(p.toSpec.config.systemd.units.filter((u) => !u.mask).map((u) => u.name));
-    const dropped = new Set((j.state.currentSpec?.config.systemd.units ?? []).map((u) => u.name).filter((n) => !kept.has(n)));
-    for (const u of p.toSpec.config.systemd.units) if (u.mask) dropped.add(u.name);
-    // A drain is the control plane's to do, before this update was sent.
-    const actions = plan.actions.filter((a) => a.type !== 'drain' && (!a.unit || !dropped.has(a.unit)));
-    try {
-      await this.#within('actions', actions.map((a) => (a.unit ? `${a.type} ${a.unit}` : a.type)).join(', ') || 'none', () => runActions(this.#d.systemd, actions));
-    } catch (err) {
-      await this.#rollBack();
-      // Bring the services back on the old files too.
-      await runActions(this.#d.systemd, actions).catch(() => undefined);
-      throw err;
-    }
+    const actions = this.#actionsToRun();
+    await this.#within('actions', actions.map((a) => (a.unit ? `${a.type} ${a.unit}` : a.type)).join(', ') || 'none', () => runActions(this.#d.systemd, actions));
     j.update((s) => {
       s.pending!.step = 'actions-done';
       s.lastDisruption = actions.length ? actions.map((a) => (a.unit ? `${a.type} ${a.unit}` : a.type)).join(', ') : 'none';
       if (s.currentUpdate) s.currentUpdate.disruption = s.lastDisruption;
     });
+    return 'next';
+  }
+
+  /** The plan's actions the agent runs: not a drain (the control plane's), not a unit stopped on purpose. */
+  #actionsToRun(): DisruptionAction[] {
+    const j = this.#d.journal;
+    const p = j.state.pending!;
+    // A unit the new config masks or drops was stopped on purpose: restarting it would fail.
+    const kept = new Set(p.toSpec.config.systemd.units.filter((u) => !u.mask).map((u) => u.name));
+    const dropped = new Set((j.state.currentSpec?.config.systemd.units ?? []).map((u) => u.name).filter((n) => !kept.has(n)));
+    for (const u of p.toSpec.config.systemd.units) if (u.mask) dropped.add(u.name);
+    return (p.plan?.actions ?? []).filter((a) => a.type !== 'drain' && (!a.unit || !dropped.has(a.unit)));
   }
 
   async #reboot(): Promise<void> {
@@ -441,10 +488,18 @@ export class UpdateEngine {
   }
 
   /** Every way the disk, systemd and the booted deployment differ from `to`. */
-  async #mismatches(to: MachineConfigSpec, from: MachineConfigSpec | null): Promise<string[]> {
+  async #mismatches(to: MachineConfigSpec, from: MachineConfigSpec | null, undone: UndonePath[] = []): Promise<string[]> {
     const mismatches: string[] = [];
-    for (const f of desiredFiles(to, this.#layout)) {
+    const desired = desiredFiles(to, this.#layout);
+    for (const f of desired) {
       if (!matchesOnDisk(f)) mismatches.push(`${f.object}: on disk differs from the config (content, mode or owner)`);
+    }
+    const managed = new Set(desired.map((f) => f.hostPath));
+    for (const u of undone) {
+      if (managed.has(u.hostPath)) continue;
+      const now = readNoFollow(u.hostPath);
+      if (!u.existed && now !== undefined) mismatches.push(`${u.object}: an undone update created it and no config manages it, but it is still there`);
+      else if (u.existed && now !== undefined && sha256(now) === u.written) mismatches.push(`${u.object}: an undone update wrote it and no config manages it, but its original was not put back`);
     }
     mismatches.push(...(await this.#within('validate', 'systemd unit states', () => unitMismatches(this.#d.systemd, to))).map(describeUnitMismatch));
     const hash = shadowHashOfCore(this.#layout.root);
@@ -454,19 +509,19 @@ export class UpdateEngine {
     return mismatches;
   }
 
-  async #validateAndFinish(): Promise<void> {
+  async #validateAndFinish(): Promise<StepOutcome> {
     const j = this.#d.journal;
     const p = j.state.pending!;
     if (p.step !== 'validating') j.update((s) => { s.pending!.step = 'validating'; });
     this.#report('Working', 'validate');
-    const mismatches = await this.#mismatches(p.toSpec, j.state.currentSpec);
+    const mismatches = await this.#mismatches(p.toSpec, j.state.currentSpec, p.undone);
     if (mismatches.length) throw new UpdateStepError('validate', p.to, mismatches.join('; '));
     if (p.healthCheck) {
       j.update((s) => { s.pending!.step = 'health'; });
-      await this.#resumeHealth();
-      return;
+      return 'next';
     }
     this.#finishUpdate();
+    return 'finished';
   }
 
   /** The update is applied and healthy: the undo links go and currentConfig advances. */
@@ -482,6 +537,7 @@ export class UpdateEngine {
       s.currentHealthCheck = p.healthCheck ?? null;
       s.pending = null;
       s.failure = null;
+      s.undoReboot = null;
       if (s.currentUpdate) s.lastUpdate = finishUpdate(s.currentUpdate, 'Done', '', Date.now());
       s.currentUpdate = null;
     });
@@ -489,32 +545,30 @@ export class UpdateEngine {
     this.#report('Done', 'done');
   }
 
-  /** The health gate and, when it fails, the way back; each step journaled, so a crash or the reboot resumes it. */
-  async #resumeHealth(): Promise<void> {
+  /** The health gate; when it fails, the way back is the next steps (each journaled, so a crash or the reboot resumes it). */
+  async #healthGate(): Promise<StepOutcome> {
     const j = this.#d.journal;
-    const p = (): PendingUpdate => j.state.pending!;
-    if (p().step === 'health') {
-      this.#report('Working', 'health');
-      const cause = await runHealthGate(p().healthCheck!, { activeState: (u) => this.#within('health', `unit ${u}`, () => this.#d.systemd.activeState(u)) });
-      if (!cause) {
-        this.#d.log.info({ config: p().to }, 'health check passed');
-        this.#finishUpdate();
-        return;
-      }
-      this.#d.log.error({ config: p().to, cause }, 'health check failed; rolling the node back');
-      j.update((s) => { s.pending!.step = 'rolling-back'; s.pending!.rollbackCause = cause; });
-      this.#d.failpoints.hit('rolling-back');
+    const p = j.state.pending!;
+    this.#report('Working', 'health');
+    const cause = await runHealthGate(p.healthCheck!, { activeState: (u) => this.#within('health', `unit ${u}`, () => this.#d.systemd.activeState(u)) });
+    if (!cause) {
+      this.#d.log.info({ config: p.to }, 'health check passed');
+      this.#finishUpdate();
+      return 'finished';
     }
-    if (p().step === 'rolling-back') {
-      await this.#rollBackNode();
-      if (p().step === 'rollback-rebooting') return; // the process ends with the machine
-    } else if (p().step === 'rollback-rebooting' && this.#bootId() === p().rebootFromBootId) {
-      await this.#reboot(); // the reboot has not happened yet
-      return;
-    }
-    const cause = p().rollbackCause ?? 'the health check failed';
-    const back = p().from || 'no config';
-    const reason = `health: ${cause}; rolled back to ${back}${p().osChanged ? ' (rpm-ostree rollback and a reboot)' : p().plan?.reboot ? ' (with a reboot)' : ''}; \`mcctl node reapply\` retries ${p().to}, a new config replaces it`;
+    this.#d.log.error({ config: p.to, cause }, 'health check failed; rolling the node back');
+    j.update((s) => { s.pending!.step = 'rolling-back'; s.pending!.rollbackCause = cause; });
+    this.#d.failpoints.hit('rolling-back');
+    return 'next';
+  }
+
+  /** The node is back on the previous config after a failed health gate: RolledBack, with why. */
+  #recordRolledBack(): void {
+    const j = this.#d.journal;
+    const p = j.state.pending!;
+    const cause = p.rollbackCause ?? 'the health check failed';
+    const back = p.from || 'no config';
+    const reason = `health: ${cause}; rolled back to ${back}${p.osChanged ? ' (rpm-ostree rollback and a reboot)' : p.plan?.reboot ? ' (with a reboot)' : ''}; \`mcctl node reapply\` retries ${p.to}, a new config replaces it`;
     this.#files.release();
     j.update((s) => {
       s.failure = { state: 'RolledBack', phase: 'health', reason, config: s.pending!.to };
@@ -531,19 +585,11 @@ export class UpdateEngine {
     const j = this.#d.journal;
     const p = j.state.pending!;
     this.#report('Working', 'rollback', `health: ${p.rollbackCause}; returning to ${p.from || 'no config'}`);
-    // The undo links are still there (finish() runs only after the gate): every old inode comes back.
-    this.#files.cleanupErrors = [];
-    this.#files.rollBack();
-    if (this.#files.cleanupErrors.length) this.#d.log.error({ errors: this.#files.cleanupErrors }, 'some old files could not be put back');
+    // The undo links are still there (finish() runs only after the gate): every old inode comes
+    // back, with the units' states; the units the update added are disabled first.
+    const { errors } = await this.#undoHost();
     this.#d.failpoints.hit('rollback-files');
-    const previous = j.state.currentSpec;
-    await this.#within('rollback', 'systemd units and the password of core', async () => {
-      await this.#d.systemd.reload();
-      if (!previous) return; // a first config: nothing was there before it
-      await applyUnitStates(this.#d.systemd, p.toSpec, previous, true);
-      await applyPasswordHash(this.#layout.root, p.toSpec, previous);
-    });
-    if (p.osChanged) await this.#within('rollback', 'rpm-ostree rollback', () => this.#rpmOstreeRollback());
+    if (errors.length) throw new UpdateStepError('rollback', 'the previous config', errors.join('; '));
     if (p.plan?.reboot) {
       j.update((s) => {
         s.pending!.step = 'rollback-rebooting';
@@ -573,30 +619,111 @@ export class UpdateEngine {
     this.#d.log.warn('rpm-ostree rollback: the previous deployment boots next');
   }
 
-  async #rollBack(): Promise<void> {
-    this.#d.log.warn('apply failed; putting the old files back');
-    this.#files.cleanupErrors = [];
-    this.#files.rollBack();
-    if (this.#files.cleanupErrors.length) this.#d.log.error({ errors: this.#files.cleanupErrors }, 'some old files could not be put back');
-    await this.#d.systemd.reload().catch(() => undefined);
-    await this.#d.rpmOstree.run(['cleanup', '-p']).catch(() => undefined);
+  /**
+   * Takes the host from the pending update back to the current config, whatever step it
+   * reached: the units it added (disabled and stopped while their files exist), its files (undo
+   * links renamed back; the originals it took over restored and their backups forgotten, the
+   * ones it put back listed again), the enablement and masks of the current config's units (a
+   * unit it retired is enabled again), the password of core, and rpm-ostree: a staged deployment
+   * is dropped; one already booted is rolled back, and the result says a reboot must follow.
+   * Each part is tried even when one before it failed; what failed is logged, and the
+   * validation of the next update (or the drift monitor) reports what is still wrong.
+   */
+  async #undoHost(): Promise<{ reboot: boolean; errors: string[] }> {
+    const j = this.#d.journal;
+    const p = j.state.pending!;
+    const previous = j.state.currentSpec;
+    const errors: string[] = [];
+    const attempt = async (what: string, work: () => Promise<unknown>): Promise<void> => {
+      try {
+        await this.#within('rollback', what, work);
+      } catch (err) {
+        errors.push(`${what}: ${(err as Error).message}`);
+      }
+    };
+    const created = new Set((p.fileOps ?? []).filter((op) => op.action === 'write' && !op.undo && dirname(op.hostPath) === this.#layout.unitDir).map((op) => basename(op.hostPath)));
+    await attempt('units the update added', () => undoAddedUnits(this.#d.systemd, previous, p.toSpec, created, p.unitsBefore ?? {}));
+    if (p.step === 'staging') this.#files.abandonStaged();
+    else if (p.step !== 'check') {
+      // Half-committed: roll forward first, so every op and backup is on record, then back.
+      if (p.step === 'committing') this.#files.commit();
+      this.#files.cleanupErrors = [];
+      this.#files.rollBack();
+      errors.push(...this.#files.cleanupErrors);
+    }
+    await attempt('systemd daemon-reload', () => this.#d.systemd.reload());
+    if (previous) {
+      await attempt('units of the current config', () => applyUnitStates(this.#d.systemd, p.toSpec, previous, false));
+      await attempt('password of core', () => applyPasswordHash(this.#layout.root, p.toSpec, previous));
+    } else {
+      // A first config: nothing was there before it; its retired units are already disabled.
+    }
+    const booted = p.rebootFromBootId !== undefined && this.#bootId() !== p.rebootFromBootId;
+    let reboot = false;
+    if (p.osChanged && booted) {
+      await attempt('rpm-ostree rollback', () => this.#rpmOstreeRollback());
+      reboot = true;
+    } else {
+      await this.#d.rpmOstree.run(['cleanup', '-p']).catch(() => undefined);
+    }
+    if (errors.length) this.#d.log.error({ errors }, 'some of the update could not be undone');
+    return { reboot, errors };
+  }
+
+  /**
+   * Undoes the pending update, which did not finish, because \`by\` replaces it. Journaled first
+   * (pending.undoing), so a kill in the middle finishes the undo on restart rather than resuming
+   * the update. Returns the paths it wrote, for the next update's validation.
+   */
+  async #undoUnfinished(by: string): Promise<UndonePath[]> {
+    const j = this.#d.journal;
+    const p = j.state.pending!;
+    this.#d.log.warn({ config: p.to, step: p.step, by }, 'undoing an update that did not finish: a new config replaces it');
+    if (!p.undoing) j.update((s) => { s.pending!.undoing = true; });
+    let written = new Map<string, DesiredFile>();
+    try {
+      written = new Map(desiredFiles(p.toSpec, this.#layout).map((f) => [f.hostPath, f]));
+    } catch {
+      // Its paths no longer resolve: nothing of it to check afterwards.
+    }
+    const undone: UndonePath[] = (p.fileOps ?? []).flatMap((op) => {
+      const f = written.get(op.hostPath);
+      return op.action === 'write' && f ? [{ hostPath: op.hostPath, object: f.object, existed: op.undo !== undefined, written: sha256(f.bytes) }] : [];
+    });
+    const { reboot } = await this.#undoHost();
+    this.#files.release();
+    j.update((s) => {
+      if (reboot) s.undoReboot = `undoing the unfinished update to ${p.to} (its rpm-ostree deployment was booted)`;
+      if (s.currentUpdate) s.lastUpdate = finishUpdate(s.currentUpdate, 'Superseded', `superseded by an update to ${by} before it finished; undone`, Date.now());
+      s.currentUpdate = null;
+      s.pending = null;
+    });
+    return undone;
   }
 
   async #fail(err: unknown): Promise<void> {
     const e = err instanceof UpdateStepError ? err : new UpdateStepError(this.progress.phase, 'agent', (err as Error).message);
+    // Every UpdateStepError the agent throws names the phase it ran in (#within, wrap).
+    const phase = e.step as UpdatePhase;
     const state: NodeState = err instanceof UnreconcilableError ? 'Unreconcilable' : 'Degraded';
     this.#d.log.error({ step: e.step, object: e.object, cause: e.cause_, state }, 'update failed');
     const j = this.#d.journal;
+    // The step table says whether a failure here is undone now or the update is kept.
+    const undo = j.state.pending ? stepNamed(j.state.pending.step).undo : null;
+    if (undo) {
+      this.#d.log.warn({ step: j.state.pending!.step }, 'putting the host back on the current config');
+      await undo(this.#runner);
+    }
     j.update((s) => {
-      s.failure = { state, phase: e.step, reason: e.message, ...(s.pending ? { config: s.pending.to } : {}) };
+      s.failure = { state, phase, reason: e.message, ...(s.pending ? { config: s.pending.to } : {}) };
       if (s.currentUpdate) s.lastUpdate = finishUpdate(s.currentUpdate, state, e.message, Date.now());
       s.currentUpdate = null;
-      // Only a reboot still to happen or a validation still to pass is worth resuming; at every
-      // other step the files were never committed or have been rolled back, and resuming would
-      // replay the commit over the restored ones. A health gate or a rollback resumes too.
-      if (s.pending && !['rebooting', 'validating', 'health', 'rolling-back', 'rollback-rebooting'].includes(s.pending.step)) s.pending = null;
+      // A kept step (a reboot still to happen, a validation still to pass, the health gate or its
+      // rollback) resumes; at every other step the host has just been put back, and resuming
+      // would replay the commit over the restored files.
+      if (s.pending && !keptAfterFailure(s.pending.step)) s.pending = null;
     });
-    this.#report(state, e.step, e.message);
+    this.#report(state, phase, e.message);
   }
 
   #bootId(): string {
@@ -629,4 +756,13 @@ function secureSshDirectory(desired: DesiredFile[]): void {
 function objectOf(err: unknown, desired: { hostPath: string; object: string }[]): string {
   const path = (err as NodeJS.ErrnoException).path;
   return desired.find((f) => path && (path === f.hostPath || path.includes(f.hostPath.split('/').pop()!)))?.object ?? 'files';
+}
+
+/** The bytes at a path without following a symlink there; undefined when absent or not a file. */
+function readNoFollow(hostPath: string): Buffer | undefined {
+  try {
+    return inParentOf(hostPath, (dir, name) => (dir.lstat(name)?.isFile() ? dir.readFile(name) : undefined)) ?? undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -268,3 +268,20 @@ function sameUnit(a: IgnitionUnit, b: IgnitionUnit): boolean {
 function sameList(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
 }
+
+/**
+ * MCO's rule for its day-1 constructs after install (pkg/controller/common/reconcile.go,
+ * isConfigReconcilable): any change to storage.directories is refused; a change to
+ * storage.links is refused unless it removes them all (which is allowed, and changes nothing on
+ * the host). Returns the field and MCO's reason, or undefined when the change is reconcilable.
+ */
+export function day1StorageChange(from: MachineConfigSpec, to: MachineConfigSpec): { field: string; reason: string } | undefined {
+  const same = (a: unknown[] | undefined, b: unknown[] | undefined): boolean => JSON.stringify(a ?? []) === JSON.stringify(b ?? []);
+  if (!same(from.config.storage.directories, to.config.storage.directories)) {
+    return { field: 'spec.config.storage.directories', reason: 'ignition directories section contains changes' };
+  }
+  if (!same(from.config.storage.links, to.config.storage.links) && (to.config.storage.links ?? []).length !== 0) {
+    return { field: 'spec.config.storage.links', reason: 'ignition links section contains changes' };
+  }
+  return undefined;
+}

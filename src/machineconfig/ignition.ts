@@ -20,9 +20,11 @@ import { managedPathViolation } from './paths.ts';
 import { isNonEmpty, join, ProblemCollector } from './problem-collector.ts';
 import type {
   IgnitionConfig,
+  IgnitionDirectory,
   IgnitionDropin,
   IgnitionFile,
   IgnitionFileOwner,
+  IgnitionLink,
   IgnitionUnit,
   IgnitionUser,
 } from './types.ts';
@@ -42,8 +44,12 @@ const KEYS = {
   unit2: ['name', 'enabled', 'enable', 'mask', 'contents', 'dropins'],
   unit3: ['name', 'enabled', 'mask', 'contents', 'dropins'],
   coreUser: ['name', 'sshAuthorizedKeys', 'passwordHash'],
+  directory2: ['filesystem', 'path', 'mode', 'user', 'group', 'overwrite'],
+  directory3: ['path', 'mode', 'user', 'group', 'overwrite'],
+  link2: ['filesystem', 'path', 'target', 'hard', 'user', 'group', 'overwrite'],
+  link3: ['path', 'target', 'hard', 'user', 'group', 'overwrite'],
 } as const;
-const REFUSED_STORAGE = ['directories', 'links', 'disks', 'filesystems', 'raid', 'luks'] as const;
+const REFUSED_STORAGE = ['disks', 'filesystems', 'raid', 'luks'] as const;
 
 export function emptyIgnitionConfig(): IgnitionConfig {
   return {
@@ -92,7 +98,7 @@ export function parseIgnition(raw: unknown, c: ProblemCollector, field: string, 
   }
 
   out.passwd.users = parsePasswd(config.passwd, c, join(field, 'passwd'));
-  out.storage.files = parseStorage(config.storage, c, join(field, 'storage'), spec2, budget);
+  out.storage = parseStorage(config.storage, c, join(field, 'storage'), spec2, budget);
   out.systemd.units = parseSystemd(config.systemd, c, join(field, 'systemd'), spec2);
   return out;
 }
@@ -146,22 +152,95 @@ function parsePasswd(raw: unknown, c: ProblemCollector, field: string): Ignition
   return out;
 }
 
-function parseStorage(raw: unknown, c: ProblemCollector, field: string, spec2: boolean, budget: ContentsBudget): IgnitionFile[] {
+function parseStorage(raw: unknown, c: ProblemCollector, field: string, spec2: boolean, budget: ContentsBudget): IgnitionConfig['storage'] {
   const storage = c.record(raw, field);
-  if (!storage) return [];
+  if (!storage) return { files: [] };
   c.onlyKeys(storage, field, spec2 ? KEYS.storage2 : KEYS.storage3);
   for (const key of REFUSED_STORAGE) {
     if (isNonEmpty(storage[key])) {
-      c.add(join(field, key), `storage-${key}`, `storage.${key} is refused: ${key === 'directories' || key === 'links'
-        ? 'only files can be managed after install'
-        : 'disk layout is set at install time and cannot change on a running host'}`);
+      c.add(join(field, key), `storage-${key}`, `storage.${key} is refused: disk layout is set at install time and cannot change on a running host`);
     }
   }
-  return parseKeyedList(c.array(storage.files, field, 'files') ?? [], `${field}.files`, spec2, {
-    parse: (raw, f) => parseFile(raw, c, f, spec2, budget),
-    key: (file) => file.path,
-    duplicate: (file, f) => c.add(join(f, 'path'), 'duplicate-path', `path ${quote(file.path)} appears more than once in this config`),
+  const out: IgnitionConfig['storage'] = {
+    files: parseKeyedList(c.array(storage.files, field, 'files') ?? [], `${field}.files`, spec2, {
+      parse: (raw, f) => parseFile(raw, c, f, spec2, budget),
+      key: (file) => file.path,
+      duplicate: (file, f) => c.add(join(f, 'path'), 'duplicate-path', `path ${quote(file.path)} appears more than once in this config`),
+    }),
+  };
+  // MCO's day-1 constructs: Ignition makes them at first boot; the agent compares them across
+  // updates with MCO's rule (reconcilable in update-engine.ts).
+  const taken = new Set(out.files.map((f) => f.path));
+  const duplicate = (path: string, f: string) => c.add(join(f, 'path'), 'duplicate-path', `path ${quote(path)} appears more than once in this config (files, directories and links share paths)`);
+  const directories = parseKeyedList(c.array(storage.directories, field, 'directories') ?? [], `${field}.directories`, spec2, {
+    parse: (raw, f) => parseDirectory(raw, c, f, spec2, taken),
+    key: (d) => d.path,
+    duplicate: (d, f) => duplicate(d.path, f),
   });
+  for (const d of directories) taken.add(d.path);
+  const links = parseKeyedList(c.array(storage.links, field, 'links') ?? [], `${field}.links`, spec2, {
+    parse: (raw, f) => parseLink(raw, c, f, spec2, taken),
+    key: (l) => l.path,
+    duplicate: (l, f) => duplicate(l.path, f),
+  });
+  if (directories.length) out.directories = directories;
+  if (links.length) out.links = links;
+  return out;
+}
+
+/** The fields a directory and a link share with a file: path, owner, overwrite; Ignition 2's root filesystem. */
+function parseNode(node: Raw, c: ProblemCollector, f: string, spec2: boolean, taken: Set<string>): { path?: string; user?: IgnitionFileOwner; group?: IgnitionFileOwner; overwrite?: boolean } {
+  if (spec2) {
+    const fs = c.string(node.filesystem, f, 'filesystem');
+    if (fs !== 'root') c.add(join(f, 'filesystem'), 'ignition2-filesystem', `filesystem "${fs ?? ''}" is refused: Ignition 2.x entries must be on the "root" filesystem`);
+  }
+  const path = c.string(node.path, f, 'path');
+  if (path === undefined) c.add(join(f, 'path'), 'required', 'a path is required');
+  else {
+    const violation = managedPathViolation(path);
+    if (violation) c.add(join(f, 'path'), violation.rule, violation.message);
+    else if (taken.has(path)) c.add(join(f, 'path'), 'duplicate-path', `path ${quote(path)} is also a file or directory of this config`);
+  }
+  const out: { path?: string; user?: IgnitionFileOwner; group?: IgnitionFileOwner; overwrite?: boolean } = {};
+  if (path !== undefined) out.path = path;
+  const user = node.user == null ? undefined : parseOwner(node.user, c, join(f, 'user'));
+  const group = node.group == null ? undefined : parseOwner(node.group, c, join(f, 'group'));
+  if (user) out.user = user;
+  if (group) out.group = group;
+  const overwrite = c.boolean(node.overwrite, f, 'overwrite');
+  if (overwrite !== undefined) out.overwrite = overwrite;
+  return out;
+}
+
+function parseDirectory(raw: unknown, c: ProblemCollector, f: string, spec2: boolean, taken: Set<string>): IgnitionDirectory | undefined {
+  const node = c.record(raw, f);
+  if (!node) return undefined;
+  const before = c.problems.length;
+  c.onlyKeys(node, f, spec2 ? KEYS.directory2 : KEYS.directory3);
+  const { path, ...rest } = parseNode(node, c, f, spec2, taken);
+  const mode = c.integer(node.mode, f, 'mode');
+  if (mode !== undefined && (mode < 0 || mode > MAX_FILE_MODE)) c.add(join(f, 'mode'), 'file-mode-range', `mode ${mode} (octal 0${mode.toString(8)}) is outside 0000-0777`);
+  if (path !== undefined) c.nameEntry(before, `directory ${quote(path)}`, join(f, 'path'));
+  if (c.problems.length > before || path === undefined) return undefined;
+  return { path, ...(mode !== undefined ? { mode } : {}), ...rest };
+}
+
+function parseLink(raw: unknown, c: ProblemCollector, f: string, spec2: boolean, taken: Set<string>): IgnitionLink | undefined {
+  const node = c.record(raw, f);
+  if (!node) return undefined;
+  const before = c.problems.length;
+  c.onlyKeys(node, f, spec2 ? KEYS.link2 : KEYS.link3);
+  const { path, ...rest } = parseNode(node, c, f, spec2, taken);
+  const target = c.string(node.target, f, 'target');
+  if (!target) c.add(join(f, 'target'), 'required', 'a link needs a target');
+  else {
+    const control = controlCharacterViolation(target);
+    if (control) c.add(join(f, 'target'), 'control-character', `target ${quote(target)} ${control}`);
+  }
+  const hard = c.boolean(node.hard, f, 'hard');
+  if (path !== undefined) c.nameEntry(before, `link ${quote(path)}`, join(f, 'path'));
+  if (c.problems.length > before || path === undefined || !target) return undefined;
+  return { path, target, ...(hard !== undefined ? { hard } : {}), ...rest };
 }
 
 /**
@@ -433,6 +512,8 @@ export function toIgnitionV2(config: IgnitionConfig): Record<string, unknown> {
     passwd: { users: config.passwd.users },
     storage: {
       files: config.storage.files.map((f) => ({ filesystem: 'root', path: f.path, mode: f.mode, contents: f.contents, ...(f.user ? { user: f.user } : {}), ...(f.group ? { group: f.group } : {}) })),
+      ...(config.storage.directories ? { directories: config.storage.directories.map((d) => ({ filesystem: 'root', ...d })) } : {}),
+      ...(config.storage.links ? { links: config.storage.links.map((l) => ({ filesystem: 'root', ...l })) } : {}),
     },
     systemd: { units: config.systemd.units },
   };

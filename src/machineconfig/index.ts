@@ -4,7 +4,7 @@
 export * from './constants.ts';
 export * from './errors.ts';
 export type * from './types.ts';
-export { diffSpecs, isEmptyDiff, needsDrain, planDisruption, splitKernelArguments, updateActionOf, type ChangeDecision, type ChangeKind, type ConfigDiff, type DisruptionPlan, type PolicyEntryRef, type UpdateAction } from './config-diff.ts';
+export { day1StorageChange, diffSpecs, isEmptyDiff, needsDrain, planDisruption, splitKernelArguments, updateActionOf, type ChangeDecision, type ChangeKind, type ConfigDiff, type DisruptionPlan, type PolicyEntryRef, type UpdateAction } from './config-diff.ts';
 export { canonicalJson, sha256Hex } from './canonical-json.ts';
 export { decodeDataUrl, encodeDataUrl, CANONICAL_DATA_URL_PREFIX } from './data-url.ts';
 export { emptyIgnitionConfig, parseIgnition, toIgnitionV2 } from './ignition.ts';
@@ -12,7 +12,7 @@ export { formatSelector, isEmptySelector, matchesSelector } from './label-select
 export { parseMachineConfig } from './machine-config.ts';
 export { parseMachineConfiguration } from './machine-configuration.ts';
 export { mergeDisruptionPolicies, policyEntryOrigin } from './disruption-policy-merge.ts';
-export { defaultPools, parseMachineConfigPool, resolveMaxUnavailable } from './machine-config-pool.ts';
+export { defaultPools, parseAssignedDisruptionPolicy, parseAssignedDriftPolicy, parseMachineConfigPool, resolveMaxUnavailable } from './machine-config-pool.ts';
 export { parseDocuments, parseManifests, readDocuments, type ParsedManifests, type RawDocument } from './manifest.ts';
 export { MAX_APPLY_YAML_ANCHORS, MAX_APPLY_YAML_NODES, MAX_APPLY_YAML_TOKENS, YamlBudget } from './yaml-expansion.ts';
 export { managedPathViolation, isUnder } from './paths.ts';

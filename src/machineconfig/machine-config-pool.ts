@@ -12,7 +12,7 @@ import { parseLabelSelector } from './label-selector.ts';
 import { parseMaintenanceWindows, WINDOW_SCOPES, type MaintenanceWindowScope } from './maintenance-window.ts';
 import { checkApiVersion, parseObjectMeta } from './object-meta.ts';
 import { nameAnnotationFields, withPoolSpecAnnotation } from './pool-spec-annotation.ts';
-import { join, type ProblemCollector } from './problem-collector.ts';
+import { join, ProblemCollector } from './problem-collector.ts';
 import { parseHealthCheck, parseRolloutPolicy } from './rollout-policy.ts';
 import type {
   DisruptionAction,
@@ -126,6 +126,27 @@ function parseMaxUnavailable(raw: unknown, c: ProblemCollector): number | string
 export function resolveMaxUnavailable(value: number | string, machineCount: number): number {
   const n = typeof value === 'number' ? value : Math.floor((Number(PERCENT.exec(value)?.[1] ?? 0) * machineCount) / 100);
   return Math.max(1, n);
+}
+
+/**
+ * A disruption policy as an agent receives it in an assignment: the cluster's entries merged
+ * with the pool's, written by the control plane in mcplane's spelling. Read with the pool's
+ * rules, except the count of entries (the merge of two lists of 50 may hold up to 100).
+ */
+export function parseAssignedDisruptionPolicy(raw: unknown, c: ProblemCollector, field: string): DisruptionPolicy | undefined {
+  const own = new ProblemCollector(c.object, c.source);
+  const policy = parseDisruptionPolicyEntries(raw, own, field, parseActions);
+  const problems = own.problems.filter((p) => !(p.rule === 'max-items' && /\.(files|units)$/.test(p.field)));
+  for (const p of problems) c.add(p.field, p.rule, p.message);
+  return problems.length ? undefined : policy;
+}
+
+/** A pool's driftPolicy as an assignment carries it: "" (older control planes) is the default, Degrade. */
+export function parseAssignedDriftPolicy(raw: string, c: ProblemCollector, field: string): DriftPolicy | undefined {
+  if (raw === '') return 'Degrade';
+  if (DRIFT_POLICIES.includes(raw as DriftPolicy)) return raw as DriftPolicy;
+  c.add(field, 'drift-policy', `driftPolicy ${JSON.stringify(raw).slice(0, 100)} is not one of ${DRIFT_POLICIES.join(', ')}`);
+  return undefined;
 }
 
 /** Accepts mcplane's `{type: restart, unit: x}` and MCO's `{type: Restart, restart: {serviceName: x}}`. */

@@ -7,7 +7,9 @@ import { RenderError } from './errors.ts';
 import { configsForPool } from './pool-membership.ts';
 import type {
   IgnitionDropin,
+  IgnitionDirectory,
   IgnitionFile,
+  IgnitionLink,
   IgnitionFileOwner,
   IgnitionUnit,
   IgnitionUser,
@@ -54,6 +56,8 @@ export function renderedConfigName(pool: string, hash: string): string {
 /** Merges specs in the order given: later wins for keyed entries, lists are unioned or joined. */
 export function mergeSpecs(specs: readonly MachineConfigSpec[]): MachineConfigSpec {
   const files = new Map<string, IgnitionFile>();
+  const directories = new Map<string, IgnitionDirectory>();
+  const links = new Map<string, IgnitionLink>();
   const units = new Map<string, IgnitionUnit>();
   const sshKeys = new Set<string>();
   let passwordHash: string | undefined;
@@ -67,6 +71,8 @@ export function mergeSpecs(specs: readonly MachineConfigSpec[]): MachineConfigSp
 
   for (const spec of specs) {
     for (const f of spec.config.storage.files) files.set(f.path, f);
+    for (const d of spec.config.storage.directories ?? []) directories.set(d.path, d);
+    for (const l of spec.config.storage.links ?? []) links.set(l.path, l);
     for (const u of spec.config.systemd.units) units.set(u.name, mergeUnit(units.get(u.name), u));
     for (const user of spec.config.passwd.users) {
       hasCore = true;
@@ -88,7 +94,13 @@ export function mergeSpecs(specs: readonly MachineConfigSpec[]): MachineConfigSp
   const config: MachineConfigSpec['config'] = {
     ignition: { version: INTERNAL_IGNITION_VERSION },
     passwd: { users: hasCore ? [core] : [] },
-    storage: { files: [...files.values()].sort((a, b) => compare(a.path, b.path)).map(sortedFile) },
+    storage: {
+      // MCO's day-1 directories and links, only when a config has them: the renders (and names)
+      // of configs without them stay as they were.
+      ...(directories.size ? { directories: [...directories.values()].sort((a, b) => compare(a.path, b.path)).map(sortedKeys) } : {}),
+      files: [...files.values()].sort((a, b) => compare(a.path, b.path)).map(sortedFile),
+      ...(links.size ? { links: [...links.values()].sort((a, b) => compare(a.path, b.path)).map(sortedKeys) } : {}),
+    },
     systemd: { units: [...units.values()].sort((a, b) => compare(a.name, b.name)).map(sortedUnit) },
   };
   return {
@@ -100,6 +112,16 @@ export function mergeSpecs(specs: readonly MachineConfigSpec[]): MachineConfigSp
     kernelType,
     osImageURL,
   };
+}
+
+/** A small object with its keys (and its owners' keys) in sorted order. */
+function sortedKeys<T extends object>(o: T): T {
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(o).sort()) {
+    const v = (o as Record<string, unknown>)[key];
+    out[key] = v && typeof v === 'object' && !Array.isArray(v) ? sortedKeys(v) : v;
+  }
+  return out as T;
 }
 
 function sortedFile(f: IgnitionFile): IgnitionFile {

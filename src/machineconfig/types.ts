@@ -62,10 +62,33 @@ export interface IgnitionUser {
   passwordHash?: string;
 }
 
+/**
+ * A directory or link Ignition creates at first boot: MCO's day-1 constructs. Served in the
+ * first-boot Ignition; after that MCO refuses a change to directories, and to links unless all
+ * are removed (pkg/controller/common/reconcile.go, isConfigReconcilable). Absent when empty, so
+ * configs without them render (and hash) as before.
+ */
+export interface IgnitionDirectory {
+  path: string;
+  mode?: number;
+  user?: IgnitionFileOwner;
+  group?: IgnitionFileOwner;
+  overwrite?: boolean;
+}
+
+export interface IgnitionLink {
+  path: string;
+  target: string;
+  hard?: boolean;
+  user?: IgnitionFileOwner;
+  group?: IgnitionFileOwner;
+  overwrite?: boolean;
+}
+
 export interface IgnitionConfig {
   ignition: { version: string };
   passwd: { users: IgnitionUser[] };
-  storage: { files: IgnitionFile[] };
+  storage: { files: IgnitionFile[]; directories?: IgnitionDirectory[]; links?: IgnitionLink[] };
   systemd: { units: IgnitionUnit[] };
 }
 

@@ -100,3 +100,18 @@ test('a daemon-reload whose connection is lost mid-call is retried once on a new
   assert.equal(other.connections, 2, 'the retry ran on a new connection');
   other.close();
 });
+
+test('many calls at once (50 units) add no listener per call to the connection: no MaxListenersExceededWarning', { skip }, async () => {
+  const warnings: string[] = [];
+  const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+  process.on('warning', onWarning);
+  try {
+    const names = Array.from({ length: 50 }, (_, i) => `many-${i}.service`);
+    const states = await Promise.all(names.map((n) => client.unitFileState(n)));
+    assert.deepEqual(new Set(states), new Set(['not-found']));
+    await new Promise((r) => setImmediate(r)); // warnings are emitted on the next tick
+  } finally {
+    process.off('warning', onWarning);
+  }
+  assert.deepEqual(warnings.filter((w) => w.startsWith('MaxListenersExceededWarning')), []);
+});

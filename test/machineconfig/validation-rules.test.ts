@@ -46,7 +46,7 @@ test('users other than core, core fields other than keys and password, and group
   ]);
 });
 
-test('disks, filesystems, raid, luks, directories, links and append are refused; empty lists are fine', () => {
+test('disks, filesystems, raid, luks and append are refused; directories and links (MCO\'s day-1 constructs) are taken; empty lists are fine', () => {
   const problems = problemsOf(mcDoc('a', 'worker', {
     config: ign('3.4.0', {
       storage: {
@@ -57,7 +57,7 @@ test('disks, filesystems, raid, luks, directories, links and append are refused;
     }),
   }));
   assert.deepEqual(problems.map((p) => p.rule).sort(), [
-    'file-append', 'storage-directories', 'storage-disks', 'storage-filesystems', 'storage-links', 'storage-luks', 'storage-raid',
+    'file-append', 'storage-disks', 'storage-filesystems', 'storage-luks', 'storage-raid',
   ]);
   parseValid(mcDoc('b', 'worker', { config: ign('3.4.0', { storage: { disks: [], directories: [], links: [], files: [] } }) }));
 });

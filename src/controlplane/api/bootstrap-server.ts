@@ -433,7 +433,7 @@ function withBootstrapFiles(config: IgnitionConfig, pool: MachineConfigPool, tok
   const extraPaths = new Set(extras.map((f) => f.path));
   return {
     ...config,
-    storage: { files: [...config.storage.files.filter((f) => !extraPaths.has(f.path)), ...extras] },
+    storage: { ...config.storage, files: [...config.storage.files.filter((f) => !extraPaths.has(f.path)), ...extras] },
     systemd: { units: [...config.systemd.units.filter((u) => u.name !== 'mcplane-agent.service'), { name: 'mcplane-agent.service', enabled: true }] },
   };
 }

@@ -17,13 +17,19 @@ export function displayedStatus(status: NodeStatus, desiredConfig: string, drain
       reason: joinReasons(drain.reason, status.reason),
     };
   }
+  // Done means done: a node assigned another config whose agent has not reported on it yet (its
+  // last report is Done on the old one, as when a drain ends) is Working, or it reads Working,
+  // Done, Working while the agent takes the config.
+  const shown = status.state === 'Done' && desiredConfig !== '' && status.currentConfig !== desiredConfig
+    ? { ...status, state: 'Working' as const, desiredConfig, phase: status.phase === 'done' || status.phase === '' ? 'assigned' : status.phase }
+    : status;
   if (drain?.phase === 'Drained') {
     // The agent has the config now; its own words come first.
-    return status.reason ? status : { ...status, reason: drain.reason };
+    return shown.reason ? shown : { ...shown, reason: drain.reason };
   }
   const updating = status.currentConfig !== desiredConfig || status.state !== 'Done';
-  if (drainNote && desiredConfig && updating) return { ...status, reason: joinReasons(status.reason, drainNote) };
-  return status;
+  if (drainNote && desiredConfig && updating) return { ...shown, reason: joinReasons(status.reason, drainNote) };
+  return shown;
 }
 
 function joinReasons(first: string, second: string): string {
