@@ -220,7 +220,7 @@ function parseDirectory(raw: unknown, c: ProblemCollector, f: string, spec2: boo
   const { path, ...rest } = parseNode(node, c, f, spec2, taken);
   const mode = c.integer(node.mode, f, 'mode');
   if (mode !== undefined && (mode < 0 || mode > MAX_FILE_MODE)) c.add(join(f, 'mode'), 'file-mode-range', `mode ${mode} (octal 0${mode.toString(8)}) is outside 0000-0777`);
-  if (path !== undefined) c.nameEntry(before, `directory ${quote(path)}`, join(f, 'path'));
+  if (path !== undefined) c.nameEntry(before, () => `directory ${quote(path)}`, () => join(f, 'path'));
   if (c.problems.length > before || path === undefined) return undefined;
   return { path, ...(mode !== undefined ? { mode } : {}), ...rest };
 }
@@ -238,7 +238,7 @@ function parseLink(raw: unknown, c: ProblemCollector, f: string, spec2: boolean,
     if (control) c.add(join(f, 'target'), 'control-character', `target ${quote(target)} ${control}`);
   }
   const hard = c.boolean(node.hard, f, 'hard');
-  if (path !== undefined) c.nameEntry(before, `link ${quote(path)}`, join(f, 'path'));
+  if (path !== undefined) c.nameEntry(before, () => `link ${quote(path)}`, () => join(f, 'path'));
   if (c.problems.length > before || path === undefined || !target) return undefined;
   return { path, target, ...(hard !== undefined ? { hard } : {}), ...rest };
 }
