@@ -104,11 +104,12 @@ const pools: Resource<MachineConfigPool__Output> = {
 };
 
 /** What STATE shows: the node's state, except that a node that has never applied a config is not
- * "Done" with nothing (the server's initial state for a registered host) but New. */
+ * "Done" with nothing (the server's initial state for a registered host), nor Working on a first
+ * config its agent has not taken yet (phase `assigned`), but New. */
 export function nodeState(n: Node__Output): string {
   const s = n.status;
   if (!s) return '<unknown>';
-  if (s.state === 'Done' && !s.currentConfig) return 'New';
+  if (!s.currentConfig && (s.state === 'Done' || (s.state === 'Working' && s.phase === 'assigned'))) return 'New';
   return s.state;
 }
 

@@ -402,7 +402,7 @@ describe('Kubernetes API stand-in (through @kubernetes/client-node)', () => {
     const versions = await kc.makeApiClient(k8s.CoreApi).getAPIVersions();
     assert.deepEqual(versions.versions, ['v1']);
     const groups = await kc.makeApiClient(k8s.ApisApi).getAPIVersions();
-    assert.deepEqual(groups.groups.map((g) => g.name).sort(), [MCO_GROUP, 'policy']);
+    assert.deepEqual(groups.groups.map((g) => g.name).sort(), ['config.openshift.io', MCO_GROUP, 'operator.openshift.io', 'policy']);
   });
 
   it('CRDs prune spec fields their schema does not declare, as a structural schema makes the apiserver do', async () => {

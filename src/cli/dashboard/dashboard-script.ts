@@ -60,7 +60,9 @@ export const DASHBOARD_SCRIPT = String.raw`(function () {
   }
 
   function phaseText(n) {
-    if (n.bucket === 'updating' && n.state === 'Done') return 'assigned, not started';
+    // The server shows a node whose agent has not taken its assignment yet as Working, phase
+    // assigned (Done on its old config before that).
+    if (n.bucket === 'updating' && (n.state === 'Done' || n.phase === 'assigned')) return 'assigned, not started';
     return n.phase || '-';
   }
 
@@ -70,7 +72,7 @@ export const DASHBOARD_SCRIPT = String.raw`(function () {
     switch (n.bucket) {
       case 'degraded': return ICON.degraded + ' ' + (n.state || 'Degraded');
       case 'disconnected': return ICON.disconnected + ' Disconnected';
-      case 'updating': return ICON.updating + ' ' + (n.state === 'Working' ? 'Working' : 'Assigned');
+      case 'updating': return ICON.updating + ' ' + (n.state === 'Working' && n.phase !== 'assigned' ? 'Working' : 'Assigned');
       case 'waiting': return ICON.waiting + ' Waiting';
       default: return ICON.updated + ' ' + (n.state || 'Done');
     }

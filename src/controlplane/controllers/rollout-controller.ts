@@ -142,7 +142,9 @@ export class RolloutController implements KeyedController<string> {
       const node = this.cache.nodes.get(name);
       const pool = this.cache.pools.get(poolName)?.value;
       if (!node || !pool || pool.spec.paused) continue;
-      const s = node.status;
+      // What the agent itself reported: the node's view shows a node that has not taken its
+      // assignment yet as Working on it, and this decision is about what the agent has started.
+      const s = this.cache.nodeStatuses.get(name)?.value.status ?? node.status;
       if (s.state === 'Done' && s.currentConfig === a.desiredConfig) continue;
       if ((s.state === 'Working' || s.state === 'RolledBack') && s.desiredConfig === a.desiredConfig) continue;
       if (activeHalt(this.cache.poolStatuses.get(poolName)?.value.rollout, this.cache.poolTarget(poolName))?.action === 'Pause') continue;
