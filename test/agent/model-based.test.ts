@@ -6,7 +6,7 @@
 // booted kernel arguments, and the node's state says so.
 //
 // MCPLANE_MODEL_SEED=<n> replays a sequence (the seed is printed, and named in every failure);
-// MCPLANE_MODEL_SECONDS=<s> runs longer than CI's (40 s on SQLite, 20 s on etcd).
+// MCPLANE_MODEL_SECONDS=<s> runs longer than CI's (20 s on SQLite, 10 s on etcd).
 
 import assert from 'node:assert/strict';
 import { existsSync, lstatSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,7 +22,7 @@ import { poolYaml } from '../helpers/manifests.ts';
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
 const SEED = Number(process.env.MCPLANE_MODEL_SEED ?? Math.floor(Math.random() * 2 ** 31));
 // CI runs it on both stores within about a minute of wall time: 40 s on SQLite, 20 s on etcd.
-const SECONDS = Number(process.env.MCPLANE_MODEL_SECONDS ?? (process.env.MCPLANE_TEST_STORE === 'etcd' ? 20 : 40));
+const SECONDS = Number(process.env.MCPLANE_MODEL_SECONDS ?? (process.env.MCPLANE_TEST_STORE === 'etcd' ? 10 : 20));
 
 let bed: AgentTestBed;
 let host: SandboxHost;

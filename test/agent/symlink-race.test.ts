@@ -20,7 +20,9 @@ import { startAgentTestBed, type AgentTestBed } from '../helpers/agent-test-bed.
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
 const FILES = 60;
-const UPDATES = 120;
+// 40 updates write over a thousand files through the race (120 wrote 4,860 in 114 s, a ninth of
+// the suite's CPU); MCPLANE_RACE_UPDATES runs more.
+const UPDATES = Number(process.env.MCPLANE_RACE_UPDATES ?? 40);
 let server: TestServer;
 let c: Clients;
 let systemd: UserSystemd;
@@ -123,7 +125,7 @@ test(`a directory swapped with a symlink out of the root during ${UPDATES} updat
   // the swapper then moved under the validator's feet).
   const written = (outcomes.done + outcomes.validated) * FILES;
   console.log(`swaps ${swaps}, updates done ${outcomes.done}, refused at write ${outcomes.refused}, failed validation ${outcomes.validated}, other ${outcomes.other.length - outcomes.validated}; files written ${written}`);
-  assert.ok(written >= 1000, `the agent wrote thousands of files through the race (${written})`);
+  assert.ok(written >= 600, `the agent wrote hundreds of files through the race (${written})`);
   // The other failures are checks and validations that saw the symlink, each naming what.
   for (const line of outcomes.other) {
     const e = JSON.parse(line.replace(/^<\d>/, '')) as { step: string; object: string; cause: string };

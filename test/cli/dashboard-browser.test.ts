@@ -5,7 +5,7 @@
 // screenshot (npm run screenshot:dashboard).
 
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, statSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -14,7 +14,7 @@ import { after, before, test } from 'node:test';
 import { stringify } from 'yaml';
 import { fileEntry, ign, mcDoc, poolYaml } from '../helpers/manifests.ts';
 import { chromiumMissing, launchChromium, type Browser, type Page } from '../helpers/headless-chromium.ts';
-import { REPO_ROOT, runCliAsync } from '../helpers/run-cli.ts';
+import { bundlePath, REPO_ROOT, runCliAsync } from '../helpers/run-cli.ts';
 import { SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
@@ -289,10 +289,9 @@ test('an unreachable control plane at start is an error, as for every other comm
 });
 
 test('the esbuild bundle (what npm pack and the RPM ship) serves the same working page', { skip, timeout: 120_000 }, async () => {
-  const built = spawnSync('npm', ['run', 'build'], { cwd: REPO_ROOT, encoding: 'utf8' });
-  assert.equal(built.status, 0, built.stderr);
-  assert.ok(existsSync(join(REPO_ROOT, 'dist/bundle/mcctl.cjs')));
-  const bundled = await startDashboard(['dist/bundle/mcctl.cjs']);
+  const bundle = bundlePath('mcctl');
+  assert.ok(existsSync(join(REPO_ROOT, bundle)));
+  const bundled = await startDashboard([bundle]);
   await page.navigate(bundled.url);
   await page.waitFor(`document.getElementById('connection').dataset.state === 'live'`, 'the bundle\'s page live');
   await page.waitFor(`document.querySelectorAll('#nodes tr.node').length === ${WORKERS.length + MASTERS.length}`, 'every node from the bundle\'s page');

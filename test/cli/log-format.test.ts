@@ -4,18 +4,19 @@
 // (INVOCATION_ID, JOURNAL_STREAM).
 
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { REPO_ROOT } from '../helpers/run-cli.ts';
+import { bundlePath, programArgs, REPO_ROOT } from '../helpers/run-cli.ts';
 
 const READY = /mcplane-server ready/;
 
 /** Runs mcplane-server until it says it is ready, on a pseudo-terminal or a pipe; returns its output. */
 async function serverOutput(options: { pty: boolean; env?: NodeJS.ProcessEnv; bundle?: boolean }): Promise<string> {
-  const entry = options.bundle ? ['dist/bundle/mcplane-server.cjs'] : ['--import', 'tsx', 'src/controlplane/main.ts'];
+  // The suite's bundles when it built them (a start through tsx costs seconds of CPU).
+  const entry = options.bundle ? [bundlePath('mcplane-server')] : programArgs('mcplane-server');
   const argv = [process.execPath, ...entry, '--data-dir', mkdtempSync(join(tmpdir(), 'mcplane-log-')), '--listen', '127.0.0.1:0', '--insecure', '--no-bootstrap'];
   const env = { ...process.env, ...options.env };
   for (const key of ['INVOCATION_ID', 'JOURNAL_STREAM', 'MCPLANE_LOG_FORMAT']) if (!options.env?.[key]) delete env[key];
@@ -63,9 +64,7 @@ test('into a pipe, logs are JSON as before', async () => {
 });
 
 test('the esbuild bundle logs human-readable lines on a terminal too (pino-pretty in-process, no transport)', async () => {
-  const built = spawnSync('npm', ['run', 'build'], { cwd: REPO_ROOT, encoding: 'utf8' });
-  assert.equal(built.status, 0, built.stderr);
-  assert.ok(existsSync(join(REPO_ROOT, 'dist/bundle/mcplane-server.cjs')));
+  assert.ok(existsSync(join(REPO_ROOT, bundlePath('mcplane-server'))));
   const out = plain(await serverOutput({ pty: true, bundle: true }));
   assert.match(out, /^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] INFO \(mcplane-server\): mcplane-server ready/m);
 });

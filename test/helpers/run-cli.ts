@@ -18,6 +18,17 @@ export function programArgs(program: keyof typeof SOURCES): string[] {
 }
 
 /**
+ * The path of a program's esbuild bundle, for tests of the bundle itself: the suite's copy when
+ * scripts/test.sh built one (MCPLANE_TEST_BUNDLES=1), else a fresh `npm run build`.
+ */
+export function bundlePath(program: keyof typeof SOURCES): string {
+  if (process.env.MCPLANE_TEST_BUNDLES === '1') return `dist/test-bundle/${program}.cjs`;
+  const built = spawnSync('npm', ['run', 'build'], { cwd: REPO_ROOT, encoding: 'utf8' });
+  if (built.status !== 0) throw new Error(`npm run build failed: ${built.stderr}`);
+  return `dist/bundle/${program}.cjs`;
+}
+
+/**
  * The version a started program reports: a bundle carries package.json's (as the RPMs do), a
  * program run from source says it is a development build.
  */
