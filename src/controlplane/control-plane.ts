@@ -535,14 +535,15 @@ export class ControlPlane {
   }
 
   /**
-   * In source mode the cluster owns MachineConfigs and pools: a change made here would be put
-   * back at the next sync, so it is refused with the way to make it in the cluster.
+   * In source mode the cluster owns MachineConfigs, pools and the higher-level configs: a change
+   * made here would be put back at the next sync, so it is refused with the way to make it in
+   * the cluster.
    */
   #refuseInSourceMode(objects: string[], verb: string): void {
     if (!this.#source || objects.length === 0) return;
     const server = this.kubernetes?.server ?? 'the cluster';
     const how = verb === 'deleted' ? 'oc delete' : verb === 'applied' ? 'oc apply -f' : `oc patch mcp --type=merge -p '{"spec":{"paused":${verb === 'paused'}}}'`;
-    throw new KubernetesSourceError(`${objects.join(', ')} cannot be ${verb} here: this control plane runs with --kubernetes-source, so MachineConfigs and MachineConfigPools come from the Kubernetes cluster (${server}); change them there (${how}) and mcplane follows`);
+    throw new KubernetesSourceError(`${objects.join(', ')} cannot be ${verb} here: this control plane runs with --kubernetes-source, so MachineConfigs, MachineConfigPools and the higher-level configs come from the Kubernetes cluster (${server}); change them there (${how}) and mcplane follows`);
   }
 
   /** Pools whose rendered config may change with these configs (or that are these pools). */

@@ -20,6 +20,19 @@ export function isRenderedConfigName(name: string): boolean {
 
 export type ClusterKind = typeof KIND_MACHINE_CONFIG | typeof KIND_MACHINE_CONFIG_POOL | SourceKind;
 
+/**
+ * Where a cluster serves the higher-level configs (cluster-scoped custom resources). A cluster
+ * without one of these kinds (404: no CRD) has none of it.
+ */
+export const SOURCE_RESOURCES: readonly { kind: SourceKind; group: string; version: string; plural: string }[] = [
+  { kind: 'KubeletConfig', group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'kubeletconfigs' },
+  { kind: 'ContainerRuntimeConfig', group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'containerruntimeconfigs' },
+  { kind: 'Image', group: 'config.openshift.io', version: 'v1', plural: 'images' },
+  { kind: 'ImageDigestMirrorSet', group: 'config.openshift.io', version: 'v1', plural: 'imagedigestmirrorsets' },
+  { kind: 'ImageTagMirrorSet', group: 'config.openshift.io', version: 'v1', plural: 'imagetagmirrorsets' },
+  { kind: 'ImageContentSourcePolicy', group: 'operator.openshift.io', version: 'v1alpha1', plural: 'imagecontentsourcepolicies' },
+];
+
 /** The apiVersion a list item without one gets, by kind. */
 const API_VERSION_OF: Partial<Record<ClusterKind, string>> = {
   Image: 'config.openshift.io/v1', ImageDigestMirrorSet: 'config.openshift.io/v1', ImageTagMirrorSet: 'config.openshift.io/v1',

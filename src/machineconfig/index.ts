@@ -27,7 +27,7 @@ export { computePoolStatus, conditionOf, DEFAULT_DRAIN_STALLED_AFTER_MS, formatD
 export { decideRollout, rolloutOrder, type RolloutDecision, type RolloutSafetyInput } from './rollout.ts';
 export { unselectedConfigs, unselectedConfigWarnings } from './unselected-configs.ts';
 export { appendToHistory, boundUpdateRecord, endPhase, enterPhase, finishUpdate, MAX_HISTORY_UPDATES, MAX_UPDATE_PHASES, startUpdate, typicalUpdate, withPhase, type TypicalUpdate, type UpdatePhase, type UpdateRecord, type UpdateResult } from './update-record.ts';
-export { generatedFromImported, isRenderedConfigName, manifestFromClusterObject, RENDERED_PREFIX, type ClusterKind } from './cluster-object.ts';
+export { generatedFromImported, isRenderedConfigName, manifestFromClusterObject, RENDERED_PREFIX, SOURCE_RESOURCES, type ClusterKind } from './cluster-object.ts';
 export { formatWait, formatWaitChangesIn, isKnownTimeZone, waitsForWindow, windowState, type MaintenanceWindow, type MaintenanceWindowScope, type WindowState } from './maintenance-window.ts';
 export { budgetGroupOf, type DisruptionBudget } from './disruption-budget.ts';
 export { isDisruptive, type RolloutContext } from './rollout.ts';

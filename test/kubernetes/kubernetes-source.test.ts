@@ -296,7 +296,7 @@ describe('--kubernetes-source against a cluster shaped like OpenShift', () => {
     const env = { MCPLANE_SERVER: server.address, MCPLANE_PKI_DIR: server.pki.dir };
     const applied = await runCliAsync(['apply', '-f', join(dir, 'mc.yaml')], { env });
     assert.equal(applied.status, 1);
-    assert.match(applied.stderr, /MachineConfig\/80-local cannot be applied here: this control plane runs with --kubernetes-source, so MachineConfigs and MachineConfigPools come from the Kubernetes cluster \(https:\/\/127\.0\.0\.1:\d+\); change them there \(oc apply -f\) and mcplane follows/);
+    assert.match(applied.stderr, /MachineConfig\/80-local cannot be applied here: this control plane runs with --kubernetes-source, so MachineConfigs, MachineConfigPools and the higher-level configs come from the Kubernetes cluster \(https:\/\/127\.0\.0\.1:\d+\); change them there \(oc apply -f\) and mcplane follows/);
     assert.equal(cache().configs.has('80-local'), false);
     const deleted = await runCliAsync(['delete', 'mc', '00-worker'], { env });
     assert.equal(deleted.status, 1);

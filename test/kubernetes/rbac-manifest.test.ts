@@ -37,10 +37,10 @@ describe('packaging/kubernetes/rbac.yaml', () => {
       'machineconfiguration.openshift.io machineconfigpools/status get', 'machineconfiguration.openshift.io machineconfigpools/status update',
       'machineconfiguration.openshift.io machineconfigs get', 'machineconfiguration.openshift.io machineconfigs list', 'machineconfiguration.openshift.io machineconfigs watch',
       'policy poddisruptionbudgets get', 'policy poddisruptionbudgets list',
-      // mcctl import: the higher-level configs.
-      'machineconfiguration.openshift.io kubeletconfigs list', 'machineconfiguration.openshift.io containerruntimeconfigs list',
-      'config.openshift.io images list', 'config.openshift.io imagedigestmirrorsets list', 'config.openshift.io imagetagmirrorsets list',
-      'operator.openshift.io imagecontentsourcepolicies list',
+      // mcctl import and --kubernetes-source: the higher-level configs.
+      ...['machineconfiguration.openshift.io kubeletconfigs', 'machineconfiguration.openshift.io containerruntimeconfigs',
+        'config.openshift.io images', 'config.openshift.io imagedigestmirrorsets', 'config.openshift.io imagetagmirrorsets',
+        'operator.openshift.io imagecontentsourcepolicies'].flatMap((r) => [`${r} list`, `${r} watch`]),
     ].sort());
     // Whatever other role a change adds, none may grant Events beyond one namespace.
     for (const g of grants()) {

@@ -12,6 +12,7 @@ import {
   KIND_MACHINE_CONFIG_POOL,
   manifestFromClusterObject,
   KubernetesApiError,
+  SOURCE_RESOURCES,
   type ClusterKind,
 } from '../../machineconfig/index.ts';
 import { kubeFailureOf, loadKubernetesAccess, type KubernetesAccess } from '../../runtime/kube-client.ts';
@@ -22,15 +23,6 @@ import { forDisplay } from '../format.ts';
 const GROUP = 'machineconfiguration.openshift.io';
 const KIND_NAMES: Record<string, string> = { MachineConfig: 'machineconfig', MachineConfigPool: 'machineconfigpool' };
 
-/** The higher-level configs, read besides MachineConfigs and pools; a cluster without one of these kinds (404) has none. */
-const SOURCE_RESOURCES: { kind: ClusterKind; group: string; version: string; plural: string }[] = [
-  { kind: 'KubeletConfig', group: GROUP, version: 'v1', plural: 'kubeletconfigs' },
-  { kind: 'ContainerRuntimeConfig', group: GROUP, version: 'v1', plural: 'containerruntimeconfigs' },
-  { kind: 'Image', group: 'config.openshift.io', version: 'v1', plural: 'images' },
-  { kind: 'ImageDigestMirrorSet', group: 'config.openshift.io', version: 'v1', plural: 'imagedigestmirrorsets' },
-  { kind: 'ImageTagMirrorSet', group: 'config.openshift.io', version: 'v1', plural: 'imagetagmirrorsets' },
-  { kind: 'ImageContentSourcePolicy', group: 'operator.openshift.io', version: 'v1alpha1', plural: 'imagecontentsourcepolicies' },
-];
 
 async function listKind(kube: KubernetesAccess, kind: ClusterKind, plural: string, group = GROUP, version = 'v1', optional = false): Promise<{ kind: ClusterKind; object: { metadata?: { name?: string } } }[]> {
   try {

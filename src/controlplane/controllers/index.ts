@@ -44,9 +44,8 @@ export function createControllers(d: ControllerDependencies): KeyedController<st
   return [
     ...(d.source ? [wholePass(d.source)] : []),
     // The MachineConfigs MCO would generate from KubeletConfigs, ContainerRuntimeConfigs and the
-    // registries sources; their writes key the render lane. With --kubernetes-source the
-    // cluster's MCO generates them and they arrive as MachineConfigs.
-    ...(d.source ? [] : [wholePass(new GeneratedConfigController(d.cache, d.writer, d.log))]),
+    // registries sources (applied, or taken from the cluster); their writes key the render lane.
+    wholePass(new GeneratedConfigController(d.cache, d.writer, d.log)),
     new RenderController(d.cache, d.writer, d.log, d.metrics, d.clock),
     // One pass over every node, its writes in batches of 100: 5,000 new hosts are 50 commits, not 5,000.
     wholePass(new PoolMembershipController(d.cache, d.writer, d.log)),

@@ -1,8 +1,12 @@
 // --kubernetes-source: the cluster's machineconfiguration.openshift.io/v1 MachineConfigs and
-// MachineConfigPools are mcplane's source, so operators keep `oc apply -f` once the cluster
-// exists. On the leader only (like render and rollout), this controller lists and watches both
-// kinds and writes them into the store through Apply's validation: created, changed and deleted
-// in the cluster, they follow in the store. An object that fails validation is not written (its
+// MachineConfigPools, and MCO's higher-level configs (KubeletConfig, ContainerRuntimeConfig, the
+// cluster Image config and the image mirror sets), are mcplane's source, so operators keep
+// `oc apply -f` once the cluster exists. On the leader only (like render and rollout), this
+// controller lists and watches these kinds and writes them into the store through Apply's
+// validation: created, changed and deleted in the cluster, they follow in the store. mcplane
+// generates the MachineConfigs of the higher-level configs itself, as with `mcctl import`, so the
+// cluster's MCO output for a config it takes (a MachineConfig owned by it) is not taken; a kind
+// the cluster has no CRD for has none. An object that fails validation is not written (its
 // last good version, if any, keeps rendering); the pools it feeds show RenderDegraded with every
 // problem, and the object gets a Warning Event. Each pool's status goes back to its
 // MachineConfigPool's status subresource in MCO's shape.
@@ -11,14 +15,17 @@ import {
   API_VERSION,
   canonicalJson,
   formatProblem,
+  generatedFromImported,
   isRenderedConfigName,
   manifestFromClusterObject,
+  SOURCE_RESOURCES,
   MASTER_POOL,
   parseDocuments,
   StoreLimitError,
   WORKER_POOL,
   type Problem,
 } from '../../machineconfig/index.ts';
+import { isGeneratedConfig, type SourceKind } from '../../machineconfig/generated-configs.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
 import type { Controller, ReconcileResult } from './controller.ts';
@@ -32,7 +39,8 @@ import { mcoInvalidPoolStatus, mcoPoolStatus, type McoPoolStatus } from '../kube
 
 const GROUP = 'machineconfiguration.openshift.io';
 const VERSION = 'v1';
-type SourceKind = 'MachineConfig' | 'MachineConfigPool';
+/** What this controller takes from the cluster. */
+type MirroredKind = 'MachineConfig' | 'MachineConfigPool' | SourceKind;
 /** How a problem's source reads in messages: `kubernetes: MachineConfig/50-x: spec...`. */
 const SOURCE = 'kubernetes';
 const RETRY_MS = 1000;
@@ -42,6 +50,8 @@ export class KubernetesSourceController implements Controller {
   readonly leaderOnly = true;
   readonly configs: ClusterInformer;
   readonly pools: ClusterInformer;
+  /** The higher-level configs, each kind optional (a cluster without its CRD has none). */
+  readonly higherLevel: ReadonlyMap<SourceKind, ClusterInformer>;
   readonly #events: EventRecorder;
   #wake: () => void = () => {};
   #leading = false;
@@ -58,8 +68,12 @@ export class KubernetesSourceController implements Controller {
     this.configs = new ClusterInformer(kube, customResourceSource(kube, { group: GROUP, version: VERSION, plural: 'machineconfigs' }), log);
     this.pools = new ClusterInformer(kube, customResourceSource(kube, { group: GROUP, version: VERSION, plural: 'machineconfigpools' }), log);
     this.#events = new EventRecorder(kube, log);
-    this.configs.on('change', () => this.#wake());
-    this.pools.on('change', () => this.#wake());
+    this.higherLevel = new Map(SOURCE_RESOURCES.map((r) => [r.kind, new ClusterInformer(kube, customResourceSource(kube, r, { optional: true }), log)]));
+    for (const informer of this.#informers()) informer.on('change', () => this.#wake());
+  }
+
+  #informers(): ClusterInformer[] {
+    return [this.configs, this.pools, ...this.higherLevel.values()];
   }
 
   bindWake(wake: () => void): void {
@@ -70,11 +84,9 @@ export class KubernetesSourceController implements Controller {
   setLeading(leading: boolean): void {
     this.#leading = leading;
     if (leading) {
-      this.configs.start();
-      this.pools.start();
+      for (const informer of this.#informers()) informer.start();
     } else {
-      this.configs.stop();
-      this.pools.stop();
+      for (const informer of this.#informers()) informer.stop();
       this.#reported.clear();
     }
   }
@@ -82,14 +94,17 @@ export class KubernetesSourceController implements Controller {
   interestedIn(change: CacheChange): boolean {
     // Store changes matter too: a pool's new status goes back to the cluster, and anything
     // written to these kinds behind the source's back is put back as the cluster has it.
-    return ['MachineConfig', 'MachineConfigPool', 'PoolStatus', 'KubernetesSource'].some((k) => change.changed.has(k as never));
+    return ['MachineConfig', 'MachineConfigPool', 'PoolStatus', 'KubernetesSource', ...SOURCE_RESOURCES.map((r) => r.kind)].some((k) => change.changed.has(k as never));
   }
 
   async reconcile(): Promise<ReconcileResult | void> {
     // Until both kinds are listed, "not seen yet" must not read as "deleted in the cluster".
-    if (!this.#leading || !this.configs.synced || !this.pools.synced) return;
+    if (!this.#leading || this.#informers().some((i) => !i.synced)) return;
     const invalid: SourceObjectProblems[] = [];
-    await this.#sync('MachineConfig', this.configs, this.cache.configs, invalid);
+    // Higher-level configs first: the MachineConfigs MCO generated from them are not taken.
+    for (const [kind, informer] of this.higherLevel) await this.#sync(kind, informer, this.cache.sourcesOf(kind), invalid);
+    const owners = new Set([...this.higherLevel].flatMap(([kind, informer]) => [...informer.objects.keys()].map((name) => `${kind}/${name}`)));
+    await this.#sync('MachineConfig', this.configs, this.cache.configs, invalid, owners);
     await this.#sync('MachineConfigPool', this.pools, this.cache.pools, invalid);
     invalid.sort((a, b) => a.kind.localeCompare(b.kind) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     await this.#storeProblems(invalid);
@@ -98,11 +113,17 @@ export class KubernetesSourceController implements Controller {
     return retry ? { requeueAfterMs: RETRY_MS } : undefined;
   }
 
-  async #sync(kind: SourceKind, informer: ClusterInformer, stored: ReadonlyMap<string, StoredObject<any>>, invalid: SourceObjectProblems[]): Promise<void> {
+  /**
+   * Makes the store's objects of `kind` what the cluster has. `owners` ("Kind/name" of the
+   * higher-level configs taken): a MachineConfig MCO generated from one of them is its output,
+   * not input, and mcplane generates its own of the same name.
+   */
+  async #sync(kind: MirroredKind, informer: ClusterInformer, stored: ReadonlyMap<string, StoredObject<any>>, invalid: SourceObjectProblems[], owners?: ReadonlySet<string>): Promise<void> {
     const inCluster = new Set<string>();
     for (const object of informer.objects.values()) {
       const name = object.metadata.name;
       if (kind === 'MachineConfig' && isRenderedConfigName(name)) continue;
+      if (owners && generatedFromImported(object, owners)) continue;
       inCluster.add(name);
       const { value, problems } = this.#validate(kind, object);
       if (problems.length > 0 || !value) {
@@ -132,6 +153,8 @@ export class KubernetesSourceController implements Controller {
     }
     for (const [name, existing] of stored) {
       if (inCluster.has(name)) continue;
+      // mcplane's own output from the higher-level configs: the generated-config lane keeps it.
+      if (kind === 'MachineConfig' && isGeneratedConfig(existing.value)) continue;
       // MCO's built-in pools exist in every cluster; without them mcplane keeps its own.
       if (kind === 'MachineConfigPool' && (name === MASTER_POOL || name === WORKER_POOL)) continue;
       await this.writer.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]);
@@ -140,13 +163,14 @@ export class KubernetesSourceController implements Controller {
   }
 
   /** Apply's validation of one cluster object, remembered per resourceVersion. */
-  #validate(kind: SourceKind, object: ClusterObject): { value: unknown; problems: Problem[]; matchesStoreAt?: string } {
+  #validate(kind: MirroredKind, object: ClusterObject): { value: unknown; problems: Problem[]; matchesStoreAt?: string } {
     const key = `${kind}/${object.metadata.name}`;
     const resourceVersion = object.metadata.resourceVersion ?? '';
     const cached = this.#parsed.get(key);
     if (cached && resourceVersion && cached.resourceVersion === resourceVersion) return cached;
     const parsed = parseDocuments([{ source: SOURCE, value: manifestFromClusterObject(kind, object) }]);
-    const result = { resourceVersion, value: kind === 'MachineConfig' ? parsed.configs[0] : parsed.pools[0], problems: boundedProblems(parsed.problems) };
+    const value = kind === 'MachineConfig' ? parsed.configs[0] : kind === 'MachineConfigPool' ? parsed.pools[0] : parsed.sources[0];
+    const result = { resourceVersion, value, problems: boundedProblems(parsed.problems) };
     this.#parsed.set(key, result);
     return result;
   }
@@ -175,12 +199,17 @@ export class KubernetesSourceController implements Controller {
       const signature = `${o.generation}|${message}`;
       if (this.#reported.get(o.uid) === signature) continue;
       this.#reported.set(o.uid, signature);
-      const object = (o.kind === 'MachineConfig' ? this.configs : this.pools).objects.get(o.name);
+      const object = this.#informerOf(o.kind).objects.get(o.name);
+      const resource = SOURCE_RESOURCES.find((r) => r.kind === o.kind);
       await this.#events.record(
-        { apiVersion: API_VERSION, kind: o.kind, name: o.name, uid: o.uid, ...(object?.metadata.resourceVersion ? { resourceVersion: object.metadata.resourceVersion } : {}) },
-        'Warning', o.kind === 'MachineConfig' ? 'InvalidMachineConfig' : 'InvalidMachineConfigPool', message,
+        { apiVersion: resource ? `${resource.group}/${resource.version}` : API_VERSION, kind: o.kind, name: o.name, uid: o.uid, ...(object?.metadata.resourceVersion ? { resourceVersion: object.metadata.resourceVersion } : {}) },
+        'Warning', `Invalid${o.kind}`, message,
       );
     }
+  }
+
+  #informerOf(kind: MirroredKind): ClusterInformer {
+    return kind === 'MachineConfig' ? this.configs : kind === 'MachineConfigPool' ? this.pools : this.higherLevel.get(kind)!;
   }
 
   /** MCO's status on every MachineConfigPool in the cluster; true when a write must be retried. */
@@ -233,7 +262,7 @@ function boundedProblems(problems: Problem[]): Problem[] {
   return [...first, { ...last, field: '', rule: 'more-problems', message: `... and ${problems.length - MAX_PROBLEMS_PER_OBJECT} more problems (fix these to see the rest)` }];
 }
 
-function problemsOf(kind: SourceKind, object: ClusterObject, problems: Problem[]): SourceObjectProblems {
+function problemsOf(kind: MirroredKind, object: ClusterObject, problems: Problem[]): SourceObjectProblems {
   const labels = object.metadata.labels;
   return {
     kind,
@@ -247,7 +276,7 @@ function problemsOf(kind: SourceKind, object: ClusterObject, problems: Problem[]
 
 /** The Event's message: what was refused, what is used instead, and every problem. */
 function invalidMessage(o: SourceObjectProblems, cache: ClusterCache): string {
-  const stored = o.kind === 'MachineConfig' ? cache.configs.has(o.name) : cache.pools.has(o.name);
+  const stored = o.kind === 'MachineConfig' ? cache.configs.has(o.name) : o.kind === 'MachineConfigPool' ? cache.pools.has(o.name) : cache.sourcesOf(o.kind).has(o.name);
   const keeping = stored ? 'mcplane keeps using its last good version' : 'mcplane has no valid version of it, so it is not used';
   return `${o.kind}/${o.name} is invalid and was not taken (${keeping}): ${o.problems.map(formatProblem).join('; ')}`;
 }

@@ -121,6 +121,9 @@ function sourceProblemsFor(cache: ClusterCache, pool: MachineConfigPool): Proble
   const invalid = cache.kubernetesSource?.value.invalid ?? [];
   return invalid.flatMap((o) => {
     if (o.kind === 'MachineConfigPool') return o.name === pool.metadata.name ? o.problems : [];
+    // A refused KubeletConfig or mirror set says so in its own Warning Event: its generated
+    // configs keep their last good version.
+    if (o.kind !== 'MachineConfig') return [];
     return matchesSelector(pool.spec.machineConfigSelector, o.labels) ? o.problems : [];
   });
 }

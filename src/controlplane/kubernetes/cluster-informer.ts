@@ -23,7 +23,15 @@ export interface ListWatchSource<T> {
   list(): Promise<{ items: T[]; resourceVersion: string }>;
   /** What to tell the operator when the API server says 404 or 403. */
   hint?(code: number): string;
+  /**
+   * A kind the cluster may not have (its CRD is not installed): a 404 means none of it. The
+   * informer is synced with nothing and lists again now and then, in case the CRD comes.
+   */
+  readonly optional?: boolean;
 }
+
+/** How often an optional kind the cluster lacks is looked for again. */
+export const ABSENT_RELIST_MS = 60_000;
 
 export interface CustomResource {
   group: string;
@@ -31,11 +39,12 @@ export interface CustomResource {
   plural: string;
 }
 
-export function customResourceSource(kube: KubernetesAccess, resource: CustomResource): ListWatchSource<ClusterObject> {
+export function customResourceSource(kube: KubernetesAccess, resource: CustomResource, options: { optional?: boolean } = {}): ListWatchSource<ClusterObject> {
   const { group, version, plural } = resource;
   const what = `${plural}.${group}`;
   return {
     what,
+    ...(options.optional ? { optional: true } : {}),
     path: `/apis/${group}/${version}/${plural}`,
     async list() {
       const list = await kube.custom.listClusterCustomObject({ group, version, plural }) as { items?: ClusterObject[]; metadata?: { resourceVersion?: string } };
@@ -81,6 +90,8 @@ export class ClusterInformer<T extends { metadata?: { name?: string; resourceVer
   /** Clean watch ends in a row that came within QUICK_END_MS of the watch's start. */
   #quickEnds = 0;
   #running = false;
+  /** An optional kind the cluster was found not to serve. */
+  #absent = false;
   /** Bumped by every start/stop, so a late callback of an old watch does nothing. */
   #epoch = 0;
 
@@ -133,6 +144,8 @@ export class ClusterInformer<T extends { metadata?: { name?: string; resourceVer
     try {
       const { items, resourceVersion } = await this.source.list();
       if (epoch !== this.#epoch) return;
+      if (this.#absent) this.log.info({ resource: this.what }, 'the cluster has this kind now; following it');
+      this.#absent = false;
       this.objects.clear();
       if (this.keepObjects) for (const item of items) if (item.metadata?.name) this.objects.set(item.metadata.name, item);
       this.#resourceVersion = resourceVersion;
@@ -144,8 +157,31 @@ export class ClusterInformer<T extends { metadata?: { name?: string; resourceVer
       await this.#watch(epoch);
     } catch (err) {
       if (epoch !== this.#epoch) return;
+      if (this.source.optional && kubeFailureOf(err).code === 404) {
+        this.#noneInCluster(epoch);
+        return;
+      }
       this.#retry(epoch, 'list', err, () => void this.#list(epoch));
     }
+  }
+
+  /** An optional kind the cluster does not serve: synced, with nothing, until it does. */
+  #noneInCluster(epoch: number): void {
+    if (!this.#absent) this.log.info({ resource: this.what, retryInMs: ABSENT_RELIST_MS }, 'the cluster has no such kind (404); none of it, looking again later');
+    this.#absent = true;
+    this.#failures = 0;
+    const had = this.objects.size > 0 || !this.#synced;
+    this.objects.clear();
+    this.#synced = true;
+    if (had) {
+      this.emit('listed', []);
+      this.emit('change');
+    }
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      if (epoch === this.#epoch) void this.#list(epoch);
+    }, ABSENT_RELIST_MS);
+    this.#timer.unref();
   }
 
   async #watch(epoch: number): Promise<void> {

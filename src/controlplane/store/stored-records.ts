@@ -3,6 +3,7 @@
 // the leader (PoolStatus, RenderedConfig, NodeAssignment, NodeDrain, KubernetesNode), the replica holding a node's stream
 // (NodeStatus, AgentSession), each replica for itself (Replica), and the election (Leader).
 
+import type { SourceKind } from '../../machineconfig/generated-configs.ts';
 import type { Labels, NodeStatus, PoolStatus, Problem, RenderedConfig, RolloutState, UpdateRecord } from '../../machineconfig/index.ts';
 
 export type StoredRendered = Omit<RenderedConfig, 'specJson'>;
@@ -273,7 +274,8 @@ export const KUBERNETES_SOURCE_KEY = 'cluster';
 
 /** A cluster object the source controller could not take, and why (Apply's validation). */
 export interface SourceObjectProblems {
-  kind: 'MachineConfig' | 'MachineConfigPool';
+  /** A MachineConfig, a pool, or a higher-level config (KubeletConfig, mirror set, ...). */
+  kind: 'MachineConfig' | 'MachineConfigPool' | SourceKind;
   name: string;
   /** The object's labels as the cluster has them, to find the pools a bad config would feed. */
   labels: Record<string, string>;
