@@ -66,6 +66,10 @@ if [ "${MCPLANE_TEST_BUNDLES:-1}" = 1 ]; then
 fi
 
 RUN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/mcplane-test-run-XXXXXX")
+# Node's compile cache for every process of the run: the suite starts the 5 MiB server bundle and
+# the agent's some hundreds of times, and each start compiles it again without one (0.54 s of CPU
+# for `mcplane-server --version`, 0.40 s with it).
+export NODE_COMPILE_CACHE=$RUN_DIR/compile-cache
 export MCPLANE_TEST_RECORD=$RUN_DIR/record.jsonl
 WALL=$RUN_DIR/wall.txt
 : >"$MCPLANE_TEST_RECORD"

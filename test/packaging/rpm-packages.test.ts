@@ -234,7 +234,7 @@ test('the installed server serves mcplane, health and reflection; the installed 
   });
   const cache = mkdtempSync(join(tmpdir(), 'mcctl-cache-'));
   const mcctl = (...args: string[]) => new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(join(root, 'usr/bin/mcctl'), ['--server', address, '--pki-dir', pki.dir, '--config', '/dev/null', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, XDG_CACHE_HOME: cache } });
+    const child = spawn(join(root, 'usr/bin/mcctl'), ['--server', address, '--pki-dir', pki.dir, '--config', '/dev/null', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, XDG_CACHE_HOME: cache, NODE_COMPILE_CACHE: '' } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => { stdout += d; });
