@@ -15,6 +15,7 @@ import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { untilNode } from '../helpers/converge.ts';
+import { containerRuntimeBase } from '../helpers/container-runtime-base.ts';
 import { fileEntry, ign, mcDoc } from '../helpers/manifests.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
@@ -23,11 +24,7 @@ let server: TestServer;
 let c: Clients;
 let host: SandboxHost;
 
-const REGISTRIES = 'unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]\n';
-const POLICY = '{"default":[{"type":"insecureAcceptAnything"}],"transports":{"docker-daemon":{"":[{"type":"insecureAcceptAnything"}]}}}';
 const KUBELET = 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: 250\n';
-// CRI-O as the image ships it, in the sandbox: a service whose reloads the test can count.
-const crioUnit = (countFile: string) => `[Unit]\nDescription=CRI-O stand-in\n[Service]\nExecStart=/bin/sleep infinity\nExecReload=/bin/sh -c "echo reload >> ${countFile}"\n[Install]\nWantedBy=default.target\n`;
 
 before(async () => {
   if (skip) return;
@@ -55,15 +52,7 @@ const doneAfter = async (previous: string) => {
 test('the pool\'s base configs and CRI-O, as an imported cluster brings them', { skip }, async () => {
   await apply(
     mcDoc('01-worker-kubelet', 'worker', { config: ign('3.4.0', { storage: { files: [fileEntry('/etc/kubernetes/kubelet.conf', KUBELET)] } }) }),
-    mcDoc('01-worker-container-runtime', 'worker', {
-      config: ign('3.4.0', {
-        storage: { files: [fileEntry('/etc/containers/registries.conf', REGISTRIES), fileEntry('/etc/containers/policy.json', POLICY)] },
-        systemd: { units: [{ name: 'crio.service', enabled: true, contents: crioUnit(`${host.root}/crio-reloads`) }] },
-      }),
-    }),
-    // The registries sources generate for master and worker alike (MCO's syncImageConfig), from
-    // each pool's own base files.
-    mcDoc('01-master-container-runtime', 'master', { config: ign('3.4.0', { storage: { files: [fileEntry('/etc/containers/registries.conf', REGISTRIES), fileEntry('/etc/containers/policy.json', POLICY)] } }) }),
+    ...containerRuntimeBase(`${host.root}/crio-reloads`),
   );
   await host.start();
   await doneAfter('');

@@ -17,15 +17,12 @@ import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { call } from '../../src/cli/client/call.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { addNode, addPod, type KubeObjectLike } from '../helpers/kube-workloads.ts';
-import { fileEntry, ign, mcDoc } from '../helpers/manifests.ts';
+import { containerRuntimeBase } from '../helpers/container-runtime-base.ts';
 import { startTestServer } from '../helpers/test-server.ts';
 import { assertCallsAllowed } from './rbac.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
 
-const REGISTRIES = 'unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]\n';
-const POLICY = '{"default":[{"type":"insecureAcceptAnything"}],"transports":{"docker-daemon":{"":[{"type":"insecureAcceptAnything"}]}}}';
-const crioUnit = (countFile: string) => `[Unit]\nDescription=CRI-O stand-in\n[Service]\nExecStart=/bin/sleep infinity\nExecReload=/bin/sh -c "echo reload >> ${countFile}"\n[Install]\nWantedBy=default.target\n`;
 const mirrorSet = (mirrors: string[]) => ({
   apiVersion: 'config.openshift.io/v1', kind: 'ImageDigestMirrorSet', metadata: { name: 'mirror-ubi' },
   spec: { imageDigestMirrors: [{ source: 'registry.access.redhat.com/ubi9', mirrors }] },
@@ -54,15 +51,7 @@ test('a real agent: a new digest-only mirror reloads CRI-O with no drain; removi
   }, 10);
   const reloads = () => (host.file('crio-reloads') ?? '').split('\n').filter(Boolean).length;
   try {
-    await apply(
-      mcDoc('01-worker-container-runtime', 'worker', {
-        config: ign('3.4.0', {
-          storage: { files: [fileEntry('/etc/containers/registries.conf', REGISTRIES), fileEntry('/etc/containers/policy.json', POLICY)] },
-          systemd: { units: [{ name: 'crio.service', enabled: true, contents: crioUnit(`${host.root}/crio-reloads`) }] },
-        }),
-      }),
-      mcDoc('01-master-container-runtime', 'master', { config: ign('3.4.0', { storage: { files: [fileEntry('/etc/containers/registries.conf', REGISTRIES), fileEntry('/etc/containers/policy.json', POLICY)] } }) }),
-    );
+    await apply(...containerRuntimeBase(`${host.root}/crio-reloads`));
     await host.start();
     await doneAfter('');
     host.systemd.systemctl('start', 'crio.service');
