@@ -3,16 +3,15 @@
 #   1. the Debian packages the tests drive for real (installed when root, else the exact
 #      apt-get command is printed and the run stops),
 #   2. npm ci when node_modules is missing or does not match package-lock.json,
-#   3. the typecheck, then every test file on SQLite, then the files whose outcome depends on the
-#      store again on etcd (lists below); with MCPLANE_TEST_COVERAGE=1, coverage of the SQLite
-#      passes (off by default: V8's precise coverage about doubles the CPU of the test files that
-#      run a server in their own process, and the run is CPU-bound on two cores),
-#   4. the 15 slowest files, each pass's wall time, and every skipped test (a skip fails the run).
-# Files run side by side (TEST_CONCURRENCY, default 3: most of a file's time is spent waiting on
-# processes, timers and leases, not on the CPU); the files that assert wall-clock bounds run
-# afterwards one at a time, so a neighbour's CPU burst cannot push them past their bounds.
-# Arguments: files to run instead of the whole suite (on SQLite, then on etcd those in the etcd
-# list), e.g. scripts/test.sh test/controlplane/rollout.test.ts; or --etcd-only: the etcd passes
+#   3. every test file on SQLite and the files whose outcome depends on the store on etcd as well
+#      (lists below), in two lanes side by side: the files that assert wall-clock bounds one at a
+#      time at normal priority, everything else TEST_CONCURRENCY (default 3) at a time at nice 10
+#      (see run_lanes); the typecheck beside them. With MCPLANE_TEST_COVERAGE=1, coverage (off by
+#      default: V8's precise coverage about doubles the CPU of the test files that run a server in
+#      their own process, and the run is CPU-bound on two cores),
+#   4. the 15 slowest files, each lane's wall time, and every skipped test (a skip fails the run).
+# Arguments: files to run instead of the whole suite (on SQLite, and on etcd those in the etcd
+# list), e.g. scripts/test.sh test/controlplane/rollout.test.ts; or --etcd-only: the etcd list
 # alone (npm run test:etcd). Neither typechecks nor collects coverage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,21 +74,6 @@ WALL=$RUN_DIR/wall.txt
 : >"$MCPLANE_TEST_RECORD"
 CONCURRENCY=${TEST_CONCURRENCY:-3}
 
-# pass NAME STORE CONCURRENCY FILE... : one node --test invocation, spec output, its wall time.
-failed=0
-pass() {
-  local name=$1 store=$2 concurrency=$3; shift 3
-  [ $# -gt 0 ] || return 0
-  echo "=== $name: $# files, store $store, $concurrency at a time"
-  local start=$SECONDS
-  MCPLANE_TEST_PASS=$name MCPLANE_TEST_STORE=$store node --import tsx --import ./scripts/test/no-child-coverage.mjs \
-    --test --test-force-exit --test-concurrency="$concurrency" \
-    --test-reporter=spec --test-reporter-destination=stdout \
-    --test-reporter=./scripts/test/reporter.mjs --test-reporter-destination="$RUN_DIR/reporter.out" \
-    "$@" || failed=1
-  echo "$name $((SECONDS - start))" >>"$WALL"
-}
-
 # --- 3. The suite ------------------------------------------------------------------------------
 # Files that assert wall-clock bounds (failover and re-registration times, deadlines, exit within
 # N s of a signal, lease expiry margins) or race timers against real processes: one at a time.
@@ -141,41 +125,112 @@ ETCD=(
 )
 
 in_list() { local x=$1; shift; for y in "$@"; do [ "$x" = "$y" ] && return 0; done; return 1; }
-split() { # split VAR_PARALLEL VAR_SERIAL FILE...: files into side-by-side and one-at-a-time
-  local -n into_par=$1 into_ser=$2; shift 2
-  into_par=(); into_ser=()
-  for f in "$@"; do if in_list "$f" "${SERIAL[@]}"; then into_ser+=("$f"); else into_par+=("$f"); fi; done
+
+# Files that take 20 s or more on their own: each lane starts them first, so the run does not end
+# on one long file while the other cores idle (node --test sorts the files it is given, which is
+# why every file runs through a small wrapper whose name carries its place in the order).
+SLOW_FIRST=(
+  test/agent/crash-safety.test.ts
+  test/cli/dashboard-500.test.ts
+  test/agent/symlink-race.test.ts
+  test/agent/model-based.test.ts
+  test/packaging/rpm-packages.test.ts
+  test/kubernetes/drain-real-agent.test.ts
+  test/kubernetes/registries-drain-real-agent.test.ts
+  test/agent/update-flow.test.ts
+  test/packaging/first-boot.test.ts
+  test/cli/dashboard.test.ts
+  test/controlplane/replica-failover.test.ts
+  test/controlplane/store-contract.test.ts
+  test/agent/drift-and-failures.test.ts
+  test/agent/health-gate.test.ts
+  test/packaging/demo.test.ts
+)
+
+# The two lanes run at the same time. The serial lane (the SERIAL files, one at a time, at normal
+# priority) asserts wall-clock bounds; the parallel lane (everything else, CONCURRENCY at a time)
+# runs at nice 10, so the kernel gives the serial lane's processes the CPU whenever they want it
+# (a nice-10 process weighs about a tenth of a nice-0 one) and the parallel lane the rest: the
+# serial files mostly wait on leases, timers and processes, and their idle time is no longer the
+# machine's. Each file runs through a wrapper that sets its store, so one lane runs the SQLite
+# and the etcd files together instead of a pass per store, each with its own tail.
+WRAPPERS=$RUN_DIR/files
+export MCPLANE_TEST_FILES=$RUN_DIR/files.tsv   # wrapper -> store and file, for the reporter
+: >"$MCPLANE_TEST_FILES"
+failed=0
+
+# wrap LANE ENTRY... : prints one wrapper path per "store:file" entry, slow files first.
+wrap() {
+  local lane=$1; shift
+  local ordered=() e n=0
+  for e in "$@"; do in_list "${e#*:}" "${SLOW_FIRST[@]}" && ordered+=("$e"); done
+  for e in "$@"; do in_list "${e#*:}" "${SLOW_FIRST[@]}" || ordered+=("$e"); done
+  mkdir -p "$WRAPPERS/$lane"
+  for e in "${ordered[@]}"; do
+    local store=${e%%:*} file=${e#*:}
+    local w
+    w=$WRAPPERS/$lane/$(printf '%03d' $n)-$store-$(echo "${file#test/}" | tr / -).test.mjs
+    printf "process.env.MCPLANE_TEST_STORE = '%s';\nawait import('%s');\n" "$store" "$ROOT/$file" >"$w"
+    printf '%s\t%s\t%s\n' "$w" "$store" "$file" >>"$MCPLANE_TEST_FILES"
+    echo "$w"; n=$((n + 1))
+  done
+}
+
+# lane NAME CONCURRENCY NICE ENTRY... : one node --test run over the entries; its wall time.
+lane() {
+  local name=$1 concurrency=$2 niceness=$3; shift 3
+  [ $# -gt 0 ] || return 0
+  local files rc; mapfile -t files < <(wrap "$name" "$@")
+  local start=$SECONDS
+  MCPLANE_TEST_PASS=$name nice -n "$niceness" node --import tsx --import ./scripts/test/no-child-coverage.mjs \
+    --test --test-force-exit --test-concurrency="$concurrency" \
+    --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=./scripts/test/reporter.mjs --test-reporter-destination="$RUN_DIR/reporter-$name.out" \
+    "${files[@]}" && rc=0 || rc=1
+  echo "$name $((SECONDS - start))" >>"$WALL"
+  return "$rc"
+}
+
+# run_lanes FILES_ON_SQLITE FILES_ON_ETCD: splits both into the lanes and runs them side by side.
+# The serial lane's output is kept apart and printed after the parallel lane's, so neither
+# interleaves with the other.
+run_lanes() {
+  local -n on_sqlite=$1 on_etcd=$2
+  local par=() ser=() f
+  for f in "${on_sqlite[@]}"; do if in_list "$f" "${SERIAL[@]}"; then ser+=("sqlite:$f"); else par+=("sqlite:$f"); fi; done
+  for f in "${on_etcd[@]}"; do if in_list "$f" "${SERIAL[@]}"; then ser+=("etcd:$f"); else par+=("etcd:$f"); fi; done
+  echo "=== ${#par[@]} files side by side ($CONCURRENCY at a time, nice 10), ${#ser[@]} one at a time beside them (output below)"
+  lane serial 1 0 "${ser[@]}" >"$RUN_DIR/serial.out" 2>&1 &
+  local serial_pid=$!
+  lane parallel "$CONCURRENCY" 10 "${par[@]}" || failed=1
+  wait "$serial_pid" || failed=1
+  echo "=== the files run one at a time"
+  cat "$RUN_DIR/serial.out"
 }
 
 total_start=$SECONDS
+none=()
 if [ "${1:-}" = --etcd-only ]; then
-  split par ser "${ETCD[@]}"
-  pass etcd etcd "$CONCURRENCY" "${par[@]}"
-  pass etcd-serial etcd 1 "${ser[@]}"
+  run_lanes none ETCD
 elif [ $# -gt 0 ]; then
-  split par ser "$@"
-  pass sqlite sqlite "$CONCURRENCY" "${par[@]}"
-  pass sqlite-serial sqlite 1 "${ser[@]}"
-  split par ser $(for f in "$@"; do in_list "$f" "${ETCD[@]}" && echo "$f"; done)
-  pass etcd etcd "$CONCURRENCY" "${par[@]}"
-  pass etcd-serial etcd 1 "${ser[@]}"
+  chosen=("$@")
+  mapfile -t chosen_etcd < <(for f in "$@"; do in_list "$f" "${ETCD[@]}" && echo "$f"; done)
+  run_lanes chosen chosen_etcd
 else
-  npm run -s typecheck
-  echo "typecheck $((SECONDS - total_start))" >>"$WALL"
-  mapfile -t all < <(find test -name '*.test.ts' | sort)
   for f in "${ETCD[@]}"; do [ -f "$f" ] || { echo "scripts/test.sh: $f in the etcd list does not exist" >&2; exit 1; }; done
-  # Coverage of the SQLite passes, in the test files' processes (see scripts/test/no-child-coverage.mjs).
+  # The typecheck runs beside the tests, at low priority: it needs nothing they build.
+  nice -n 10 npm run -s typecheck >"$RUN_DIR/typecheck.out" 2>&1 &
+  typecheck_pid=$!
+  # Coverage in the test files' processes (see scripts/test/no-child-coverage.mjs).
   [ "${MCPLANE_TEST_COVERAGE:-0}" = 1 ] && export NODE_V8_COVERAGE=$RUN_DIR/coverage
-  split par ser "${all[@]}"
-  pass sqlite sqlite "$CONCURRENCY" "${par[@]}"
-  pass sqlite-serial sqlite 1 "${ser[@]}"
+  mapfile -t all < <(find test -name '*.test.ts' | sort)
+  run_lanes all ETCD
   if [ "${MCPLANE_TEST_COVERAGE:-0}" = 1 ]; then
     unset NODE_V8_COVERAGE
     c8 report --temp-directory "$RUN_DIR/coverage" --reporter=text-summary || true
   fi
-  split par ser "${ETCD[@]}"
-  pass etcd etcd "$CONCURRENCY" "${par[@]}"
-  pass etcd-serial etcd 1 "${ser[@]}"
+  if wait "$typecheck_pid"; then echo "=== typecheck: no errors"; else echo "=== typecheck failed:"; failed=1; fi
+  cat "$RUN_DIR/typecheck.out"
 fi
 echo "total $((SECONDS - total_start))" >>"$WALL"
 

@@ -1,14 +1,19 @@
 // A node:test reporter that prints nothing: it appends one JSON line per test file to the file
 // named by MCPLANE_TEST_RECORD (the file's time as its process measured it, its counts, and why
 // each skipped test was skipped), for scripts/test/summary.mjs to print the slowest files and the
-// skips once every pass has run. Used beside the spec reporter by scripts/test.sh.
+// skips once every pass has run. Used beside the spec reporter by scripts/test.sh, whose files run
+// through wrappers that set their store: MCPLANE_TEST_FILES (wrapper, store, file per line) names
+// the file and store each wrapper stands for, and a file's pass is its store, with "-serial" for
+// the lane of files run one at a time.
 
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 
 export default async function* record(source) {
   const out = process.env.MCPLANE_TEST_RECORD;
-  const pass = process.env.MCPLANE_TEST_PASS ?? '';
+  const lane = process.env.MCPLANE_TEST_PASS ?? '';
+  const wrapped = new Map((process.env.MCPLANE_TEST_FILES ? readFileSync(process.env.MCPLANE_TEST_FILES, 'utf8') : '')
+    .split('\n').filter(Boolean).map((line) => line.split('\t')).map(([wrapper, store, file]) => [wrapper, { store, file }]));
   const skips = new Map();
   for await (const event of source) {
     const { type, data } = event;
@@ -20,8 +25,10 @@ export default async function* record(source) {
     // One summary per file (with process isolation), then one for the whole run without a file.
     if (type === 'test:summary' && data.file && out) {
       const { tests, passed, failed, cancelled, skipped, todo } = data.counts;
+      const w = wrapped.get(data.file);
+      const pass = w ? `${w.store}${lane === 'serial' ? '-serial' : ''}` : lane;
       appendFileSync(out, JSON.stringify({
-        pass, file: relative(process.cwd(), data.file), ms: Math.round(data.duration_ms),
+        pass, file: w ? w.file : relative(process.cwd(), data.file), ms: Math.round(data.duration_ms),
         tests, passed, failed, cancelled, skipped, todo, skips: skips.get(data.file) ?? [],
       }) + '\n');
     }

@@ -22,9 +22,10 @@ for (const r of rows) {
 const walls = new Map(wallFile ? readFileSync(wallFile, 'utf8').split('\n').filter(Boolean).map((l) => l.split(' ')).map(([p, s]) => [p, Number(s)]) : []);
 console.log('\npasses:');
 for (const [name, p] of passes) {
-  const wall = walls.has(name) ? `, ${walls.get(name)} s wall` : '';
-  console.log(`  ${name.padEnd(18)} ${p.files} files, ${p.tests} tests, ${p.failed} failed, ${p.skipped} skipped (files' times add up to ${Math.round(p.ms / 1000)} s${wall})`);
+  console.log(`  ${name.padEnd(18)} ${p.files} files, ${p.tests} tests, ${p.failed} failed, ${p.skipped} skipped (files' times add up to ${Math.round(p.ms / 1000)} s)`);
 }
+// Wall times: the lanes ran side by side, the typecheck beside them.
+for (const [name, s] of walls) if (name !== 'total') console.log(`  ${(name + ' lane').padEnd(18)} ${s} s wall`);
 if (walls.has('total')) console.log(`  total wall time: ${Math.floor(walls.get('total') / 60)} min ${walls.get('total') % 60} s`);
 
 // One plain closing line over every pass, for whoever reads only the end of the log.
