@@ -109,10 +109,12 @@ test('a KubeletConfig\'s tlsSecurityProfile sets the generated kubelet.conf\'s t
 });
 
 test('a ContainerRuntimeConfig becomes 99-worker-generated-containerruntime with one CRI-O drop-in per field', async () => {
-  await apply({ apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'ContainerRuntimeConfig', metadata: { name: 'set-pids' }, spec: { machineConfigPoolSelector: WORKER, containerRuntimeConfig: { pidsLimit: 2048, logLevel: 'debug' } } });
+  await apply({ apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'ContainerRuntimeConfig', metadata: { name: 'set-pids' }, spec: { machineConfigPoolSelector: WORKER, containerRuntimeConfig: { pidsLimit: 2048, logLevel: 'debug', additionalArtifactStores: [{ path: '/mnt/ssd-artifacts' }] } } });
   const mc = await getMc('99-worker-generated-containerruntime');
   assert.equal(fileOf(mc, '/etc/crio/crio.conf.d/01-ctrcfg-pidsLimit'), '[crio]\n  [crio.runtime]\n    pids_limit = 2048\n');
   assert.equal(fileOf(mc, '/etc/crio/crio.conf.d/01-ctrcfg-logLevel'), '[crio]\n  [crio.runtime]\n    log_level = "debug"\n');
+  // AdditionalStorageConfig is on in MCO's Default feature set: the artifact stores get their drop-in.
+  assert.equal(fileOf(mc, '/etc/crio/crio.conf.d/01-ctrcfg-additionalArtifactStores'), '[crio]\n  [crio.runtime]\n    additional_artifact_stores = ["/mnt/ssd-artifacts"]\n');
   assert.deepEqual((await sources('ContainerRuntimeConfig'))[0].conditions, [{ type: 'Success', status: 'True', message: 'Success' }]);
 });
 
