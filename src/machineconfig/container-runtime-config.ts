@@ -4,9 +4,10 @@
 // (validateUserContainerRuntimeConfig, createCRIODropinFiles and its one-field TOML structs,
 // updateStorageConfig, needsStorageUpdate, needsCRIODropinUpdate) and
 // container_runtime_config_controller.go (syncContainerRuntimeConfig: storage.conf first, then
-// the drop-ins). The additional layer/image/artifact stores are behind a feature gate that is off
-// by default in MCO; mcplane validates their paths as MCO does and, like MCO with the gate off,
-// writes nothing for them.
+// the drop-ins). The additional layer/image/artifact stores are behind the AdditionalStorageConfig
+// feature gate, which the openshift/api MCO vendors at that commit (features/features.go) turns on
+// in the Default feature set (and TechPreview): mcplane writes them as MCO does with the gate on,
+// the layer and image stores into storage.conf, the artifact stores into a CRI-O drop-in.
 
 import { API_VERSION } from './constants.ts';
 import { GenerateConfigError, TomlSyntaxError } from './errors.ts';
@@ -23,12 +24,18 @@ export const CRIO_DROPIN_LOG_LEVEL = '/etc/crio/crio.conf.d/01-ctrcfg-logLevel';
 export const CRIO_DROPIN_PIDS_LIMIT = '/etc/crio/crio.conf.d/01-ctrcfg-pidsLimit';
 export const CRIO_DROPIN_LOG_SIZE_MAX = '/etc/crio/crio.conf.d/01-ctrcfg-logSizeMax';
 export const CRIO_DROPIN_DEFAULT_RUNTIME = '/etc/crio/crio.conf.d/01-ctrcfg-defaultRuntime';
+export const CRIO_DROPIN_ADDITIONAL_ARTIFACT_STORES = '/etc/crio/crio.conf.d/01-ctrcfg-additionalArtifactStores';
 
 const MIN_LOG_SIZE = 8192;
 const MIN_PIDS_LIMIT = 20;
 const LOG_LEVELS = ['error', 'fatal', 'panic', 'warn', 'info', 'debug', 'trace'];
 const DEFAULT_RUNTIMES = ['', 'runc', 'crun'];
 const STORE_PATH = /^\/[a-zA-Z0-9/._-]+$/;
+/** The CRD's maxItems for each store list (minItems is 1, a path at most 256 characters). */
+const MAX_STORES = { additionalLayerStores: 5, additionalImageStores: 10, additionalArtifactStores: 10 } as const;
+const MAX_STORE_PATH = 256;
+/** containers/storage resolves an additional layer store's layers by reference only with this suffix. */
+const LAYER_STORE_REF_SUFFIX = ':ref';
 
 /** A resource.Quantity: the bytes it means (Value(), rounded up) and its canonical String(). */
 export interface Quantity {
@@ -42,6 +49,10 @@ export interface ContainerRuntimeConfiguration {
   logSizeMax?: Quantity;
   overlaySize?: Quantity;
   defaultRuntime?: string;
+  /** As the API spells them ({path}), so a stored config reads back as applied. */
+  additionalLayerStores?: { path: string }[];
+  additionalImageStores?: { path: string }[];
+  additionalArtifactStores?: { path: string }[];
 }
 
 export interface ContainerRuntimeConfig {
@@ -120,13 +131,27 @@ export function parseContainerRuntimeConfig(doc: Record<string, unknown>, c: Pro
     }
     for (const key of ['additionalLayerStores', 'additionalImageStores', 'additionalArtifactStores'] as const) {
       const FIELD_NAME = key[0]!.toUpperCase() + key.slice(1);
-      (c.array(raw[key], f, key) ?? []).forEach((store, i) => {
+      const list = c.array(raw[key], f, key);
+      if (!list) continue;
+      // The CRD's bounds and its CEL rule self.all(x, self.exists_one(y, x.path == y.path)).
+      if (list.length < 1 || list.length > MAX_STORES[key]) c.add(`${f}.${key}`, 'store-count', `${key} must list 1 to ${MAX_STORES[key]} stores, got ${list.length}`);
+      const stores: { path: string }[] = [];
+      const seen = new Set<string>();
+      list.forEach((store, i) => {
         const path = isRecord(store) ? store.path : undefined;
         const where = `${f}.${key}[${i}].path`;
         if (typeof path !== 'string' || path === '') c.add(where, 'store-path', `invalid ${FIELD_NAME}: path must not be empty`);
+        else if (path.length > MAX_STORE_PATH) c.add(where, 'store-path', `invalid ${FIELD_NAME} path: at most ${MAX_STORE_PATH} characters, got ${path.length}`);
         else if (!STORE_PATH.test(path)) c.add(where, 'store-path', `invalid ${FIELD_NAME} path "${path}": must be an absolute path containing only alphanumeric characters, '/', '.', '_', and '-'`);
         else if (path.includes('//')) c.add(where, 'store-path', `invalid ${FIELD_NAME} path "${path}": must not contain consecutive forward slashes`);
+        else if (seen.has(path)) c.add(where, 'store-duplicate', `${key} must not contain duplicate paths: "${path}" is listed twice`);
+        else {
+          seen.add(path);
+          stores.push({ path });
+        }
+        if (isRecord(store)) c.onlyKeys(store, `${f}.${key}[${i}]`, ['path']);
       });
+      ctr[key] = stores;
     }
   }
   if (!metadata || !c.ok) return undefined;
@@ -165,8 +190,15 @@ function project(t: TomlValue | undefined, keys: string[], nested: (key: string,
   return out;
 }
 
-/** updateStorageConfig: storage.conf through MCO's tomlConfigStorage struct, with options.size set. */
-export function updateStorageConfig(base: string, overlaySize: Quantity): string {
+/** What updateStorageConfig sets: options.size (a zero leaves the base's), and the additional layer and image stores (replacing the base's). */
+export interface StorageChanges {
+  overlaySize?: Quantity;
+  additionalLayerStores?: readonly { path: string }[];
+  additionalImageStores?: readonly { path: string }[];
+}
+
+/** updateStorageConfig: storage.conf through MCO's tomlConfigStorage struct, with the changes set. */
+export function updateStorageConfig(base: string, changes: StorageChanges): string {
   const t = parseToml(base);
   const storage = isRecord(t.storage) ? (t.storage as TomlTable) : {};
   const str = (v: TomlValue | undefined): string => (typeof v === 'string' ? v : '');
@@ -175,35 +207,39 @@ export function updateStorageConfig(base: string, overlaySize: Quantity): string
     if (k === 'pull_options' && isRecord(v)) return Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
     return v;
   });
-  // A zero size leaves the base's (MCO sets it only when non-zero).
+  // A zero size leaves the base's (MCO sets it only when non-zero); an empty store list too.
+  const { overlaySize, additionalLayerStores = [], additionalImageStores = [] } = changes;
+  if (overlaySize && overlaySize.value !== 0) options.size = overlaySize.text;
+  if (additionalLayerStores.length > 0) options.additionallayerstores = additionalLayerStores.map((s) => (s.path.endsWith(LAYER_STORE_REF_SUFFIX) ? s.path : s.path + LAYER_STORE_REF_SUFFIX));
+  if (additionalImageStores.length > 0) options.additionalimagestores = additionalImageStores.map((s) => s.path);
   const ordered: TomlTable = {};
-  for (const k of STORAGE_OPTION_KEYS) {
-    if (k === 'size' && overlaySize.value !== 0) ordered.size = overlaySize.text;
-    else if (options[k] !== undefined) ordered[k] = options[k];
-  }
+  for (const k of STORAGE_OPTION_KEYS) if (options[k] !== undefined) ordered[k] = options[k];
   return encodeToml({ storage: { driver: str(storage.driver), runroot: str(storage.runroot), graphroot: str(storage.graphroot), options: ordered } });
 }
 
 /**
- * The files of a ContainerRuntimeConfig for one pool, in MCO's order: storage.conf (overlaySize)
- * first, then one CRI-O drop-in per field. `baseStorageConf` is the pool's storage.conf from its
- * other configs, needed only for overlaySize.
+ * The files of a ContainerRuntimeConfig for one pool, in MCO's order: storage.conf (overlaySize,
+ * additional layer and image stores) first, then one CRI-O drop-in per field. `baseStorageConf` is
+ * the pool's storage.conf from its other configs, needed only for storage.conf.
  */
 export function generateContainerRuntimeFiles(cfg: ContainerRuntimeConfig, baseStorageConf: string | undefined): GeneratedFile[] {
   const object = `${KIND_CONTAINER_RUNTIME_CONFIG}/${cfg.metadata.name}`;
   const ctr = cfg.spec.containerRuntimeConfig ?? {};
   const files: GeneratedFile[] = [];
-  if (ctr.overlaySize && ctr.overlaySize.value !== 0) {
+  // needsStorageUpdate (with AdditionalStorageConfig on): which field asks for storage.conf.
+  const storageField = ctr.overlaySize && ctr.overlaySize.value !== 0 ? 'overlaySize' : ctr.additionalLayerStores?.length ? 'additionalLayerStores' : ctr.additionalImageStores?.length ? 'additionalImageStores' : undefined;
+  if (storageField) {
+    const field = `spec.containerRuntimeConfig.${storageField}`;
     if (baseStorageConf === undefined) {
-      throw new GenerateConfigError([{ object, field: 'spec.containerRuntimeConfig.overlaySize', rule: 'base-config-missing', message: `no MachineConfig of the pool provides ${STORAGE_CONF_PATH} to set the overlay size in (MCO renders it from its templates)` }]);
+      throw new GenerateConfigError([{ object, field, rule: 'base-config-missing', message: `no MachineConfig of the pool provides ${STORAGE_CONF_PATH} to set ${storageField} in (MCO renders it from its templates)` }]);
     }
     try {
-      files.push({ path: STORAGE_CONF_PATH, contents: updateStorageConfig(baseStorageConf, ctr.overlaySize) });
+      files.push({ path: STORAGE_CONF_PATH, contents: updateStorageConfig(baseStorageConf, ctr) });
     } catch (err) {
       // MCO records this failure and still writes the drop-ins; mcplane fails the whole config,
       // so the status names the one problem instead of a half-applied config.
       if (!(err instanceof TomlSyntaxError)) throw err;
-      throw new GenerateConfigError([{ object, field: 'spec.containerRuntimeConfig.overlaySize', rule: 'base-config-syntax', message: `error decoding crio config ${STORAGE_CONF_PATH}: ${err.message}` }]);
+      throw new GenerateConfigError([{ object, field, rule: 'base-config-syntax', message: `error decoding crio config ${STORAGE_CONF_PATH}: ${err.message}` }]);
     }
   }
   if (ctr.logLevel) files.push({ path: CRIO_DROPIN_LOG_LEVEL, contents: crioDropin('log_level', ctr.logLevel) });
@@ -211,5 +247,6 @@ export function generateContainerRuntimeFiles(cfg: ContainerRuntimeConfig, baseS
   if (ctr.pidsLimit !== undefined) files.push({ path: CRIO_DROPIN_PIDS_LIMIT, contents: crioDropin('pids_limit', ctr.pidsLimit || undefined) });
   if (ctr.logSizeMax && ctr.logSizeMax.value !== 0) files.push({ path: CRIO_DROPIN_LOG_SIZE_MAX, contents: crioDropin('log_size_max', ctr.logSizeMax.value) });
   if (ctr.defaultRuntime) files.push({ path: CRIO_DROPIN_DEFAULT_RUNTIME, contents: crioDropin('default_runtime', ctr.defaultRuntime) });
+  if (ctr.additionalArtifactStores?.length) files.push({ path: CRIO_DROPIN_ADDITIONAL_ARTIFACT_STORES, contents: crioDropin('additional_artifact_stores', ctr.additionalArtifactStores.map((s) => s.path)) });
   return files;
 }

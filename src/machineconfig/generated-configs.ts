@@ -27,6 +27,18 @@ export const GENERATED_BY_ANNOTATION = 'machineconfiguration.openshift.io/genera
 export const GENERATED_BY_VALUE = 'mcplane';
 export const SOURCE_KINDS = [KIND_KUBELET_CONFIG, KIND_CONTAINER_RUNTIME_CONFIG, KIND_IMAGE, KIND_IMAGE_DIGEST_MIRROR_SET, KIND_IMAGE_TAG_MIRROR_SET, KIND_IMAGE_CONTENT_SOURCE_POLICY] as const;
 
+/**
+ * Kinds MCO turns into node files that mcplane does not take, each with what MCO does with it
+ * (machine-config-operator 7ff337a4; the gates' feature sets are the vendored openshift/api
+ * features/features.go), so applying one says why it is refused rather than "unknown kind".
+ */
+export const UNIMPLEMENTED_MCO_KINDS: Readonly<Record<string, string>> = {
+  ClusterImagePolicy: 'config.openshift.io/v1 ClusterImagePolicy is not implemented by mcplane: MCO, behind the SigstoreImageVerification feature gate (on in the Default feature set at MCO 7ff337a4), writes its sigstore signature requirements into policy.json and /etc/containers/registries.d/sigstore-registries.yaml of 99-<pool>-generated-registries; mcplane\'s generated policy.json carries only the Image config\'s allowed and blocked registries',
+  ImagePolicy: 'config.openshift.io/v1 ImagePolicy is not implemented by mcplane: MCO, behind the SigstoreImageVerification feature gate (on in the Default feature set at MCO 7ff337a4), writes a namespace\'s sigstore requirements to /etc/crio/policies/<namespace>.json',
+  CRIOCredentialProviderConfig: 'config.openshift.io/v1 CRIOCredentialProviderConfig is not implemented by mcplane: MCO, behind the CRIOCredentialProviderConfig feature gate (on in the Default feature set of self-managed clusters at MCO 7ff337a4), writes it into the kubelet\'s image credential provider config under /etc/kubernetes/credential-providers',
+  APIServer: 'config.openshift.io/v1 APIServer is not taken by mcplane: MCO renders its spec.tlsSecurityProfile into the templated kubelet.conf of 01-<pool>-kubelet, and mcplane takes that file from the pool\'s imported configs as it is; to set a pool\'s kubelet TLS profile, use KubeletConfig spec.tlsSecurityProfile',
+};
+
 export interface GeneratedConfigsInput {
   pools: readonly MachineConfigPool[];
   /** Every stored MachineConfig, the generated ones included. */

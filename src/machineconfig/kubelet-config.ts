@@ -3,11 +3,14 @@
 // 7ff337a4): pkg/controller/kubelet-config/helpers.go (validateUserKubeletConfig,
 // validateStaticPodPathGivenPool, generateKubeletIgnFiles, getManagedKubeletConfigKey,
 // createNewKubeletLogLevelIgnition, createNewKubeletDynamicSystemReservedIgnition) and
-// kubelet_config_controller.go (syncKubeletConfig: which pools, the file order, the conditions).
+// kubelet_config_controller.go (syncKubeletConfig: which pools, the file order, the conditions,
+// the tlsSecurityProfile override; the profile tables are in tls-profile.ts).
 //
 // MCO's base is the kubelet.conf its templates render for the pool (with the cluster's feature
-// gates and TLS profile). mcplane has no templates: the base is the /etc/kubernetes/kubelet.conf
-// the pool's other MachineConfigs provide (an imported 01-worker-kubelet, say).
+// gates and the APIServer/cluster TLS profile, Intermediate without one). mcplane has no
+// templates: the base is the /etc/kubernetes/kubelet.conf the pool's other MachineConfigs provide
+// (an imported 01-worker-kubelet, say), which the cluster's MCO rendered with that same profile,
+// so a KubeletConfig without tlsSecurityProfile keeps the base's tlsMinVersion/tlsCipherSuites.
 
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { API_VERSION, MASTER_POOL } from './constants.ts';
@@ -15,6 +18,7 @@ import { GenerateConfigError, type Problem } from './errors.ts';
 import { matchesSelector, parseLabelSelector } from './label-selector.ts';
 import { checkApiVersion, parseObjectMeta } from './object-meta.ts';
 import { isRecord, type ProblemCollector } from './problem-collector.ts';
+import { parseTLSSecurityProfile, securityProfileCiphers, type TLSSecurityProfile } from './tls-profile.ts';
 import type { GeneratedFile } from './registries-config.ts';
 import type { LabelSelector, MachineConfigPool, ObjectMeta } from './types.ts';
 
@@ -34,6 +38,8 @@ export interface KubeletConfigSpec {
   kubeletConfig?: Record<string, unknown>;
   logLevel?: number;
   autoSizingReserved?: boolean;
+  /** Replaces the base's tlsMinVersion and tlsCipherSuites (before kubeletConfig is merged over). */
+  tlsSecurityProfile?: TLSSecurityProfile;
 }
 
 export interface KubeletConfig {
@@ -70,12 +76,8 @@ export function parseKubeletConfig(doc: Record<string, unknown>, c: ProblemColle
   }
   const auto = c.boolean(spec.autoSizingReserved, 'spec.autoSizingReserved');
   if (auto !== undefined) out.autoSizingReserved = auto;
-  if (spec.tlsSecurityProfile !== undefined && spec.tlsSecurityProfile !== null) {
-    // MCO turns the profile into tlsMinVersion and tlsCipherSuites from openshift/api's TLS
-    // profile tables; mcplane does not carry those tables yet, and ignoring the field would
-    // leave the kubelet on a weaker profile than asked for.
-    c.add('spec.tlsSecurityProfile', 'not-supported', 'tlsSecurityProfile is not supported by mcplane yet; set kubeletConfig.tlsMinVersion and kubeletConfig.tlsCipherSuites instead');
-  }
+  const tls = parseTLSSecurityProfile(spec.tlsSecurityProfile, c, 'spec.tlsSecurityProfile');
+  if (tls) out.tlsSecurityProfile = tls;
   const kc = c.record(spec.kubeletConfig, 'spec.kubeletConfig');
   if (kc) {
     out.kubeletConfig = kc;
@@ -179,6 +181,16 @@ export function generateKubeletFiles(kc: KubeletConfig, pool: MachineConfigPool,
     base = parsed;
   } catch (err) {
     return fail('spec', 'base-config-syntax', `the pool's ${KUBELET_CONF_PATH} is not a KubeletConfiguration: ${(err as Error).message.split('\n')[0]}`);
+  }
+  if (kc.spec.tlsSecurityProfile) {
+    // syncKubeletConfig sets these on the template's config before generateKubeletIgnFiles merges
+    // the spec over it, so kubeletConfig.tlsMinVersion/tlsCipherSuites still win over the profile.
+    // Both fields are omitempty: an empty value (a Custom profile without them) leaves them out.
+    const { tlsMinVersion, tlsCipherSuites } = securityProfileCiphers(kc.spec.tlsSecurityProfile);
+    if (tlsMinVersion !== '') base.tlsMinVersion = tlsMinVersion;
+    else delete base.tlsMinVersion;
+    if (tlsCipherSuites.length > 0) base.tlsCipherSuites = tlsCipherSuites;
+    else delete base.tlsCipherSuites;
   }
 
   const userSystemReserved: Record<string, string> = {};

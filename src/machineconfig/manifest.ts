@@ -9,7 +9,7 @@ import { parseMachineConfig } from './machine-config.ts';
 import { parseMachineConfigPool } from './machine-config-pool.ts';
 import { checkYamlDocument, checkYamlTokens, YamlBudget } from './yaml-expansion.ts';
 import { parseMachineConfiguration } from './machine-configuration.ts';
-import { isSourceKind, parseSourceObject, SOURCE_KINDS, type SourceObject } from './generated-configs.ts';
+import { isSourceKind, parseSourceObject, SOURCE_KINDS, UNIMPLEMENTED_MCO_KINDS, type SourceObject } from './generated-configs.ts';
 import { objectRef } from './object-meta.ts';
 import { isRecord, ProblemCollector } from './problem-collector.ts';
 import type { MachineConfig, MachineConfigPool, MachineConfiguration } from './types.ts';
@@ -138,6 +138,8 @@ export function parseDocuments(documents: RawDocument[]): ParsedManifests {
     } else if (isSourceKind(value.kind)) {
       const source = parseSourceObject(value, c);
       if (source && c.ok) out.sources.push(source);
+    } else if (typeof value.kind === 'string' && Object.hasOwn(UNIMPLEMENTED_MCO_KINDS, value.kind)) {
+      c.add('kind', 'kind-not-implemented', UNIMPLEMENTED_MCO_KINDS[value.kind]!);
     } else {
       c.add('kind', 'unknown-kind', `kind ${JSON.stringify(value.kind ?? null)} is not ${KIND_MACHINE_CONFIG}, ${KIND_MACHINE_CONFIG_POOL}, ${KIND_MACHINE_CONFIGURATION} or one of ${SOURCE_KINDS.join(', ')}`);
     }

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { status as Status } from '@grpc/grpc-js';
-import { stringify } from 'yaml';
+import { parse as parseYaml, stringify } from 'yaml';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { RemoteCallError } from '../../src/machineconfig/index.ts';
@@ -89,11 +89,32 @@ test('MCO\'s refusals are INVALID_ARGUMENT naming object, field and rule; a pool
   await del('KubeletConfig', 'master-max-pods');
 });
 
+test('a KubeletConfig\'s tlsSecurityProfile sets the generated kubelet.conf\'s tlsMinVersion and IANA tlsCipherSuites (MCO GetSecurityProfileCiphers); an unknown type is INVALID_ARGUMENT', async () => {
+  await apply(kubeletConfig('tls-custom', { tlsSecurityProfile: { type: 'Custom', custom: { minTLSVersion: 'VersionTLS12', ciphers: ['ECDHE-RSA-AES128-GCM-SHA256', 'AES256-SHA256', 'ECDHE-RSA-CHACHA20-POLY1305'] } } }));
+  const [status] = (await sources('KubeletConfig')).filter((s) => s.name === 'tls-custom');
+  assert.equal(status.conditions[0].status, 'True');
+  const conf = parseYaml(fileOf(await getMc(status.generated[0]), '/etc/kubernetes/kubelet.conf')!);
+  // AES256-SHA256 is one Go cannot negotiate: library-go drops it.
+  assert.deepEqual([conf.tlsMinVersion, conf.tlsCipherSuites, conf.maxPods], ['VersionTLS12', ['TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256', 'TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256'], 250]);
+  await apply(kubeletConfig('tls-custom', { tlsSecurityProfile: { type: 'Modern', modern: {} } }));
+  const modern = parseYaml(fileOf(await getMc(status.generated[0]), '/etc/kubernetes/kubelet.conf')!);
+  assert.deepEqual([modern.tlsMinVersion, modern.tlsCipherSuites], ['VersionTLS13', ['TLS_AES_128_GCM_SHA256', 'TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256']]);
+  await assert.rejects(apply(kubeletConfig('tls-bad', { tlsSecurityProfile: { type: 'Strict', custom: { minTLSVersion: 'VersionTLS14' } } })), (e: RemoteCallError) => {
+    assert.equal(e.grpcCode, Status.INVALID_ARGUMENT);
+    assert.deepEqual(e.problems.map((p) => `${p.object} ${p.field} ${p.rule}`), ['KubeletConfig/tls-bad spec.tlsSecurityProfile.type tls-profile-type', 'KubeletConfig/tls-bad spec.tlsSecurityProfile.custom.minTLSVersion tls-min-version']);
+    return true;
+  });
+  await del('KubeletConfig', 'tls-custom');
+  assert.ok(!(await mcNames()).includes(status.generated[0]));
+});
+
 test('a ContainerRuntimeConfig becomes 99-worker-generated-containerruntime with one CRI-O drop-in per field', async () => {
-  await apply({ apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'ContainerRuntimeConfig', metadata: { name: 'set-pids' }, spec: { machineConfigPoolSelector: WORKER, containerRuntimeConfig: { pidsLimit: 2048, logLevel: 'debug' } } });
+  await apply({ apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'ContainerRuntimeConfig', metadata: { name: 'set-pids' }, spec: { machineConfigPoolSelector: WORKER, containerRuntimeConfig: { pidsLimit: 2048, logLevel: 'debug', additionalArtifactStores: [{ path: '/mnt/ssd-artifacts' }] } } });
   const mc = await getMc('99-worker-generated-containerruntime');
   assert.equal(fileOf(mc, '/etc/crio/crio.conf.d/01-ctrcfg-pidsLimit'), '[crio]\n  [crio.runtime]\n    pids_limit = 2048\n');
   assert.equal(fileOf(mc, '/etc/crio/crio.conf.d/01-ctrcfg-logLevel'), '[crio]\n  [crio.runtime]\n    log_level = "debug"\n');
+  // AdditionalStorageConfig is on in MCO's Default feature set: the artifact stores get their drop-in.
+  assert.equal(fileOf(mc, '/etc/crio/crio.conf.d/01-ctrcfg-additionalArtifactStores'), '[crio]\n  [crio.runtime]\n    additional_artifact_stores = ["/mnt/ssd-artifacts"]\n');
   assert.deepEqual((await sources('ContainerRuntimeConfig'))[0].conditions, [{ type: 'Success', status: 'True', message: 'Success' }]);
 });
 

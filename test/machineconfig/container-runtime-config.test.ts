@@ -1,11 +1,13 @@
 // ContainerRuntimeConfig validation and generation, following machine-config-operator 7ff337a4
 // pkg/controller/container-runtime-config/helpers.go (validateUserContainerRuntimeConfig,
 // createCRIODropinFiles, updateStorageConfig) and helpers_test.go (TestCreateCRIODropinFiles'
-// exact drop-in text, TestUpdateStorageConfig).
+// exact drop-in text, TestUpdateStorageConfig, TestUpdateStorageConfigAdditionalStores,
+// TestCreateCRIODropinFilesAdditionalArtifactStores: the AdditionalStorageConfig gate, which the
+// vendored openshift/api features/features.go enables in the Default feature set).
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { generateContainerRuntimeFiles, parseContainerRuntimeConfig, parseQuantity } from '../../src/machineconfig/container-runtime-config.ts';
+import { generateContainerRuntimeFiles, parseContainerRuntimeConfig, parseQuantity, updateStorageConfig } from '../../src/machineconfig/container-runtime-config.ts';
 import { ProblemCollector } from '../../src/machineconfig/problem-collector.ts';
 import { parseToml } from '../../src/machineconfig/toml.ts';
 
@@ -39,6 +41,36 @@ test('TestUpdateStorageConfig: overlaySize sets storage.options.size in the pool
   assert.equal(files[0]!.path, '/etc/containers/storage.conf');
   assert.deepEqual(parseToml(files[0]!.contents), { storage: { driver: 'overlay', runroot: '/run/containers/storage', graphroot: '/var/lib/containers/storage', options: { size: '10G', overlay: { mountopt: 'nodev,metacopy=on' } } } });
   assert.throws(() => generateContainerRuntimeFiles(parse({ overlaySize: '10G' }).cfg!, undefined), /storage\.conf/);
+});
+
+test('TestUpdateStorageConfigAdditionalStores: layer stores get :ref (never twice), image stores as given, with overlaySize; the base\'s lists replaced', () => {
+  const base = '[storage]\ndriver = "overlay"\n[storage.options]\nadditionalimagestores = ["/old"]\n';
+  const options = (changes: Parameters<typeof updateStorageConfig>[1]) => (parseToml(updateStorageConfig(base, changes)) as { storage: { options: unknown } }).storage.options;
+  assert.deepEqual(options({ additionalLayerStores: [{ path: '/var/lib/stargz-store' }, { path: '/mnt/nfs-layers' }] }), { additionalimagestores: ['/old'], additionallayerstores: ['/var/lib/stargz-store:ref', '/mnt/nfs-layers:ref'] });
+  assert.deepEqual(options({ additionalImageStores: [{ path: '/mnt/nfs-images' }, { path: '/mnt/ssd-images' }] }), { additionalimagestores: ['/mnt/nfs-images', '/mnt/ssd-images'] });
+  assert.deepEqual(options({ overlaySize: parseQuantity('10G')!, additionalLayerStores: [{ path: '/var/lib/stargz-store' }], additionalImageStores: [{ path: '/mnt/nfs-images' }] }), { additionalimagestores: ['/mnt/nfs-images'], additionallayerstores: ['/var/lib/stargz-store:ref'], size: '10G' });
+  assert.deepEqual(options({ additionalLayerStores: [{ path: '/var/lib/stargz-store/store:ref' }] }), { additionalimagestores: ['/old'], additionallayerstores: ['/var/lib/stargz-store/store:ref'] });
+
+  // Through the generator: stores alone ask for storage.conf (needsStorageUpdate), and the
+  // artifact stores get their own drop-in after the others (createCRIODropinFiles).
+  const { cfg, c } = parse({ pidsLimit: 2048, additionalLayerStores: [{ path: '/var/lib/stargz-store' }], additionalArtifactStores: [{ path: '/mnt/ssd-artifacts' }, { path: '/mnt/nfs-artifacts' }] });
+  assert.deepEqual(c.problems, []);
+  const files = generateContainerRuntimeFiles(cfg!, base);
+  assert.deepEqual(files.map((f) => f.path), ['/etc/containers/storage.conf', '/etc/crio/crio.conf.d/01-ctrcfg-pidsLimit', '/etc/crio/crio.conf.d/01-ctrcfg-additionalArtifactStores']);
+  assert.equal(files[2]!.contents, '[crio]\n  [crio.runtime]\n    additional_artifact_stores = ["/mnt/ssd-artifacts", "/mnt/nfs-artifacts"]\n');
+  assert.throws(() => generateContainerRuntimeFiles(parse({ additionalImageStores: [{ path: '/mnt/images' }] }).cfg!, undefined), (e: { problems: { field: string; rule: string }[] }) => e.problems[0]!.field === 'spec.containerRuntimeConfig.additionalImageStores' && e.problems[0]!.rule === 'base-config-missing');
+  // Artifact stores alone need no storage.conf.
+  assert.deepEqual(generateContainerRuntimeFiles(parse({ additionalArtifactStores: [{ path: '/mnt/a' }] }).cfg!, undefined).map((f) => f.path), ['/etc/crio/crio.conf.d/01-ctrcfg-additionalArtifactStores']);
+});
+
+test('the store lists\' CRD bounds: 1 to 5 layer stores, 1 to 10 image and artifact stores, no duplicate paths, only path', () => {
+  const { c } = parse({ additionalLayerStores: Array.from({ length: 6 }, (_, i) => ({ path: `/l${i}` })), additionalImageStores: [], additionalArtifactStores: [{ path: '/a' }, { path: '/a', readOnly: true }] });
+  assert.deepEqual(c.problems.map((p) => `${p.field} ${p.rule}`), [
+    'spec.containerRuntimeConfig.additionalLayerStores store-count',
+    'spec.containerRuntimeConfig.additionalImageStores store-count',
+    'spec.containerRuntimeConfig.additionalArtifactStores[1].path store-duplicate',
+    'spec.containerRuntimeConfig.additionalArtifactStores[1].readOnly unknown-field',
+  ]);
 });
 
 test('resource.Quantity: bytes rounded up and the canonical text', () => {

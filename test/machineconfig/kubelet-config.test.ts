@@ -115,6 +115,50 @@ test('staticPodPath: refused on control-plane pools, only "" elsewhere; no base 
   assert.throws(() => generateKubeletFiles(kc!, worker, undefined), (e: unknown) => e instanceof GenerateConfigError && e.problems[0]!.rule === 'base-config-missing' && /01-worker-kubelet/.test(e.message));
 });
 
+// kubelet_config_controller.go syncKubeletConfig: a KubeletConfig's tlsSecurityProfile replaces the
+// template's (APIServer's) tlsMinVersion and tlsCipherSuites before generateKubeletIgnFiles merges
+// kubeletConfig over it; kubelet_config_controller_test.go TestKubeletConfigTLSOverride.
+const TLS_BASE = `${BASE}tlsMinVersion: VersionTLS10\ntlsCipherSuites:\n  - TLS_RSA_WITH_AES_128_CBC_SHA\n`;
+const tlsOf = (spec: Record<string, unknown>) => {
+  const { kc, c } = parse(spec);
+  assert.deepEqual(c.problems, []);
+  const conf = parseYaml(generateKubeletFiles(kc!, worker, TLS_BASE).at(-1)!.contents);
+  return { tlsMinVersion: conf.tlsMinVersion, tlsCipherSuites: conf.tlsCipherSuites, maxPods: conf.maxPods };
+};
+const TLS13 = ['TLS_AES_128_GCM_SHA256', 'TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256'];
+const INTERMEDIATE = [...TLS13, 'TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256', 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256', 'TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384', 'TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384', 'TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256', 'TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256'];
+
+test('tlsSecurityProfile sets kubelet.conf\'s tlsMinVersion and tlsCipherSuites (IANA names) for each profile type', () => {
+  assert.deepEqual(tlsOf({ tlsSecurityProfile: { type: 'Modern', modern: {} } }), { tlsMinVersion: 'VersionTLS13', tlsCipherSuites: TLS13, maxPods: 250 });
+  assert.deepEqual(tlsOf({ tlsSecurityProfile: { type: 'Intermediate' } }), { tlsMinVersion: 'VersionTLS12', tlsCipherSuites: INTERMEDIATE, maxPods: 250 });
+  const old = tlsOf({ tlsSecurityProfile: { type: 'Old', old: {} } });
+  assert.equal(old.tlsMinVersion, 'VersionTLS10');
+  assert.equal(old.tlsCipherSuites.length, 21, 'Old\'s 24 ciphers less the 3 Go cannot negotiate');
+  assert.equal(old.tlsCipherSuites.at(-1), 'TLS_RSA_WITH_3DES_EDE_CBC_SHA');
+  assert.deepEqual(tlsOf({ tlsSecurityProfile: { type: 'Custom', custom: { minTLSVersion: 'VersionTLS11', ciphers: ['ECDHE-RSA-CHACHA20-POLY1305', 'ECDHE-RSA-AES256-SHA384', 'ECDHE-ECDSA-AES128-GCM-SHA256'] } } }), { tlsMinVersion: 'VersionTLS11', tlsCipherSuites: ['TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256', 'TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256'], maxPods: 250 });
+  // No type, or Custom without a custom block: GetSecurityProfileCiphers falls back to Intermediate.
+  assert.deepEqual(tlsOf({ tlsSecurityProfile: {} }).tlsCipherSuites, INTERMEDIATE);
+  assert.deepEqual(tlsOf({ tlsSecurityProfile: { type: 'Custom', custom: null } }).tlsMinVersion, 'VersionTLS12');
+  // A Custom profile without ciphers or version: both fields are omitempty, so they leave kubelet.conf.
+  assert.deepEqual(tlsOf({ tlsSecurityProfile: { type: 'Custom', custom: {} } }), { tlsMinVersion: undefined, tlsCipherSuites: undefined, maxPods: 250 });
+  // No profile: the base's values (the cluster's APIServer profile, as its MCO rendered them) stay.
+  assert.deepEqual(tlsOf({ kubeletConfig: { maxPods: 300 } }), { tlsMinVersion: 'VersionTLS10', tlsCipherSuites: ['TLS_RSA_WITH_AES_128_CBC_SHA'], maxPods: 300 });
+  // kubeletConfig's own fields are merged after the profile, so they win.
+  assert.deepEqual(tlsOf({ tlsSecurityProfile: { type: 'Old' }, kubeletConfig: { tlsMinVersion: 'VersionTLS12', tlsCipherSuites: INTERMEDIATE } }), { tlsMinVersion: 'VersionTLS12', tlsCipherSuites: INTERMEDIATE, maxPods: 250 });
+  assert.equal(tlsOf({ tlsSecurityProfile: { type: 'Modern' }, kubeletConfig: { tlsMinVersion: '' } }).tlsMinVersion, 'VersionTLS13', 'an empty string never overrides');
+});
+
+test('tlsSecurityProfile refusals (the CRD schema\'s) name object, field and rule', () => {
+  const { kc, c } = parse({ tlsSecurityProfile: { type: 'Strict', custom: { minTLSVersion: 'TLS1.2', ciphers: 'ECDHE-RSA-AES128-GCM-SHA256' } } });
+  assert.equal(kc, undefined);
+  assert.deepEqual(c.problems.map((p) => `${p.object} ${p.field} ${p.rule}`), [
+    'KubeletConfig/x spec.tlsSecurityProfile.type tls-profile-type',
+    'KubeletConfig/x spec.tlsSecurityProfile.custom.ciphers type',
+    'KubeletConfig/x spec.tlsSecurityProfile.custom.minTLSVersion tls-min-version',
+  ]);
+  assert.match(c.problems[0]!.message, /type must be one of Old, Intermediate, Modern, Custom, got "Strict"/);
+});
+
 test('getManagedKubeletConfigKey: the first config for a pool has no suffix, later ones -N; the annotation wins; ten at most', () => {
   const sel = { matchLabels: { 'pools.operator.machineconfiguration.openshift.io/worker': '' } };
   const a = { name: 'a', selector: sel };
