@@ -158,8 +158,19 @@ try {
   }, null, 1) + '\n');
   writeFileSync(join(out, 'manifests.yaml'), manifests.join('---\n'));
 
-  // The store as this version leaves it, in the backup format (`mcplane-server backup`).
+  // The store as this version leaves it, in the backup format (`mcplane-server backup`), and what
+  // this server served from it: a later server must open the file and serve the same objects.
   console.log(await runBackup({ dataDir: server.dataDir, to: join(out, 'store.db') }));
+  const pools = (await call(c, c.status.listPools.bind(c.status), {}, 'list pools')).pools;
+  const nodes = (await call(c, c.status.listNodes.bind(c.status), {}, 'list nodes')).nodes;
+  const configs = (await call(c, c.config.listMachineConfigs.bind(c.config), {}, 'list configs')).machineConfigs;
+  const rendered = (await call(c, c.config.listRenderedConfigs.bind(c.config), {}, 'list rendered')).renderedConfigs;
+  writeFileSync(join(out, 'store.json'), JSON.stringify({
+    pools: pools.map((p) => ({ name: p.name, configuration: p.status!.configuration, machineCount: p.status!.machineCount, updatedMachineCount: p.status!.updatedMachineCount })),
+    machineConfigs: configs.map((m) => m.name),
+    renderedConfigs: rendered.map((r) => r.name),
+    nodes: nodes.map((n) => ({ name: n.name, pool: n.pool, currentConfig: n.status!.currentConfig, desiredConfig: n.status!.desiredConfig, state: n.status!.state, agentVersion: n.status!.agentVersion })),
+  }, null, 1) + '\n');
   console.log(`recorded ${messages.length} messages (agent: ${kinds('agent').join(', ')}; server: ${kinds('server').join(', ')}) into ${out}`);
 } finally {
   await host.stop();
