@@ -18,8 +18,11 @@ export interface RecordedMessage {
   from: 'agent' | 'server';
   /** The oneof case: register, status, heartbeat, renew; registered, assignment, command, certificate. */
   kind: string;
-  /** protobufjs toObject of the message under the fixture's own schema (camelCase, as proto-loader). */
-  json: Record<string, unknown>;
+  /**
+   * protobufjs toObject of the message under the fixture's own schema (camelCase, as proto-loader
+   * reads and writes it); untyped, since it follows an older schema than the generated types.
+   */
+  json: Record<string, any>;
   /** The bytes on the wire, base64. */
   wire: string;
 }
