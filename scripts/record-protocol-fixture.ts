@@ -1,6 +1,7 @@
-// Records a protocol fixture for this version (package.json's), for the mixed-version tests in
-// test/controlplane/protocol-compat.test.ts: run it at release time, as root (the agent needs a
-// systemd user manager), and commit test/fixtures/protocol/<version>/.
+// Records a protocol fixture for this version (package.json's), for the mixed-version tests
+// (test/controlplane/protocol-compat, older-agent and older-store, test/packaging/older-server;
+// docs/upgrade.md): run it at release time, as root (the agent needs a systemd user manager), and
+// commit test/fixtures/protocol/<version>/.
 //
 //   node --import tsx scripts/record-protocol-fixture.ts [--version X.Y.Z] [--out DIR]
 //
