@@ -31,7 +31,9 @@ export function agentService(cp: ControlPlane, auth: Authorizer, log: Logger): A
       let nodeName: string | undefined;
       let closed = false;
       const stream: AgentStream = {
-        write: (message) => !closed && call.write(message),
+        // The service is registered accepting PreEncoded responses (grpc-server.ts), which the
+        // generated types do not know of.
+        write: (message) => !closed && call.write(message as ServerMessage),
         end: (error) => {
           if (!closed) {
             if (error) fail(error);

@@ -13,6 +13,7 @@ import { createAuthorizer } from './authorization.ts';
 import { configService } from './config-service.ts';
 import { identityService } from './identity-service.ts';
 import { statusService } from './status-service.ts';
+import { acceptingPreEncoded } from '../../runtime/pre-encoded.ts';
 
 export const SERVICE_NAMES = ['mcplane.v1.AgentService', 'mcplane.v1.StatusService', 'mcplane.v1.ConfigService', 'mcplane.v1.IdentityService'];
 
@@ -43,7 +44,8 @@ export async function startGrpcServer(address: string, creds: ServerCredentials,
     port,
     serve(cp, tls) {
       const auth = createAuthorizer(tls);
-      server.addService(grpc.mcplane.v1.AgentService.service, agentService(cp, auth, log));
+      // Assignments are encoded once per fan-out and written to every stream as they are.
+      server.addService(acceptingPreEncoded(grpc.mcplane.v1.AgentService.service), agentService(cp, auth, log));
       server.addService(grpc.mcplane.v1.StatusService.service, statusService(cp, auth, log));
       server.addService(grpc.mcplane.v1.ConfigService.service, configService(cp, auth, log));
       server.addService(grpc.mcplane.v1.IdentityService.service, identityService(cp, auth, log));

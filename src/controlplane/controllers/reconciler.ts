@@ -12,6 +12,7 @@
 // ControllerManager (controller-manager.ts) gives each controller its lane: a queue, a run, and
 // the cache changes mapped to its keys.
 
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { ConflictError } from '../../machineconfig/index.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { CacheChange } from '../cache/cluster-cache.ts';
@@ -94,6 +95,9 @@ export async function runController<K, C>(
       } finally {
         queue.done(key);
       }
+      // A turn of the event loop between keys: reconciles chained on settled promises run as
+      // one long microtask run otherwise, and status reads and agent streams wait it out.
+      await yieldToEventLoop();
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));

@@ -15,12 +15,14 @@ import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
 import { NodeHistoryWriter } from './node-history-writer.ts';
 import { NodeStatusWriter } from './node-status-writer.ts';
 import { RateLimiter, type RateLimit } from '../../runtime/rate-limiter.ts';
+import type { PreEncoded } from '../../runtime/pre-encoded.ts';
 import type { Replica } from '../replica/replica.ts';
 import type { WriteOp } from '../store/store.ts';
 import type { AgentSessionRecord, NodeRecordValue, NodeStatusRecord } from '../store/stored-records.ts';
 
 export interface AgentStream {
-  write(message: ServerMessage): boolean;
+  /** A message, or one encoded once for many streams (an assignment: see assignment-dispatcher). */
+  write(message: ServerMessage | PreEncoded): boolean;
   /** Ends the stream: normally, or with the error the agent is told (a revoked certificate). */
   end(error?: Error): void;
 }

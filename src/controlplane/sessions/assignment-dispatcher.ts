@@ -7,11 +7,24 @@
 import { ConflictError } from '../../machineconfig/index.ts';
 import type { ServerMessage } from '../../runtime/generated/mcplane/v1/ServerMessage.ts';
 import type { Logger } from '../../runtime/logger.ts';
+import { preEncode, type PreEncoded } from '../../runtime/pre-encoded.ts';
+import { loadMcplaneProto } from '../../runtime/proto.ts';
 import type { AgentSessions, LocalSession } from './agent-sessions.ts';
 import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
 import { disruptionPolicyJsonFor } from '../cache/node-update-plan.ts';
 
+/**
+ * Sessions a change sends to before the rest wait for the next turn of the event loop: a fan-out
+ * to thousands of streams in one go held status reads (and every other call) for as long.
+ */
+const FAN_OUT_SLICE = 200;
+/** Distinct assignments kept encoded: a few pools, each mid-rollout between two configs. */
+const ENCODED_KEPT = 16;
+
 export class AssignmentDispatcher {
+  /** Encoded assignments by fingerprint (kept beside them: see sendAssignment), oldest first. */
+  readonly #encoded = new Map<string, { fingerprint: string; encoded: PreEncoded }>();
+
   constructor(private readonly cache: ClusterCache, private readonly sessions: AgentSessions, private readonly log: Logger) {
     cache.on('change', (change) => this.#onChange(change));
   }
@@ -45,8 +58,21 @@ export class AssignmentDispatcher {
     const { renderedConfig, disruptionPolicyJson, driftPolicy, healthCheckJson } = message.assignment;
     const fingerprint = `${renderedConfig}\n${disruptionPolicyJson}\n${driftPolicy}\n${healthCheckJson ?? ''}`;
     if (!always && session.lastAssignment === fingerprint) return;
-    session.lastAssignment = fingerprint;
-    session.stream.write(message);
+    const kept = this.#encode(fingerprint, message);
+    // The kept fingerprint: every session of a pool shares one string instead of holding a copy.
+    session.lastAssignment = kept.fingerprint;
+    session.stream.write(kept.encoded);
+  }
+
+  /** The assignment's wire bytes, encoded once for every stream it goes to. */
+  #encode(fingerprint: string, message: ServerMessage): { fingerprint: string; encoded: PreEncoded } {
+    let kept = this.#encoded.get(fingerprint);
+    if (!kept) {
+      kept = { fingerprint, encoded: preEncode(loadMcplaneProto().grpc.mcplane.v1.AgentService.service.Connect, message) };
+      this.#encoded.set(fingerprint, kept);
+      if (this.#encoded.size > ENCODED_KEPT) this.#encoded.delete(this.#encoded.keys().next().value!);
+    }
+    return kept;
   }
 
   /** Delivers a pending re-apply request to the node's stream, then removes it. */
@@ -61,6 +87,16 @@ export class AssignmentDispatcher {
       });
   }
 
+  /** Sends to `nodes` a slice per turn of the event loop, each as the cache stands then. */
+  #sendInSlices(nodes: string[], from = 0): void {
+    const end = Math.min(nodes.length, from + FAN_OUT_SLICE);
+    for (let i = from; i < end; i++) {
+      const session = this.sessions.get(nodes[i]!);
+      if (session) this.sendAssignment(session);
+    }
+    if (end < nodes.length) setImmediate(() => this.#sendInSlices(nodes, end));
+  }
+
   #onChange(change: CacheChange): void {
     if (this.sessions.size === 0) return;
     const check = new Set<string>();
@@ -69,10 +105,7 @@ export class AssignmentDispatcher {
     } else {
       for (const node of change.changed.get('NodeAssignment') ?? []) check.add(node);
     }
-    for (const node of check) {
-      const session = this.sessions.get(node);
-      if (session) this.sendAssignment(session);
-    }
+    this.#sendInSlices([...check]);
     for (const node of change.changed.get('ReapplyRequest') ?? []) {
       const session = this.sessions.get(node);
       if (session) void this.deliverReapply(session);
