@@ -3,6 +3,7 @@
 const BENCHMARKS: Record<string, () => Promise<{ run: () => void | Promise<void> }>> = {
   render: () => import('./render.ts'),
   controlplane: () => import('./controlplane.ts'),
+  'agent-memory': () => import('./agent-memory.ts'),
   agent: () => import('./agent.ts'),
   'cli-startup': () => import('./cli-startup.ts'),
 };
