@@ -1,12 +1,13 @@
-// Where a connected agent's memory goes on the server. One mcplane-server on SQLite; V8 heap
-// snapshots of it (taken over SIGUSR2, after the full GC a snapshot does) before and after N
-// agents (BENCH_AGENTS, default 1,000) connect over real mutual TLS from a separate process and
-// take a config. Printed per agent:
-//   RSS growth (the goal: at most 100 KiB), split into the V8 heap (what the snapshots hold) and
-//   the rest (OpenSSL's per-connection state, nghttp2's sessions, socket buffers, malloc's
-//   fragmentation: memory outside V8's heap);
-//   the heap growth by what holds it: each constructor's objects (grpc-js, Node's http2 and TLS
-//   objects, mcplane's own records) and V8's strings, arrays, closures and code.
+// Where a connected agent's memory goes on the server: one mcplane-server on SQLite, before and
+// after N agents (BENCH_AGENTS, default 1,000) connect over real mutual TLS from a separate
+// process and take a config. Printed per agent:
+//   RSS growth (the goal: at most 100 KiB), split into V8's committed heap, what is in use in
+//   it, Buffers and ArrayBuffers (Node's /metrics figures), and the native rest (OpenSSL's
+//   per-connection state, nghttp2's sessions, libuv, malloc);
+//   what is live after a full GC, by holder: each constructor's objects (grpc-js, Node's http2
+//   and TLS objects, mcplane's own records), V8's strings, arrays, closures and code, and the
+//   native memory Node reports into heap snapshots (nghttp2's). The snapshots come from a
+//   second server: writing one leaves native memory resident that the RSS figure would count.
 
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
