@@ -17,6 +17,7 @@ import { NodeStatusWriter } from './node-status-writer.ts';
 import { RateLimiter, type RateLimit } from '../../runtime/rate-limiter.ts';
 import type { PreEncoded } from '../../runtime/pre-encoded.ts';
 import type { Replica } from '../replica/replica.ts';
+import { GroupCommit } from '../store/group-commit.ts';
 import type { WriteOp } from '../store/store.ts';
 import type { AgentSessionRecord, NodeRecordValue, NodeStatusRecord } from '../store/stored-records.ts';
 
@@ -84,7 +85,11 @@ export class AgentSessions {
   /** Finished updates into each node's NodeHistory, fenced like the status. */
   readonly history: NodeHistoryWriter;
 
+  /** Registrations that arrive together (agents of a replica that died) commit together. */
+  readonly #registrationCommits: GroupCommit;
+
   constructor(private readonly cache: ClusterCache, private readonly replica: Replica, private readonly log: Logger) {
+    this.#registrationCommits = new GroupCommit(cache.store);
     this.writer = new NodeStatusWriter(cache, log, (node, epoch) => this.#sessionLost(node, epoch));
     this.history = new NodeHistoryWriter(cache, log);
     cache.on('change', (change) => this.#onChange(change));
@@ -141,13 +146,14 @@ export class AgentSessions {
     if (replaced && replaced.stream !== stream) replaced.superseded = true;
     let committed: Awaited<ReturnType<typeof this.cache.store.commit>>;
     try {
-      committed = await this.cache.store.commit(ops);
+      committed = await this.#registrationCommits.commit(ops);
     } catch (err) {
       if (replaced) delete replaced.superseded;
       throw err;
     }
     const { objects, revision } = committed;
-    const epoch = objects.find((o) => o.kind === 'AgentSession')!.resourceVersion;
+    // The commit may have carried other nodes' registrations too (see GroupCommit).
+    const epoch = objects.find((o) => o.kind === 'AgentSession' && o.name === name)!.resourceVersion;
     await this.cache.waitForRevision(revision);
 
     const previous = this.#local.get(name);
