@@ -4,6 +4,8 @@ const BENCHMARKS: Record<string, () => Promise<{ run: () => void | Promise<void>
   render: () => import('./render.ts'),
   controlplane: () => import('./controlplane.ts'),
   agent: () => import('./agent.ts'),
+  // The agent's memory table alone (agent runs it too).
+  'agent-rss': async () => ({ run: (await import('./agent-rss.ts')).benchRss }),
   'cli-startup': () => import('./cli-startup.ts'),
 };
 
