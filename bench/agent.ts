@@ -5,7 +5,7 @@
 //   units   enable and start 50 units over D-Bus, beside 50 `systemctl enable --now` (goal <= 0.3),
 //           with where the time goes and systemd's own share (all 50 in one `systemctl start`)
 //   rss     the agent process idle, connected to a control plane, under each V8/Node setting
-//           (goal: < 64 MB; bench/agent-rss.ts)
+//           (goal: < 64 MiB; bench/agent-rss.ts)
 
 import { closeSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
@@ -47,7 +47,7 @@ function plainLoop(list: DesiredFile[]): void {
   }
 }
 
-async function benchFiles(): Promise<void> {
+export async function benchFiles(): Promise<void> {
   const base = mkdtempSync(join(tmpdir(), 'bench-files-'));
   const plainDir = join(base, 'plain');
   const txDir = join(base, 'tx');
