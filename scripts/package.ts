@@ -233,8 +233,8 @@ export async function packageRpms(): Promise<string[]> {
       execFileSync('rpmbuild', [
         '-bb', join(ROOT, 'packaging', `${spec}.spec`),
         // The bundle is JavaScript and the runtime comes prebuilt: nothing is compiled, so
-        // building for another architecture is only a matter of labelling (and of not
-        // stripping, which rpm-common.inc turns off for every build).
+        // building for another architecture is only a matter of labelling (the runtime is
+        // stripped already, by strippedRuntime; rpm-common.inc turns rpmbuild's strip off).
         '--target', arch,
         '--define', `_topdir ${TOP}`,
         '--define', `_sourcedir ${sources}`,
