@@ -108,6 +108,9 @@ function fetchRuntime(npmPackage: string, dir: string): void {
  * 66.5. The agent's work is I/O: applying 1,000 files costs no measurable extra time, a drift
  * check of 1,000 files 23 ms instead of 19. Not --jitless: no lower than lite mode, and it also
  * interprets regular expressions. bench/agent-rss.ts imports this, so the bench measures what ships.
+ * They go on the launcher's command line, not into the unit as NODE_OPTIONS: Node refuses
+ * --lite-mode, --single-threaded and --optimize-for-size there ("not allowed in NODE_OPTIONS"),
+ * and the launcher also serves an agent started by hand.
  */
 export const AGENT_NODE = { flags: ['--lite-mode', '--single-threaded', '--optimize-for-size', '--max-semi-space-size=1'], env: { MALLOC_ARENA_MAX: '2' } };
 
