@@ -5,6 +5,8 @@ const BENCHMARKS: Record<string, () => Promise<{ run: () => void | Promise<void>
   controlplane: () => import('./controlplane.ts'),
   'agent-memory': () => import('./agent-memory.ts'),
   agent: () => import('./agent.ts'),
+  // The agent's memory table alone (agent runs it too).
+  'agent-rss': async () => ({ run: (await import('./agent-rss.ts')).benchRss }),
   'cli-startup': () => import('./cli-startup.ts'),
 };
 

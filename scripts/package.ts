@@ -4,7 +4,7 @@
 // and with Debian's (which lacks the systemd macros; the specs load
 // packaging/macros.systemd-fallback only then).
 
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, closeSync, copyFileSync, cpSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -97,13 +97,85 @@ function fetchRuntime(npmPackage: string, dir: string): void {
   renameSync(tmp, dir);
 }
 
+/**
+ * How the agent's launcher runs Node: every host pays the agent's memory, so it trades V8's
+ * optimizing compilers and background threads, which an idle agent never needs, for resident
+ * memory. Measured by `npm run bench -- agent` (bench/agent-rss.ts), idle and connected, against
+ * 88 MiB RSS with Node's defaults: --lite-mode (no TurboFan, Maglev or Sparkplug; feedback
+ * allocated lazily) 68.6 MiB on its own; --single-threaded (no concurrent marking or compile
+ * threads touching their own pages), --optimize-for-size, --max-semi-space-size=1 (a 1 MiB young
+ * generation instead of up to 16) and MALLOC_ARENA_MAX=2 (glibc's per-thread arenas) bring it to
+ * 66.5. The agent's work is I/O: applying 1,000 files costs no measurable extra time, a drift
+ * check of 1,000 files 23 ms instead of 19. Not --jitless: no lower than lite mode, and it also
+ * interprets regular expressions. bench/agent-rss.ts imports this, so the bench measures what ships.
+ * They go on the launcher's command line, not into the unit as NODE_OPTIONS: Node refuses
+ * --lite-mode, --single-threaded and --optimize-for-size there ("not allowed in NODE_OPTIONS"),
+ * and the launcher also serves an agent started by hand.
+ */
+export const AGENT_NODE = { flags: ['--lite-mode', '--single-threaded', '--optimize-for-size', '--max-semi-space-size=1'], env: { MALLOC_ARENA_MAX: '2' } };
+
 /** A launcher that finds the runtime beside itself, so an installed tree also runs under rpm --root. */
 function wrapper(program: string, component: string): string {
+  const agent = component === 'agent';
   return `#!/bin/sh
 # ${program}: the bundled program on the Node.js runtime the package ships (the host needs none).
 lib="$(dirname "$(readlink -f "$0")")/../lib/mcplane/${component}"
-exec "$lib/node" "$lib/${program}.cjs" "$@"
+${agent ? `# Node settings that lower the agent's resident memory (scripts/package.ts, AGENT_NODE, says why).
+${Object.entries(AGENT_NODE.env).map(([k, v]) => `export ${k}=${v}`).join('\n')}
+` : ''}exec "$lib/node" ${agent ? `${AGENT_NODE.flags.join(' ')} ` : ''}"$lib/${program}.cjs" "$@"
 `;
+}
+
+/** The ELF program headers' PT_LOAD extents (file offset and size) of a 64-bit little-endian file. */
+function loadSegments(elf: Buffer): { offset: number; size: number }[] {
+  const phoff = Number(elf.readBigUInt64LE(32));
+  const entry = elf.readUInt16LE(54);
+  const segments = [];
+  for (let i = 0; i < elf.readUInt16LE(56); i++) {
+    const ph = phoff + i * entry;
+    if (elf.readUInt32LE(ph) === 1) segments.push({ offset: Number(elf.readBigUInt64LE(ph + 8)), size: Number(elf.readBigUInt64LE(ph + 32)) });
+  }
+  return segments;
+}
+
+/**
+ * Whether `stripped` holds every byte of `original` that the kernel maps when it runs (each
+ * PT_LOAD segment: code, read-only data with Node's embedded startup snapshot and ICU data, the
+ * data segment), its program headers and its machine. Only the ELF header's section-table
+ * fields may differ: a process never reads them.
+ */
+export function sameLoadedBytes(original: Buffer, stripped: Buffer): boolean {
+  const HEADER = 64;
+  if (original.readUInt16LE(18) !== stripped.readUInt16LE(18)) return false;
+  const segments = loadSegments(original);
+  if (JSON.stringify(segments) !== JSON.stringify(loadSegments(stripped))) return false;
+  return segments.every(({ offset, size }) => {
+    const from = Math.max(offset, HEADER);
+    return from >= offset + size || original.subarray(from, offset + size).equals(stripped.subarray(from, offset + size));
+  });
+}
+
+/**
+ * Node's binary without its symbol table and debug information (126.6 MB of the x86_64 one's is
+ * 18.1 MB of those), for the packages. The strip program must know the architecture: GNU strip
+ * knows its host's only (Debian: binutils; binutils-aarch64-linux-gnu for the other), and asked
+ * to treat a foreign file as generic ELF it zeroes the machine field; llvm-strip (Debian: llvm)
+ * knows every one. Whichever works, the result must keep every loaded byte (sameLoadedBytes).
+ */
+function strippedRuntime(arch: RpmArch, binary: string, dir: string): string {
+  const out = join(dir, 'node.stripped');
+  const tried: string[] = [];
+  for (const tool of [`${arch}-linux-gnu-strip`, 'strip', 'llvm-strip']) {
+    rmSync(out, { force: true });
+    const r = spawnSync(tool, ['--strip-all', '-o', out, binary], { encoding: 'utf8' });
+    if (r.error || r.status !== 0) {
+      tried.push(`${tool}: ${r.error ? 'not installed' : r.stderr.trim().split('\n')[0]}`);
+      continue;
+    }
+    if (sameLoadedBytes(readFileSync(binary), readFileSync(out))) return out;
+    tried.push(`${tool}: changed bytes the process loads`);
+  }
+  throw new Error(`could not strip the ${arch} Node binary ${binary}:\n  ${tried.join('\n  ')}\n(Debian: apt-get install binutils-${arch.replace('_', '-')}-linux-gnu, or llvm)`);
 }
 
 /**
@@ -124,6 +196,7 @@ function stage(arch: RpmArch, bundle: string): string {
   const dir = join(STAGE, arch);
   const runtime = nodeRuntime(arch);
   mkdirSync(join(dir, 'bin'), { recursive: true });
+  const node = strippedRuntime(arch, runtime.binary, dir);
   // Files only: packaging/kubernetes/ holds manifests for a cluster, not RPM sources.
   for (const f of readdirSync(join(ROOT, 'packaging'), { withFileTypes: true })) {
     if (f.isFile()) copyFileSync(join(ROOT, 'packaging', f.name), join(dir, f.name));
@@ -138,7 +211,7 @@ function stage(arch: RpmArch, bundle: string): string {
     if (!arches.includes(arch)) continue;
     const target = join(dir, component);
     mkdirSync(target, { recursive: true });
-    copyFileSync(runtime.binary, join(target, 'node'));
+    copyFileSync(node, join(target, 'node'));
     chmodSync(join(target, 'node'), 0o755);
     for (const p of programs) {
       for (const file of [`${p}.cjs`, ...(PROGRAM_FILES[p] ?? [])]) copyFileSync(join(bundle, file), join(target, file));
@@ -163,8 +236,8 @@ export async function packageRpms(): Promise<string[]> {
       execFileSync('rpmbuild', [
         '-bb', join(ROOT, 'packaging', `${spec}.spec`),
         // The bundle is JavaScript and the runtime comes prebuilt: nothing is compiled, so
-        // building for another architecture is only a matter of labelling (and of not
-        // stripping, which rpm-common.inc turns off for every build).
+        // building for another architecture is only a matter of labelling (the runtime is
+        // stripped already, by strippedRuntime; rpm-common.inc turns rpmbuild's strip off).
         '--target', arch,
         '--define', `_topdir ${TOP}`,
         '--define', `_sourcedir ${sources}`,

