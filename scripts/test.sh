@@ -217,7 +217,7 @@ elif [ $# -gt 0 ]; then
   mapfile -t chosen_etcd < <(for f in "$@"; do in_list "$f" "${ETCD[@]}" && echo "$f"; done)
   run_lanes chosen chosen_etcd
 else
-  for f in "${ETCD[@]}"; do [ -f "$f" ] || { echo "scripts/test.sh: $f in the etcd list does not exist" >&2; exit 1; }; done
+  for f in "${ETCD[@]}" "${SERIAL[@]}" "${SLOW_FIRST[@]}"; do [ -f "$f" ] || { echo "scripts/test.sh: $f in a list above does not exist" >&2; exit 1; }; done
   # The typecheck runs beside the tests, at low priority: it needs nothing they build.
   nice -n 10 npm run -s typecheck >"$RUN_DIR/typecheck.out" 2>&1 &
   typecheck_pid=$!
