@@ -131,7 +131,7 @@ in_list() { local x=$1; shift; for y in "$@"; do [ "$x" = "$y" ] && return 0; do
 # why every file runs through a small wrapper whose name carries its place in the order).
 SLOW_FIRST=(
   test/agent/crash-safety.test.ts
-  test/cli/dashboard-500.test.ts
+  test/cli/dashboard-500-nodes.test.ts
   test/agent/symlink-race.test.ts
   test/agent/model-based.test.ts
   test/packaging/rpm-packages.test.ts
@@ -139,7 +139,7 @@ SLOW_FIRST=(
   test/kubernetes/registries-drain-real-agent.test.ts
   test/agent/update-flow.test.ts
   test/packaging/first-boot.test.ts
-  test/cli/dashboard.test.ts
+  test/cli/dashboard-browser.test.ts
   test/controlplane/replica-failover.test.ts
   test/controlplane/store-contract.test.ts
   test/agent/drift-and-failures.test.ts
