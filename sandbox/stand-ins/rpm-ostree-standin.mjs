@@ -6,12 +6,20 @@
 // booted deployment was booted with, as /proc/cmdline does on a host.
 //
 //   status --json                         {deployments: [...], transaction: null}
-//   kargs                                 the pending deployment's kernel arguments (staged, else
-//                                         booted), as the real tool prints them
-//   kargs --append-if-missing=A --delete-if-present=B ...   stages a deployment
+//   kargs                                 the pending deployment's kernel arguments (the next boot's
+//                                         when it is not the booted one, else the booted one's), as
+//                                         the real tool prints them
+//   kargs --append-if-missing=A --delete-if-present=B ...   stages a deployment on top of the
+//                                         pending one: rpm-ostree(1) kargs "will create a new
+//                                         deployment" from the pending deployment, as its other
+//                                         changes are cumulative with it (rpm-ostree v2017.2)
 //   override remove PKG... [--install P]  /  override reset PKG... [--uninstall P]
 //   update [--install P] [--uninstall P]
 //   rebase [--experimental] ostree-unverified-registry:IMAGE
+//   cleanup -p|--pending                  as rpm-ostree(1): "Use -p/--pending to remove the pending
+//                                         deployment" (the one the next boot would use when it is
+//                                         not the booted one: a staged deployment, or one a rollback
+//                                         moved up); without one it does nothing and succeeds
 //   cancel
 //   rollback                              as rpm-ostree(1): "Prepare the previous deployment to be
 //                                         booted next": a staged deployment is dropped (the booted
@@ -85,6 +93,12 @@ if (state.busy > 0 && !verb.startsWith('standin-') && !(verb === 'status')) {
 
 const booted = () => state.deployments.find((d) => d.booted);
 const staged = () => state.deployments.find((d) => d.staged);
+/**
+ * rpm-ostree's pending deployment: the one the next boot uses when it is not the booted one (a
+ * staged deployment, or the one a rollback moved to the top of the boot order); undefined when
+ * the booted one boots next.
+ */
+const pending = () => staged() ?? (state.deployments[0]?.booted ? undefined : state.deployments[0]);
 /** Stage a change on top of the pending deployment (or the booted one), as rpm-ostree does. */
 function stage(change) {
   if (state.hang > 0) {
@@ -93,7 +107,7 @@ function stage(change) {
     setInterval(() => undefined, 1 << 30); // never returns
     return new Promise(() => undefined);
   }
-  const base = staged() ?? booted();
+  const base = pending() ?? booted();
   const next = { image: base['container-image-reference'], kargs: [...base['standin-kargs']], packages: [...base['requested-packages']], removals: [...base['requested-base-removals']] };
   change(next);
   const d = deployment({ ...next, staged: true });
@@ -115,7 +129,7 @@ switch (verb) {
     const remove = opts('delete-if-present').concat(opts('delete'));
     if (append.length === 0 && remove.length === 0) {
       save(state);
-      process.stdout.write((staged() ?? booted())['standin-kargs'].join(' ') + '\n');
+      process.stdout.write((pending() ?? booted())['standin-kargs'].join(' ') + '\n');
       break;
     }
     stage((d) => {
@@ -151,6 +165,15 @@ switch (verb) {
     if (!ref || !/^ostree-(unverified-registry|image-signed|remote-image):/.test(ref)) fail(`rebase needs an ostree container reference, got ${ref}`);
     stage((d) => { d.image = ref; });
     process.stdout.write('Staging deployment... done\n');
+    break;
+  }
+  case 'cleanup': {
+    // Only -p: the agent drops an undone update's deployment with it (-r, -b, -m are not used).
+    if (!args.includes('-p') && !args.includes('--pending')) fail('the stand-in only implements cleanup -p');
+    const p = pending();
+    if (p) state.deployments = state.deployments.filter((d) => d !== p);
+    save(state);
+    process.stdout.write(p ? `Deleting deployment ${p.checksum}.0\n` : 'Deployments unchanged.\n');
     break;
   }
   case 'cancel':
