@@ -30,7 +30,9 @@
 // Test-only verbs (not rpm-ostree's): `standin-boot` makes the staged deployment the booted
 // one (what a reboot does); `standin-busy N` makes the next N commands fail as if another
 // transaction were running, with rpm-ostree's message; `standin-hang N` makes the next N
-// commands that stage a deployment hang forever, as a wedged rpm-ostreed would.
+// commands that stage a deployment hang forever, as a wedged rpm-ostreed would;
+// `standin-fail VERB [N]` makes the next N commands with that verb fail with an error that is
+// not a busy daemon's (one rpm-ostree cannot do, such as a cleanup that fails).
 
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -84,7 +86,12 @@ function fail(message, code = 1) {
 
 const state = load();
 const verb = args[0];
-if (verb !== 'standin-boot' && verb !== 'standin-busy') state.calls.push(args.join(' '));
+if (verb !== 'standin-boot' && verb !== 'standin-busy' && verb !== 'standin-fail') state.calls.push(args.join(' '));
+if (state.fail?.[verb] > 0) {
+  state.fail[verb]--;
+  save(state);
+  fail(`${verb} failed (standin-fail)`);
+}
 if (state.busy > 0 && !verb.startsWith('standin-') && !(verb === 'status')) {
   state.busy--;
   save(state);
@@ -206,6 +213,10 @@ switch (verb) {
   }
   case 'standin-hang':
     state.hang = Number(args[1] ?? 1);
+    save(state);
+    break;
+  case 'standin-fail':
+    state.fail = { ...state.fail, [args[1]]: Number(args[2] ?? 1) };
     save(state);
     break;
   case 'standin-busy':
