@@ -6,20 +6,20 @@
 // booted deployment was booted with, as /proc/cmdline does on a host.
 //
 //   status --json                         {deployments: [...], transaction: null}
-//   kargs                                 the pending deployment's kernel arguments (the next boot's
-//                                         when it is not the booted one, else the booted one's), as
-//                                         the real tool prints them
-//   kargs --append-if-missing=A --delete-if-present=B ...   stages a deployment on top of the
-//                                         pending one: rpm-ostree(1) kargs "will create a new
-//                                         deployment" from the pending deployment, as its other
-//                                         changes are cumulative with it (rpm-ostree v2017.2)
+//   kargs                                 rpm-ostree(1): "Without options, display current default
+//                                         kernel arguments": the default deployment's (index 0 in
+//                                         the boot order, the next boot's: staged, one a rollback
+//                                         moved up, else the booted one)
+//   kargs --append-if-missing=A --delete-if-present=B ...   stages a deployment: rpm-ostree(1)
+//                                         "By default, modifications are applied to the kernel
+//                                         arguments of the default deployment"
 //   override remove PKG... [--install P]  /  override reset PKG... [--uninstall P]
 //   update [--install P] [--uninstall P]
 //   rebase [--experimental] ostree-unverified-registry:IMAGE
-//   cleanup -p|--pending                  as rpm-ostree(1): "Use -p/--pending to remove the pending
-//                                         deployment" (the one the next boot would use when it is
-//                                         not the booted one: a staged deployment, or one a rollback
-//                                         moved up); without one it does nothing and succeeds
+//   cleanup -p|--pending                  rpm-ostree(1): "Use -p/--pending to remove the pending
+//                                         deployment" ("the \"pending\" deployment (the next
+//                                         boot)": the default one when it is not the booted one);
+//                                         without one it does nothing and succeeds
 //   cancel
 //   rollback                              as rpm-ostree(1): "Prepare the previous deployment to be
 //                                         booted next": a staged deployment is dropped (the booted
@@ -106,7 +106,7 @@ const staged = () => state.deployments.find((d) => d.staged);
  * the booted one boots next.
  */
 const pending = () => staged() ?? (state.deployments[0]?.booted ? undefined : state.deployments[0]);
-/** Stage a change on top of the pending deployment (or the booted one), as rpm-ostree does. */
+/** Stage a change on top of the default deployment (the pending one, else the booted one), as rpm-ostree does. */
 function stage(change) {
   if (state.hang > 0) {
     state.hang--;

@@ -73,8 +73,8 @@ export class RpmOstree {
   }
 
   /**
-   * Kernel arguments of the pending deployment (the staged one, else the booted one): what
-   * `rpm-ostree kargs` prints. What the kernel booted with is /proc/cmdline (kernel-cmdline.ts).
+   * Kernel arguments of the default deployment (the pending one, else the booted one): what
+   * `rpm-ostree kargs` prints, and what `rpm-ostree kargs --append/--delete` change. What the kernel booted with is /proc/cmdline (kernel-cmdline.ts).
    */
   async kargs(): Promise<string[]> {
     return splitKernelArguments([(await this.run(['kargs'])).trim()]);
