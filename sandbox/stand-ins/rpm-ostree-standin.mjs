@@ -6,12 +6,20 @@
 // booted deployment was booted with, as /proc/cmdline does on a host.
 //
 //   status --json                         {deployments: [...], transaction: null}
-//   kargs                                 the pending deployment's kernel arguments (staged, else
-//                                         booted), as the real tool prints them
-//   kargs --append-if-missing=A --delete-if-present=B ...   stages a deployment
+//   kargs                                 rpm-ostree(1): "Without options, display current default
+//                                         kernel arguments": the default deployment's (index 0 in
+//                                         the boot order, the next boot's: staged, one a rollback
+//                                         moved up, else the booted one)
+//   kargs --append-if-missing=A --delete-if-present=B ...   stages a deployment: rpm-ostree(1)
+//                                         "By default, modifications are applied to the kernel
+//                                         arguments of the default deployment"
 //   override remove PKG... [--install P]  /  override reset PKG... [--uninstall P]
 //   update [--install P] [--uninstall P]
 //   rebase [--experimental] ostree-unverified-registry:IMAGE
+//   cleanup -p|--pending                  rpm-ostree(1): "Use -p/--pending to remove the pending
+//                                         deployment" ("the \"pending\" deployment (the next
+//                                         boot)": the default one when it is not the booted one);
+//                                         without one it does nothing and succeeds
 //   cancel
 //   rollback                              as rpm-ostree(1): "Prepare the previous deployment to be
 //                                         booted next": a staged deployment is dropped (the booted
@@ -22,7 +30,9 @@
 // Test-only verbs (not rpm-ostree's): `standin-boot` makes the staged deployment the booted
 // one (what a reboot does); `standin-busy N` makes the next N commands fail as if another
 // transaction were running, with rpm-ostree's message; `standin-hang N` makes the next N
-// commands that stage a deployment hang forever, as a wedged rpm-ostreed would.
+// commands that stage a deployment hang forever, as a wedged rpm-ostreed would;
+// `standin-fail VERB [N]` makes the next N commands with that verb fail with an error that is
+// not a busy daemon's (one rpm-ostree cannot do, such as a cleanup that fails).
 
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -76,7 +86,12 @@ function fail(message, code = 1) {
 
 const state = load();
 const verb = args[0];
-if (verb !== 'standin-boot' && verb !== 'standin-busy') state.calls.push(args.join(' '));
+if (verb !== 'standin-boot' && verb !== 'standin-busy' && verb !== 'standin-fail') state.calls.push(args.join(' '));
+if (state.fail?.[verb] > 0) {
+  state.fail[verb]--;
+  save(state);
+  fail(`${verb} failed (standin-fail)`);
+}
 if (state.busy > 0 && !verb.startsWith('standin-') && !(verb === 'status')) {
   state.busy--;
   save(state);
@@ -85,7 +100,13 @@ if (state.busy > 0 && !verb.startsWith('standin-') && !(verb === 'status')) {
 
 const booted = () => state.deployments.find((d) => d.booted);
 const staged = () => state.deployments.find((d) => d.staged);
-/** Stage a change on top of the pending deployment (or the booted one), as rpm-ostree does. */
+/**
+ * rpm-ostree's pending deployment: the one the next boot uses when it is not the booted one (a
+ * staged deployment, or the one a rollback moved to the top of the boot order); undefined when
+ * the booted one boots next.
+ */
+const pending = () => staged() ?? (state.deployments[0]?.booted ? undefined : state.deployments[0]);
+/** Stage a change on top of the default deployment (the pending one, else the booted one), as rpm-ostree does. */
 function stage(change) {
   if (state.hang > 0) {
     state.hang--;
@@ -93,7 +114,7 @@ function stage(change) {
     setInterval(() => undefined, 1 << 30); // never returns
     return new Promise(() => undefined);
   }
-  const base = staged() ?? booted();
+  const base = pending() ?? booted();
   const next = { image: base['container-image-reference'], kargs: [...base['standin-kargs']], packages: [...base['requested-packages']], removals: [...base['requested-base-removals']] };
   change(next);
   const d = deployment({ ...next, staged: true });
@@ -115,7 +136,7 @@ switch (verb) {
     const remove = opts('delete-if-present').concat(opts('delete'));
     if (append.length === 0 && remove.length === 0) {
       save(state);
-      process.stdout.write((staged() ?? booted())['standin-kargs'].join(' ') + '\n');
+      process.stdout.write((pending() ?? booted())['standin-kargs'].join(' ') + '\n');
       break;
     }
     stage((d) => {
@@ -153,6 +174,15 @@ switch (verb) {
     process.stdout.write('Staging deployment... done\n');
     break;
   }
+  case 'cleanup': {
+    // Only -p: the agent drops an undone update's deployment with it (-r, -b, -m are not used).
+    if (!args.includes('-p') && !args.includes('--pending')) fail('the stand-in only implements cleanup -p');
+    const p = pending();
+    if (p) state.deployments = state.deployments.filter((d) => d !== p);
+    save(state);
+    process.stdout.write(p ? `Deleting deployment ${p.checksum}.0\n` : 'Deployments unchanged.\n');
+    break;
+  }
   case 'cancel':
     save(state);
     break;
@@ -183,6 +213,10 @@ switch (verb) {
   }
   case 'standin-hang':
     state.hang = Number(args[1] ?? 1);
+    save(state);
+    break;
+  case 'standin-fail':
+    state.fail = { ...state.fail, [args[1]]: Number(args[2] ?? 1) };
     save(state);
     break;
   case 'standin-busy':

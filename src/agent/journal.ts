@@ -113,6 +113,12 @@ export interface JournalState {
    * (the update's own was booted): the next update reboots, whatever its own plan says.
    */
   undoReboot?: string | null;
+  /**
+   * Kernel arguments of unfinished updates that were undone: should a deployment of theirs still
+   * be rpm-ostree's pending one (its cleanup failed, or was cut short by a kill), the next update
+   * takes those its config does not want out of it. Cleared when an update is done.
+   */
+  undoneKargs?: string[] | null;
 }
 
 const EMPTY = (): JournalState => ({ version: 1, currentConfig: '', currentSpec: null, currentPolicy: null, currentDriftPolicy: 'Degrade', backups: {}, pending: null, lastDisruption: '', failure: null });

@@ -1,12 +1,17 @@
 // Kernel arguments, kernel type, extensions and the OS image through rpm-ostree. Each change is
-// computed against rpm-ostree's own pending deployment (staged, else booted), so running it
-// again after a crash does nothing twice.
+// computed against rpm-ostree's own pending deployment (the next boot's, else the booted one),
+// which every rpm-ostree change builds on, so running it again after a crash does nothing twice
+// and a deployment left over from an undone update cannot slip its changes into this one.
 
 import { splitKernelArguments, UpdateStepError, type MachineConfigSpec } from '../machineconfig/index.ts';
 import { readKernelCmdline } from './kernel-cmdline.ts';
 import { EXTENSION_PACKAGES, extensionsOf, imageOf, kernelTypeOf, type RpmOstree } from './rpm-ostree.ts';
 
-export async function applyOsChanges(rpm: RpmOstree, from: MachineConfigSpec | null, to: MachineConfigSpec): Promise<string[]> {
+/**
+ * `undoneKargs`: kernel arguments of undone updates, which the pending deployment may still hold
+ * when their deployment could not be dropped; taken out unless `to` wants them.
+ */
+export async function applyOsChanges(rpm: RpmOstree, from: MachineConfigSpec | null, to: MachineConfigSpec, undoneKargs: readonly string[] = []): Promise<string[]> {
   const done: string[] = [];
   const step = async (object: string, fn: () => Promise<void>): Promise<void> => {
     try {
@@ -16,21 +21,24 @@ export async function applyOsChanges(rpm: RpmOstree, from: MachineConfigSpec | n
       throw new UpdateStepError('apply', object, (err as Error).message);
     }
   };
-  const { booted, staged } = await rpm.status();
-  const pending = staged ?? booted;
+  const status = await rpm.status();
+  const pending = status.pending ?? status.booted;
 
-  const oldKargs = splitKernelArguments(from?.kernelArguments ?? []);
+  // Against what the pending deployment holds, not what `from` says it should: the two differ
+  // when an undone update's deployment is still pending (it holds that update's arguments).
+  const have = await rpm.kargs().catch((err: Error) => { throw new UpdateStepError('apply', 'kernelArguments', err.message); });
   const newKargs = splitKernelArguments(to.kernelArguments);
-  const remove = oldKargs.filter((k) => !newKargs.includes(k));
-  const add = newKargs.filter((k) => !oldKargs.includes(k) || !from);
+  const managed = [...new Set([...splitKernelArguments(from?.kernelArguments ?? []), ...undoneKargs])];
+  const remove = managed.filter((k) => !newKargs.includes(k) && have.includes(k));
+  const add = newKargs.filter((k) => !have.includes(k));
   if (remove.length || add.length) await step('kernelArguments', () => rpm.changeKargs(remove, add));
 
   const kernelType = kernelTypeOf(pending);
   if (kernelType !== to.kernelType) await step('kernelType', () => rpm.setKernelType(kernelType, to.kernelType));
 
-  const have = extensionsOf(pending);
-  const extAdd = to.extensions.filter((e) => !have.includes(e) && EXTENSION_PACKAGES[e]);
-  const extRemove = (from?.extensions ?? []).filter((e) => !to.extensions.includes(e) && have.includes(e));
+  const installed = extensionsOf(pending);
+  const extAdd = to.extensions.filter((e) => !installed.includes(e) && EXTENSION_PACKAGES[e]);
+  const extRemove = (from?.extensions ?? []).filter((e) => !to.extensions.includes(e) && installed.includes(e));
   if (extAdd.length || extRemove.length) await step('extensions', () => rpm.changeExtensions(extRemove, extAdd));
 
   if (to.osImageURL && imageOf(pending) !== to.osImageURL) await step('osImageURL', () => rpm.rebase(to.osImageURL));

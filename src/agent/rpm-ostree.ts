@@ -3,7 +3,7 @@
 // logged; it is not a failure of the update.
 
 import { execFile } from 'node:child_process';
-import { RpmOstreeError, type OsStatus } from '../machineconfig/index.ts';
+import { RpmOstreeError, splitKernelArguments, type OsStatus } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { configurableArgs, type Cmdline } from './kernel-cmdline.ts';
 
@@ -19,6 +19,12 @@ export interface Deployment {
 export interface OstreeStatus {
   booted: Deployment;
   staged: Deployment | undefined;
+  /**
+   * rpm-ostree's pending deployment, which the next boot uses and every change builds on: the
+   * staged one, or the first in boot order when that is not the booted one (after a rollback);
+   * undefined when the booted one boots next.
+   */
+  pending: Deployment | undefined;
 }
 
 /** MCO's kernel packages per kernel type (pkg/daemon/update.go). */
@@ -61,15 +67,17 @@ export class RpmOstree {
     }
     const booted = parsed.deployments?.find((d) => d.booted);
     if (!booted) throw new RpmOstreeError('rpm-ostree status --json lists no booted deployment');
-    return { booted, staged: parsed.deployments?.find((d) => d.staged) };
+    const staged = parsed.deployments?.find((d) => d.staged);
+    const first = parsed.deployments?.[0];
+    return { booted, staged, pending: staged ?? (first && !first.booted ? first : undefined) };
   }
 
   /**
-   * Kernel arguments of the pending deployment (the staged one, else the booted one): what
-   * `rpm-ostree kargs` prints. What the kernel booted with is /proc/cmdline (kernel-cmdline.ts).
+   * Kernel arguments of the default deployment (the pending one, else the booted one): what
+   * `rpm-ostree kargs` prints, and what `rpm-ostree kargs --append/--delete` change. What the kernel booted with is /proc/cmdline (kernel-cmdline.ts).
    */
   async kargs(): Promise<string[]> {
-    return (await this.run(['kargs'])).trim().split(/\s+/).filter(Boolean);
+    return splitKernelArguments([(await this.run(['kargs'])).trim()]);
   }
 
   async changeKargs(remove: string[], add: string[]): Promise<void> {

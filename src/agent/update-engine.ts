@@ -33,6 +33,7 @@ import {
   enterPhase,
   finishUpdate,
   planDisruption,
+  splitKernelArguments,
   startUpdate,
   UnreconcilableError,
   UpdateStepError,
@@ -391,7 +392,7 @@ export class UpdateEngine {
   async #applyOs(): Promise<void> {
     const j = this.#d.journal;
     await this.#applyStep('os-done', 'rpm-ostree', async () => {
-      const changed = await applyOsChanges(this.#d.rpmOstree, j.state.currentSpec, j.state.pending!.toSpec);
+      const changed = await applyOsChanges(this.#d.rpmOstree, j.state.currentSpec, j.state.pending!.toSpec, j.state.undoneKargs ?? []);
       if (changed.length) this.#d.log.info({ changed }, 'OS changes staged with rpm-ostree');
       if (changed.length) j.update((s) => { s.pending!.osChanged = true; });
     });
@@ -538,6 +539,8 @@ export class UpdateEngine {
       s.pending = null;
       s.failure = null;
       s.undoReboot = null;
+      // Its OS step took them out of the pending deployment (and it booted, if it changed the OS).
+      s.undoneKargs = null;
       if (s.currentUpdate) s.lastUpdate = finishUpdate(s.currentUpdate, 'Done', '', Date.now());
       s.currentUpdate = null;
     });
@@ -660,11 +663,20 @@ export class UpdateEngine {
     }
     const booted = p.rebootFromBootId !== undefined && this.#bootId() !== p.rebootFromBootId;
     let reboot = false;
+    // Remembered before rpm-ostree is touched (a kill may come next): should its deployment stay
+    // pending, the next update takes its kernel arguments out again (applyOsChanges).
+    const kargs = splitKernelArguments(p.toSpec.kernelArguments);
+    if (kargs.some((k) => !j.state.undoneKargs?.includes(k))) j.update((s) => { s.undoneKargs = [...new Set([...(s.undoneKargs ?? []), ...kargs])]; });
     if (p.osChanged && booted) {
       await attempt('rpm-ostree rollback', () => this.#rpmOstreeRollback());
       reboot = true;
-    } else {
-      await this.#d.rpmOstree.run(['cleanup', '-p']).catch(() => undefined);
+    } else if (p.osChanged || p.step === 'units-done') {
+      // Drops the deployment the update staged (at units-done a kill may have come between
+      // rpm-ostree's change and the journal's record of it): every later rpm-ostree change builds
+      // on the pending deployment, so a staged one left here would carry the undone update's
+      // changes into the next. An update that staged nothing leaves the pending deployment alone:
+      // it may be the one an earlier undo rolled back to. A failure is reported, not swallowed.
+      await attempt('rpm-ostree cleanup -p', () => this.#d.rpmOstree.run(['cleanup', '-p']));
     }
     if (errors.length) this.#d.log.error({ errors }, 'some of the update could not be undone');
     return { reboot, errors };

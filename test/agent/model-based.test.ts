@@ -22,12 +22,9 @@ import { poolYaml } from '../helpers/manifests.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
 // CI replays two fixed sequences, one per store, so a red run is always the same red run; any
-// other seed, or MCPLANE_MODEL_SEED=random, explores.
-//
-// Seeds that find open bugs in undoing an unfinished update's OS changes (rpm-ostree staged
-// deployments) across failed reboots and kill -9, for whoever fixes them: 1032650931 (step 7:
-// the next update's deployment still carries the undone update's model.k1=1) and 1515066152
-// (step 20: after a kill -9, validation finds model.k1=1 missing from the booted command line).
+// other seed, or MCPLANE_MODEL_SEED=random, explores. A bug a seed finds gets a focused test of
+// its own (the seeds 1032650931, 1515066152 and 680357874 found an undone update's kernel
+// arguments reaching the next update's deployment: undone-karg-added/-removed.test.ts).
 const FIXED_SEED = process.env.MCPLANE_TEST_STORE === 'etcd' ? 1551092572 : 1239433693;
 const SEED = process.env.MCPLANE_MODEL_SEED === 'random' ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.MCPLANE_MODEL_SEED ?? FIXED_SEED);
 // CI runs a fixed number of steps of each fixed sequence (MCPLANE_MODEL_STEPS, default 12); an
