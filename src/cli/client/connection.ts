@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { ConfigurationError, YamlSyntaxError } from '../../machineconfig/index.ts';
+import { ConfigurationError, YamlSyntaxError } from '../../machineconfig/errors.ts';
 import { yamlSyntaxLocations } from '../yaml-syntax.ts';
 import { CLIENT_CHANNEL_OPTIONS } from '../../runtime/grpc-options.ts';
 import { loadClientContract } from './contract.ts';
