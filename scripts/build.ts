@@ -1,6 +1,7 @@
-// npm run build: one self-contained CommonJS bundle per program in dist/bundle/, plus every
-// .proto file read at run time, laid out so that each package finds its own relative to the
-// bundle (grpc-health-check and @grpc/reflection load theirs from __dirname).
+// npm run build: one self-contained CommonJS bundle per program in dist/bundle/ (mcctl: a loader
+// and an ES module split into chunks under dist/bundle/mcctl/), plus every .proto file read at run
+// time, laid out so that each package finds its own relative to the bundle (grpc-health-check and
+// @grpc/reflection load theirs from __dirname).
 
 import { build, type Plugin } from 'esbuild';
 import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
@@ -34,7 +35,8 @@ const packageDirname: Plugin = {
  * compile cache (module.enableCompileCache) keeps V8's code for it between runs; it applies to
  * modules loaded after it is turned on, hence this loader in front of the program. The cache is
  * per user (never a shared /tmp directory, where another user could plant code); where it cannot
- * be written, mcctl runs as before.
+ * be written, mcctl runs as before. The program is an ES module in chunks (mcctlBuild says why),
+ * so the loader imports it.
  */
 const MCCTL_LOADER = `'use strict';
 // mcctl: turns on Node's compile cache, then runs the program (scripts/build.ts says why).
@@ -44,7 +46,7 @@ const cache = process.env.XDG_CACHE_HOME || (home && join(home, '.cache'));
 try {
   if (cache && process.env.MCCTL_NO_COMPILE_CACHE !== '1') require('node:module').enableCompileCache?.(join(cache, 'mcplane', 'mcctl-compile-cache'));
 } catch { /* no cache: only slower */ }
-require('./mcctl-program.cjs');
+import('./mcctl/main.mjs');
 `;
 
 /** The mcplane contract parsed once here, as protobufjs' JSON, for the bundles to load (runtime/proto.ts). */
@@ -56,6 +58,44 @@ function writeParsedProto(file: string): void {
   writeFileSync(file, JSON.stringify(root.toJSON()));
 }
 
+/** Where mcctl's chunks go, under dist/bundle (scripts/package.ts copies the directory). */
+export const MCCTL_DIR = 'mcctl';
+
+/**
+ * mcctl as an ES module split into chunks: each command's dynamic import() in src/cli/main.ts
+ * becomes a file of its own, loaded only when that command runs. As one CommonJS file (esbuild
+ * splits only ES modules) every run read and compiled all 5 MB of it, most of it
+ * @kubernetes/client-node for `mcctl import`, to list three pools. Chunks keep CommonJS's
+ * require (for the node: built-ins the bundled packages require) and __dirname/__filename, each
+ * its own file's, through the banner.
+ */
+async function mcctlBuild(): Promise<void> {
+  await build({
+    entryPoints: { main: join(ROOT, 'src/cli/main.ts') },
+    outdir: join(OUT, MCCTL_DIR),
+    outExtension: { '.js': '.mjs' },
+    chunkNames: '[name]-[hash]',
+    bundle: true,
+    splitting: true,
+    platform: 'node',
+    target: 'node24',
+    format: 'esm',
+    minifyWhitespace: true,
+    minifySyntax: true,
+    keepNames: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+    define: {
+      __MCPLANE_BUNDLED__: 'true',
+      __MCPLANE_VERSION__: JSON.stringify(VERSION),
+    },
+    banner: {
+      js: "import{createRequire as __mcplaneCreateRequire}from'node:module';import{fileURLToPath as __mcplaneFileURLToPath}from'node:url';" +
+        "const require=__mcplaneCreateRequire(import.meta.url),__filename=__mcplaneFileURLToPath(import.meta.url),__dirname=__mcplaneFileURLToPath(new URL('.',import.meta.url));",
+    },
+  });
+}
+
 export async function buildBundles(): Promise<string> {
   rmSync(OUT, { recursive: true, force: true });
   mkdirSync(OUT, { recursive: true });
@@ -63,8 +103,6 @@ export async function buildBundles(): Promise<string> {
     entryPoints: {
       'mcplane-agent': join(ROOT, 'src/agent/main.ts'),
       'mcplane-server': join(ROOT, 'src/controlplane/main.ts'),
-      // mcctl.cjs is the small loader below, which turns on the compile cache first.
-      'mcctl-program': join(ROOT, 'src/cli/main.ts'),
     },
     outdir: OUT,
     outExtension: { '.js': '.cjs' },
@@ -86,8 +124,11 @@ export async function buildBundles(): Promise<string> {
     banner: { js: "const __mcplaneImportMetaUrl = require('url').pathToFileURL(__filename).href;" },
     plugins: [packageDirname],
   });
+  await mcctlBuild();
   cpSync(join(ROOT, 'proto'), join(OUT, 'proto'), { recursive: true });
   writeParsedProto(join(OUT, PARSED_PROTO_FILE));
+  // The contract beside the chunk that reads it (runtime/proto.ts looks beside its own module).
+  cpSync(join(OUT, PARSED_PROTO_FILE), join(OUT, MCCTL_DIR, PARSED_PROTO_FILE));
   writeFileSync(join(OUT, 'mcctl.cjs'), MCCTL_LOADER);
   for (const pkg of DIRNAME_PACKAGES) {
     const from = join(ROOT, 'node_modules', pkg);
@@ -102,5 +143,5 @@ export async function buildBundles(): Promise<string> {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const out = await buildBundles();
-  console.log(`built ${relative(ROOT, out)}: mcplane-agent.cjs, mcplane-server.cjs, mcctl.cjs (and mcctl-program.cjs), proto/ (version ${VERSION})`);
+  console.log(`built ${relative(ROOT, out)}: mcplane-agent.cjs, mcplane-server.cjs, mcctl.cjs (and mcctl/), proto/ (version ${VERSION})`);
 }

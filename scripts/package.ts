@@ -36,8 +36,8 @@ const PACKAGES: { spec: string; component: 'agent' | 'server' | 'cli'; programs:
   { spec: 'mcplane-cli', component: 'cli', programs: ['mcctl'], arches: ['x86_64', 'aarch64'] },
 ];
 
-/** Bundle files a program needs besides <program>.cjs (mcctl.cjs is a loader; build.ts). */
-const PROGRAM_FILES: Record<string, string[]> = { mcctl: ['mcctl-program.cjs'] };
+/** Bundle files (or directories) a program needs besides <program>.cjs (mcctl.cjs is a loader of mcctl/; build.ts). */
+const PROGRAM_FILES: Record<string, string[]> = { mcctl: ['mcctl'] };
 
 /** e_machine of a 64-bit little-endian ELF file, or an error naming what the file is instead. */
 export function elfMachine(path: string): number {
@@ -214,7 +214,7 @@ function stage(arch: RpmArch, bundle: string): string {
     copyFileSync(node, join(target, 'node'));
     chmodSync(join(target, 'node'), 0o755);
     for (const p of programs) {
-      for (const file of [`${p}.cjs`, ...(PROGRAM_FILES[p] ?? [])]) copyFileSync(join(bundle, file), join(target, file));
+      for (const file of [`${p}.cjs`, ...(PROGRAM_FILES[p] ?? [])]) cpSync(join(bundle, file), join(target, file), { recursive: true });
       writeFileSync(join(dir, 'bin', p), wrapper(p, component), { mode: 0o755 });
     }
     cpSync(join(bundle, 'proto'), join(target, 'proto'), { recursive: true });

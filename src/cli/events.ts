@@ -1,7 +1,7 @@
 // `mcctl get events`: kubectl's columns (LAST SEEN, TYPE, REASON, OBJECT, MESSAGE) and its Event
 // object for -o yaml|json, filtered by --node and --pool on the server.
 
-import { NotFoundError } from '../machineconfig/index.ts';
+import { NotFoundError } from '../machineconfig/errors.ts';
 import type { Event__Output } from '../runtime/generated/mcplane/v1/Event.ts';
 import { call } from './client/call.ts';
 import type { Clients } from './client/connection.ts';

@@ -8,7 +8,7 @@
 // not start a forged row, clear the screen or retitle the window. -o json|yaml|jsonpath print
 // values exactly; they are for programs.
 
-import { escapeControlCharacters } from '../machineconfig/index.ts';
+import { escapeControlCharacters } from '../machineconfig/control-characters.ts';
 
 /** A value as one piece of a line: controls, newlines included, as visible escapes. */
 export function shown(value: string | number): string {

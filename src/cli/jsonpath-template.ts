@@ -4,7 +4,7 @@
 // results print separated by spaces, as kubectl prints them.
 
 import { JSONPath } from 'jsonpath-plus';
-import { ConfigurationError } from '../machineconfig/index.ts';
+import { ConfigurationError } from '../machineconfig/errors.ts';
 
 type Part = { text: string } | { expr: string } | { range: string; body: Part[] };
 

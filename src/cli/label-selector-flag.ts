@@ -2,7 +2,8 @@
 // LabelSelector that src/machineconfig/label-selector.ts matches, so the CLI and the server
 // agree on what a selector means.
 
-import { ConfigurationError, type LabelSelector, type LabelSelectorRequirement } from '../machineconfig/index.ts';
+import { ConfigurationError } from '../machineconfig/errors.ts';
+import type { LabelSelector, LabelSelectorRequirement } from '../machineconfig/index.ts';
 
 // Kubernetes' qualified name with an optional DNS-subdomain prefix, and label values.
 const KEY = /^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;

@@ -2,7 +2,8 @@
 // message on stderr and a non-zero exit, never a stack trace.
 
 import { Command, Option } from 'commander';
-import { ConfigurationError, escapeControlCharacters, McplaneError } from '../machineconfig/index.ts';
+import { ConfigurationError, McplaneError } from '../machineconfig/errors.ts';
+import { escapeControlCharacters } from '../machineconfig/control-characters.ts';
 import { silenceIpServernameWarning } from '../runtime/process-warnings.ts';
 import { isEntryPoint } from '../runtime/entry-point.ts';
 import { VERSION } from '../runtime/version.ts';

@@ -1,6 +1,6 @@
 // Wire messages as the objects an OpenShift user expects from `oc get ... -o yaml`.
 
-import { API_VERSION } from '../machineconfig/index.ts';
+import { API_VERSION } from '../machineconfig/constants.ts';
 import type { MachineConfig__Output } from '../runtime/generated/mcplane/v1/MachineConfig.ts';
 import type { MachineConfigPool__Output } from '../runtime/generated/mcplane/v1/MachineConfigPool.ts';
 import type { Node__Output } from '../runtime/generated/mcplane/v1/Node.ts';

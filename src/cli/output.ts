@@ -1,5 +1,5 @@
 import { stringify } from 'yaml';
-import { ConfigurationError } from '../machineconfig/index.ts';
+import { ConfigurationError } from '../machineconfig/errors.ts';
 import { checkJsonPath, renderJsonPath } from './jsonpath-template.ts';
 
 /** What `render` prints. */

@@ -1,7 +1,9 @@
 // What `mcctl get` can list: for each resource its names, how to fetch it, its table columns
 // (normal and -o wide), its Kubernetes-shaped object and its labels for -l.
 
-import { ConfigurationError, formatSelector, NotFoundError, type Labels } from '../machineconfig/index.ts';
+import { ConfigurationError, NotFoundError } from '../machineconfig/errors.ts';
+import { formatSelector } from '../machineconfig/label-selector.ts';
+import type { Labels } from '../machineconfig/index.ts';
 import type { MachineConfig__Output } from '../runtime/generated/mcplane/v1/MachineConfig.ts';
 import type { MachineConfigPool__Output } from '../runtime/generated/mcplane/v1/MachineConfigPool.ts';
 import type { Node__Output } from '../runtime/generated/mcplane/v1/Node.ts';

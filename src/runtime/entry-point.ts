@@ -2,7 +2,7 @@
 // bundle, each bundle is exactly one program, and the build defines __MCPLANE_BUNDLED__.
 
 import { realpathSync } from 'node:fs';
-import { McplaneError } from '../machineconfig/index.ts';
+import { McplaneError } from '../machineconfig/errors.ts';
 import { fileURLToPath } from 'node:url';
 
 declare const __MCPLANE_BUNDLED__: boolean | undefined;

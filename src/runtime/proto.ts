@@ -2,7 +2,8 @@
 // `npm run proto:types` gives proto-loader-gen-types, or the generated types would lie.
 
 import { loadPackageDefinition, type GrpcObject } from '@grpc/grpc-js';
-import { fromJSON, loadSync, type Options, type PackageDefinition } from '@grpc/proto-loader';
+import { fromJSON, loadSync, type PackageDefinition } from '@grpc/proto-loader';
+import { LOADER_OPTIONS, PARSED_PROTO_FILE, PROTO_FILES, protoDir } from './proto-files.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,25 +12,8 @@ import type { ProtoGrpcType as ConfigProto } from './generated/config.ts';
 import type { ProtoGrpcType as IdentityProto } from './generated/identity.ts';
 import type { ProtoGrpcType as StatusProto } from './generated/status.ts';
 
-export const PROTO_FILES = ['mcplane/v1/agent.proto', 'mcplane/v1/status.proto', 'mcplane/v1/config.proto', 'mcplane/v1/identity.proto'];
-
-export const LOADER_OPTIONS: Options = {
-  keepCase: false,
-  longs: Number,
-  enums: String,
-  defaults: true,
-  oneofs: true,
-};
-
-/** Where proto/ is: beside the source tree, beside a bundle, or where MCPLANE_PROTO_DIR says. */
-export function protoDir(): string {
-  if (process.env.MCPLANE_PROTO_DIR) return process.env.MCPLANE_PROTO_DIR;
-  const here = dirname(fileURLToPath(import.meta.url));
-  for (const candidate of [join(here, '..', '..', 'proto'), join(here, 'proto'), join(here, '..', 'proto')]) {
-    if (existsSync(join(candidate, 'mcplane', 'v1', 'agent.proto'))) return candidate;
-  }
-  throw new Error(`cannot find mcplane's proto files near ${here}; set MCPLANE_PROTO_DIR`);
-}
+// The constants live apart so that mcctl can use them without loading proto-loader (proto-files.ts).
+export { LOADER_OPTIONS, PARSED_PROTO_FILE, PROTO_FILES, protoDir } from './proto-files.ts';
 
 let cached: { definition: PackageDefinition; grpc: McplaneGrpc } | undefined;
 
@@ -42,9 +26,6 @@ export function loadMcplaneProto(): { definition: PackageDefinition; grpc: Mcpla
   }
   return cached;
 }
-
-/** The file scripts/build.ts writes beside a bundle: the contract parsed at build time. */
-export const PARSED_PROTO_FILE = 'mcplane-proto.json';
 
 /**
  * A bundle reads the contract parsed at build time (protobufjs' JSON of the same files): parsing

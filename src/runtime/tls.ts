@@ -5,7 +5,7 @@ import { credentials, experimental, ServerCredentials, type ChannelCredentials }
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import { isIP } from 'node:net';
-import { ConfigurationError } from '../machineconfig/index.ts';
+import { ConfigurationError } from '../machineconfig/errors.ts';
 
 export interface TlsFiles {
   ca: string;

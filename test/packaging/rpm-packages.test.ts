@@ -139,7 +139,7 @@ test('rpm -qlp: each carries its runtime under /usr/lib/mcplane/, the protos it 
 
 test('mcplane-cli: mcctl alone, with completion for three shells and man pages; no service, unit, user or state', { skip }, () => {
   const cli = rpm('-qlp', cliRpm).trim().split('\n');
-  for (const f of ['/usr/bin/mcctl', '/usr/lib/mcplane/cli/node', '/usr/lib/mcplane/cli/mcctl.cjs', '/usr/lib/mcplane/cli/mcctl-program.cjs',
+  for (const f of ['/usr/bin/mcctl', '/usr/lib/mcplane/cli/node', '/usr/lib/mcplane/cli/mcctl.cjs', '/usr/lib/mcplane/cli/mcctl/main.mjs',
     '/usr/lib/mcplane/cli/mcplane-proto.json', '/usr/lib/mcplane/cli/proto/mcplane/v1/status.proto',
     '/usr/share/bash-completion/completions/mcctl', '/usr/share/zsh/site-functions/_mcctl', '/usr/share/fish/vendor_completions.d/mcctl.fish',
     '/usr/share/man/man1/mcctl.1', '/usr/share/man/man1/mcctl-get.1', '/usr/share/man/man1/mcctl-rollout-status.1', '/usr/share/man/man1/mcctl-config-use-context.1']) {

@@ -4,7 +4,7 @@
 // wording, not the message text.
 
 import { Metadata, status as Status, type CallOptions, type requestCallback, type ServiceError } from '@grpc/grpc-js';
-import { formatProblem, RemoteCallError, type Problem } from '../../machineconfig/index.ts';
+import { formatProblem, RemoteCallError, type Problem } from '../../machineconfig/errors.ts';
 
 // Generated clients overload each method; TypeScript infers from the last overload,
 // (request, callback), so that is the shape taken here. The call itself uses the

@@ -6,10 +6,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { ConfigurationError, YamlSyntaxError } from '../../machineconfig/index.ts';
+import { ConfigurationError, YamlSyntaxError } from '../../machineconfig/errors.ts';
 import { yamlSyntaxLocations } from '../yaml-syntax.ts';
 import { CLIENT_CHANNEL_OPTIONS } from '../../runtime/grpc-options.ts';
-import { loadMcplaneProto } from '../../runtime/proto.ts';
+import { loadClientContract } from './contract.ts';
 import { clientCredentials, isLoopbackHost, parseHostPort, readTlsFiles } from '../../runtime/tls.ts';
 import type { AgentServiceClient } from '../../runtime/generated/mcplane/v1/AgentService.ts';
 import type { ConfigServiceClient } from '../../runtime/generated/mcplane/v1/ConfigService.ts';
@@ -209,8 +209,7 @@ export function connect(flags: ConnectionFlags): Clients {
     }
     creds = clientCredentials(readTlsFiles({ ca: c.ca, cert: c.cert, key: c.key }, 'mcctl credentials'));
   }
-  const { grpc } = loadMcplaneProto();
-  const v1 = grpc.mcplane.v1;
+  const v1 = loadClientContract();
   // mcctl backs off on its own (watch reconnects) and says so; the channel's own reconnect
   // backoff (up to 2 minutes by default) would otherwise keep it failing long after the
   // server is back.

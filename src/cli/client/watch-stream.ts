@@ -5,7 +5,7 @@
 // ends quietly.
 
 import { Metadata, status as Status, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
-import { RemoteCallError } from '../../machineconfig/index.ts';
+import { RemoteCallError } from '../../machineconfig/errors.ts';
 import type { WatchEvent__Output } from '../../runtime/generated/mcplane/v1/WatchEvent.ts';
 import { describeFailure, explain } from './call.ts';
 import type { Clients } from './connection.ts';

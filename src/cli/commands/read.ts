@@ -1,9 +1,11 @@
 // mcctl get (kubectl's conventions: TYPE/NAME, several names, -l, -o wide|name|yaml|json|jsonpath,
 // --no-headers, -w) and mcctl describe.
 
-import { ConfigurationError, formatDuration, formatSelector, matchesSelector, type DisruptionAction, type LabelSelector, type MachineConfiguration } from '../../machineconfig/index.ts';
-import { withBuiltinPolicy } from '../../machineconfig/builtin-disruption-policy.ts';
-import { REGISTRIES_CONF_PATH } from '../../machineconfig/registries-config.ts';
+// From machineconfig's modules, not its index: a bundle loads all that a command's module imports
+// before it runs, and the index brings every parser (yaml, croner, TOML) that `get` never uses.
+import { ConfigurationError } from '../../machineconfig/errors.ts';
+import { formatSelector, matchesSelector } from '../../machineconfig/label-selector.ts';
+import type { DisruptionAction, LabelSelector, MachineConfiguration } from '../../machineconfig/index.ts';
 import type { MachineConfigPool__Output } from '../../runtime/generated/mcplane/v1/MachineConfigPool.ts';
 import type { Node__Output } from '../../runtime/generated/mcplane/v1/Node.ts';
 import type { WatchEvent__Output } from '../../runtime/generated/mcplane/v1/WatchEvent.ts';
@@ -274,6 +276,8 @@ function watchGet(c: Clients, io: Io, targets: Target[], selector: LabelSelector
 async function describeMachineConfiguration(c: Clients, name: string): Promise<string> {
   const res = await call(c, c.config.getMachineConfiguration.bind(c.config), { name }, `describe machineconfiguration ${name}`);
   const user = res.manifestJson ? (JSON.parse(res.manifestJson) as MachineConfiguration).spec.nodeDisruptionPolicy : undefined;
+  const { withBuiltinPolicy } = await import('../../machineconfig/builtin-disruption-policy.ts');
+  const { REGISTRIES_CONF_PATH } = await import('../../machineconfig/registries-config.ts');
   const policy = withBuiltinPolicy(user);
   const actions = (list: DisruptionAction[], special = false): string =>
     special ? 'reload crio.service; drain unless every change is safe (MCO\'s Special)' : list.filter((a) => a.type !== 'none').map((a) => (a.unit ? `${a.type} ${a.unit}` : a.type)).join(', ') || 'none';
@@ -300,6 +304,7 @@ export async function describeCommand(c: Clients, resource: string, name: string
   if (r === 'pools') {
     const pool = await call(c, c.status.getPool.bind(c.status), { name }, `describe pool ${name}`);
     const nodes = (await RESOURCES.nodes.list(c, { pool: name })) as Node__Output[];
+    poolStatus ??= await import('../../machineconfig/pool-status.ts');
     return describePool(pool, nodes);
   }
   if (r === 'nodes') {
@@ -314,8 +319,12 @@ export async function describeCommand(c: Clients, resource: string, name: string
   throw new ConfigurationError(`describe works on pools, nodes and machineconfiguration cluster; for ${resource} use: mcctl get ${resource} ${name} -o yaml`);
 }
 
+/** For formatDuration; describe pool loads it (the pool parser and croner come with it), get does not. */
+let poolStatus: typeof import('../../machineconfig/pool-status.ts') | undefined;
+
 /** The pool's spec.drain with its defaults spelled out (they apply only with Kubernetes access). */
 function describeDrainPolicy(d: { timeoutSeconds?: number; onTimeout?: string; stalledAfterSeconds?: number }): string {
+  const { formatDuration } = poolStatus!;
   const timeout = d.timeoutSeconds ? `after ${formatDuration(d.timeoutSeconds * 1000)} ${d.onTimeout === 'Degrade' ? 'the node is marked Degraded' : 'keep waiting'}` : 'no timeout (keep waiting)';
   return `${timeout}; NodeDrainStalled after ${formatDuration((d.stalledAfterSeconds ?? 600) * 1000)}`;
 }
