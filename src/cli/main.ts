@@ -400,5 +400,13 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 if (isEntryPoint(import.meta.url)) {
+  // A reader that went away (`mcctl get nodes | head`) ends the output, as for any Unix tool:
+  // exit quietly instead of an unhandled EPIPE's stack trace.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      throw err;
+    });
+  }
   void main(process.argv.slice(2)).then((code) => { process.exitCode = code; });
 }
