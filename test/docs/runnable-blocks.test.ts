@@ -3,6 +3,7 @@
 // page's blocks run in order in one bash (set -euo pipefail) in a directory of its own, with
 // `mcctl` and `mcplane-server` on PATH as the programs the tests start (the bundles under
 // npm test), MCPLANE_SERVER and MCPLANE_PKI_DIR pointing at the server, and D its data directory.
+// One simulated agent, worker-7 in pool worker, is connected, so the pages can show a node.
 // A shell block that cannot run here (root, rpm-ostree, a fleet, a cluster) says why in its info
 // string, `sh not-runnable: <reason>`; a shell block (sh, bash, shell, console) with neither marker
 // fails the first test, so a new command in the docs has to choose (docs/README.md).
@@ -15,6 +16,7 @@ import { join, relative } from 'node:path';
 import { after, before, test } from 'node:test';
 import { programArgs, REPO_ROOT } from '../helpers/run-cli.ts';
 import { spawnServer, type ServerProcess } from '../helpers/server-process.ts';
+import { SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { testPki } from '../helpers/test-pki.ts';
 
 const DOCS = join(REPO_ROOT, 'docs');
@@ -72,6 +74,7 @@ let bin: string;
 let dataDir: string;
 let pkiDir: string;
 let server: ServerProcess;
+let agent: SimulatedAgent;
 
 before(async () => {
   const pki = await testPki();
@@ -79,6 +82,8 @@ before(async () => {
   work = mkdtempSync(join(tmpdir(), 'mcplane-docs-'));
   dataDir = join(work, 'data');
   server = await spawnServer(['--data-dir', dataDir, '--listen', '127.0.0.1:0', '--pki-dir', pkiDir, '--no-bootstrap']);
+  agent = new SimulatedAgent({ address: server.address, tls: await pki.node('worker-7'), name: 'worker-7', labels: { 'node-role.kubernetes.io/worker': '' }, autoDone: true });
+  await agent.connect();
   // The programs as the tests start them, callable by name from any directory: paths made
   // absolute, and tsx (when running from source) by its file URL.
   bin = join(work, 'bin');
@@ -91,6 +96,7 @@ before(async () => {
 });
 
 after(async () => {
+  agent?.close();
   server?.child.kill('SIGTERM');
   await server?.exited;
 });
