@@ -3,7 +3,10 @@
 // page's blocks run in order in one bash (set -euo pipefail) in a directory of its own, with
 // `mcctl` and `mcplane-server` on PATH as the programs the tests start (the bundles under
 // npm test), MCPLANE_SERVER and MCPLANE_PKI_DIR pointing at the server, and D its data directory.
-// Blocks that need root, rpm-ostree, a fleet or a cluster stay plain `sh` (docs/README.md).
+// One simulated agent, worker-7 in pool worker, is connected, so the pages can show a node.
+// A shell block that cannot run here (root, rpm-ostree, a fleet, a cluster) says why in its info
+// string, `sh not-runnable: <reason>`; a shell block (sh, bash, shell, console) with neither marker
+// fails the first test, so a new command in the docs has to choose (docs/README.md).
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -13,6 +16,7 @@ import { join, relative } from 'node:path';
 import { after, before, test } from 'node:test';
 import { programArgs, REPO_ROOT } from '../helpers/run-cli.ts';
 import { spawnServer, type ServerProcess } from '../helpers/server-process.ts';
+import { SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { testPki } from '../helpers/test-pki.ts';
 
 const DOCS = join(REPO_ROOT, 'docs');
@@ -25,9 +29,14 @@ function markdownFiles(dir: string): string[] {
   }).sort();
 }
 
-/** The `sh runnable` blocks of a Markdown page, in order, with the line each starts on. */
-export function runnableBlocks(text: string): { line: number; code: string }[] {
-  const blocks: { line: number; code: string }[] = [];
+/** Info-string languages whose blocks are shell commands: each must be runnable or say why not. */
+const SHELL = new Set(['sh', 'bash', 'shell', 'console']);
+
+type ShellBlock = { line: number; code: string } & ({ kind: 'runnable' } | { kind: 'not-runnable'; reason: string } | { kind: 'unmarked'; info: string });
+
+/** The shell blocks of a Markdown page, in order, with the line each starts on and its marker. */
+export function shellBlocks(text: string): ShellBlock[] {
+  const blocks: ShellBlock[] = [];
   const lines = text.split('\n');
   for (let i = 0; i < lines.length; i++) {
     // A fence may be indented (a block inside a list item); its lines lose that indentation.
@@ -35,17 +44,29 @@ export function runnableBlocks(text: string): { line: number; code: string }[] {
     if (!open) continue;
     const indent = open[1]!;
     const fence = open[2]!;
-    const info = open[3]!.trim().split(/\s+/);
+    const info = open[3]!.trim();
     const start = i;
     const body: string[] = [];
     for (i++; i < lines.length && !lines[i]!.trimStart().startsWith(fence); i++) body.push(lines[i]!.startsWith(indent) ? lines[i]!.slice(indent.length) : lines[i]!);
-    if (info[0] === 'sh' && info.includes('runnable')) blocks.push({ line: start + 1, code: body.join('\n') });
+    const [lang = '', ...rest] = info.split(/\s+/);
+    if (!SHELL.has(lang)) continue;
+    const block = { line: start + 1, code: body.join('\n') };
+    const marker = rest.join(' ');
+    // `console` blocks hold prompts and output, not a script: they can only say why not.
+    if (marker === 'runnable' && lang !== 'console') blocks.push({ ...block, kind: 'runnable' });
+    else if (/^not-runnable: \S/.test(marker)) blocks.push({ ...block, kind: 'not-runnable', reason: marker.slice('not-runnable: '.length).trim() });
+    else blocks.push({ ...block, kind: 'unmarked', info });
   }
   return blocks;
 }
 
-const pages = markdownFiles(DOCS)
-  .map((path) => ({ path, name: relative(REPO_ROOT, path), blocks: runnableBlocks(readFileSync(path, 'utf8')) }))
+const allPages = markdownFiles(DOCS).map((path) => ({ path, name: relative(REPO_ROOT, path), shell: shellBlocks(readFileSync(path, 'utf8')) }));
+const allBlocks = allPages.flatMap((p) => p.shell.map((b) => ({ ...b, page: p.name })));
+const counts = { runnable: 0, 'not-runnable': 0, unmarked: 0 };
+for (const b of allBlocks) counts[b.kind]++;
+
+const pages = allPages
+  .map((p) => ({ ...p, blocks: p.shell.filter((b) => b.kind === 'runnable') }))
   .filter((p) => p.blocks.length > 0);
 
 let work: string;
@@ -53,6 +74,7 @@ let bin: string;
 let dataDir: string;
 let pkiDir: string;
 let server: ServerProcess;
+let agent: SimulatedAgent;
 
 before(async () => {
   const pki = await testPki();
@@ -60,6 +82,8 @@ before(async () => {
   work = mkdtempSync(join(tmpdir(), 'mcplane-docs-'));
   dataDir = join(work, 'data');
   server = await spawnServer(['--data-dir', dataDir, '--listen', '127.0.0.1:0', '--pki-dir', pkiDir, '--no-bootstrap']);
+  agent = new SimulatedAgent({ address: server.address, tls: await pki.node('worker-7'), name: 'worker-7', labels: { 'node-role.kubernetes.io/worker': '' }, autoDone: true });
+  await agent.connect();
   // The programs as the tests start them, callable by name from any directory: paths made
   // absolute, and tsx (when running from source) by its file URL.
   bin = join(work, 'bin');
@@ -72,6 +96,7 @@ before(async () => {
 });
 
 after(async () => {
+  agent?.close();
   server?.child.kill('SIGTERM');
   await server?.exited;
 });
@@ -103,6 +128,14 @@ function runPage(page: (typeof pages)[number]): Promise<{ status: number | null;
     child.on('close', (status) => resolve({ status, output }));
   });
 }
+
+test(`docs/: ${allBlocks.length} shell blocks, ${counts.runnable} runnable, ${counts['not-runnable']} not-runnable with a reason, ${counts.unmarked} unmarked`, (t) => {
+  const reasons = new Map<string, string[]>();
+  for (const b of allBlocks) if (b.kind === 'not-runnable') reasons.set(b.reason, [...(reasons.get(b.reason) ?? []), `${b.page}:${b.line}`]);
+  for (const [reason, where] of reasons) t.diagnostic(`not-runnable: ${reason} (${where.join(', ')})`);
+  const unmarked = allBlocks.filter((b) => b.kind === 'unmarked').map((b) => `${b.page}:${b.line} \`\`\`${b.kind === 'unmarked' ? b.info : ''}`);
+  assert.deepEqual(unmarked, [], 'each shell block in docs/ is `sh runnable` or `sh not-runnable: <reason>` (docs/README.md)');
+});
 
 test('the docs mark commands runnable, on more than one page', () => {
   assert.ok(pages.length >= 4, `pages with runnable blocks: ${pages.map((p) => p.name).join(', ')}`);
