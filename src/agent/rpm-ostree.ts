@@ -47,6 +47,16 @@ export const EXTENSION_PACKAGES: Record<string, string[]> = {
 
 const BUSY = /transaction in progress|already in progress|busy/i;
 
+/**
+ * The line of a failed command's stderr that says what went wrong: rpm-ostree's own
+ * `error: ...`, else an exception's `SomethingError: ...` (a crashed script's trace starts
+ * with a source location, which said nothing in a node's Degraded reason), else the first line.
+ */
+export function failureLine(stderr: string): string {
+  const lines = stderr.split('\n').map((l) => l.trim()).filter(Boolean);
+  return lines.find((l) => /^error:/i.test(l)) ?? lines.find((l) => /^[A-Za-z]*Error\b/.test(l)) ?? lines[0] ?? '';
+}
+
 export class RpmOstree {
   constructor(
     private readonly binary: string,
@@ -131,7 +141,7 @@ export class RpmOstree {
           execFile(this.binary, args, { timeout: this.timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
             if (!err) return resolve(stdout);
             const killed = (err as { killed?: boolean }).killed;
-            const detail = killed ? `did not finish within ${this.timeoutMs / 1000}s; killed` : (stderr || err.message).trim().split('\n')[0];
+            const detail = killed ? `did not finish within ${this.timeoutMs / 1000}s; killed` : failureLine(stderr || err.message);
             reject(new RpmOstreeError(`rpm-ostree ${args.join(' ')}: ${detail}`, BUSY.test(stderr)));
           });
         });
