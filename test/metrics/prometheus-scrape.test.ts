@@ -122,14 +122,24 @@ test('Prometheus scrapes the server and the agent; after a rollout its API answe
     seen = `connected ${connected}, reboots timed ${reboots}, agent series ${agentState.length}`;
     return connected === 1 && reboots === 2 && agentState.length === 1 && agentState[0]!.metric.state === 'Done';
   }, 20_000, "the rollout scraped").catch(async (err: Error) => { throw new Error(`${err.message}: ${seen}\n${(await (await fetch(`http://127.0.0.1:${server.handle.metricsPort}/metrics`)).text()).split("\n").filter((l) => l.includes("phase")).join("\n")}\n${host.logs.slice(-20).join("\n")}`); });
-  for (const pool of pools.items) {
-    const name = pool.metadata.name;
-    for (const [metric, field] of [['mco_machine_count', 'machineCount'], ['mco_updated_machine_count', 'updatedMachineCount'],
-      ['mco_degraded_machine_count', 'degradedMachineCount'], ['mco_unavailable_machine_count', 'unavailableMachineCount'],
-      ['mcplane_ready_machine_count', 'readyMachineCount']] as const) {
-      assert.equal(await value(`max by (pool) (${metric}{pool="${name}"})`), pool.status[field] ?? 0, `${metric}{pool="${name}"} = mcctl's status.${field}`);
+  // The pool counts mcctl showed: Prometheus' latest sample may predate the pool status that
+  // mcctl read (scraped every second), so wait for a scrape after it, then they must agree.
+  const mismatches = async (): Promise<string[]> => {
+    const out: string[] = [];
+    for (const pool of pools.items) {
+      const name = pool.metadata.name;
+      for (const [metric, field] of [['mco_machine_count', 'machineCount'], ['mco_updated_machine_count', 'updatedMachineCount'],
+        ['mco_degraded_machine_count', 'degradedMachineCount'], ['mco_unavailable_machine_count', 'unavailableMachineCount'],
+        ['mcplane_ready_machine_count', 'readyMachineCount']] as const) {
+        const scraped = await value(`max by (pool) (${metric}{pool="${name}"})`);
+        if (scraped !== (pool.status[field] ?? 0)) out.push(`${metric}{pool="${name}"} = ${scraped}, mcctl's status.${field} = ${pool.status[field] ?? 0}`);
+      }
     }
-  }
+    return out;
+  };
+  await eventually(async () => (await mismatches()).length === 0, 10_000, 'the scraped pool counts').catch(async (err: Error) => {
+    throw new Error(`${err.message}: ${(await mismatches()).join('; ')}`);
+  });
   assert.equal(await value('mcplane_pool_rollout_progress_ratio{pool="worker"}'), 1);
   assert.equal(await value('count(mcplane_pool_rollout_eta_seconds)'), undefined, 'no ETA series once the rollout is over');
   assert.equal(await value('sum(mcplane_leader)'), 1);
