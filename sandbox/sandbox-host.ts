@@ -36,6 +36,11 @@ export interface HostOptions {
   systemd?: UserSystemd;
   /** Settings merged over the generated agent config (timeouts, for instance). */
   config?: Record<string, unknown>;
+  /**
+   * The reboot fails while `rebootFailMarker` exists, as a reboot logind refuses; otherwise the
+   * reboot stand-in reboots the host as usual.
+   */
+  failableReboot?: boolean;
   /** Run this instead of the agent from source, e.g. [node, 'dist/bundle/mcplane-agent.cjs']. */
   agentCommand?: string[];
 }
@@ -49,6 +54,8 @@ export class SandboxHost {
   /** The booted kernel's command line, which the rpm-ostree stand-in keeps (the agent's /proc/cmdline). */
   readonly cmdlineFile: string;
   readonly rebootMarker: string;
+  /** With failableReboot: while this file exists, every reboot the agent asks for fails. */
+  readonly rebootFailMarker: string;
   readonly standinState: string;
   systemd!: UserSystemd;
   logs: string[] = [];
@@ -68,6 +75,7 @@ export class SandboxHost {
     this.bootIdFile = join(this.root, SANDBOX_RUN, 'boot_id');
     this.cmdlineFile = join(this.root, SANDBOX_RUN, 'cmdline');
     this.rebootMarker = join(this.dir, 'reboot-requested');
+    this.rebootFailMarker = `${this.rebootMarker}.fail`;
     this.standinState = join(this.dir, 'rpm-ostree.json');
     for (const d of ['etc', 'var/usrlocal/bin', 'usr/bin', 'home/core/.ssh', 'opt-target', SANDBOX_RUN]) mkdirSync(join(this.root, d), { recursive: true });
     if (options.usrLocalIsDirectory) mkdirSync(join(this.root, 'usr/local/bin'), { recursive: true });
@@ -95,7 +103,7 @@ export class SandboxHost {
       paths: { root: this.root, unitDir: this.systemd.unitDir, stateDir: this.stateDir, bootIdFile: this.bootIdFile, kernelCmdlineFile: this.cmdlineFile },
       systemdBus: this.systemd.busAddress,
       rpmOstree: join(this.dir, 'rpm-ostree'),
-      reboot: { method: 'command', command: [process.execPath, REBOOT_STANDIN, this.rebootMarker] },
+      reboot: { method: 'command', command: this.#rebootCommand() },
       drift: { intervalSeconds: this.options.driftIntervalSeconds ?? 1 },
       heartbeatSeconds: 5,
       jobTimeoutSeconds: 20,
@@ -105,6 +113,12 @@ export class SandboxHost {
     }));
     this.#env = env;
     this.spawnAgent(env);
+  }
+
+  #rebootCommand(): string[] {
+    const reboot = [process.execPath, REBOOT_STANDIN, this.rebootMarker];
+    if (!this.options.failableReboot) return reboot;
+    return ['/bin/sh', '-c', 'test -e "$0" && exit 1; exec "$@"', this.rebootFailMarker, ...reboot];
   }
 
   /**

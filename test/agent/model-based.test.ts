@@ -14,7 +14,7 @@ import { existsSync, lstatSync, readFileSync, readdirSync, rmSync, writeFileSync
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
-import { REBOOT_STANDIN, SandboxHost } from '../../sandbox/sandbox-host.ts';
+import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { startAgentTestBed, type AgentTestBed } from '../helpers/agent-test-bed.ts';
 import { untilNode } from '../helpers/converge.ts';
@@ -120,11 +120,8 @@ before(async () => {
   bed = await startAgentTestBed(pool);
   host = new SandboxHost({
     name: 'model', server: bed.server.address, pki: bed.server.pki, systemd: bed.systemd,
-    // The reboot fails while the marker exists, as a reboot logind refuses.
-    config: { reboot: { method: 'command', command: ['/bin/sh', '-c', `test -e "$0.fail" && exit 1; exec "${process.execPath}" "${REBOOT_STANDIN}" "$0"`, '__MARKER__'] } },
+    failableReboot: true,
   });
-  const config = host.options.config as { reboot: { command: string[] } };
-  config.reboot.command[3] = host.rebootMarker;
   writeFileSync(join(host.root, 'etc/taken.conf'), ORIGINAL);
   await host.start();
 });
@@ -181,7 +178,7 @@ test(`seeded random updates, failures and kills: after every step the host is wh
   let good = EMPTY; // the config the node is Done on
   let kargs: string[] = []; // the kernel arguments of `good`: a config without kargs changes keeps them
   let last: { op: string; spec: HostModel; expect: 'Done' | 'Degraded-actions' | 'Degraded-reboot' } = { op: 'start', spec: EMPTY, expect: 'Done' };
-  const failMarker = `${host.rebootMarker}.fail`;
+  const failMarker = host.rebootFailMarker;
 
   const settle = async (expect: typeof last.expect, want: string) => {
     if (expect === 'Done') return untilNode(bed.c, [host], 'model', (n) => n.status!.currentConfig === want && n.status!.state === 'Done', 60_000);

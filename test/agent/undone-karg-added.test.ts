@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
-import { REBOOT_STANDIN, SandboxHost } from '../../sandbox/sandbox-host.ts';
+import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { startAgentTestBed, type AgentTestBed } from '../helpers/agent-test-bed.ts';
 import { untilNode } from '../helpers/converge.ts';
@@ -38,10 +38,8 @@ before(async () => {
   bed = await startAgentTestBed(poolYaml('worker', '  maxUnavailable: 100%\n'));
   host = new SandboxHost({
     name: 'undo-add', server: bed.server.address, pki: bed.server.pki, systemd: bed.systemd,
-    // The reboot fails while the marker exists, as a reboot logind refuses.
-    config: { reboot: { method: 'command', command: ['/bin/sh', '-c', `test -e "$0.fail" && exit 1; exec "${process.execPath}" "${REBOOT_STANDIN}" "$0"`, '__MARKER__'] } },
+    failableReboot: true,
   });
-  (host.options.config as { reboot: { command: string[] } }).reboot.command[3] = host.rebootMarker;
   await host.start();
 });
 after(async () => {
@@ -54,11 +52,11 @@ test('the kernel argument of an update whose reboot failed is not carried into t
   const first = await target();
   await untilNode(bed.c, [host], 'undo-add', (n) => n.status!.currentConfig === first && n.status!.state === 'Done');
 
-  writeFileSync(`${host.rebootMarker}.fail`, '');
+  writeFileSync(host.rebootFailMarker, '');
   const failed = await kargs('undo.k1=1');
   await untilNode(bed.c, [host], 'undo-add', (n) => n.status!.lastUpdate?.toConfig === failed && n.status!.lastUpdate.result === 'Degraded' && n.status!.phase === 'reboot');
   assert.match(host.rpmOstree('kargs'), /undo\.k1=1/, 'staged, not booted');
-  rmSync(`${host.rebootMarker}.fail`);
+  rmSync(host.rebootFailMarker);
 
   const want = await kargs('undo.k2=2');
   // Its update over (Done, or Degraded had validation caught it): the record says which.
@@ -70,10 +68,10 @@ test('the kernel argument of an update whose reboot failed is not carried into t
 });
 
 test('and when rpm-ostree cannot drop that update\'s deployment: the failure is logged, and the next update takes the argument out of it', { skip }, async () => {
-  writeFileSync(`${host.rebootMarker}.fail`, '');
+  writeFileSync(host.rebootFailMarker, '');
   const failed = await kargs('undo.k2=2', 'undo.k3=3');
   await untilNode(bed.c, [host], 'undo-add', (n) => n.status!.lastUpdate?.toConfig === failed && n.status!.lastUpdate.result === 'Degraded' && n.status!.phase === 'reboot');
-  rmSync(`${host.rebootMarker}.fail`);
+  rmSync(host.rebootFailMarker);
   host.rpmOstree('standin-fail', 'cleanup');
 
   const want = await kargs('undo.k2=2', 'undo.k4=4');

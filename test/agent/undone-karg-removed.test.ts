@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
-import { REBOOT_STANDIN, SandboxHost } from '../../sandbox/sandbox-host.ts';
+import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { startAgentTestBed, type AgentTestBed } from '../helpers/agent-test-bed.ts';
 import { untilNode } from '../helpers/converge.ts';
@@ -41,10 +41,8 @@ before(async () => {
   bed = await startAgentTestBed(poolYaml('worker', '  maxUnavailable: 100%\n  disruptionPolicy:\n    files: [{path: /etc/undo/, actions: [{type: none}]}]\n'));
   host = new SandboxHost({
     name: 'undo-remove', server: bed.server.address, pki: bed.server.pki, systemd: bed.systemd,
-    // The reboot fails while the marker exists, as a reboot logind refuses.
-    config: { reboot: { method: 'command', command: ['/bin/sh', '-c', `test -e "$0.fail" && exit 1; exec "${process.execPath}" "${REBOOT_STANDIN}" "$0"`, '__MARKER__'] } },
+    failableReboot: true,
   });
-  (host.options.config as { reboot: { command: string[] } }).reboot.command[3] = host.rebootMarker;
   await host.start();
 });
 after(async () => {
@@ -58,11 +56,11 @@ test('a kernel argument that an update whose reboot failed removed is back on la
   await untilNode(bed.c, [host], 'undo-remove', (n) => n.status!.currentConfig === first && n.status!.state === 'Done');
   assert.ok(cmdline().includes('undo.k1=1'));
 
-  writeFileSync(`${host.rebootMarker}.fail`, '');
+  writeFileSync(host.rebootFailMarker, '');
   const failed = await kargs([]);
   await untilNode(bed.c, [host], 'undo-remove', (n) => n.status!.lastUpdate?.toConfig === failed && n.status!.lastUpdate.result === 'Degraded' && n.status!.phase === 'reboot');
   assert.doesNotMatch(host.rpmOstree('kargs'), /undo\.k1=1/, 'staged without it, not booted');
-  rmSync(`${host.rebootMarker}.fail`);
+  rmSync(host.rebootFailMarker);
 
   // The same arguments as the config the node is on, another file: no reboot.
   const same = await kargs(['undo.k1=1'], 'two');
