@@ -13,20 +13,16 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pkiInitCommand } from '../src/cli/commands/pki.ts';
 import { call } from '../src/cli/client/call.ts';
 import { connect } from '../src/cli/client/connection.ts';
 import { spawnServer } from '../test/helpers/server-process.ts';
-import { report } from './harness.ts';
+import { freePort } from '../sandbox/etcd-cluster.ts';
+import { report, rssKiB } from './harness.ts';
 
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 1000);
-
-function rssKiB(pid: number): number {
-  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
-}
 
 /** Bytes of the snapshot's objects by what holds them: constructor name, or V8's kind of node. */
 function heapByHolder(file: string): Map<string, number> {
@@ -55,14 +51,6 @@ async function nodeMemory(port: number): Promise<{ heapTotal: number; heapUsed: 
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   const value = (name: string) => Number(new RegExp(`^mcplane_server_${name}(?:{[^}]*})? (\\S+)`, 'm').exec(text)![1]);
   return { heapTotal: value('nodejs_heap_size_total_bytes'), heapUsed: value('nodejs_heap_size_used_bytes'), external: value('nodejs_external_memory_bytes') };
-}
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
 }
 
 async function snapshot(pid: number, dir: string): Promise<Map<string, number>> {

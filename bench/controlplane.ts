@@ -28,7 +28,7 @@ import { silenceIpServernameWarning } from '../src/runtime/process-warnings.ts';
 import { startEtcdCluster, type EtcdCluster } from '../sandbox/etcd-cluster.ts';
 import { startReplicaSet, type ReplicaSet } from '../test/helpers/replica-set.ts';
 import { spawnServer, type ServerProcess } from '../test/helpers/server-process.ts';
-import { report } from './harness.ts';
+import { report, rssKiB } from './harness.ts';
 
 const AGENT_COUNTS = (process.env.BENCH_AGENTS ?? '1000').split(',').map(Number);
 
@@ -47,9 +47,6 @@ const MODES = (process.env.BENCH_STORE ? [process.env.BENCH_STORE] : ['sqlite', 
 function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks
-}
-function rssKiB(pid: number): number {
-  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
 }
 const pct = (samples: number[], p: number): number => {
   const sorted = [...samples].sort((a, b) => a - b);

@@ -1,6 +1,7 @@
 // Small helpers shared by the benchmarks: median-of-N timing and a fixed output format, so every
 // script prints figures and a ratio against a baseline measured in the same run.
 
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 
 export function timeMedian(runs: number, fn: () => void): number {
@@ -56,3 +57,8 @@ export function report(title: string, rows: [string, string][], verdict?: { rati
 }
 
 export const ms = (n: number): string => `${n.toFixed(2)} ms`;
+
+/** A process's resident set size in KiB, from /proc. */
+export function rssKiB(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+}
