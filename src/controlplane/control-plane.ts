@@ -36,13 +36,12 @@ import {
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../runtime/logger.ts';
 import { AgentSessions, type AgentStream, type LocalSession } from './sessions/agent-sessions.ts';
-import { previewApply, type ApplyPreview } from './api/apply-preview.ts';
+import { previewApply, type ApplyPreview } from './cache/apply-preview.ts';
 import { AssignmentDispatcher } from './sessions/assignment-dispatcher.ts';
 import { systemClock, type Clock } from './replica/clock.ts';
 import { ClusterCache } from './cache/cluster-cache.ts';
 import { ControllerManager } from './controllers/controller-manager.ts';
 import { createControllers } from './controllers/index.ts';
-import type { CertificateSigner } from './api/enrollment-requests.ts';
 import { EventRecorder } from './controllers/event-recorder.ts';
 import { LeaderElection } from './replica/leader-election.ts';
 import { LeaderWriter } from './replica/leader-writer.ts';
@@ -101,8 +100,6 @@ export interface ControlPlaneOptions {
   drain?: Partial<DrainSettings>;
   /** --kubernetes-source: MachineConfigs and pools come from the cluster (needs `kubernetes`). */
   kubernetesSource?: boolean;
-  /** Signs node certificates when an operator approves an enrollment request (replicas holding the CA key). */
-  certificateSigner?: CertificateSigner;
   /** Unread Watch events allowed beyond a stream's initial list before it is cut (default 1,024). */
   watchBacklog?: number;
 }
@@ -131,7 +128,8 @@ export class ControlPlane {
   /** Unread Watch events allowed beyond a stream's initial list before it is cut. */
   readonly watchBacklog: number;
   /** Present on replicas that hold the CA key; others store approvals for the bootstrap endpoint to sign. */
-  readonly certificateSigner: CertificateSigner | undefined;
+  /** This replica as the status API shows it, read live (api/api-access.ts's ServingReplica). */
+  readonly serving: { readonly name: string; readonly address: string; readonly leading: boolean; readonly agentsConnected: number; readonly watchBacklog: number; readonly lifecycle: ControlPlane['lifecycle'] };
   /** With --kubernetes-source, the controller that takes MachineConfigs and pools from the cluster. */
   readonly #source: KubernetesSourceController | undefined;
 
@@ -139,7 +137,15 @@ export class ControlPlane {
     this.#renderWaitMs = options.renderWaitMs ?? 15_000;
     this.watchBacklog = options.watchBacklog ?? 1024;
     this.clock = options.clock ?? systemClock;
-    this.certificateSigner = options.certificateSigner;
+    const cp = this;
+    this.serving = {
+      name: replica.name,
+      address: replica.options.address,
+      get leading() { return cp.leading; },
+      get agentsConnected() { return cp.sessions.size; },
+      watchBacklog: this.watchBacklog,
+      lifecycle: this.lifecycle,
+    };
     this.kubernetes = options.kubernetes;
     this.election = new LeaderElection(cache, replica, log);
     this.sessions = new AgentSessions(cache, replica, log);
@@ -599,6 +605,11 @@ export class ControlPlane {
     // Timed only while this replica holds the node's stream (as the report is stored only then).
     if (this.sessions.get(nodeName)) this.metrics.phases.report(nodeName, clean, true);
     this.sessions.report(nodeName, clean);
+  }
+
+  /** Signs a new certificate for the node on this stream (the agent renews at 2/3 of a life). */
+  renewCertificate(node: string, stream: AgentStream, presented: CertificateBinding, pool: string, csrPem: string): Promise<{ certificatePem: string; caBundlePem: string }> {
+    return this.sessions.renew(node, stream, presented, pool, csrPem);
   }
 
   async disconnect(nodeName: string, stream: AgentStream): Promise<void> {

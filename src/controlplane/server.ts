@@ -169,9 +169,9 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       ...(kubernetes ? { kubernetes } : {}),
       ...(options.drain ? { drain: options.drain } : {}),
       ...(options.kubernetesSource ? { kubernetesSource: true } : {}),
-      ...(ca ? { certificateSigner: caSigner(ca) } : {}),
     }, log);
-    grpc.serve(cp, tls !== undefined);
+    const revokeNode = cp.revokeNode.bind(cp);
+    grpc.serve({ reads: cp, replica: cp.serving, agents: cp, config: cp, identity: { revokeNode, certificateSigner: ca ? caSigner(ca) : undefined } }, tls !== undefined);
     if (reloading) {
       // The gauge follows what new handshakes are served: the material read last.
       const metrics = cp.metrics;
@@ -196,7 +196,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       const { tokens, warnings } = parseBootstrapTokenFile(readFileSync(options.bootstrap.tokenFile, 'utf8'), options.bootstrap.tokenFile);
       for (const warning of warnings) log.warn(warning);
       if (tokens.length === 0) log.info({ file: options.bootstrap.tokenFile }, 'the bootstrap token file holds no token: only tokens made with mcctl pki token create serve configs');
-      bootstrap = await startBootstrapServer(cp, {
+      bootstrap = await startBootstrapServer(cp, cp.serving, {
         tls: { cert: tls.cert, key: tls.key },
         ca,
         staticTokens: tokens,

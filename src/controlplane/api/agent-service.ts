@@ -9,13 +9,13 @@ import type { NodeStatus__Output } from '../../runtime/generated/mcplane/v1/Node
 import type { ServerMessage } from '../../runtime/generated/mcplane/v1/ServerMessage.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { AgentStream } from '../sessions/agent-sessions.ts';
-import type { ControlPlane } from '../control-plane.ts';
+import type { AgentEntry } from './api-access.ts';
 import type { Authorizer, CertifiedNode } from './authorization.ts';
 import { toServiceError } from './status-errors.ts';
 
 const NODE_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 
-export function agentService(cp: ControlPlane, auth: Authorizer, log: Logger): AgentServiceHandlers {
+export function agentService(agents: AgentEntry, auth: Authorizer, log: Logger): AgentServiceHandlers {
   return {
     Connect(call: ServerDuplexStream<AgentMessage__Output, ServerMessage>) {
       const fail = (err: unknown): void => {
@@ -69,7 +69,7 @@ export function agentService(cp: ControlPlane, auth: Authorizer, log: Logger): A
           const problems = registrationProblems({ nodeName: reg.nodeName, labels: reg.labels, agentVersions: [reg.agentVersion, reg.status?.agentVersion ?? ''] });
           if (problems.length) throw new InvalidDocumentError(problems);
           nodeName = reg.nodeName;
-          await cp.registerNode({
+          await agents.registerNode({
             nodeName,
             labels: reg.labels,
             ...(certified ? { boundPool: certified.pool, certificate: certified.certificate } : {}),
@@ -78,7 +78,7 @@ export function agentService(cp: ControlPlane, auth: Authorizer, log: Logger): A
             status: statusFromWire(reg.status, reg.bootId, reg.agentVersion),
           }, stream);
           // The stream may have ended while the session was being recorded.
-          if (closed) await cp.disconnect(nodeName, stream);
+          if (closed) await agents.disconnect(nodeName, stream);
           return;
         }
         if (!nodeName) throw new PermissionDeniedError('the first message on an agent stream must be register');
@@ -90,7 +90,7 @@ export function agentService(cp: ControlPlane, auth: Authorizer, log: Logger): A
             return;
           }
           const node = nodeName;
-          void cp.sessions.renew(node, stream, certified.certificate, certified.pool, message.renew.csrPem).then(
+          void agents.renewCertificate(node, stream, certified.certificate, certified.pool, message.renew.csrPem).then(
             (issued) => { stream.write({ certificate: { certificatePem: issued.certificatePem, caBundlePem: issued.caBundlePem } }); },
             (err: unknown) => {
               const e = err instanceof McplaneError ? err : undefined;
@@ -104,12 +104,12 @@ export function agentService(cp: ControlPlane, auth: Authorizer, log: Logger): A
         if (message.status?.status) {
           const version = agentVersionProblem(message.status.status.agentVersion);
           if (version) throw new InvalidDocumentError([{ object: `Node/${nodeName}`, field: 'status.agentVersion', rule: 'agent-version', message: version }]);
-          cp.reportStatus(nodeName, statusFromWire(message.status.status));
+          agents.reportStatus(nodeName, statusFromWire(message.status.status));
         }
       };
       const gone = (): void => {
         closed = true;
-        if (nodeName) void cp.disconnect(nodeName, stream).catch((err: unknown) => log.warn({ err, node: nodeName }, 'ending the node\'s session failed'));
+        if (nodeName) void agents.disconnect(nodeName, stream).catch((err: unknown) => log.warn({ err, node: nodeName }, 'ending the node\'s session failed'));
       };
       call.on('end', () => {
         gone();

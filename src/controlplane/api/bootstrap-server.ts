@@ -25,7 +25,7 @@ import { ConflictError, encodeDataUrl, labelProblem, labelsForPool, toIgnitionV2
 import type { Logger } from '../../runtime/logger.ts';
 import { certificateBinding, certificateRequestKeyId, RESERVED_NODE_NAMES, signNodeCertificate, type KeyPairPem } from '../../runtime/pki.ts';
 import { bootstrapTokenPool, type StaticBootstrapToken } from './bootstrap-tokens.ts';
-import type { ControlPlane } from '../control-plane.ts';
+import type { ApiReads, ServingReplica } from './api-access.ts';
 import { RateLimiter, type RateLimit } from '../../runtime/rate-limiter.ts';
 import { autoApproveRuleFor, caSigner, describeRule, DECIDED_ENROLLMENT_REQUEST_TTL_MS, enrolledNodeRecord, ENROLLMENT_REQUEST_TTL_MS, isLive, MAX_PENDING_ENROLLMENT_REQUESTS, pendingCount, type AutoApproveRule } from './enrollment-requests.ts';
 import type { StoredObject, WriteOp } from '../store/store.ts';
@@ -87,7 +87,7 @@ export function reachableAddress(host: string, port: number): string {
   return `${name}:${port}`;
 }
 
-export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions, host: string, port: number, log: Logger): Promise<Server> {
+export function startBootstrapServer({ cache, store }: ApiReads, replica: Pick<ServingReplica, 'address'>, options: BootstrapOptions, host: string, port: number, log: Logger): Promise<Server> {
   // Each config served issues an enrollment token (a store write): bound what one client can
   // make the store hold, even with the bootstrap token.
   const issuing = new RateLimiter(options.issueRate ?? { burst: 20, perMinute: 20 });
@@ -163,17 +163,17 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
       res.setHeader('WWW-Authenticate', 'Bearer realm="mcplane bootstrap"');
       return fail(req, res, undefined, 401, 'a bootstrap token is required: send "Authorization: Bearer <token>"');
     }
-    const tokenPool = bootstrapTokenPool(presented, options.staticTokens, cp.cache);
+    const tokenPool = bootstrapTokenPool(presented, options.staticTokens, cache);
     if (tokenPool === undefined) return fail(req, res, presented, 403, 'the bootstrap token is not valid (unknown, deleted or expired)');
     if (tokenPool !== poolName) {
       // A token is scoped to its pool: a worker's token (in every worker's pointer config)
       // must not yield another pool's secrets, nor an enrollment token for it.
       return fail(req, res, presented, 403, `this bootstrap token serves pool ${tokenPool} only; it cannot fetch MachineConfigPool/${poolName}'s config`);
     }
-    const stored = cp.cache.pools.get(poolName);
+    const stored = cache.pools.get(poolName);
     if (!stored) return reply(res, 404, { error: `MachineConfigPool/${poolName} does not exist` });
-    const target = cp.cache.poolTarget(poolName);
-    const rendered = target ? cp.cache.renderedConfig(target) : undefined;
+    const target = cache.poolTarget(poolName);
+    const rendered = target ? cache.renderedConfig(target) : undefined;
     if (!rendered) return reply(res, 503, { error: `MachineConfigPool/${poolName} has no rendered config yet` });
     const version = negotiateVersion(req.headers.accept);
     if (!version) return reply(res, 406, { error: 'no acceptable Ignition version: this server serves 2.2.0 and 3.0.0-3.5.0' });
@@ -186,7 +186,7 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     }
     const token = randomBytes(32).toString('base64url');
     const now = Date.now();
-    await cp.store.commit([{
+    await store.commit([{
       type: 'put', kind: 'EnrollmentToken', name: hashToken(token), expectedVersion: null,
       value: { pool: poolName, issuedAt: now, expiresAt: now + (options.tokenTtlMs ?? ENROLLMENT_TOKEN_TTL_MS) } satisfies EnrollmentTokenRecord,
     }]);
@@ -213,12 +213,12 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     if (RESERVED_NODE_NAMES.has(nodeName)) {
       return reply(res, 400, { error: `nodeName "${nodeName}" is reserved: it is etcd's administrator user, which a node certificate must never map to` });
     }
-    const stored = await cp.store.get<EnrollmentTokenRecord>('EnrollmentToken', hashToken(token));
+    const stored = await store.get<EnrollmentTokenRecord>('EnrollmentToken', hashToken(token));
     if (!stored) return fail(req, res, token, 403, 'the enrollment token is not valid');
     if (stored.value.usedBy) return fail(req, res, token, 403, `the enrollment token was already used by node ${stored.value.usedBy}`);
     if (stored.value.expiresAt < Date.now()) return fail(req, res, token, 403, 'the enrollment token has expired; fetch the Ignition config again');
     const taken = (): void => reply(res, 409, { error: `Node/${nodeName} is already registered; a new host cannot take its identity (delete the node first: mcctl delete node ${nodeName})` });
-    if (cp.cache.nodeRecords.has(nodeName)) return taken();
+    if (cache.nodeRecords.has(nodeName)) return taken();
     let certificate: string;
     try {
       // The certificate binds the node to the pool it enrolled for (OU): it joins that role and
@@ -230,11 +230,11 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     // One commit spends the token and reserves the name, on whichever replica: two hosts
     // enrolling as one name, or one token used twice, get one certificate between them.
     try {
-      await cp.store.commit([
+      await store.commit([
         { type: 'put', kind: 'EnrollmentToken', name: stored.name, expectedVersion: stored.resourceVersion, value: { ...stored.value, usedBy: nodeName, usedAt: Date.now() } satisfies EnrollmentTokenRecord },
         // Bound to this certificate from the start: no other certificate for the name (an older
         // host's, say) is accepted for this node.
-        { type: 'put', kind: 'Node', name: nodeName, expectedVersion: null, value: { labels: labelsForPool(cp.cache.pools.get(stored.value.pool)?.value, stored.value.pool), enrolledFor: stored.value.pool, registered: false, certificate: certificateBinding(certificate) } satisfies NodeRecordValue },
+        { type: 'put', kind: 'Node', name: nodeName, expectedVersion: null, value: { labels: labelsForPool(cache.pools.get(stored.value.pool)?.value, stored.value.pool), enrolledFor: stored.value.pool, registered: false, certificate: certificateBinding(certificate) } satisfies NodeRecordValue },
       ]);
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
@@ -276,7 +276,7 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
       return fail(req, res, undefined, 400, `the certificate request is not valid: ${(err as Error).message}`);
     }
     const now = Date.now();
-    const existing = cp.cache.enrollmentRequests.get(id) ?? await cp.store.get<EnrollmentRequestRecord>('EnrollmentRequest', id);
+    const existing = cache.enrollmentRequests.get(id) ?? await store.get<EnrollmentRequestRecord>('EnrollmentRequest', id);
     if (existing && isLive(existing.value, now)) {
       // The same key asking again (a host retrying after a lost answer): the same request.
       if (existing.value.nodeName !== nodeName || existing.value.pool !== pool) {
@@ -291,10 +291,10 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
       return reply(res, 429, { error: `too many enrollment requests from ${req.socket.remoteAddress}; retry in ${wait} s` });
     }
     const rule = autoApproveRuleFor(autoApprove, pool, nodeName);
-    const autoApproved = rule !== undefined && cp.cache.pools.has(pool) && !cp.cache.nodeRecords.has(nodeName);
+    const autoApproved = rule !== undefined && cache.pools.has(pool) && !cache.nodeRecords.has(nodeName);
     const limit = options.maxPendingRequests ?? MAX_PENDING_ENROLLMENT_REQUESTS;
     // A request approved at once never waits, so a full queue does not hold up the rules' hosts.
-    if (!autoApproved && pendingCount(cp.cache, now) >= limit) {
+    if (!autoApproved && pendingCount(cache, now) >= limit) {
       log.warn({ pending: limit, node: nodeName, pool, remote: req.socket.remoteAddress }, 'enrollment request refused: too many requests are pending');
       res.setHeader('Retry-After', '600');
       return reply(res, 503, { error: `${limit} enrollment requests are already waiting for an operator (the limit); retry later, once some are approved, denied or expired` });
@@ -309,18 +309,18 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
       const certificate = await signer.signNode(csr, nodeName, pool);
       record = { ...record, state: 'Approved', decidedBy: `auto-approve rule ${describeRule(rule)}`, decidedAt: now, certificate, expiresAt: now + DECIDED_ENROLLMENT_REQUEST_TTL_MS };
       ops[0] = { ...ops[0]!, value: record } as WriteOp;
-      ops.push({ type: 'put', kind: 'Node', name: nodeName, expectedVersion: null, value: enrolledNodeRecord(cp.cache, pool, certificate) });
+      ops.push({ type: 'put', kind: 'Node', name: nodeName, expectedVersion: null, value: enrolledNodeRecord(cache, pool, certificate) });
     } else if (rule) {
-      log.warn({ node: nodeName, pool, rule: describeRule(rule) }, `an auto-approve rule matches the enrollment request, but ${cp.cache.pools.has(pool) ? `Node/${nodeName} is already registered` : `MachineConfigPool/${pool} does not exist`}: left for an operator`);
+      log.warn({ node: nodeName, pool, rule: describeRule(rule) }, `an auto-approve rule matches the enrollment request, but ${cache.pools.has(pool) ? `Node/${nodeName} is already registered` : `MachineConfigPool/${pool} does not exist`}: left for an operator`);
     }
     let revision: number;
     try {
-      ({ revision } = await cp.store.commit(ops));
+      ({ revision } = await store.commit(ops));
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
       return reply(res, 409, { error: err.kind === 'Node' ? `Node/${nodeName} was registered meanwhile; ask again under another name` : 'the same key asked at the same time; poll the request' });
     }
-    await cp.cache.waitForRevision(revision);
+    await cache.waitForRevision(revision);
     if (record.state === 'Approved') log.info({ id, node: nodeName, pool, remote: req.socket.remoteAddress, decidedBy: record.decidedBy }, 'enrollment request auto-approved');
     else log.info({ id, node: nodeName, pool, remote: req.socket.remoteAddress }, 'enrollment request waits for an operator (mcctl get enrollments)');
     res.setHeader('Location', `/enrollment-requests/${id}`);
@@ -329,7 +329,7 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
 
   const requestStatus = async (req: IncomingMessage, res: ServerResponse, id: string): Promise<void> => {
     if (throttled(req, res, undefined)) return;
-    const stored = /^[0-9a-f]{64}$/.test(id) ? cp.cache.enrollmentRequests.get(id) ?? await cp.store.get<EnrollmentRequestRecord>('EnrollmentRequest', id) : undefined;
+    const stored = /^[0-9a-f]{64}$/.test(id) ? cache.enrollmentRequests.get(id) ?? await store.get<EnrollmentRequestRecord>('EnrollmentRequest', id) : undefined;
     // An unknown id counts as a failure: polling a guessed id is guessing.
     if (!stored || !isLive(stored.value)) return fail(req, res, undefined, 404, `no enrollment request ${id.slice(0, 64)} (it expired, or was never made): POST /enrollment-requests again`);
     answerRequest(res, await signedIfApproved(stored));
@@ -348,12 +348,12 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
   const signedIfApproved = async (stored: StoredObject<EnrollmentRequestRecord>): Promise<{ name: string; value: EnrollmentRequestRecord }> => {
     const r = stored.value;
     if (r.state !== 'Approved' || r.certificate) return stored;
-    const node = cp.cache.nodeRecords.get(r.nodeName);
+    const node = cache.nodeRecords.get(r.nodeName);
     if (!node || node.value.enrolledFor !== r.pool || node.value.certificate) {
       // The reserved record was deleted or bound elsewhere since the approval: nothing to sign
       // for any more. Recorded, so the operator sees it too.
       const value: EnrollmentRequestRecord = { ...r, state: 'Denied', reason: `Node/${r.nodeName} was deleted or bound to another certificate after the approval; ask again with a new key` };
-      await cp.store.commit([{ type: 'put', kind: 'EnrollmentRequest', name: stored.name, value, expectedVersion: stored.resourceVersion, createdAt: stored.createdAt }]).catch((err: unknown) => {
+      await store.commit([{ type: 'put', kind: 'EnrollmentRequest', name: stored.name, value, expectedVersion: stored.resourceVersion, createdAt: stored.createdAt }]).catch((err: unknown) => {
         if (!(err instanceof ConflictError)) throw err;
       });
       return { name: stored.name, value };
@@ -361,15 +361,15 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
     const certificate = await signer.signNode(r.csr, r.nodeName, r.pool);
     const value: EnrollmentRequestRecord = { ...r, certificate };
     try {
-      const { revision } = await cp.store.commit([
+      const { revision } = await store.commit([
         { type: 'put', kind: 'EnrollmentRequest', name: stored.name, value, expectedVersion: stored.resourceVersion, createdAt: stored.createdAt },
         { type: 'put', kind: 'Node', name: r.nodeName, value: { ...node.value, certificate: certificateBinding(certificate) } satisfies NodeRecordValue, expectedVersion: node.resourceVersion, createdAt: node.createdAt },
       ]);
-      await cp.cache.waitForRevision(revision);
+      await cache.waitForRevision(revision);
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
       // Another poll signed first (or the node changed): the stored answer is the one to give.
-      const again = await cp.store.get<EnrollmentRequestRecord>('EnrollmentRequest', stored.name);
+      const again = await store.get<EnrollmentRequestRecord>('EnrollmentRequest', stored.name);
       return again?.value.certificate ? again : { name: stored.name, value: { ...r, state: 'Pending' } };
     }
     log.info({ id: stored.name, node: r.nodeName, pool: r.pool }, 'signed the certificate of an approved enrollment request');
@@ -379,8 +379,8 @@ export function startBootstrapServer(cp: ControlPlane, options: BootstrapOptions
   /** Where a new host's agent connects: every replica, so it can move when one is lost. */
   const agentServers = (): string[] => {
     if (options.grpcAddress) return options.grpcAddress.split(',').map((a) => a.trim()).filter(Boolean);
-    const self = cp.replica.options.address;
-    const others = [...cp.cache.replicas.values()].map((r) => r.value.address).filter((a) => a && a !== self).sort();
+    const self = replica.address;
+    const others = [...cache.replicas.values()].map((r) => r.value.address).filter((a) => a && a !== self).sort();
     return [self, ...others];
   };
 

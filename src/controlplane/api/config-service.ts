@@ -1,7 +1,7 @@
 import { NotFoundError, unselectedConfigWarnings } from '../../machineconfig/index.ts';
 import type { ConfigServiceHandlers } from '../../runtime/generated/mcplane/v1/ConfigService.ts';
 import type { Logger } from '../../runtime/logger.ts';
-import type { ControlPlane } from '../control-plane.ts';
+import type { ApiReads, ConfigCommands } from './api-access.ts';
 import { referencedConfigs } from '../cache/referenced-configs.ts';
 import { generatedConfigsFor } from '../controllers/generated-config-controller.ts';
 import { InvalidDocumentError } from '../../machineconfig/index.ts';
@@ -10,60 +10,60 @@ import type { Authorizer } from './authorization.ts';
 import { unary } from './status-errors.ts';
 import { machineConfigToWire, nodeToWire, poolToWire, renderedToWire } from './to-wire.ts';
 
-export function configService(cp: ControlPlane, auth: Authorizer, log: Logger): ConfigServiceHandlers {
+export function configService({ cache }: ApiReads, commands: ConfigCommands, auth: Authorizer, log: Logger): ConfigServiceHandlers {
   const admin = <Req, Res>(fn: (req: Req, who: string) => Res | Promise<Res>) => unary<Req, Res>(log, (req, call) => {
     auth.requireAdmin(call);
     return fn(req, auth.identify(call)?.commonName ?? 'local');
   });
   return {
     Apply: admin(async (req: { manifests: { source: string; text: string }[]; dryRun: boolean }) => ({
-      objects: await cp.apply(req.manifests, req.dryRun),
-      warnings: unselectedConfigWarnings(req.manifests, [...cp.cache.pools.values()].map((p) => p.value)),
+      objects: await commands.apply(req.manifests, req.dryRun),
+      warnings: unselectedConfigWarnings(req.manifests, [...cache.pools.values()].map((p) => p.value)),
       // Only valid documents get here (apply threw otherwise), so the preview can render them.
-      ...(req.dryRun ? await cp.previewApply(req.manifests) : {}),
+      ...(req.dryRun ? await commands.previewApply(req.manifests) : {}),
     })),
     Delete: admin(async (req: { kind: string; name: string }, who) => {
-      await cp.delete(req.kind, req.name, who);
+      await commands.delete(req.kind, req.name, who);
       return {};
     }),
     ListMachineConfigs: admin(() => ({
-      machineConfigs: [...cp.cache.configs.values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map(machineConfigToWire),
+      machineConfigs: [...cache.configs.values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map(machineConfigToWire),
     })),
     GetMachineConfig: admin((req: { name: string }) => {
-      const stored = cp.cache.configs.get(req.name);
+      const stored = cache.configs.get(req.name);
       if (!stored) throw new NotFoundError('MachineConfig', req.name);
       return machineConfigToWire(stored);
     }),
     ListRenderedConfigs: admin((req: { pool: string }) => {
-      const references = referencedConfigs(cp.cache);
+      const references = referencedConfigs(cache);
       return {
-        renderedConfigs: [...cp.cache.rendered.values()]
+        renderedConfigs: [...cache.rendered.values()]
           .filter((r) => !req.pool || r.value.pool === req.pool)
           .sort((a, b) => a.value.pool.localeCompare(b.value.pool) || b.createdAt - a.createdAt)
           .map((r) => renderedToWire(r, references, false)),
       };
     }),
     GetRenderedConfig: admin((req: { name: string }) => {
-      const stored = cp.cache.rendered.get(req.name);
+      const stored = cache.rendered.get(req.name);
       if (!stored) throw new NotFoundError('RenderedConfig', req.name);
-      return renderedToWire(stored, referencedConfigs(cp.cache), true);
+      return renderedToWire(stored, referencedConfigs(cache), true);
     }),
     SetPoolPaused: admin(async (req: { name: string; paused: boolean }) => {
-      await cp.setPoolPaused(req.name, req.paused);
-      return poolToWire(cp.cache.pools.get(req.name)!, cp.cache.poolStatuses.get(req.name)?.value.status);
+      await commands.setPoolPaused(req.name, req.paused);
+      return poolToWire(cache.pools.get(req.name)!, cache.poolStatuses.get(req.name)?.value.status);
     }),
     LabelNode: admin(async (req: { name: string; set: Record<string, string>; remove: string[] }, who) => {
-      await cp.labelNode(req.name, req.set, req.remove, who);
-      return nodeToWire(cp.cache.nodes.get(req.name)!);
+      await commands.labelNode(req.name, req.set, req.remove, who);
+      return nodeToWire(cache.nodes.get(req.name)!);
     }),
     ListSourceObjects: admin((req: { kind: string }) => {
       if (!isSourceKind(req.kind)) {
         throw new InvalidDocumentError([{ object: 'request', field: 'kind', rule: 'unknown-kind', message: `kind ${JSON.stringify(req.kind)} is not one of ${SOURCE_KINDS.join(', ')}` }]);
       }
       // Statuses are a pure function of the cache (the generator's), computed when read.
-      const statuses = new Map(generatedConfigsFor(cp.cache).statuses.map((s) => [s.object, s]));
+      const statuses = new Map(generatedConfigsFor(cache).statuses.map((s) => [s.object, s]));
       return {
-        objects: [...cp.cache.sourcesOf(req.kind).values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map((o) => {
+        objects: [...cache.sourcesOf(req.kind).values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map((o) => {
           const s = statuses.get(`${req.kind}/${o.name}`);
           return {
             kind: req.kind, name: o.name, manifestJson: JSON.stringify(o.value), resourceVersion: o.resourceVersion, creationTimeUnixMs: o.createdAt,
@@ -74,11 +74,11 @@ export function configService(cp: ControlPlane, auth: Authorizer, log: Logger): 
     }),
     GetMachineConfiguration: admin((req: { name: string }) => {
       if (req.name !== 'cluster') throw new NotFoundError('MachineConfiguration', req.name);
-      const stored = cp.cache.machineConfiguration;
+      const stored = cache.machineConfiguration;
       return { manifestJson: stored ? JSON.stringify(stored.value) : '', resourceVersion: stored?.resourceVersion ?? '' };
     }),
     ReapplyNode: admin(async (req: { name: string }, who) => {
-      await cp.reapplyNode(req.name, who);
+      await commands.reapplyNode(req.name, who);
       return {};
     }),
   };

@@ -7,7 +7,7 @@ import { HealthImplementation } from 'grpc-health-check';
 import { SERVER_CHANNEL_OPTIONS } from '../../runtime/grpc-options.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { loadMcplaneProto } from '../../runtime/proto.ts';
-import type { ControlPlane } from '../control-plane.ts';
+import type { ApiAccess } from './api-access.ts';
 import { agentService } from './agent-service.ts';
 import { createAuthorizer } from './authorization.ts';
 import { configService } from './config-service.ts';
@@ -21,8 +21,8 @@ export interface GrpcServerHandle {
   server: Server;
   health: HealthImplementation;
   port: number;
-  /** Adds mcplane's services, backed by this replica. */
-  serve(cp: ControlPlane, tls: boolean): void;
+  /** Adds mcplane's services, each backed by the parts of this replica it uses. */
+  serve(access: ApiAccess, tls: boolean): void;
 }
 
 /**
@@ -42,13 +42,13 @@ export async function startGrpcServer(address: string, creds: ServerCredentials,
     server,
     health,
     port,
-    serve(cp, tls) {
+    serve({ reads, replica, agents, config, identity }, tls) {
       const auth = createAuthorizer(tls);
       // Assignments are encoded once per fan-out and written to every stream as they are.
-      server.addService(acceptingPreEncoded(grpc.mcplane.v1.AgentService.service), agentService(cp, auth, log));
-      server.addService(grpc.mcplane.v1.StatusService.service, statusService(cp, auth, log));
-      server.addService(grpc.mcplane.v1.ConfigService.service, configService(cp, auth, log));
-      server.addService(grpc.mcplane.v1.IdentityService.service, identityService(cp, auth, log));
+      server.addService(acceptingPreEncoded(grpc.mcplane.v1.AgentService.service), agentService(agents, auth, log));
+      server.addService(grpc.mcplane.v1.StatusService.service, statusService(reads, replica, auth, log));
+      server.addService(grpc.mcplane.v1.ConfigService.service, configService(reads, config, auth, log));
+      server.addService(grpc.mcplane.v1.IdentityService.service, identityService(reads, identity, auth, log));
       for (const s of ['', ...SERVICE_NAMES]) health.setStatus(s, 'SERVING');
     },
   };

@@ -8,7 +8,7 @@ import type { EnrollmentRequest } from '../../runtime/generated/mcplane/v1/Enrol
 import type { IdentityServiceHandlers } from '../../runtime/generated/mcplane/v1/IdentityService.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { checkedTokenId, newBootstrapToken } from './bootstrap-tokens.ts';
-import type { ControlPlane } from '../control-plane.ts';
+import type { ApiReads, IdentityCommands } from './api-access.ts';
 import { approveEnrollmentRequest, denyEnrollmentRequest, isLive, type DecisionContext } from './enrollment-requests.ts';
 import type { StoredObject } from '../store/store.ts';
 import type { BootstrapTokenRecord, EnrollmentRequestRecord } from '../store/stored-records.ts';
@@ -28,38 +28,38 @@ function requestToWire(o: { name: string; value: EnrollmentRequestRecord }): Enr
   };
 }
 
-export function identityService(cp: ControlPlane, auth: Authorizer, log: Logger): IdentityServiceHandlers {
+export function identityService({ cache, store }: ApiReads, commands: IdentityCommands, auth: Authorizer, log: Logger): IdentityServiceHandlers {
   const admin = <Req, Res>(fn: (req: Req, who: string) => Res | Promise<Res>) => unary<Req, Res>(log, (req, call) => {
     auth.requireAdmin(call);
     return fn(req, auth.identify(call)?.commonName ?? 'local');
   });
-  const decisions = (): DecisionContext => ({ cache: cp.cache, store: cp.store, signer: cp.certificateSigner, log });
+  const decisions = (): DecisionContext => ({ cache, store, signer: commands.certificateSigner, log });
   return {
     CreateBootstrapToken: admin(async (req: { pool: string; ttlMs: number; description: string }, who) => {
       const { id, token, record } = newBootstrapToken({ pool: req.pool, ...(req.ttlMs ? { ttlMs: req.ttlMs } : {}), ...(req.description ? { description: req.description } : {}), createdBy: who });
-      const { revision } = await cp.store.commit([{ type: 'put', kind: 'BootstrapToken', name: id, value: record, expectedVersion: null }]);
-      await cp.cache.waitForRevision(revision);
+      const { revision } = await store.commit([{ type: 'put', kind: 'BootstrapToken', name: id, value: record, expectedVersion: null }]);
+      await cache.waitForRevision(revision);
       log.info({ id, pool: record.pool, expiresAt: record.expiresAt, createdBy: who }, 'bootstrap token created');
       return { info: tokenToWire(id, record), token };
     }),
     ListBootstrapTokens: admin(() => ({
-      tokens: [...cp.cache.bootstrapTokens.values()]
+      tokens: [...cache.bootstrapTokens.values()]
         .sort((a, b) => a.value.pool.localeCompare(b.value.pool) || a.createdAt - b.createdAt)
         .map((t) => tokenToWire(t.name, t.value)),
     })),
     DeleteBootstrapToken: admin(async (req: { id: string }, who) => {
-      const stored = cp.cache.bootstrapTokens.get(checkedTokenId(req.id));
+      const stored = cache.bootstrapTokens.get(checkedTokenId(req.id));
       if (!stored) throw new NotFoundError('BootstrapToken', req.id);
-      const { revision } = await cp.store.commit([{ type: 'delete', kind: 'BootstrapToken', name: stored.name, expectedVersion: stored.resourceVersion }]);
-      await cp.cache.waitForRevision(revision);
+      const { revision } = await store.commit([{ type: 'delete', kind: 'BootstrapToken', name: stored.name, expectedVersion: stored.resourceVersion }]);
+      await cache.waitForRevision(revision);
       log.info({ id: stored.name, pool: stored.value.pool, deletedBy: who }, 'bootstrap token deleted');
       return {};
     }),
-    RevokeNode: admin(async (req: { name: string }, who) => cp.revokeNode(req.name, who)),
+    RevokeNode: admin(async (req: { name: string }, who) => commands.revokeNode(req.name, who)),
     ListEnrollmentRequests: admin(() => {
       const now = Date.now();
       return {
-        requests: [...cp.cache.enrollmentRequests.values()]
+        requests: [...cache.enrollmentRequests.values()]
           .filter((o: StoredObject<EnrollmentRequestRecord>) => isLive(o.value, now))
           .sort((a, b) => a.value.requestedAt - b.value.requestedAt || a.name.localeCompare(b.name))
           .map(requestToWire),

@@ -9,8 +9,8 @@ import type { WatchEvent } from '../../runtime/generated/mcplane/v1/WatchEvent.t
 import type { WatchRequest__Output } from '../../runtime/generated/mcplane/v1/WatchRequest.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { VERSION } from '../../runtime/version.ts';
-import type { CacheChange } from '../cache/cluster-cache.ts';
-import type { ControlPlane } from '../control-plane.ts';
+import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
+import type { ApiReads, ServingReplica } from './api-access.ts';
 import type { Authorizer } from './authorization.ts';
 import { toServiceError, unary } from './status-errors.ts';
 import { eventToWire, nodeToWire, poolToWire } from './to-wire.ts';
@@ -24,8 +24,7 @@ export const SLOW_WATCH_DETAILS = 'watch cut: this client read its events too sl
 /** The status a server ends Watch streams with when it shuts down. */
 export const SHUTDOWN_DETAILS = 'the server is shutting down; reconnect (to another replica if there is one)';
 
-export function statusService(cp: ControlPlane, auth: Authorizer, log: Logger): StatusServiceHandlers {
-  const { cache } = cp;
+export function statusService({ cache, store }: ApiReads, replica: ServingReplica, auth: Authorizer, log: Logger): StatusServiceHandlers {
   const pool = (name: string) => {
     const stored = cache.pools.get(name);
     if (!stored) throw new NotFoundError('MachineConfigPool', name);
@@ -43,7 +42,7 @@ export function statusService(cp: ControlPlane, auth: Authorizer, log: Logger): 
   return {
     ListPools: admin(() => ({ pools: [...cache.pools.keys()].sort().map(pool) })),
     GetPool: admin((req: { name: string }) => pool(req.name)),
-    ListNodes: admin((req: { pool: string; limit: number; continueToken: string }) => listNodes(cp, req)),
+    ListNodes: admin((req: { pool: string; limit: number; continueToken: string }) => listNodes(cache, req)),
     GetNode: admin((req: { name: string }) => node(req.name)),
     ListReplicas: admin(() => {
       const leader = cache.leader?.value.replica;
@@ -56,16 +55,16 @@ export function statusService(cp: ControlPlane, auth: Authorizer, log: Logger): 
           version: r.value.version,
           startedUnixMs: r.value.startedAt,
           // This replica knows its own count now; the others' come from their last heartbeat.
-          agentsConnected: r.name === cp.replica.name ? cp.sessions.size : r.value.agents,
+          agentsConnected: r.name === replica.name ? replica.agentsConnected : r.value.agents,
         })),
       };
     }),
-    GetServerInfo: admin(() => ({ version: VERSION, replica: cp.replica.name, store: cp.store.backend, leader: cp.leading })),
-    ListEvents: admin((req: { node: string; pool: string; limit: number }) => ({ events: listEvents(cp, req) })),
+    GetServerInfo: admin(() => ({ version: VERSION, replica: replica.name, store: store.backend, leader: replica.leading })),
+    ListEvents: admin((req: { node: string; pool: string; limit: number }) => ({ events: listEvents(cache, req) })),
     GetNodeHistory: unary(log, async (req: { name: string }, call) => {
       auth.requireAdmin(call);
       // Not cached (it is read only here): from the store, on whichever replica answers.
-      const stored = await cp.store.get<NodeHistoryRecord>('NodeHistory', req.name);
+      const stored = await store.get<NodeHistoryRecord>('NodeHistory', req.name);
       if (!stored && !cache.nodes.has(req.name)) throw new NotFoundError('Node', req.name);
       return { node: req.name, updates: stored?.value.updates ?? [] };
     }),
@@ -89,11 +88,11 @@ export function statusService(cp: ControlPlane, auth: Authorizer, log: Logger): 
         if (cut) return;
         // A fleet that grew since the initial list relists more: the bound grows with what the
         // stream holds, so a client that reads keeps up whatever the size.
-        const bound = Math.max(limit, sentPools.size + sentNodes.size + sentEvents.size + cp.watchBacklog);
+        const bound = Math.max(limit, sentPools.size + sentNodes.size + sentEvents.size + replica.watchBacklog);
         if (call.writableLength >= bound) {
           cut = true;
           stop();
-          log.warn({ peer: call.getPeer(), unread: call.writableLength, backlog: cp.watchBacklog }, 'Watch client too slow; stream cut');
+          log.warn({ peer: call.getPeer(), unread: call.writableLength, backlog: replica.watchBacklog }, 'Watch client too slow; stream cut');
           call.emit('error', { code: Status.RESOURCE_EXHAUSTED, details: `${SLOW_WATCH_DETAILS} (${call.writableLength} events unread; the bound is ${bound})` });
           return;
         }
@@ -136,17 +135,17 @@ export function statusService(cp: ControlPlane, auth: Authorizer, log: Logger): 
       if (wantEvents) for (const name of byTime(cache, cache.events.keys())) sendEvent(name);
       call.write({ type: 'SYNCED' });
       // The initial list may wait in the buffer whole: the bound counts from there.
-      limit = call.writableLength + cp.watchBacklog;
+      limit = call.writableLength + replica.watchBacklog;
       const onShutdown = (): void => {
         stop();
         call.emit('error', { code: Status.UNAVAILABLE, details: SHUTDOWN_DETAILS });
       };
       const stop = (): void => {
         cache.off('change', onChange);
-        cp.lifecycle.off('shutdown', onShutdown);
+        replica.lifecycle.off('shutdown', onShutdown);
       };
       cache.on('change', onChange);
-      cp.lifecycle.once('shutdown', onShutdown);
+      replica.lifecycle.once('shutdown', onShutdown);
       call.on('cancelled', stop);
       call.on('close', stop);
       call.on('error', stop);
@@ -158,7 +157,7 @@ export function statusService(cp: ControlPlane, auth: Authorizer, log: Logger): 
  * Nodes in name order, paged like a Kubernetes list: the continue token names the last node of
  * the previous page, so a page stays correct while nodes come and go between pages.
  */
-function listNodes(cp: ControlPlane, req: { pool: string; limit: number; continueToken: string }): { nodes: Node[]; continueToken: string; remainingItemCount: number } {
+function listNodes(cache: ClusterCache, req: { pool: string; limit: number; continueToken: string }): { nodes: Node[]; continueToken: string; remainingItemCount: number } {
   if (req.limit < 0) {
     throw new InvalidDocumentError([{ object: 'ListNodesRequest', field: 'limit', rule: 'non-negative', message: `limit must be 0 (everything) or more, not ${req.limit}` }]);
   }
@@ -170,7 +169,7 @@ function listNodes(cp: ControlPlane, req: { pool: string; limit: number; continu
     }
     after = after.slice(2);
   }
-  const names = cp.cache.sortedNodeNames();
+  const names = cache.sortedNodeNames();
   let start = 0;
   if (after) {
     // Binary search: the first name after the token's.
@@ -186,32 +185,32 @@ function listNodes(cp: ControlPlane, req: { pool: string; limit: number; continu
   const nodes: Node[] = [];
   let i = start;
   for (; i < names.length && (req.limit === 0 || nodes.length < req.limit); i++) {
-    const view = cp.cache.nodes.get(names[i]!);
+    const view = cache.nodes.get(names[i]!);
     if (view && (!req.pool || view.pool === req.pool)) nodes.push(nodeToWire(view));
   }
   if (i >= names.length) return { nodes, continueToken: '', remainingItemCount: 0 };
   const remaining = req.pool
-    ? names.slice(i).filter((n) => cp.cache.nodes.get(n)?.pool === req.pool).length
+    ? names.slice(i).filter((n) => cache.nodes.get(n)?.pool === req.pool).length
     : names.length - i;
   if (remaining === 0) return { nodes, continueToken: '', remainingItemCount: 0 };
   return { nodes, continueToken: Buffer.from(`n:${nodes.at(-1)?.name ?? names[i - 1]}`).toString('base64url'), remainingItemCount: remaining };
 }
 
 /** Events oldest first (deleted ones, still to be announced, last). */
-function byTime(cache: ControlPlane['cache'], names: Iterable<string>): string[] {
+function byTime(cache: ClusterCache, names: Iterable<string>): string[] {
   const at = (n: string): number => cache.events.get(n)?.value.lastTimestamp ?? Number.MAX_SAFE_INTEGER;
   return [...names].sort((a, b) => at(a) - at(b) || (a < b ? -1 : 1));
 }
 
 /** Recent events, oldest first, filtered by node or pool; the most recent `limit` of them. */
-function listEvents(cp: ControlPlane, req: { node: string; pool: string; limit: number }): Event[] {
+function listEvents(cache: ClusterCache, req: { node: string; pool: string; limit: number }): Event[] {
   if (req.limit < 0) {
     throw new InvalidDocumentError([{ object: 'ListEventsRequest', field: 'limit', rule: 'non-negative', message: `limit must be 0 (every event kept) or more, not ${req.limit}` }]);
   }
   const wanted = (e: StoredObject<EventRecord>): boolean =>
     (!req.node || e.value.object === `node/${req.node}`)
     && (!req.pool || e.value.pool === req.pool || e.value.object === `pool/${req.pool}`);
-  const events = [...cp.cache.events.values()].filter(wanted)
+  const events = [...cache.events.values()].filter(wanted)
     .sort((a, b) => a.value.lastTimestamp - b.value.lastTimestamp || a.value.firstTimestamp - b.value.firstTimestamp || (a.name < b.name ? -1 : 1));
   return (req.limit ? events.slice(-req.limit) : events).map(eventToWire);
 }

@@ -27,8 +27,8 @@ import {
   type UpdateAction,
   type UpdateRecord,
 } from '../../machineconfig/index.ts';
-import type { ClusterCache } from '../cache/cluster-cache.ts';
-import { planNodeUpdateTo } from '../cache/node-update-plan.ts';
+import type { ClusterCache } from './cluster-cache.ts';
+import { planNodeUpdateTo } from './node-update-plan.ts';
 
 export interface PathChangePreview { name: string; change: string }
 

@@ -1,0 +1,53 @@
+// What the API layer needs from the replica it serves, one interface per use, so that each
+// service's signature says what it reads and which commands it may run. Before these, every
+// service took the whole ControlPlane and reached through it (`cp.cache`, `cp.store`,
+// `cp.sessions`), which hid what a service depended on and let any of them call anything.
+// server.ts, the composition root, hands each service its parts; the ControlPlane provides them
+// all (structurally: it does not import this file).
+
+import type { EventEmitter } from 'node:events';
+import type { ClusterCache } from '../cache/cluster-cache.ts';
+import type { ControlPlane } from '../control-plane.ts';
+import type { Store } from '../store/store.ts';
+import type { CertificateSigner } from './enrollment-requests.ts';
+
+/** The cache every read is answered from, and the store for what the cache does not hold. */
+export interface ApiReads {
+  readonly cache: ClusterCache;
+  readonly store: Store;
+}
+
+/** The replica that serves the API, as the status API shows it. */
+export interface ServingReplica {
+  readonly name: string;
+  /** The gRPC address it advertises (the bootstrap endpoint lists the others'). */
+  readonly address: string;
+  readonly leading: boolean;
+  /** Agent streams this replica holds now. */
+  readonly agentsConnected: number;
+  /** Unread Watch events a stream may leave beyond its initial list before it is cut. */
+  readonly watchBacklog: number;
+  /** 'shutdown' when the replica stops: open Watch streams end with a status saying so. */
+  readonly lifecycle: EventEmitter<{ shutdown: [] }>;
+}
+
+/** The agent stream's entry: register, report, renew a certificate, disconnect. */
+export type AgentEntry = Pick<ControlPlane, 'registerNode' | 'reportStatus' | 'renewCertificate' | 'disconnect'>;
+
+/** The operator's config commands (ConfigService). */
+export type ConfigCommands = Pick<ControlPlane, 'apply' | 'previewApply' | 'delete' | 'setPoolPaused' | 'labelNode' | 'reapplyNode'>;
+
+/** The operator's identity commands (IdentityService), and the CA key approvals sign with. */
+export type IdentityCommands = Pick<ControlPlane, 'revokeNode'> & {
+  /** Present on replicas that hold the CA key; the others cannot approve enrollment requests. */
+  readonly certificateSigner: CertificateSigner | undefined;
+};
+
+/** Everything the gRPC services take, assembled once by server.ts. */
+export interface ApiAccess {
+  reads: ApiReads;
+  replica: ServingReplica;
+  agents: AgentEntry;
+  config: ConfigCommands;
+  identity: IdentityCommands;
+}

@@ -1,0 +1,79 @@
+// The layout is the architecture (docs/ARCHITECTURE.md): these tests read every import in src/
+// and fail on one that points the wrong way, so the layering cannot erode unnoticed.
+
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { test } from 'node:test';
+import { REPO_ROOT } from '../helpers/run-cli.ts';
+
+const SRC = join(REPO_ROOT, 'src');
+
+/** Every relative import of every .ts file under src/, as [importer, imported], both relative to src/. */
+function imports(): [string, string][] {
+  const edges: [string, string][] = [];
+  for (const entry of readdirSync(SRC, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || !entry.name.endsWith('.ts')) continue;
+    const file = join(entry.parentPath, entry.name);
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/^(?:import|export)\b[^;]*?\bfrom\s+'(\.[^']+)'/gms)) {
+      edges.push([relative(SRC, file), relative(SRC, resolve(dirname(file), m[1]!))]);
+    }
+  }
+  return edges;
+}
+
+const top = (path: string): string => path.split('/')[0]!;
+
+test('src/machineconfig is pure and shared; controlplane, agent and cli never import each other', () => {
+  const allowed: Record<string, string[]> = {
+    machineconfig: ['machineconfig'],
+    runtime: ['runtime', 'machineconfig'],
+    controlplane: ['controlplane', 'machineconfig', 'runtime'],
+    agent: ['agent', 'machineconfig', 'runtime'],
+    cli: ['cli', 'machineconfig', 'runtime'],
+  };
+  const wrong = imports().filter(([from, to]) => allowed[top(from)] && !allowed[top(from)]!.includes(top(to)));
+  assert.deepEqual(wrong.map(([f, t]) => `${f} -> ${t}`), []);
+  const pureModules = ['node:fs', 'node:child_process', 'node:net', 'node:http', 'node:http2', '@grpc/grpc-js'];
+  for (const entry of readdirSync(join(SRC, 'machineconfig'), { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || !entry.name.endsWith('.ts')) continue;
+    const text = readFileSync(join(entry.parentPath, entry.name), 'utf8');
+    for (const m of pureModules) assert.ok(!text.includes(`from '${m}'`), `${entry.name} imports ${m}: src/machineconfig does no I/O`);
+  }
+});
+
+/** The control plane's layers, bottom up; a file may import its own layer and those below. */
+const LAYERS: string[][] = [
+  ['store'],
+  ['cache'],
+  ['replica', 'metrics'],
+  ['sessions', 'kubernetes'],
+  ['controllers'],
+  ['control-plane.ts', 'drain-observers.ts'],
+  ['api'],
+  ['server.ts', 'backup-command.ts'],
+  ['main.ts'],
+];
+
+function layerOf(path: string): number {
+  const part = path.split('/')[1]!;
+  const i = LAYERS.findIndex((l) => l.includes(part));
+  assert.notEqual(i, -1, `src/${path} is in no layer of this test: add its folder to LAYERS, where it belongs`);
+  return i;
+}
+
+test('src/controlplane: no import points from a lower layer to a higher one', () => {
+  const up = imports()
+    .filter(([from, to]) => top(from) === 'controlplane' && top(to) === 'controlplane')
+    .filter(([from, to]) => layerOf(to) > layerOf(from));
+  assert.deepEqual(up.map(([f, t]) => `${f} -> ${t}`), []);
+});
+
+test('src/controlplane/api: services take the parts they use (api-access.ts), not the ControlPlane', () => {
+  const reaching = imports()
+    .filter(([from, to]) => from.startsWith('controlplane/api/') && to === 'controlplane/control-plane.ts')
+    .map(([from]) => from);
+  // api-access.ts names the commands by ControlPlane's method signatures; no service imports it.
+  assert.deepEqual(reaching, ['controlplane/api/api-access.ts']);
+});
