@@ -203,10 +203,12 @@ function stage(arch: RpmArch, bundle: string): string {
   }
   // The Prometheus alert rules the server package ships for operators to load.
   copyFileSync(join(ROOT, 'packaging/prometheus/mcplane-alerts.yaml'), join(dir, 'mcplane-alerts.yaml'));
-  // %license and %doc: the project's license, that of the Node runtime each package carries, the README.
+  // %license and %doc: the project's license, that of the Node runtime each package carries, the
+  // README and the docs tree it links to (an operator on a host without network reads them there).
   copyFileSync(join(ROOT, 'LICENSE'), join(dir, 'LICENSE'));
   copyFileSync(runtime.license, join(dir, 'LICENSE.nodejs'));
   copyFileSync(join(ROOT, 'README.md'), join(dir, 'README.md'));
+  cpSync(join(ROOT, 'docs'), join(dir, 'docs'), { recursive: true });
   for (const { component, programs, arches } of PACKAGES) {
     if (!arches.includes(arch)) continue;
     const target = join(dir, component);

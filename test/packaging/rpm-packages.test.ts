@@ -3,9 +3,9 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readlinkSync, readSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, before, test } from 'node:test';
 import { parse } from 'yaml';
@@ -131,8 +131,10 @@ test('rpm -qlp: each carries its runtime under /usr/lib/mcplane/, the protos it 
     assert.ok(server.includes(f), `server RPM has ${f}`);
   }
   assert.ok(!server.includes('/var/lib/mcplane'), 'the server keeps no state in the agent\'s directory');
-  assert.ok(!server.some((f) => f.includes('mcctl')), 'mcctl is mcplane-cli\'s');
-  assert.ok(!agent.some((f) => f.includes('prometheus')), 'the alert rules are the server package\'s');
+  // The docs tree (in every package) has a page named after mcctl: the programs' files are what count.
+  const programFiles = (files: string[]) => files.filter((f) => !f.startsWith('/usr/share/doc/'));
+  assert.ok(!programFiles(server).some((f) => f.includes('mcctl')), 'mcctl is mcplane-cli\'s');
+  assert.ok(!programFiles(agent).some((f) => f.includes('prometheus')), 'the alert rules are the server package\'s');
   assert.match(rpm('-qp', '--configfiles', agentRpm), /^\/etc\/mcplane\/agent\.yaml$/m);
   assert.match(rpm('-qp', '--configfiles', serverRpm), /^\/etc\/mcplane\/server\.yaml$/m);
 });
@@ -167,11 +169,16 @@ test('--qf: Release carries the distribution tag (%{?dist})', { skip }, () => {
   for (const file of [agentRpm, serverRpm, cliRpm]) assert.equal(rpm('-qp', '--qf', '%{RELEASE}', file), '1.fc41');
 });
 
-test('%license and %doc: the project\'s and Node\'s license texts, the README', { skip }, () => {
+test('%license and %doc: the project\'s and Node\'s license texts, the README and every page of docs/', { skip }, () => {
+  const docs = readdirSync(join(REPO_ROOT, 'docs'), { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => relative(REPO_ROOT, join(e.parentPath, e.name)));
+  assert.ok(docs.includes('docs/troubleshooting.md'), 'the alerts\' runbook page is among the docs');
   for (const [name, file] of [['mcplane-agent', agentRpm], ['mcplane-server', serverRpm], ['mcplane-cli', cliRpm]] as const) {
     assert.deepEqual(rpm('-qp', '--licensefiles', file).trim().split('\n').sort(), [`/usr/share/licenses/${name}/LICENSE`, `/usr/share/licenses/${name}/LICENSE.nodejs`]);
-    // Man pages count as documentation too (mcplane-cli's); the rest is the README.
-    assert.deepEqual(rpm('-qp', '--docfiles', file).trim().split('\n').filter((f) => !f.startsWith('/usr/share/man/')), [`/usr/share/doc/${name}/README.md`]);
+    // Man pages count as documentation too (mcplane-cli's); the rest is the README and docs/.
+    const packaged = rpm('-qp', '--docfiles', file).trim().split('\n').filter((f) => !f.startsWith('/usr/share/man/'));
+    assert.deepEqual(packaged.sort(), ['README.md', ...docs].map((f) => `/usr/share/doc/${name}/${f}`).sort());
   }
 });
 
