@@ -98,7 +98,13 @@ export class SqliteStore implements Store {
         throw new StoreLimitError(`${op.kind}/${op.name}: lease ${op.lease} does not exist (revoked or never granted)`);
       }
     }
-    return this.#commitNow(ops);
+    const result = this.#commitNow(ops);
+    // node:sqlite commits synchronously. Resolving at once would let a caller's next commit,
+    // and the next, run as one microtask chain that keeps the loop from serving anything else
+    // (an agent's report, a status read) until the chain ends; etcd's commits are I/O and
+    // never did. The caller goes on in a later turn of the loop, as it would after etcd answered.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    return result;
   }
 
   #commitNow(ops: WriteOp[]): CommitResult {
