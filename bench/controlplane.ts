@@ -103,6 +103,27 @@ async function deploy(mode: 'sqlite' | 'etcd', dir: string): Promise<Deployment>
   };
 }
 
+/** A status reader in its own process (bench/read-poller.ts). */
+function startReader(address: string, pkiDir: string, kind: 'all' | 'page' | 'pool') {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/read-poller.ts', address, pkiDir, kind], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout! });
+  const next = (): Promise<string> => new Promise((resolve, reject) => {
+    lines.once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`read-poller ${kind} exited ${code}`)));
+  });
+  const ready = next();
+  return {
+    kind,
+    ready,
+    go: () => child.stdin!.write('go\n'),
+    async stop(): Promise<number[]> {
+      const samples = next();
+      child.stdin!.write('stop\n');
+      return JSON.parse(await samples) as number[];
+    },
+  };
+}
+
 async function currentLeader(d: Deployment): Promise<number> {
   return d.leader ? d.leader() : 0;
 }
@@ -168,6 +189,15 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
     await call(client, client.status.listNodes.bind(client.status), { pool: '', limit: 500, continueToken: '' }, 'list nodes');
     return performance.now() - t;
   };
+  // The smallest read (what `mcctl get pools` asks): how long a call waits for the loop, apart
+  // from the time a large answer takes to cross (HTTP/2 flow control) while the loop is busy.
+  const getPool = async (client: Clients): Promise<number> => {
+    const t = performance.now();
+    await call(client, client.status.getPool.bind(client.status), { name: 'worker' }, 'get pool');
+    return performance.now() - t;
+  };
+  const idlePool: number[] = [];
+  for (let i = 0; i < 20; i++) idlePool.push(await getPool(c));
   const idleAll: number[] = [];
   const idlePage: number[] = [];
   for (let i = 0; i < 20; i++) {
@@ -187,17 +217,21 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
   // every agent has its assignment, so they overlap the whole fan-out.
   const busyAll: number[] = [];
   const busyPage: number[] = [];
-  let finished = false;
-  void done.then(() => { finished = true; });
-  const pollers = d.addresses.flatMap((_, i) => [
-    (async () => { while (!finished) busyAll.push(await listAll(d.admin(i))); })(),
-    (async () => { while (!finished) busyPage.push(await listPage(d.admin(i))); })(),
-  ]);
+  const busyPool: number[] = [];
+  // Each reader in a process of its own (bench/read-poller.ts), as each mcctl is: on one shared
+  // HTTP/2 connection a small answer waits behind a large one's frames, and in one process
+  // decoding a large answer holds the loop every other read is timed on.
+  const readers = d.addresses.flatMap((address) => (['all', 'page', 'pool'] as const).map((kind) => startReader(address, join(dir, 'pki'), kind)));
+  await Promise.all(readers.map((r) => r.ready));
+  for (const r of readers) r.go();
   const t0 = Date.now();
   await apply(mcText('50-bench', 'worker', 'bench=1'));
   await done;
-  await Promise.all(pollers);
   const fanoutMs = (await done).at! - t0;
+  for (const r of readers) {
+    const samples = await r.stop();
+    ({ all: busyAll, page: busyPage, pool: busyPool })[r.kind].push(...samples);
+  }
 
   let failoverRows: [string, string][] = [];
   let reregisteredMs: number | undefined;
@@ -231,6 +265,8 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
     ['memory per connected agent', `${perAgentKiB.toFixed(0)} KiB (RSS ${(rssBefore / 1024).toFixed(0)} -> ${(rssAfter / 1024).toFixed(0)} MiB over all replicas)  (goal <= 100 KiB: ${verdict(perAgentKiB <= 100)})`],
     ['ListNodes page of 500, idle p99 (baseline)', `${pct(idlePage, 99).toFixed(1)} ms`],
     [`ListNodes page of 500 during fan-out p99 (${busyPage.length} calls)`, `${pct(busyPage, 99).toFixed(1)} ms  (goal < 50 ms: ${verdict(pct(busyPage, 99) < 50)}), ${(pct(busyPage, 99) / pct(idlePage, 99)).toFixed(2)}x idle`],
+    ['GetPool, idle p99 (baseline)', `${pct(idlePool, 99).toFixed(1)} ms`],
+    [`GetPool during fan-out p99 (${busyPool.length} calls)`, `${pct(busyPool, 99).toFixed(1)} ms, ${(pct(busyPool, 99) / pct(idlePool, 99)).toFixed(2)}x idle`],
     [`ListNodes all ${AGENTS}, idle p99 (baseline)`, `${pct(idleAll, 99).toFixed(1)} ms`],
     [`ListNodes all during fan-out p99 (${busyAll.length} calls)`, `${pct(busyAll, 99).toFixed(1)} ms  (goal < 250 ms: ${verdict(pct(busyAll, 99) < 250)}), ${(pct(busyAll, 99) / pct(idleAll, 99)).toFixed(2)}x idle`],
     ...failoverRows,

@@ -1,0 +1,44 @@
+// One status reader in a process of its own, as an operator's mcctl is: bench/controlplane.ts
+// starts one per kind of read and replica. Reading in the bench's own process measured the bench:
+// decoding one ListNodes answer of 1,000 nodes held its event loop, and every other read in
+// flight there was timed as if the server had been that slow.
+//   node --import tsx bench/read-poller.ts ADDRESS PKI_DIR all|page|pool
+// stdin "go": call in a loop; "stop": print the latencies (ms) as one JSON line and exit.
+
+import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import { call } from '../src/cli/client/call.ts';
+import { connect } from '../src/cli/client/connection.ts';
+import { silenceIpServernameWarning } from '../src/runtime/process-warnings.ts';
+
+silenceIpServernameWarning();
+const [address, pkiDir, kind] = process.argv.slice(2) as [string, string, 'all' | 'page' | 'pool'];
+const c = connect({ server: address, pkiDir, config: '/dev/null', timeout: '60' });
+
+const once = async (): Promise<number> => {
+  const t = performance.now();
+  if (kind === 'pool') await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get pool');
+  else await call(c, c.status.listNodes.bind(c.status), { pool: '', limit: kind === 'page' ? 500 : 0, continueToken: '' }, 'list nodes');
+  return performance.now() - t;
+};
+
+await once(); // connected (and the first call's set-up paid) before the measured ones
+process.stdout.write('ready\n');
+const samples: number[] = [];
+let running = false;
+let loop: Promise<void> = Promise.resolve();
+createInterface({ input: process.stdin }).on('line', (line) => {
+  if (line === 'go' && !running) {
+    running = true;
+    loop = (async () => { while (running) samples.push(await once()); })();
+  }
+  if (line === 'stop') {
+    running = false;
+    // The call in flight when the fan-out ended overlapped it: it counts too.
+    void loop.then(() => {
+      process.stdout.write(JSON.stringify(samples) + '\n');
+      c.close();
+      process.exit(0);
+    });
+  }
+});
