@@ -49,7 +49,7 @@ export class NodeAnnotationController implements Controller {
     return change.nodes.size > 0;
   }
 
-  async reconcile(): Promise<ReconcileResult> {
+  async reconcile(signal?: AbortSignal): Promise<ReconcileResult> {
     const patches: { node: string; annotations: Record<string, string>; key: string }[] = [];
     for (const [name, kube] of this.cache.kubernetesNodes) {
       const view = this.cache.nodes.get(name);
@@ -64,12 +64,15 @@ export class NodeAnnotationController implements Controller {
     }
     let failed = false;
     for (let i = 0; i < patches.length; i += PARALLEL_PATCHES) {
+      // A deposed leader sends no further patch (the new leader writes what is still missing).
+      signal?.throwIfAborted();
       await Promise.all(patches.slice(i, i + PARALLEL_PATCHES).map(async (p) => {
         try {
-          const node = await this.ops.patchAnnotations(p.node, p.annotations);
+          const node = await this.ops.patchAnnotations(p.node, p.annotations, signal);
           this.#sent.set(p.node, p.key);
           await this.sync.observe(node);
         } catch (err) {
+          if (signal?.aborted) return;
           failed = true;
           this.log.warn({ node: p.node, err: failureMessage(err) }, 'writing MCO node annotations failed; retrying');
         }

@@ -41,7 +41,8 @@ export class NodeOperations {
   }
 
   /** Sets (string) or removes (null) annotations in one merge patch. */
-  async patchAnnotations(node: string, annotations: Record<string, string | null>): Promise<V1Node> {
+  async patchAnnotations(node: string, annotations: Record<string, string | null>, signal?: AbortSignal): Promise<V1Node> {
+    signal?.throwIfAborted();
     return this.#patchNode(node, { metadata: { annotations } });
   }
 
