@@ -14,6 +14,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { ConflictError, StoreLimitError } from '../../machineconfig/index.ts';
+import { turnIfDue } from '../../runtime/turn-budget.ts';
 import { checkCommitLimits } from './store-limits.ts';
 import { WatchFanout } from './watch-fanout.ts';
 import type { ChangeEvent, CommitResult, Lease, ListResult, Store, StoredKind, StoredObject, WatchHandlers, WriteOp } from './store.ts';
@@ -99,11 +100,11 @@ export class SqliteStore implements Store {
       }
     }
     const result = this.#commitNow(ops);
-    // node:sqlite commits synchronously. Resolving at once would let a caller's next commit,
-    // and the next, run as one microtask chain that keeps the loop from serving anything else
-    // (an agent's report, a status read) until the chain ends; etcd's commits are I/O and
-    // never did. The caller goes on in a later turn of the loop, as it would after etcd answered.
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    // node:sqlite commits synchronously. Resolving at once every time would let a caller's next
+    // commit, and the next, run as one microtask chain that keeps the loop from serving anything
+    // else (an agent's report, a status read) until it ends; etcd's commits are I/O and never
+    // did. Past the loop's turn budget the caller goes on in the next turn (runtime/turn-budget.ts).
+    await turnIfDue();
     return result;
   }
 

@@ -2,13 +2,22 @@
 // an earlier revision. Delivery is always asynchronous and in revision order, as an etcd watch
 // stream's is, so code above the store behaves the same on both backends.
 //
-// Asynchronous means a later turn of the event loop (setImmediate), not a microtask: the cache,
-// the dispatcher and the controllers all run in what a delivery starts, and as a microtask
-// chain that work kept the loop from reading any socket until it was all done. A CPU profile of
-// a 1,000-agent fan-out on SQLite showed stretches of 140-180 ms of such chains, and a status
-// read waited for all of them (docs/sizing.md). An etcd watch event arrives as I/O anyway.
+// Asynchronous means a microtask while the loop is within its turn budget, else the next turn
+// (runtime/turn-budget.ts): the cache, the dispatcher and the controllers all run in what a
+// delivery starts, and as one long microtask chain that work kept the loop from reading any
+// socket until it was all done. A CPU profile of a 1,000-agent fan-out on SQLite showed chains
+// of 140-180 ms, and a status read waited for all of them (docs/sizing.md). An etcd watch event
+// arrives as I/O anyway.
 
+import { turnIfDue } from '../../runtime/turn-budget.ts';
 import type { ChangeEvent, WatchHandlers } from './store.ts';
+
+/** Runs `deliver` as a microtask, or in the next turn of the loop once the turn's budget is spent. */
+function deliverSoon(deliver: () => void): void {
+  const turn = turnIfDue();
+  if (turn) void turn.then(deliver);
+  else queueMicrotask(deliver);
+}
 
 interface Batch {
   events: ChangeEvent[];
@@ -59,7 +68,7 @@ export class WatchFanout {
     const watcher: Watcher = { handlers, queue: [], scheduled: false, after: afterRevision };
     if (afterRevision < this.#compacted) {
       const compacted = this.#compacted;
-      setImmediate(() => handlers.onCompacted(compacted));
+      deliverSoon(() => handlers.onCompacted(compacted));
       return () => {};
     }
     for (const batch of this.#history) this.#enqueue(watcher, batch);
@@ -79,7 +88,7 @@ export class WatchFanout {
     w.queue.push(batch);
     if (w.scheduled) return;
     w.scheduled = true;
-    setImmediate(() => {
+    deliverSoon(() => {
       w.scheduled = false;
       const queue = w.queue;
       w.queue = [];
