@@ -22,6 +22,8 @@ export interface Controller {
    * over a function that marks the controller dirty and schedules a pass.
    */
   bindWake?(wake: () => void): void;
+  /** A pass costs in proportion to the fleet: see KeyedController.pacedByCost. */
+  readonly pacedByCost?: boolean;
 }
 
 /** Longest wait between runs for time-driven work (windows): a timer cannot wait longer safely. */

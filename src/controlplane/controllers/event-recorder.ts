@@ -68,6 +68,8 @@ const FAILED: ReadonlySet<string> = new Set(['Degraded', 'Unreconcilable']);
 export class EventRecorder implements Controller {
   readonly name = 'events';
   readonly leaderOnly = true;
+  /** A pass compares every node with what the last pass saw. */
+  readonly pacedByCost = true;
   /** What the last pass saw; undefined until this replica's leadership took its first look. */
   #nodes: Map<string, NodeSeen> | undefined;
   #pools = new Map<string, { target: string; problems: string }>();

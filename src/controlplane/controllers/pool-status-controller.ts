@@ -16,6 +16,8 @@ export class PoolStatusController implements KeyedController<string> {
   readonly name = 'pool-status';
   readonly leaderOnly = true;
   readonly concurrency = 2;
+  /** computePoolStatus looks at every node of the pool. */
+  readonly pacedByCost = true;
   readonly #poolKeys: PoolKeys;
 
   constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly clock: Clock) {

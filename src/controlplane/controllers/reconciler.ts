@@ -12,6 +12,7 @@
 // ControllerManager (controller-manager.ts) gives each controller its lane: a queue, a run, and
 // the cache changes mapped to its keys.
 
+import { performance } from 'node:perf_hooks';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { ConflictError } from '../../machineconfig/index.ts';
 import type { Logger } from '../../runtime/logger.ts';
@@ -41,6 +42,12 @@ export interface KeyedController<K = string, C = CacheChange> {
    * over a function that queues every key of this controller.
    */
   bindWake?(wake: () => void): void;
+  /**
+   * The reconcile's cost grows with the fleet (a pass over every node of a pool): while the lane
+   * is busy, its keys gather for twice as long as its last reconcile took (at least the usual
+   * 20 ms, at most a second), so it takes at most about a third of the event loop in a burst.
+   */
+  readonly pacedByCost?: boolean;
 }
 
 /** How soon a reconcile that met a newer write tries again. */
@@ -48,6 +55,8 @@ export const CONFLICT_RETRY_MS = 10;
 
 export interface RunControllerOptions {
   log: Logger;
+  /** Told how long each reconcile took (wall clock), for the manager's pacing. */
+  onReconciled?: (ms: number) => void;
 }
 
 /** Queues the keys `change` maps to; an event handler that throws is logged, never rethrown into the cache. */
@@ -90,9 +99,11 @@ export async function runController<K, C>(
         queue.done(key);
         return;
       }
+      const started = performance.now();
       try {
         await processOne(controller, queue, key, signal, log);
       } finally {
+        options.onReconciled?.(performance.now() - started);
         queue.done(key);
       }
       // A turn of the event loop between keys: reconciles chained on settled promises run as

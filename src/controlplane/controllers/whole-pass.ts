@@ -18,5 +18,6 @@ export function wholePass(controller: Controller): KeyedController<string> {
     keysFor: (change: CacheChange) => (controller.interestedIn(change) || change.resync ? [WHOLE_PASS] : []),
     reconcile: (_key, signal) => controller.reconcile(signal),
     ...(controller.bindWake ? { bindWake: (wake: () => void) => controller.bindWake!(wake) } : {}),
+    ...(controller.pacedByCost ? { pacedByCost: true } : {}),
   };
 }

@@ -123,3 +123,23 @@ test('settle() waits for queued and running keys, not for a failing key\'s backo
   assert.ok(slowDone, 'settle returned before the slow reconcile finished');
   assert.ok(Date.now() - started < 5000, 'settle waited out the failing key');
 });
+
+test('pacedByCost: under a stream of changes, a costly controller\'s keys gather for twice its last reconcile', async () => {
+  const cache = await startCache();
+  // Twins fed the same changes, each reconcile taking 40 ms (a pass over a large pool).
+  const costly = (key: string, signal: AbortSignal) => sleep(40, undefined, { signal }).then(() => undefined, () => undefined);
+  const plain = recorder('plain', costly);
+  const paced = Object.assign(recorder('paced', costly), { pacedByCost: true });
+  const manager = new ControllerManager([plain, paced], cache, log);
+  stops.push(() => manager.stop());
+  manager.setLeading(true);
+  const end = Date.now() + 1500;
+  while (Date.now() < end) {
+    await cache.store.commit([{ type: 'put', kind: 'MachineConfig', name: '50-hot', value: config('50-hot') }]);
+    await sleep(5);
+  }
+  await manager.settle();
+  // Unpaced: a reconcile every ~60 ms (40 + 20 gathering); paced: every ~120 ms (40 + 80).
+  assert.ok(paced.seen.length >= 3, `the paced controller still ran: ${paced.seen.length} reconciles`);
+  assert.ok(paced.seen.length <= 0.75 * plain.seen.length, `paced ${paced.seen.length} reconciles against ${plain.seen.length} unpaced`);
+});
