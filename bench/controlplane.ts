@@ -220,7 +220,9 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
     return (await done).at! - t0;
   };
   // The fan-out alone first: reads served during it take CPU from it, so it is timed apart.
+  const fanoutCpu0 = d.pids().map(cpuSeconds);
   const fanoutMs = await fanOut(1);
+  const fanoutCpu = d.pids().reduce((sum, pid, i) => sum + cpuSeconds(pid) - fanoutCpu0[i]!, 0);
 
   // Then reads during a second fan-out: ListNodes and GetPool from paced loops on every replica,
   // started before the Apply and stopped when every agent has its assignment. Each reader runs
@@ -267,6 +269,7 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
     [`Apply one MachineConfig, ${STORED_CONFIGS} stored, p50`, `${pct(applyMs, 50).toFixed(1)} ms  (goal < 25 ms: ${verdict(pct(applyMs, 50) < 25)}); dry-run baseline ${pct(dryRunMs, 50).toFixed(1)} ms, ratio ${(pct(applyMs, 50) / pct(dryRunMs, 50)).toFixed(1)}x`],
     ['agents connected in', `${connectSeconds.toFixed(1)} s (certificate issuing included)`],
     ['fan-out (Apply to every agent assigned)', `${fanoutMs} ms  (goal < 2000 ms: ${verdict(fanoutMs < 2000)})`],
+    ['CPU the control plane spent on that fan-out', `${fanoutCpu.toFixed(2)} s (all replicas)`],
     ['fan-out with the paced reads below served during it', `${readFanoutMs} ms`],
     ['CPU idle per replica, all connected', `${idleCpu.map((x) => `${(x * 100).toFixed(2)} %`).join(', ')} of a core  (goal < 5%: ${verdict(idleCpu.every((x) => x < 0.05))})`],
     ['memory per connected agent', `${perAgentKiB.toFixed(0)} KiB (RSS ${(rssBefore / 1024).toFixed(0)} -> ${(rssAfter / 1024).toFixed(0)} MiB over all replicas)  (goal <= 100 KiB: ${verdict(perAgentKiB <= 100)})`],
