@@ -81,6 +81,20 @@ export interface NodeRegistration {
   status: NodeStatus;
 }
 
+/** The replica that serves the API, as the status API shows it (handed out by server.ts). */
+export interface ServingReplica {
+  readonly name: string;
+  /** The gRPC address it advertises (the bootstrap endpoint lists the others'). */
+  readonly address: string;
+  readonly leading: boolean;
+  /** Agent streams this replica holds now. */
+  readonly agentsConnected: number;
+  /** Unread Watch events a stream may leave beyond its initial list before it is cut. */
+  readonly watchBacklog: number;
+  /** 'shutdown' when the replica stops: open Watch streams end with a status saying so. */
+  readonly lifecycle: EventEmitter<{ shutdown: [] }>;
+}
+
 export interface ControlPlaneOptions {
   replicaName: string;
   /** The gRPC address this replica advertises. */
@@ -127,9 +141,8 @@ export class ControlPlane {
   readonly clock: Clock;
   /** Unread Watch events allowed beyond a stream's initial list before it is cut. */
   readonly watchBacklog: number;
-  /** Present on replicas that hold the CA key; others store approvals for the bootstrap endpoint to sign. */
-  /** This replica as the status API shows it, read live (api/api-access.ts's ServingReplica). */
-  readonly serving: { readonly name: string; readonly address: string; readonly leading: boolean; readonly agentsConnected: number; readonly watchBacklog: number; readonly lifecycle: ControlPlane['lifecycle'] };
+  /** This replica as the status API shows it, read live. */
+  readonly serving: ServingReplica;
   /** With --kubernetes-source, the controller that takes MachineConfigs and pools from the cluster. */
   readonly #source: KubernetesSourceController | undefined;
 

@@ -3,32 +3,20 @@
 // service took the whole ControlPlane and reached through it (`cp.cache`, `cp.store`,
 // `cp.sessions`), which hid what a service depended on and let any of them call anything.
 // server.ts, the composition root, hands each service its parts; the ControlPlane provides them
-// all (structurally: it does not import this file).
+// all (structurally: it does not import this file). ServingReplica is declared beside the
+// ControlPlane, whose `serving` is one.
 
-import type { EventEmitter } from 'node:events';
 import type { ClusterCache } from '../cache/cluster-cache.ts';
-import type { ControlPlane } from '../control-plane.ts';
+import type { ControlPlane, ServingReplica } from '../control-plane.ts';
 import type { Store } from '../store/store.ts';
 import type { CertificateSigner } from './enrollment-requests.ts';
+
+export type { ServingReplica };
 
 /** The cache every read is answered from, and the store for what the cache does not hold. */
 export interface ApiReads {
   readonly cache: ClusterCache;
   readonly store: Store;
-}
-
-/** The replica that serves the API, as the status API shows it. */
-export interface ServingReplica {
-  readonly name: string;
-  /** The gRPC address it advertises (the bootstrap endpoint lists the others'). */
-  readonly address: string;
-  readonly leading: boolean;
-  /** Agent streams this replica holds now. */
-  readonly agentsConnected: number;
-  /** Unread Watch events a stream may leave beyond its initial list before it is cut. */
-  readonly watchBacklog: number;
-  /** 'shutdown' when the replica stops: open Watch streams end with a status saying so. */
-  readonly lifecycle: EventEmitter<{ shutdown: [] }>;
 }
 
 /** The agent stream's entry: register, report, renew a certificate, disconnect. */
