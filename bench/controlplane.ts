@@ -29,6 +29,7 @@ import { startEtcdCluster, type EtcdCluster } from '../sandbox/etcd-cluster.ts';
 import { startReplicaSet, type ReplicaSet } from '../test/helpers/replica-set.ts';
 import { spawnServer, type ServerProcess } from '../test/helpers/server-process.ts';
 import { report, rssKiB } from './harness.ts';
+import { timedRead, type StatusRead } from './status-reads.ts';
 
 const AGENT_COUNTS = (process.env.BENCH_AGENTS ?? '1000').split(',').map(Number);
 
@@ -104,7 +105,7 @@ async function deploy(mode: 'sqlite' | 'etcd', dir: string): Promise<Deployment>
 }
 
 /** A status reader in its own process (bench/read-poller.ts). */
-function startReader(address: string, pkiDir: string, kind: 'all' | 'page' | 'pool') {
+function startReader(address: string, pkiDir: string, kind: StatusRead) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'bench/read-poller.ts', address, pkiDir, kind], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout! });
   const next = (): Promise<string> => new Promise((resolve, reject) => {
@@ -179,30 +180,13 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
   const rssAfter = d.pids().reduce((sum, pid) => sum + rssKiB(pid), 0);
   const perAgentKiB = (rssAfter - rssBefore) / AGENTS;
 
-  const listAll = async (client: Clients): Promise<number> => {
-    const t = performance.now();
-    await call(client, client.status.listNodes.bind(client.status), { pool: '', limit: 0, continueToken: '' }, 'list nodes');
-    return performance.now() - t;
-  };
-  const listPage = async (client: Clients): Promise<number> => {
-    const t = performance.now();
-    await call(client, client.status.listNodes.bind(client.status), { pool: '', limit: 500, continueToken: '' }, 'list nodes');
-    return performance.now() - t;
-  };
-  // The smallest read (what `mcctl get pools` asks): how long a call waits for the loop, apart
-  // from the time a large answer takes to cross (HTTP/2 flow control) while the loop is busy.
-  const getPool = async (client: Clients): Promise<number> => {
-    const t = performance.now();
-    await call(client, client.status.getPool.bind(client.status), { name: 'worker' }, 'get pool');
-    return performance.now() - t;
-  };
   const idlePool: number[] = [];
-  for (let i = 0; i < 20; i++) idlePool.push(await getPool(c));
+  for (let i = 0; i < 20; i++) idlePool.push(await timedRead(c, 'pool'));
   const idleAll: number[] = [];
   const idlePage: number[] = [];
   for (let i = 0; i < 20; i++) {
-    idleAll.push(await listAll(c));
-    idlePage.push(await listPage(c));
+    idleAll.push(await timedRead(c, 'all'));
+    idlePage.push(await timedRead(c, 'page'));
   }
 
   const idleWindow = 10;

@@ -6,24 +6,18 @@
 // stdin "go": call in a loop, at most one call every PACE_MS; "stop": print the latencies (ms)
 // as one JSON line and exit.
 
-import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
-import { call } from '../src/cli/client/call.ts';
 import { connect } from '../src/cli/client/connection.ts';
 import { silenceIpServernameWarning } from '../src/runtime/process-warnings.ts';
+import { timedRead, type StatusRead } from './status-reads.ts';
 
 silenceIpServernameWarning();
-const [address, pkiDir, kind] = process.argv.slice(2) as [string, string, 'all' | 'page' | 'pool'];
+const [address, pkiDir, kind] = process.argv.slice(2) as [string, string, StatusRead];
 const c = connect({ server: address, pkiDir, config: '/dev/null', timeout: '60' });
 
 const PACE_MS = 100;
 
-const once = async (): Promise<number> => {
-  const t = performance.now();
-  if (kind === 'pool') await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get pool');
-  else await call(c, c.status.listNodes.bind(c.status), { pool: '', limit: kind === 'page' ? 500 : 0, continueToken: '' }, 'list nodes');
-  return performance.now() - t;
-};
+const once = (): Promise<number> => timedRead(c, kind);
 
 await once(); // connected (and the first call's set-up paid) before the measured ones
 process.stdout.write('ready\n');
