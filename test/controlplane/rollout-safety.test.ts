@@ -110,7 +110,8 @@ test('a closed window holds reboots but not an SSH key change; they go once it o
   clock.set(Date.parse('2026-11-23T07:00:00Z'));
   server.handle.controlPlane.resync();
   await eventually(async () => nodes.every((n) => n.lastAssignment?.renderedConfig === target), 10_000, 'assigned in the window');
-  assert.equal((await getPool(c)).status!.maintenanceWindow, 'open until 2026-11-23T08:00Z');
+  // Pool status is its own controller, paced while the lane is busy: it may follow the assignment by a pass.
+  await eventually(async () => (await getPool(c)).status!.maintenanceWindow === 'open until 2026-11-23T08:00Z', 5_000, 'pool status says the window is open');
 });
 
 test('the rollout controller asks to run again when the window opens; scope All holds every update', async () => {
