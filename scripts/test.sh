@@ -91,6 +91,7 @@ SERIAL=(
   test/agent/health-gate-crash.test.ts
   test/packaging/demo.test.ts                     # every process gone within 5 s of Ctrl-C
   test/kubernetes/held-drain-isolation.test.ts    # one pool's rollout time with and without a held drain
+  test/controlplane/status-thread.test.ts         # reads answered while the main thread is held 3 s
 )
 
 # The etcd pass: the files whose outcome depends on the store and that reach it through
@@ -116,6 +117,7 @@ ETCD=(
   test/controlplane/cluster-disruption-policy-api.test.ts
   test/controlplane/session-end-status.test.ts    # sessions: fencing, end of stream
   test/controlplane/status-reads.test.ts          # reads and watches; names the store
+  test/controlplane/status-thread.test.ts         # the status thread's cache, fed by the store's relay
   test/controlplane/server-metrics.test.ts        # store metrics per backend
   test/kubernetes/drain.test.ts                   # drain state kept in the store
   test/kubernetes/held-drain-isolation.test.ts    # controller lanes: a held drain slows no other pool

@@ -30,8 +30,6 @@ const commands = {
   connection: () => import('./client/connection.ts'),
 };
 
-/** The option keys (camelCase) of the connection flags. */
-const CONNECTION_KEYS = new Set(['server', 'pkiDir', 'ca', 'cert', 'key', 'insecure', 'requestTimeout', 'config', 'context']);
 import type { Io } from './commands/read.ts';
 import type { OutputFormat } from './output.ts';
 import { COMMAND_EXAMPLES } from './examples.ts';
@@ -46,6 +44,7 @@ const collect = (value: string, previous: string[] = []): string[] => [...previo
 export function connectionFlagOptions(): Option[] {
   return [
     new Option('-s, --server <host:port>', 'mcplane-server gRPC address (or MCPLANE_SERVER)'),
+    new Option('--status-server <host:port>', 'send reads (get, describe, -w, the dashboard) here: a server\'s --status-listen, which answers them apart from its agents (or MCPLANE_STATUS_SERVER)'),
     new Option('--pki-dir <dir>', 'use ca.crt, admin.crt and admin.key from this directory (mcctl pki init)'),
     new Option('--ca <file>', 'CA certificate the server\'s certificate must chain to'),
     new Option('--cert <file>', 'client certificate (O=mcplane:admins)'),
@@ -91,7 +90,8 @@ export function optionsText(): string {
   const width = Math.max(...flags.map((o) => o.flags.length));
   return 'The following options can be passed to any command that talks to a server, before or after the verb:\n\n' +
     flags.map((o) => `  ${o.flags.padEnd(width)}  ${o.description}\n`).join('') +
-    '\nThey can also come from the environment (MCPLANE_SERVER, MCPLANE_PKI_DIR, MCPLANE_INSECURE=1, MCPLANE_CONTEXT)\n' +
+    '\nThey can also come from the environment (MCPLANE_SERVER, MCPLANE_STATUS_SERVER, MCPLANE_PKI_DIR, MCPLANE_INSECURE=1,\n' +
+    'MCPLANE_CONTEXT)\n' +
     'or from the config file, whose contexts name several servers (mcctl config get-contexts).\n';
 }
 
@@ -105,6 +105,8 @@ export function buildProgram(io: Io): Command {
     .exitOverride();
 
   /** Connection flags given before the verb, overridden by those given after it. */
+  // The option keys (camelCase) of the connection flags.
+  const CONNECTION_KEYS = new Set(connectionFlagOptions().map((o) => o.attributeName()));
   const flagsOf = (cmd: Command): ConnectionFlags => {
     const connectionOf = (c: Command): ConnectionFlags => Object.fromEntries(Object.entries(c.opts())
       .filter(([k, v]) => v !== undefined && CONNECTION_KEYS.has(k))) as ConnectionFlags;

@@ -4,6 +4,7 @@ import { Command, Option } from 'commander';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { isMainThread } from 'node:worker_threads';
 import { parse } from 'yaml';
 import { ConfigurationError } from '../machineconfig/index.ts';
 import { createLogger } from '../runtime/logger.ts';
@@ -16,6 +17,8 @@ import { parseAutoApproveRules } from './api/enrollment-requests.ts';
 import { backupMain } from './backup-command.ts';
 import { caKeyIfPresent, startServer, type ServerOptions } from './server.ts';
 import { inClusterAvailable } from './kubernetes/kube-client.ts';
+// Starts the status thread when this file runs as one (a bundle's worker); nothing otherwise.
+import './api/status-thread-main.ts';
 
 interface Flags {
   config?: string;
@@ -29,6 +32,7 @@ interface Flags {
   replicaName?: string;
   leaseTtl?: string | number;
   listen?: string;
+  statusListen?: string;
   pkiDir?: string;
   tlsCa?: string;
   tlsCert?: string;
@@ -76,6 +80,7 @@ export function resolveOptions(flags: Flags): ServerOptions & { logLevel?: strin
     insecure: f.insecure ?? false,
   };
   if (f.logLevel) options.logLevel = f.logLevel;
+  if (f.statusListen) options.statusListen = f.statusListen;
   if (f.nodeCertificateLifetime !== undefined) {
     const ms = durationMs(String(f.nodeCertificateLifetime));
     if (ms === undefined || ms < 1000) throw new ConfigurationError(`--node-certificate-lifetime ${f.nodeCertificateLifetime}: expected a duration such as 90d, 30d, 12h (at least 1s)`);
@@ -200,6 +205,7 @@ export function serverCommand(): Command {
     .option('--replica-name <name>', 'this replica\'s name among several (default: host name and gRPC port)')
     .option('--lease-ttl <seconds>', 'this replica\'s lease TTL: how long a dead or cut-off replica still counts as alive and leading (default 5)')
     .option('--listen <host:port>', 'gRPC address (default 0.0.0.0:7443)')
+    .option('--status-listen <host:port>', 'also serve status reads (mcctl get, describe, -w; the dashboard) on this address, from a thread of their own: they do not wait for agent streams and controllers (default: off; clients use it with mcctl --status-server)')
     .option('--pki-dir <dir>', 'directory made by `mcctl pki init` (ca.crt, server.crt, server.key, ca.key, bootstrap-token)')
     .option('--tls-ca <file>', 'CA that client certificates must chain to')
     .option('--tls-cert <file>', 'server certificate')
@@ -254,4 +260,5 @@ export async function main(argv: string[]): Promise<void> {
   await starting;
 }
 
-runProgram(import.meta.url, 'mcplane-server', main);
+// In a bundle, the status thread runs this same file (api/status-thread-main.ts says why).
+if (isMainThread) runProgram(import.meta.url, 'mcplane-server', main);

@@ -14,6 +14,7 @@ import { caSigner, describeRule, type AutoApproveRule } from './api/enrollment-r
 import type { Clock } from './replica/clock.ts';
 import { ControlPlane, type ControlPlaneOptions } from './control-plane.ts';
 import { startGrpcServer, SERVICE_NAMES, type GrpcServerHandle } from './api/grpc-server.ts';
+import { startStatusThread, type StatusThread } from './api/status-thread.ts';
 import type { RateLimit } from '../runtime/rate-limiter.ts';
 import { openStore, type StoreOptions } from './store/open-store.ts';
 import { loadKubernetesAccess, type KubernetesCredentials } from './kubernetes/kube-client.ts';
@@ -44,6 +45,11 @@ export interface ServerOptions {
   certificateWatchMs?: number;
   /** Plaintext gRPC; refused unless `listen` is a loopback address. */
   insecure?: boolean;
+  /**
+   * host:port for StatusService served by a thread of its own (api/status-thread.ts), with the
+   * same TLS as `listen`; port 0 picks a free one. Absent: reads are served on `listen` only.
+   */
+  statusListen?: string;
   bootstrap?: {
     listen: string;
     caKeyFile: string;
@@ -91,6 +97,8 @@ export interface ServerHandle {
   bootstrapPort?: number;
   /** The /metrics port, when --metrics-listen was given. */
   metricsPort?: number;
+  /** The status thread's port, when --status-listen was given. */
+  statusPort?: number;
   /**
    * Reads the TLS files and the CA key again (SIGHUP): new handshakes use the new server
    * certificate and trust bundle, open streams stay. True when something changed.
@@ -108,6 +116,10 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
   }
   if (options.insecure && !isLoopbackHost(host)) {
     throw new ConfigurationError(`--insecure serves plaintext and is allowed only on a loopback address; --listen ${options.listen} is not one`);
+  }
+  const statusHost = options.statusListen ? parseHostPort(options.statusListen, '--status-listen').host : undefined;
+  if (options.insecure && statusHost !== undefined && !isLoopbackHost(statusHost)) {
+    throw new ConfigurationError(`--insecure serves plaintext and is allowed only on a loopback address; --status-listen ${options.statusListen} is not one`);
   }
   const reloading = options.tls && !options.insecure ? new ReloadingTls(options.tls, 'server TLS', (message) => log.error(message)) : undefined;
   const tls = reloading?.material;
@@ -155,6 +167,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
   let bootstrap: HttpsServer | undefined;
   let grpc: GrpcServerHandle | undefined;
   let metrics: MetricsServer | undefined;
+  let statusThread: StatusThread | undefined;
   try {
     // The port is bound first: the replica advertises the address it really listens on.
     grpc = await startGrpcServer(options.listen, reloading ? reloading.serverCredentials() : serverCredentials(undefined), log);
@@ -185,9 +198,23 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
         bundle: () => ca.certPem,
       };
     }
+    if (options.statusListen) {
+      statusThread = await startStatusThread({
+        listen: options.statusListen,
+        ...(options.tls && !options.insecure ? { tls: options.tls } : {}),
+        certificateWatchMs: options.certificateWatchMs ?? 10_000,
+        store,
+        replica: cp.serving,
+        serving: true,
+        logLevel: log.level,
+        log,
+      });
+    }
     const health = grpc.health;
+    const status = statusThread;
     const setServing = (serving: boolean): void => {
       for (const s of ['', ...SERVICE_NAMES]) health.setStatus(s, serving ? 'SERVING' : 'NOT_SERVING');
+      status?.setServing(serving);
     };
     cp.replica.on('lost', () => setServing(false));
     cp.replica.on('ready', () => setServing(true));
@@ -229,7 +256,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       cp.metrics.collectProcessMetrics();
       metrics = await startMetricsServer({ ...metricsListen, registry: cp.metrics.registry, log });
     }
-    log.info({ grpc: `${host}:${grpc.port}`, tls: tls !== undefined, bootstrapPort, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}), store: store.backend, replica: cp.replica.name, leader: cp.leading, ...(options.etcd ? {} : { dataDir: options.dataDir }) }, 'mcplane-server ready');
+    log.info({ grpc: `${host}:${grpc.port}`, ...(status ? { status: `${statusHost}:${status.port}` } : {}), tls: tls !== undefined, bootstrapPort, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}), store: store.backend, replica: cp.replica.name, leader: cp.leading, ...(options.etcd ? {} : { dataDir: options.dataDir }) }, 'mcplane-server ready');
 
     const controlPlane = cp;
     const server = grpc;
@@ -239,7 +266,11 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       grpcPort: grpc.port,
       bootstrapPort,
       ...(metrics ? { metricsPort: metrics.port } : {}),
-      reloadCertificates,
+      ...(status ? { statusPort: status.port } : {}),
+      reloadCertificates() {
+        status?.reloadCertificates();
+        return reloadCertificates();
+      },
       close(graceMs = 1500) {
         closing ??= (async () => {
           log.info('shutting down: no new calls, finishing in-flight ones');
@@ -251,6 +282,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
           // streams end so agents reconnect elsewhere.
           controlPlane.lifecycle.emit('shutdown');
           controlPlane.sessions.closeAll();
+          const statusClosed = status?.close(graceMs);
           await new Promise<void>((resolve) => {
             const force = setTimeout(() => {
               server.server.forceShutdown();
@@ -262,6 +294,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
             });
           });
           bootstrap?.closeAllConnections();
+          await statusClosed;
           await controlPlane.stop();
           await store.close();
           log.info('stopped');
@@ -274,6 +307,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
     bootstrap?.close();
     await metrics?.close();
     grpc?.server.forceShutdown();
+    await statusThread?.close(0);
     await cp?.stop();
     await store.close();
     throw err;

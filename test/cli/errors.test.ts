@@ -67,7 +67,7 @@ test('unknown keys in the config file are errors naming the key and the file', a
   writeFileSync(file, `sever: ${server.address}\npkiDir: ${server.pki.dir}\n`);
   const r = await runCliAsync(['--config', file, 'get', 'pools']);
   assert.equal(r.status, 1);
-  assert.equal(r.stderr, `error: config file ${file}: unknown key "sever" (did you mean "server"?); known keys: server, pkiDir, ca, cert, key, insecure, requestTimeout, timeout, currentContext, contexts\n`);
+  assert.equal(r.stderr, `error: config file ${file}: unknown key "sever" (did you mean "server"?); known keys: server, statusServer, pkiDir, ca, cert, key, insecure, requestTimeout, timeout, currentContext, contexts\n`);
   writeFileSync(file, `server: ${server.address}\npkiDir: ${server.pki.dir}\n`);
   assert.equal((await runCliAsync(['--config', file, 'get', 'pools', '-o', 'name'])).status, 0);
   writeFileSync(file, `server: ${server.address}\ninsecure: "yes"\n`);

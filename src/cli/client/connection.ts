@@ -18,6 +18,8 @@ import type { StatusServiceClient } from '../../runtime/generated/mcplane/v1/Sta
 
 export interface ConnectionFlags {
   server?: string;
+  /** Where StatusService calls go, when not to `server`: a server's --status-listen. */
+  statusServer?: string;
   pkiDir?: string;
   ca?: string;
   cert?: string;
@@ -34,6 +36,8 @@ export interface ConnectionFlags {
 
 export interface Clients {
   server: string;
+  /** Where reads go: statusServer, else server. */
+  statusServer: string;
   timeoutMs: number;
   /** What was tried, for connection failures: address, TLS or not, which files. */
   describe: string;
@@ -50,6 +54,7 @@ export const DEFAULT_CONFIG_PATH = join(homedir(), '.config', 'mcplane', 'mcctl.
 export function resolveConnection(flags: ConnectionFlags): Required<Pick<ConnectionFlags, 'server'>> & ConnectionFlags & { timeoutMs: number } {
   const env: ConnectionFlags = {
     server: process.env.MCPLANE_SERVER,
+    statusServer: process.env.MCPLANE_STATUS_SERVER,
     pkiDir: process.env.MCPLANE_PKI_DIR,
     insecure: process.env.MCPLANE_INSECURE === '1' ? true : undefined,
   };
@@ -78,8 +83,10 @@ export function resolveConnection(flags: ConnectionFlags): Required<Pick<Connect
   const raw = pick('requestTimeout') ?? flags.timeout ?? '10';
   const timeoutMs = parseRequestTimeout(raw);
   const pkiDir = pick('pkiDir');
+  const statusServer = pick('statusServer');
   return {
     server,
+    ...(statusServer ? { statusServer } : {}),
     insecure: pick('insecure') ?? false,
     ca: pick('ca') ?? (pkiDir && join(pkiDir, 'ca.crt')),
     cert: pick('cert') ?? (pkiDir && join(pkiDir, 'admin.crt')),
@@ -119,7 +126,7 @@ export interface ClientConfig {
 
 /** The config file's connection keys: the flags' names in camelCase. */
 const CONNECTION_KEYS: Record<string, 'string' | 'boolean' | 'number'> = {
-  server: 'string', pkiDir: 'string', ca: 'string', cert: 'string', key: 'string', insecure: 'boolean', requestTimeout: 'number',
+  server: 'string', statusServer: 'string', pkiDir: 'string', ca: 'string', cert: 'string', key: 'string', insecure: 'boolean', requestTimeout: 'number',
 };
 /** Keys of the file itself, besides the connection keys. `timeout` is requestTimeout's old name. */
 const FILE_KEYS = [...Object.keys(CONNECTION_KEYS), 'timeout', 'currentContext', 'contexts'];
@@ -199,9 +206,12 @@ function editDistance(a: string, b: string): number {
 export function connect(flags: ConnectionFlags): Clients {
   const c = resolveConnection(flags);
   const { host } = parseHostPort(c.server, '--server');
+  const statusServer = c.statusServer ?? c.server;
+  const statusHost = parseHostPort(statusServer, '--status-server').host;
   let creds;
   if (c.insecure) {
     if (!isLoopbackHost(host)) throw new ConfigurationError(`--insecure is allowed only for a loopback server, not ${c.server}`);
+    if (!isLoopbackHost(statusHost)) throw new ConfigurationError(`--insecure is allowed only for a loopback server, not --status-server ${statusServer}`);
     creds = clientCredentials(undefined);
   } else {
     if (!c.ca || !c.cert || !c.key) {
@@ -231,10 +241,11 @@ export function connect(flags: ConnectionFlags): Clients {
   };
   return {
     server: c.server,
+    statusServer,
     timeoutMs: c.timeoutMs,
-    describe: c.insecure ? `${c.server} without TLS (--insecure)` : `${c.server} over TLS (CA ${c.ca}, client certificate ${c.cert})`,
+    describe: `${c.server}${c.statusServer ? ` (reads: ${c.statusServer})` : ''} ${c.insecure ? 'without TLS (--insecure)' : `over TLS (CA ${c.ca}, client certificate ${c.cert})`}`,
     ...(c.insecure ? {} : { tls: { ca: c.ca!, cert: c.cert! } }),
-    get status() { return lazy('status', () => new v1.StatusService(c.server, creds, options)); },
+    get status() { return lazy('status', () => new v1.StatusService(statusServer, creds, options)); },
     get config() { return lazy('config', () => new v1.ConfigService(c.server, creds, options)); },
     get identity() { return lazy('identity', () => new v1.IdentityService(c.server, creds, options)); },
     get agent() { return lazy('agent', () => new v1.AgentService(c.server, creds, options)); },

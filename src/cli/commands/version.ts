@@ -16,7 +16,8 @@ export async function versionCommand(connect: () => Clients, io: Io, output: str
   try {
     c = connect();
     const info = await call(c, c.status.getServerInfo.bind(c.status), {}, 'get the server version');
-    server = { ...info, address: c.server };
+    // The address that answered: --status-server when given, where GetServerInfo went.
+    server = { ...info, address: c.statusServer };
     if (output !== 'json' && output !== 'yaml') server = forDisplay(server);
   } catch (err) {
     if (!(err instanceof McplaneError)) throw err;

@@ -25,19 +25,26 @@ export interface GrpcServerHandle {
   serve(access: ApiAccess, tls: boolean): void;
 }
 
-/**
- * Binds the port with health and reflection only (health says NOT_SERVING until `serve`), so a
- * replica knows the address it advertises before it joins the others.
- */
-export async function startGrpcServer(address: string, creds: ServerCredentials, log: Logger): Promise<GrpcServerHandle> {
-  const { definition, grpc } = loadMcplaneProto();
+/** A gRPC server bound to its port, with health (NOT_SERVING for `services` at first) and reflection. */
+export async function bindGrpcServer(address: string, creds: ServerCredentials, services: readonly string[]): Promise<{ server: Server; health: HealthImplementation; port: number }> {
+  const { definition } = loadMcplaneProto();
   const server = new Server(SERVER_CHANNEL_OPTIONS);
-  const health = new HealthImplementation(Object.fromEntries(['', ...SERVICE_NAMES].map((s) => [s, 'NOT_SERVING'])));
+  const health = new HealthImplementation(Object.fromEntries(['', ...services].map((s) => [s, 'NOT_SERVING'])));
   health.addToServer(server);
   new ReflectionService(definition).addToServer(server);
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(address, creds, (err, boundPort) => (err ? reject(err) : resolve(boundPort)));
   });
+  return { server, health, port };
+}
+
+/**
+ * Binds the port with health and reflection only (health says NOT_SERVING until `serve`), so a
+ * replica knows the address it advertises before it joins the others.
+ */
+export async function startGrpcServer(address: string, creds: ServerCredentials, log: Logger): Promise<GrpcServerHandle> {
+  const { grpc } = loadMcplaneProto();
+  const { server, health, port } = await bindGrpcServer(address, creds, SERVICE_NAMES);
   return {
     server,
     health,
