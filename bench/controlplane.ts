@@ -12,7 +12,8 @@
 //   idle CPU per replica with every agent connected (< 5 % of a core);
 //   memory per connected agent (RSS growth / agents, <= 100 KiB);
 //   ListNodes during the fan-out: a page of 500 p99 (< 50 ms) and all nodes p99 (< 250 ms),
-//     beside the same calls on the idle server (the baseline);
+//     beside the same calls on the idle server (the baseline), once on the main port and once on
+//     each replica's --status-listen port (StatusService on a thread of its own);
 //   etcd mode: leader failover time and how long the killed replica's agents took to re-register.
 
 import { spawn } from 'node:child_process';
@@ -40,6 +41,8 @@ interface Figures {
   perAgentKiB: number;
   pageP99: number;
   allP99: number;
+  statusPageP99: number;
+  statusAllP99: number;
   reregisteredMs?: number;
 }
 const STORED_CONFIGS = 1000;
@@ -61,6 +64,8 @@ interface Deployment {
   leader?: () => Promise<number>;
   pids: () => number[];
   addresses: string[];
+  /** Each replica's --status-listen address. */
+  statusAddresses: string[];
   admin(i: number): Clients;
   /** Kills the leader; resolves with the time until another replica leads. */
   failover?: () => Promise<{ killed: number; leaderMs: number }>;
@@ -70,11 +75,12 @@ interface Deployment {
 async function deploy(mode: 'sqlite' | 'etcd', dir: string): Promise<Deployment> {
   const pkiDir = join(dir, 'pki');
   if (mode === 'sqlite') {
-    const server: ServerProcess = await spawnServer(['--data-dir', join(dir, 'data'), '--listen', '127.0.0.1:0', '--pki-dir', pkiDir, '--no-bootstrap']);
+    const server: ServerProcess = await spawnServer(['--data-dir', join(dir, 'data'), '--listen', '127.0.0.1:0', '--status-listen', '127.0.0.1:0', '--pki-dir', pkiDir, '--no-bootstrap']);
     const c = connect({ server: server.address, pkiDir, config: '/dev/null', timeout: '60' });
     return {
       pids: () => [server.child.pid!],
       addresses: [server.address],
+      statusAddresses: [server.statusAddress!],
       admin: () => c,
       async stop() {
         c.close();
@@ -84,10 +90,11 @@ async function deploy(mode: 'sqlite' | 'etcd', dir: string): Promise<Deployment>
     };
   }
   const etcd: EtcdCluster = await startEtcdCluster({ members: 3 });
-  const set: ReplicaSet = await startReplicaSet({ endpoints: etcd.endpoints, count: 3, pkiDir });
+  const set: ReplicaSet = await startReplicaSet({ endpoints: etcd.endpoints, count: 3, pkiDir, args: ['--status-listen', '127.0.0.1:0'] });
   return {
     pids: () => set.replicas.filter((r) => r.process).map((r) => r.process!.child.pid!),
     addresses: set.addresses,
+    statusAddresses: set.replicas.map((r) => r.process!.statusAddress!),
     admin: (i) => set.admin(i),
     leader: () => set.waitForLeader(15_000),
     async failover() {
@@ -213,17 +220,19 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
   // in a process of its own (bench/read-poller.ts), as each mcctl does: on one shared HTTP/2
   // connection a small answer waits behind a large one's frames, and in one process decoding a
   // large answer holds the loop every other read is timed on.
-  const busyAll: number[] = [];
-  const busyPage: number[] = [];
-  const busyPool: number[] = [];
-  const readers = d.addresses.flatMap((address) => (['all', 'page', 'pool'] as const).map((kind) => startReader(address, join(dir, 'pki'), kind)));
-  await Promise.all(readers.map((r) => r.ready));
-  for (const r of readers) r.go();
-  const readFanoutMs = await fanOut(2);
-  for (const r of readers) {
-    const samples = await r.stop();
-    ({ all: busyAll, page: busyPage, pool: busyPool })[r.kind].push(...samples);
-  }
+  const readsDuringFanOut = async (addresses: string[], value: number) => {
+    const busy = { all: [] as number[], page: [] as number[], pool: [] as number[] };
+    const readers = addresses.flatMap((address) => (['all', 'page', 'pool'] as const).map((kind) => startReader(address, join(dir, 'pki'), kind)));
+    await Promise.all(readers.map((r) => r.ready));
+    for (const r of readers) r.go();
+    const ms = await fanOut(value);
+    for (const r of readers) busy[r.kind].push(...(await r.stop()));
+    return { ms, ...busy };
+  };
+  const onMain = await readsDuringFanOut(d.addresses, 2);
+  // The same reads on the status threads' ports (--status-listen), during a third fan-out.
+  const onStatus = await readsDuringFanOut(d.statusAddresses, 3);
+  const { all: busyAll, page: busyPage, pool: busyPool, ms: readFanoutMs } = onMain;
 
   let failoverRows: [string, string][] = [];
   let reregisteredMs: number | undefined;
@@ -263,9 +272,13 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
     [`GetPool during fan-out p99 (${busyPool.length} calls)`, `${pct(busyPool, 99).toFixed(1)} ms, ${(pct(busyPool, 99) / pct(idlePool, 99)).toFixed(2)}x idle`],
     [`ListNodes all ${AGENTS}, idle p99 (baseline)`, `${pct(idleAll, 99).toFixed(1)} ms`],
     [`ListNodes all during fan-out p99 (${busyAll.length} calls)`, `${pct(busyAll, 99).toFixed(1)} ms  (goal < 250 ms: ${verdict(pct(busyAll, 99) < 250)}), ${(pct(busyAll, 99) / pct(idleAll, 99)).toFixed(2)}x idle`],
+    ['fan-out with the same reads served on --status-listen', `${onStatus.ms} ms`],
+    [`  on --status-listen: ListNodes page of 500 p99 (${onStatus.page.length} calls)`, `${pct(onStatus.page, 99).toFixed(1)} ms  (goal < 50 ms: ${verdict(pct(onStatus.page, 99) < 50)}), ${(pct(onStatus.page, 99) / pct(idlePage, 99)).toFixed(2)}x idle on the main port`],
+    [`  on --status-listen: GetPool p99 (${onStatus.pool.length} calls)`, `${pct(onStatus.pool, 99).toFixed(1)} ms, ${(pct(onStatus.pool, 99) / pct(idlePool, 99)).toFixed(2)}x idle on the main port`],
+    [`  on --status-listen: ListNodes all p99 (${onStatus.all.length} calls)`, `${pct(onStatus.all, 99).toFixed(1)} ms  (goal < 250 ms: ${verdict(pct(onStatus.all, 99) < 250)}), ${(pct(onStatus.all, 99) / pct(idleAll, 99)).toFixed(2)}x idle on the main port`],
     ...failoverRows,
   ]);
-  return { applyP50: pct(applyMs, 50), fanoutMs, perAgentKiB, pageP99: pct(busyPage, 99), allP99: pct(busyAll, 99), ...(reregisteredMs !== undefined ? { reregisteredMs } : {}) };
+  return { applyP50: pct(applyMs, 50), fanoutMs, perAgentKiB, pageP99: pct(busyPage, 99), allP99: pct(busyAll, 99), statusPageP99: pct(onStatus.page, 99), statusAllP99: pct(onStatus.all, 99), ...(reregisteredMs !== undefined ? { reregisteredMs } : {}) };
 }
 
 /** Each figure at each fleet size, and its growth from the smallest. */
@@ -282,6 +295,8 @@ function reportGrowth(mode: string, sizes: number[], figures: Figures[]): void {
   row('memory per agent', 'KiB', (f) => f.perAgentKiB);
   row('ListNodes page of 500 during fan-out, p99', 'ms', (f) => f.pageP99);
   row('ListNodes all during fan-out, p99', 'ms', (f) => f.allP99);
+  row('ListNodes page of 500 during fan-out on --status-listen, p99', 'ms', (f) => f.statusPageP99);
+  row('ListNodes all during fan-out on --status-listen, p99', 'ms', (f) => f.statusAllP99);
   row('killed replica\'s agents back', 'ms', (f) => f.reregisteredMs);
   report(`control plane (${mode}): growth from ${sizes[0]} to ${sizes.at(-1)} agents`, rows);
 }

@@ -87,3 +87,14 @@ test('a compaction ends the watch (onCompacted), and a new list picks up from th
     await r.close();
   }
 });
+
+test('a list the real store cannot answer is an error on the far side, not a wait forever', async () => {
+  const r = await relayed();
+  try {
+    await r.store.close();
+    await assert.rejects(r.far.list(), (err: Error) => err instanceof StoreUnavailableError && /listing the store failed/.test(err.message));
+    assert.equal(r.errors.length, 1);
+  } finally {
+    await r.close().catch(() => undefined);
+  }
+});

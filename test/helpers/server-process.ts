@@ -7,6 +7,8 @@ import { programArgs, REPO_ROOT } from './run-cli.ts';
 export interface ServerProcess {
   child: ChildProcess;
   address: string;
+  /** The --status-listen address it bound, when given one. */
+  statusAddress?: string;
   logs: string[];
   exited: Promise<number | null>;
 }
@@ -17,17 +19,19 @@ export async function spawnServer(args: string[]): Promise<ServerProcess> {
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let stderr = '';
   child.stderr!.on('data', (d) => { stderr += d; });
+  let statusAddress: string | undefined;
   const address = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start: ${stderr}\n${logs.join('')}`)), 20_000);
     createInterface({ input: child.stdout! }).on('line', (line) => {
       logs.push(line);
       const m = /"grpc":"([^"]+)".*mcplane-server ready/.exec(line);
       if (m) {
+        statusAddress = /"status":"([^"]+)"/.exec(line)?.[1];
         clearTimeout(timer);
         resolve(m[1]!);
       }
     });
     void exited.then((code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
   });
-  return { child, address, logs, exited };
+  return { child, address, ...(statusAddress ? { statusAddress } : {}), logs, exited };
 }

@@ -10,7 +10,7 @@ import type { ChangeEvent, CommitResult, Lease, ListResult, Store, StoredKind, S
 const GET_TIMEOUT_MS = 10_000;
 
 export class RelayedStore implements Store {
-  #pendingList: ((result: ListResult) => void)[] = [];
+  #pendingList: { resolve: (result: ListResult) => void; reject: (err: Error) => void }[] = [];
   /** Events after the last list, held until the watch that follows the list starts. */
   #held: { events: ChangeEvent[]; revision: number }[] | undefined;
   #watch: WatchHandlers | undefined;
@@ -25,8 +25,8 @@ export class RelayedStore implements Store {
   }
 
   list(kinds?: readonly StoredKind[]): Promise<ListResult> {
-    return new Promise((resolve) => {
-      this.#pendingList.push((result) => resolve(kinds ? { revision: result.revision, items: result.items.filter((o) => kinds.includes(o.kind)) } : result));
+    return new Promise((resolve, reject) => {
+      this.#pendingList.push({ resolve: (result) => resolve(kinds ? { revision: result.revision, items: result.items.filter((o) => kinds.includes(o.kind)) } : result), reject });
       if (this.#pendingList.length === 1) this.#send({ t: 'list' });
     });
   }
@@ -76,6 +76,7 @@ export class RelayedStore implements Store {
     this.#watch = undefined;
     for (const get of this.#gets.values()) get.reject(new StoreUnavailableError('the relayed store was closed'));
     this.#gets.clear();
+    for (const { reject } of this.#pendingList.splice(0)) reject(new StoreUnavailableError('the relayed store was closed'));
   }
 
   #send(request: RelayRequest): void {
@@ -89,7 +90,13 @@ export class RelayedStore implements Store {
         this.#pendingList = [];
         // The watch that follows this list starts after the caller's await: hold what comes first.
         this.#held = [];
-        for (const resolve of waiting) resolve({ items: message.items, revision: message.revision });
+        for (const { resolve } of waiting) resolve({ items: message.items, revision: message.revision });
+        return;
+      }
+      case 'list-failed': {
+        const waiting = this.#pendingList;
+        this.#pendingList = [];
+        for (const { reject } of waiting) reject(new StoreUnavailableError(`listing the store failed: ${message.message}`));
         return;
       }
       case 'events':

@@ -13,6 +13,7 @@ export type RelayMessage =
   | { t: 'list'; items: StoredObject[]; revision: number }
   | { t: 'events'; events: ChangeEvent[]; revision: number }
   | { t: 'compacted'; compacted: number }
+  | { t: 'list-failed'; message: string }
   | { t: 'got'; id: number; object?: StoredObject; error?: string };
 
 /** What the relayed side asks. */
@@ -65,8 +66,7 @@ export function relayStore(store: Store, kinds: readonly StoredKind[], port: Rel
     if (request.t === 'list') {
       list().catch((err: unknown) => {
         onError(err);
-        // The other side relists after a compaction; a failed list looks like one to it.
-        post({ t: 'compacted', compacted: 0 });
+        post({ t: 'list-failed', message: (err as Error).message });
       });
     } else if (request.t === 'get') {
       store.get(request.kind, request.name).then(
