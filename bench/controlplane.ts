@@ -14,6 +14,7 @@
 //   ListNodes during the fan-out: a page of 500 p99 (< 50 ms) and all nodes p99 (< 250 ms),
 //     beside the same calls on the idle server (the baseline), once on the main port and once on
 //     each replica's --status-listen port (StatusService on a thread of its own);
+//     BENCH_STATUS_THREAD=0 runs the replicas without it, to see what the thread costs;
 //   etcd mode: leader failover time and how long the killed replica's agents took to re-register.
 
 import { spawn } from 'node:child_process';
@@ -41,11 +42,13 @@ interface Figures {
   perAgentKiB: number;
   pageP99: number;
   allP99: number;
-  statusPageP99: number;
-  statusAllP99: number;
+  statusPageP99?: number;
+  statusAllP99?: number;
   reregisteredMs?: number;
 }
 const STORED_CONFIGS = 1000;
+const STATUS_THREAD = process.env.BENCH_STATUS_THREAD !== '0';
+const STATUS_LISTEN = STATUS_THREAD ? ['--status-listen', '127.0.0.1:0'] : [];
 const MODES = (process.env.BENCH_STORE ? [process.env.BENCH_STORE] : ['sqlite', 'etcd']) as ('sqlite' | 'etcd')[];
 
 function cpuSeconds(pid: number): number {
@@ -75,12 +78,12 @@ interface Deployment {
 async function deploy(mode: 'sqlite' | 'etcd', dir: string): Promise<Deployment> {
   const pkiDir = join(dir, 'pki');
   if (mode === 'sqlite') {
-    const server: ServerProcess = await spawnServer(['--data-dir', join(dir, 'data'), '--listen', '127.0.0.1:0', '--status-listen', '127.0.0.1:0', '--pki-dir', pkiDir, '--no-bootstrap']);
+    const server: ServerProcess = await spawnServer(['--data-dir', join(dir, 'data'), '--listen', '127.0.0.1:0', ...STATUS_LISTEN, '--pki-dir', pkiDir, '--no-bootstrap']);
     const c = connect({ server: server.address, pkiDir, config: '/dev/null', timeout: '60' });
     return {
       pids: () => [server.child.pid!],
       addresses: [server.address],
-      statusAddresses: [server.statusAddress!],
+      statusAddresses: server.statusAddress ? [server.statusAddress] : [],
       admin: () => c,
       async stop() {
         c.close();
@@ -90,11 +93,11 @@ async function deploy(mode: 'sqlite' | 'etcd', dir: string): Promise<Deployment>
     };
   }
   const etcd: EtcdCluster = await startEtcdCluster({ members: 3 });
-  const set: ReplicaSet = await startReplicaSet({ endpoints: etcd.endpoints, count: 3, pkiDir, args: ['--status-listen', '127.0.0.1:0'] });
+  const set: ReplicaSet = await startReplicaSet({ endpoints: etcd.endpoints, count: 3, pkiDir, args: STATUS_LISTEN });
   return {
     pids: () => set.replicas.filter((r) => r.process).map((r) => r.process!.child.pid!),
     addresses: set.addresses,
-    statusAddresses: set.replicas.map((r) => r.process!.statusAddress!),
+    statusAddresses: set.replicas.flatMap((r) => (r.process?.statusAddress ? [r.process.statusAddress] : [])),
     admin: (i) => set.admin(i),
     leader: () => set.waitForLeader(15_000),
     async failover() {
@@ -231,7 +234,7 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
   };
   const onMain = await readsDuringFanOut(d.addresses, 2);
   // The same reads on the status threads' ports (--status-listen), during a third fan-out.
-  const onStatus = await readsDuringFanOut(d.statusAddresses, 3);
+  const onStatus = STATUS_THREAD ? await readsDuringFanOut(d.statusAddresses, 3) : undefined;
   const { all: busyAll, page: busyPage, pool: busyPool, ms: readFanoutMs } = onMain;
 
   let failoverRows: [string, string][] = [];
@@ -272,13 +275,15 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
     [`GetPool during fan-out p99 (${busyPool.length} calls)`, `${pct(busyPool, 99).toFixed(1)} ms, ${(pct(busyPool, 99) / pct(idlePool, 99)).toFixed(2)}x idle`],
     [`ListNodes all ${AGENTS}, idle p99 (baseline)`, `${pct(idleAll, 99).toFixed(1)} ms`],
     [`ListNodes all during fan-out p99 (${busyAll.length} calls)`, `${pct(busyAll, 99).toFixed(1)} ms  (goal < 250 ms: ${verdict(pct(busyAll, 99) < 250)}), ${(pct(busyAll, 99) / pct(idleAll, 99)).toFixed(2)}x idle`],
-    ['fan-out with the same reads served on --status-listen', `${onStatus.ms} ms`],
-    [`  on --status-listen: ListNodes page of 500 p99 (${onStatus.page.length} calls)`, `${pct(onStatus.page, 99).toFixed(1)} ms  (goal < 50 ms: ${verdict(pct(onStatus.page, 99) < 50)}), ${(pct(onStatus.page, 99) / pct(idlePage, 99)).toFixed(2)}x idle on the main port`],
-    [`  on --status-listen: GetPool p99 (${onStatus.pool.length} calls)`, `${pct(onStatus.pool, 99).toFixed(1)} ms, ${(pct(onStatus.pool, 99) / pct(idlePool, 99)).toFixed(2)}x idle on the main port`],
-    [`  on --status-listen: ListNodes all p99 (${onStatus.all.length} calls)`, `${pct(onStatus.all, 99).toFixed(1)} ms  (goal < 250 ms: ${verdict(pct(onStatus.all, 99) < 250)}), ${(pct(onStatus.all, 99) / pct(idleAll, 99)).toFixed(2)}x idle on the main port`],
+    ...(onStatus ? [
+      ['fan-out with the same reads served on --status-listen', `${onStatus.ms} ms`],
+      [`  on --status-listen: ListNodes page of 500 p99 (${onStatus.page.length} calls)`, `${pct(onStatus.page, 99).toFixed(1)} ms  (goal < 50 ms: ${verdict(pct(onStatus.page, 99) < 50)}), ${(pct(onStatus.page, 99) / pct(idlePage, 99)).toFixed(2)}x idle on the main port`],
+      [`  on --status-listen: GetPool p99 (${onStatus.pool.length} calls)`, `${pct(onStatus.pool, 99).toFixed(1)} ms, ${(pct(onStatus.pool, 99) / pct(idlePool, 99)).toFixed(2)}x idle on the main port`],
+      [`  on --status-listen: ListNodes all p99 (${onStatus.all.length} calls)`, `${pct(onStatus.all, 99).toFixed(1)} ms  (goal < 250 ms: ${verdict(pct(onStatus.all, 99) < 250)}), ${(pct(onStatus.all, 99) / pct(idleAll, 99)).toFixed(2)}x idle on the main port`],
+    ] as [string, string][] : []),
     ...failoverRows,
   ]);
-  return { applyP50: pct(applyMs, 50), fanoutMs, perAgentKiB, pageP99: pct(busyPage, 99), allP99: pct(busyAll, 99), statusPageP99: pct(onStatus.page, 99), statusAllP99: pct(onStatus.all, 99), ...(reregisteredMs !== undefined ? { reregisteredMs } : {}) };
+  return { applyP50: pct(applyMs, 50), fanoutMs, perAgentKiB, pageP99: pct(busyPage, 99), allP99: pct(busyAll, 99), ...(onStatus ? { statusPageP99: pct(onStatus.page, 99), statusAllP99: pct(onStatus.all, 99) } : {}), ...(reregisteredMs !== undefined ? { reregisteredMs } : {}) };
 }
 
 /** Each figure at each fleet size, and its growth from the smallest. */

@@ -53,7 +53,7 @@ export async function startGrpcServer(address: string, creds: ServerCredentials,
       const auth = createAuthorizer(tls);
       // Assignments are encoded once per fan-out and written to every stream as they are.
       server.addService(acceptingPreEncoded(grpc.mcplane.v1.AgentService.service), agentService(agents, auth, log));
-      server.addService(grpc.mcplane.v1.StatusService.service, statusService(reads, replica, auth, log));
+      server.addService(acceptingPreEncoded(grpc.mcplane.v1.StatusService.service), statusService(reads, replica, auth, log));
       server.addService(grpc.mcplane.v1.ConfigService.service, configService(reads, config, auth, log));
       server.addService(grpc.mcplane.v1.IdentityService.service, identityService(reads, identity, auth, log));
       for (const s of ['', ...SERVICE_NAMES]) health.setStatus(s, 'SERVING');

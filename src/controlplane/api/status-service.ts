@@ -9,7 +9,11 @@ import type { WatchEvent } from '../../runtime/generated/mcplane/v1/WatchEvent.t
 import type { WatchRequest__Output } from '../../runtime/generated/mcplane/v1/WatchRequest.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { VERSION } from '../../runtime/version.ts';
-import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
+import type { CacheChange, ClusterCache, NodeView } from '../cache/cluster-cache.ts';
+import type { ListNodesResponse } from '../../runtime/generated/mcplane/v1/ListNodesResponse.ts';
+import { PreEncoded } from '../../runtime/pre-encoded.ts';
+import { loadMcplaneProto } from '../../runtime/proto.ts';
+import { NodeListEncoder } from './node-list-encoding.ts';
 import type { ApiReads, ServingReplica } from './api-access.ts';
 import type { Authorizer } from './authorization.ts';
 import { toServiceError, unary } from './status-errors.ts';
@@ -24,7 +28,12 @@ export const SLOW_WATCH_DETAILS = 'watch cut: this client read its events too sl
 /** The status a server ends Watch streams with when it shuts down. */
 export const SHUTDOWN_DETAILS = 'the server is shutting down; reconnect (to another replica if there is one)';
 
+/**
+ * The handlers answer ListNodes and GetNode with PreEncoded bytes (node-list-encoding.ts): the
+ * service must be registered wrapped by acceptingPreEncoded.
+ */
 export function statusService({ cache, store }: ApiReads, replica: ServingReplica, auth: Authorizer, log: Logger): StatusServiceHandlers {
+  const encoder = new NodeListEncoder(nodeToWire, loadMcplaneProto().grpc.mcplane.v1.StatusService.service.GetNode.responseSerialize);
   const pool = (name: string) => {
     const stored = cache.pools.get(name);
     if (!stored) throw new NotFoundError('MachineConfigPool', name);
@@ -35,6 +44,12 @@ export function statusService({ cache, store }: ApiReads, replica: ServingReplic
     if (!view) throw new NotFoundError('Node', name);
     return nodeToWire(view);
   };
+  const encodedNode = (name: string): Node => {
+    const view = cache.nodes.get(name);
+    if (!view) throw new NotFoundError('Node', name);
+    // Typed as the message it stands for: the wrapped service writes its bytes as they are.
+    return new PreEncoded(encoder.nodeBytes(view)) as unknown as Node;
+  };
   const admin = <Req, Res>(fn: (req: Req) => Res) => unary<Req, Res>(log, (req, call) => {
     auth.requireAdmin(call);
     return fn(req);
@@ -42,8 +57,11 @@ export function statusService({ cache, store }: ApiReads, replica: ServingReplic
   return {
     ListPools: admin(() => ({ pools: [...cache.pools.keys()].sort().map(pool) })),
     GetPool: admin((req: { name: string }) => pool(req.name)),
-    ListNodes: admin((req: { pool: string; limit: number; continueToken: string }) => listNodes(cache, req)),
-    GetNode: admin((req: { name: string }) => node(req.name)),
+    ListNodes: admin((req: { pool: string; limit: number; continueToken: string }): ListNodesResponse => {
+      const { views, continueToken, remainingItemCount } = listNodes(cache, req);
+      return encoder.listResponse(views, continueToken, remainingItemCount) as unknown as ListNodesResponse;
+    }),
+    GetNode: admin((req: { name: string }) => encodedNode(req.name)),
     ListReplicas: admin(() => {
       const leader = cache.leader?.value.replica;
       return {
@@ -157,7 +175,7 @@ export function statusService({ cache, store }: ApiReads, replica: ServingReplic
  * Nodes in name order, paged like a Kubernetes list: the continue token names the last node of
  * the previous page, so a page stays correct while nodes come and go between pages.
  */
-function listNodes(cache: ClusterCache, req: { pool: string; limit: number; continueToken: string }): { nodes: Node[]; continueToken: string; remainingItemCount: number } {
+function listNodes(cache: ClusterCache, req: { pool: string; limit: number; continueToken: string }): { views: NodeView[]; continueToken: string; remainingItemCount: number } {
   if (req.limit < 0) {
     throw new InvalidDocumentError([{ object: 'ListNodesRequest', field: 'limit', rule: 'non-negative', message: `limit must be 0 (everything) or more, not ${req.limit}` }]);
   }
@@ -182,18 +200,18 @@ function listNodes(cache: ClusterCache, req: { pool: string; limit: number; cont
     }
     start = lo;
   }
-  const nodes: Node[] = [];
+  const views: NodeView[] = [];
   let i = start;
-  for (; i < names.length && (req.limit === 0 || nodes.length < req.limit); i++) {
+  for (; i < names.length && (req.limit === 0 || views.length < req.limit); i++) {
     const view = cache.nodes.get(names[i]!);
-    if (view && (!req.pool || view.pool === req.pool)) nodes.push(nodeToWire(view));
+    if (view && (!req.pool || view.pool === req.pool)) views.push(view);
   }
-  if (i >= names.length) return { nodes, continueToken: '', remainingItemCount: 0 };
+  if (i >= names.length) return { views, continueToken: '', remainingItemCount: 0 };
   const remaining = req.pool
     ? names.slice(i).filter((n) => cache.nodes.get(n)?.pool === req.pool).length
     : names.length - i;
-  if (remaining === 0) return { nodes, continueToken: '', remainingItemCount: 0 };
-  return { nodes, continueToken: Buffer.from(`n:${nodes.at(-1)?.name ?? names[i - 1]}`).toString('base64url'), remainingItemCount: remaining };
+  if (remaining === 0) return { views, continueToken: '', remainingItemCount: 0 };
+  return { views, continueToken: Buffer.from(`n:${views.at(-1)?.name ?? names[i - 1]}`).toString('base64url'), remainingItemCount: remaining };
 }
 
 /** Events oldest first (deleted ones, still to be announced, last). */

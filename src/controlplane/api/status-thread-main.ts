@@ -9,6 +9,7 @@
 import { EventEmitter } from 'node:events';
 import { isMainThread, parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { createLogger, type Logger } from '../../runtime/logger.ts';
+import { acceptingPreEncoded } from '../../runtime/pre-encoded.ts';
 import { loadMcplaneProto } from '../../runtime/proto.ts';
 import { ReloadingTls, serverCredentials } from '../../runtime/tls.ts';
 import { ClusterCache } from '../cache/cluster-cache.ts';
@@ -51,7 +52,7 @@ async function runStatusThread(data: StatusThreadData, parent: MessagePort): Pro
   }
   const { server, health } = bound;
   const { grpc } = loadMcplaneProto();
-  server.addService(grpc.mcplane.v1.StatusService.service, statusService({ cache, store }, replica, createAuthorizer(tls !== undefined), log));
+  server.addService(acceptingPreEncoded(grpc.mcplane.v1.StatusService.service), statusService({ cache, store }, replica, createAuthorizer(tls !== undefined), log));
   let serving = data.serving;
   const setHealth = (): void => {
     for (const s of ['', STATUS_SERVICE]) health.setStatus(s, serving ? 'SERVING' : 'NOT_SERVING');

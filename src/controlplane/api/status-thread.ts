@@ -13,13 +13,20 @@ import { MessageChannel, Worker } from 'node:worker_threads';
 import { ConfigurationError } from '../../machineconfig/index.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { TlsFiles } from '../../runtime/tls.ts';
-import { CACHED_KINDS } from '../store/kinds.ts';
+import { NODE_VIEW_KINDS } from '../store/kinds.ts';
 import { relayStore } from '../store/store-relay.ts';
-import type { Store } from '../store/store.ts';
+import type { Store, StoredKind } from '../store/store.ts';
 import type { ServingReplica } from './api-access.ts';
 import { STATUS_THREAD_ROLE, type StatusThreadData, type ThreadControl, type ThreadReport } from './status-thread-protocol.ts';
 
 declare const __MCPLANE_BUNDLED__: boolean | undefined;
+
+/**
+ * What StatusService reads from the cache (status-service.ts): pools and their status, the
+ * objects a node's view is made of, replicas, the leader, events. Rendered configs, sources and
+ * credentials stay on the main thread: relaying them would cost memory and CPU for nothing.
+ */
+export const STATUS_KINDS: readonly StoredKind[] = ['MachineConfigPool', 'PoolStatus', 'Replica', 'Leader', 'Event', ...NODE_VIEW_KINDS];
 
 /** How often the thread hears the replica's leadership and agent count (GetServerInfo, ListReplicas). */
 const REPLICA_REFRESH_MS = 1000;
@@ -50,7 +57,7 @@ export async function startStatusThread(options: StatusThreadOptions): Promise<S
   const { replica, log } = options;
   const threadLog = log.child({ thread: 'status' });
   const { port1, port2 } = new MessageChannel();
-  const relay = relayStore(options.store, CACHED_KINDS, port1, (err) => threadLog.error({ err }, 'listing the store for the status thread failed; it lists again'));
+  const relay = relayStore(options.store, STATUS_KINDS, port1, (err) => threadLog.error({ err }, 'listing the store for the status thread failed'));
   const data: StatusThreadData = {
     role: STATUS_THREAD_ROLE,
     listen: options.listen,
