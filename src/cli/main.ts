@@ -119,8 +119,13 @@ export function buildProgram(io: Io): Command {
   };
   let current: Command = program;
   program.hook('preAction', (_root, action) => { current = action; });
-  const withClients = async (fn: (c: Clients) => Promise<string | void>): Promise<void> => {
-    const c = (await commands.connection()).connect(flagsOf(current));
+  /**
+   * readsFromServer: StatusService on --server even when --status-server is given. `wait` and
+   * `rollout status` run right after a write, and --server's cache has every write it
+   * acknowledged; the status thread's catches up a moment later and could still say Updated.
+   */
+  const withClients = async (fn: (c: Clients) => Promise<string | void>, options: { readsFromServer?: boolean } = {}): Promise<void> => {
+    const c = (await commands.connection()).connect({ ...flagsOf(current), ...(options.readsFromServer ? { readsFromServer: true } : {}) });
     try {
       const out = await fn(c);
       if (out) write(out);
@@ -200,7 +205,7 @@ export function buildProgram(io: Io): Command {
     .option('--timeout <duration>', 'give up the whole wait after this long (e.g. 30s, 10m; 0: never); each call\'s limit is --request-timeout', '30s')
     .action(async (target: string, opts: { for: string; timeout: string }) => {
       const timeoutMs = (await commands.wait()).parseDuration(opts.timeout);
-      return withClients(async (c) => (await commands.wait()).waitCommand(c, io, target, { for: opts.for, timeoutMs, tty: io.isTTY ?? false, rollout: false }));
+      return withClients(async (c) => (await commands.wait()).waitCommand(c, io, target, { for: opts.for, timeoutMs, tty: io.isTTY ?? false, rollout: false }), { readsFromServer: true });
     });
 
   const rollout = program.command('rollout').description('follow a pool\'s rollout');
@@ -210,7 +215,7 @@ export function buildProgram(io: Io): Command {
     .option('--timeout <duration>', 'give up the whole wait after this long (e.g. 10m; 0: never); each call\'s limit is --request-timeout', '0')
     .action(async (target: string, opts: { timeout: string }) => {
       const timeoutMs = (await commands.wait()).parseDuration(opts.timeout);
-      return withClients(async (c) => (await commands.wait()).waitCommand(c, io, target, { for: 'condition=Updated', timeoutMs, tty: io.isTTY ?? false, rollout: true }));
+      return withClients(async (c) => (await commands.wait()).waitCommand(c, io, target, { for: 'condition=Updated', timeoutMs, tty: io.isTTY ?? false, rollout: true }), { readsFromServer: true });
     });
 
   connectionOptions(program.command('version'))

@@ -198,6 +198,17 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
         bundle: () => ca.certPem,
       };
     }
+    const health = grpc.health;
+    // Health follows the replica from here on: the status thread, started below, is told the
+    // state at its start and every change after.
+    let serving = true;
+    const setServing = (now: boolean): void => {
+      serving = now;
+      for (const s of ['', ...SERVICE_NAMES]) health.setStatus(s, now ? 'SERVING' : 'NOT_SERVING');
+      statusThread?.setServing(now);
+    };
+    cp.replica.on('lost', () => setServing(false));
+    cp.replica.on('ready', () => setServing(true));
     if (options.statusListen) {
       statusThread = await startStatusThread({
         listen: options.statusListen,
@@ -205,19 +216,14 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
         certificateWatchMs: options.certificateWatchMs ?? 10_000,
         store,
         replica: cp.serving,
-        serving: true,
+        serving,
         logLevel: log.level,
         log,
       });
+      // A change while it started reached only the main port.
+      statusThread.setServing(serving);
     }
-    const health = grpc.health;
     const status = statusThread;
-    const setServing = (serving: boolean): void => {
-      for (const s of ['', ...SERVICE_NAMES]) health.setStatus(s, serving ? 'SERVING' : 'NOT_SERVING');
-      status?.setServing(serving);
-    };
-    cp.replica.on('lost', () => setServing(false));
-    cp.replica.on('ready', () => setServing(true));
     if (options.bootstrap && tls && ca) {
       const b = parseHostPort(options.bootstrap.listen, '--bootstrap-listen');
       const { tokens, warnings } = parseBootstrapTokenFile(readFileSync(options.bootstrap.tokenFile, 'utf8'), options.bootstrap.tokenFile);

@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +12,7 @@ import { createInterface } from 'node:readline';
 import { afterEach, test } from 'node:test';
 import { status as Status } from '@grpc/grpc-js';
 import { call } from '../../src/cli/client/call.ts';
-import { connect, type Clients } from '../../src/cli/client/connection.ts';
+import { connect, resolveConnection, type Clients } from '../../src/cli/client/connection.ts';
 import { pkiInitCommand } from '../../src/cli/commands/pki.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
 import { mcYaml } from '../helpers/manifests.ts';
@@ -104,28 +104,51 @@ test('a Watch on the status port sees changes, and ends saying the server is shu
   const admin = server.admin();
   await call(admin, admin.config.setPoolPaused.bind(admin.config), { name: 'worker', paused: true }, 'pause');
   await eventually(() => events.includes('MODIFIED worker'), 5000, 'the pause arrives on the status port');
-  await server.close();
+  const closing = Date.now();
+  await server.close(); // grace 1 s
   server = undefined;
+  // The thread ended by itself: one that had to be terminated would take the grace and 2 s more.
+  assert.ok(Date.now() - closing < 2500, `the server took ${Date.now() - closing} ms to close`);
   const end = await ended;
   assert.equal(end.code, Status.UNAVAILABLE);
   assert.match(end.details, /shutting down/);
 });
 
-test('mcctl --status-server (and MCPLANE_STATUS_SERVER) sends reads there and writes to --server', async () => {
+test('mcctl --status-server (and MCPLANE_STATUS_SERVER) sends reads there and writes to --server; wait and rollout status read --server', async () => {
   server = await startTestServer({ statusListen: '127.0.0.1:0' });
   const conn = ['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null'];
-  const version = await runCliAsync([...conn, '--status-server', statusAddress(server), 'version']);
-  assert.equal(version.status, 0, version.stderr);
-  assert.match(version.stdout, new RegExp(`server: .*at ${statusAddress(server).replace(/\./g, '\\.')}`));
-  const applied = await runCliAsync([...conn, '--status-server', statusAddress(server), 'pause', 'pool', 'worker']);
-  assert.equal(applied.status, 0, applied.stderr);
-  const pools = await runCliAsync([...conn, 'get', 'pools'], { env: { ...process.env, MCPLANE_STATUS_SERVER: statusAddress(server) } });
+  const pools = await runCliAsync([...conn, '--status-server', statusAddress(server), 'get', 'pools']);
   assert.equal(pools.status, 0, pools.stderr);
   assert.match(pools.stdout, /^worker\s/m);
-  // A status server that is not there: the error names it.
-  const wrong = await runCliAsync([...conn, '--status-server', '127.0.0.1:1', '--request-timeout', '2', 'get', 'pools']);
-  assert.notEqual(wrong.status, 0);
-  assert.match(wrong.stderr, /127\.0\.0\.1:1/);
+  // Nothing listens at 127.0.0.1:1: reads sent there fail, naming it; writes still go to --server.
+  const nowhere = ['--status-server', '127.0.0.1:1', '--request-timeout', '2'];
+  const read = await runCliAsync([...conn, ...nowhere, 'get', 'pools']);
+  assert.notEqual(read.status, 0);
+  assert.match(read.stderr, /127\.0\.0\.1:1/);
+  // From the environment, beside the server it goes with.
+  const fromEnv = await runCliAsync(['--pki-dir', server.pki.dir, '--config', '/dev/null', '--request-timeout', '2', 'get', 'nodes'], { env: { ...process.env, MCPLANE_SERVER: server.address, MCPLANE_STATUS_SERVER: '127.0.0.1:1' } });
+  assert.notEqual(fromEnv.status, 0, 'MCPLANE_STATUS_SERVER is where reads go');
+  assert.match(fromEnv.stderr, /127\.0\.0\.1:1/);
+  const write = await runCliAsync([...conn, ...nowhere, 'pause', 'pool', 'master']);
+  assert.equal(write.status, 0, write.stderr);
+  // Right after a write, wait and rollout status read the server that acknowledged it.
+  const rollout = await runCliAsync([...conn, ...nowhere, 'rollout', 'status', 'pool/worker', '--timeout', '20s']);
+  assert.equal(rollout.status, 0, rollout.stderr);
+});
+
+test('a statusServer goes with the server of its own level: the file\'s is not used under a --server flag', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mcctl-config-'));
+  const file = join(dir, 'mcctl.yaml');
+  writeFileSync(file, 'server: prod:7443\nstatusServer: prod:7444\ninsecure: true\ncontexts:\n  - {name: lab, server: lab:7443}\n');
+  try {
+    assert.equal(resolveConnection({ config: file }).statusServer, 'prod:7444');
+    assert.equal(resolveConnection({ config: file, server: 'other:7443' }).statusServer, undefined);
+    assert.equal(resolveConnection({ config: file, server: 'other:7443', statusServer: 'other:7444' }).statusServer, 'other:7444');
+    assert.equal(resolveConnection({ config: file, context: 'lab' }).statusServer, undefined, 'a context without one does not take the defaults\' one');
+    assert.equal(resolveConnection({ config: file, readsFromServer: true }).statusServer, undefined);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('a --status-listen port already taken stops the server at start, naming the flag', async () => {

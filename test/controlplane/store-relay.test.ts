@@ -48,6 +48,8 @@ test('list, then a watch from its revision: every later commit of the relayed ki
     await r.store.commit([{ type: 'put', kind: 'Node', name: 'n2', value: {} }]); // not relayed
     await r.store.commit([{ type: 'delete', kind: 'MachineConfigPool', name: 'worker' }]);
     await eventually(() => seen.length === 2, 5000, 'two relayed revisions');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(seen.length, 2, 'and nothing after them: none twice');
     assert.deepEqual(seen.map((b) => b.events.map((e) => `${e.type} ${e.object.kind}/${e.object.name}`)), [['put MachineConfigPool/worker'], ['delete MachineConfigPool/worker']]);
     assert.ok(seen[0]!.revision > listed.revision && seen[1]!.revision > seen[0]!.revision);
     assert.deepEqual(seen[0]!.events[0]!.object.value, { v: 2 });
@@ -70,7 +72,9 @@ test('get reads the real store; a missing object is undefined; writes are refuse
   }
 });
 
-test('a compaction ends the watch (onCompacted), and a new list picks up from there', async () => {
+// The relay posts 'compacted' when its watch on the real store is compacted away (etcd's, when it
+// falls behind; SQLite's running watches never are): posted here on the relay's port as it would.
+test('a compaction message ends the watch (onCompacted), before or after the watch started, and a new list picks up', async () => {
   const r = await relayed();
   try {
     const first = await r.far.list();
@@ -83,6 +87,12 @@ test('a compaction ends the watch (onCompacted), and a new list picks up from th
     await r.store.commit([{ type: 'put', kind: 'MachineConfigPool', name: 'infra', value: {} }]);
     const again = await r.far.list();
     assert.deepEqual(again.items.map((o) => o.name), ['infra']);
+    // Compacted between a list and the watch that follows it: the watch is told at once.
+    r.port1.postMessage({ t: 'compacted', compacted: 9 });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    r.far.watch(again.revision, { onEvents: () => assert.fail('no events after a compaction'), onCompacted: (rev) => compactions.push(rev) });
+    await eventually(() => compactions.length === 2, 5000, 'onCompacted for the early compaction');
+    assert.deepEqual(compactions, [7, 9]);
   } finally {
     await r.close();
   }

@@ -14,6 +14,8 @@ type FullUnaryMethod<Req, Res> = (request: Req, metadata: Metadata, options: Cal
 
 export interface CallTarget {
   server: string;
+  /** Where reads go when not to `server` (--status-server). */
+  statusServer?: string;
   timeoutMs: number;
   /** What was tried, for connection failures: address, TLS or not, which files. */
   describe?: string;
@@ -59,7 +61,7 @@ export function explain(err: Pick<ServiceError, 'code' | 'details'> & { metadata
     case Status.UNAVAILABLE:
       return new RemoteCallError(`cannot ${what}: no connection to ${tried}: ${connectionCause(err.details, target)}`, err.code);
     case Status.DEADLINE_EXCEEDED:
-      return new RemoteCallError(`cannot ${what}: no answer from ${target.server} within ${target.timeoutMs / 1000}s (raise it with --request-timeout)`, err.code);
+      return new RemoteCallError(`cannot ${what}: no answer from ${target.server}${target.statusServer && target.statusServer !== target.server ? ` (reads: ${target.statusServer})` : ''} within ${target.timeoutMs / 1000}s (raise it with --request-timeout)`, err.code);
     case Status.UNAUTHENTICATED:
       return new RemoteCallError(`cannot ${what}: the server rejected your credentials${target.tls ? ` (${target.tls.cert})` : ''}: ${err.details}`, err.code);
     case Status.INVALID_ARGUMENT:

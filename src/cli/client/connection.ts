@@ -20,6 +20,8 @@ export interface ConnectionFlags {
   server?: string;
   /** Where StatusService calls go, when not to `server`: a server's --status-listen. */
   statusServer?: string;
+  /** StatusService on `server` whatever statusServer says (wait, rollout status: see main.ts). */
+  readsFromServer?: boolean;
   pkiDir?: string;
   ca?: string;
   cert?: string;
@@ -75,15 +77,20 @@ export function resolveConnection(flags: ConnectionFlags): Required<Pick<Connect
     context = found;
   }
   // A context names a server and its credentials; the file's own keys are defaults for all.
+  const levels = [flags, env, context, file.defaults];
   const pick = <K extends keyof ConnectionFlags>(k: K): ConnectionFlags[K] => flags[k] ?? env[k] ?? context[k] ?? file.defaults[k];
   const server = pick('server');
+  // The status server goes with its server: one from a lower level than the one that named the
+  // server (the file's defaults under a --server flag, another context's) would send reads to
+  // another control plane than writes.
+  const serverLevel = levels.findIndex((l) => l.server !== undefined);
+  const statusServer = flags.readsFromServer ? undefined : levels.slice(0, serverLevel + 1).find((l) => l.statusServer !== undefined)?.statusServer;
   if (!server) {
     throw new ConfigurationError(`no server given: use --server HOST:PORT, MCPLANE_SERVER, or "server:" in ${DEFAULT_CONFIG_PATH}`);
   }
   const raw = pick('requestTimeout') ?? flags.timeout ?? '10';
   const timeoutMs = parseRequestTimeout(raw);
   const pkiDir = pick('pkiDir');
-  const statusServer = pick('statusServer');
   return {
     server,
     ...(statusServer ? { statusServer } : {}),

@@ -67,11 +67,11 @@ export function watchWithReconnect(c: Clients, o: WatchOptions): WatchHandle {
     if (FATAL.has(failure.code) || !everSynced) return finish(err);
     lostSince ||= Date.now();
     if (Date.now() - lostSince > giveUpAfterMs) {
-      return finish(new RemoteCallError(`watch: gave up after ${Math.round((Date.now() - lostSince) / 1000)}s without a connection to ${c.server}: ${err.message}`, failure.code));
+      return finish(new RemoteCallError(`watch: gave up after ${Math.round((Date.now() - lostSince) / 1000)}s without a connection to ${c.statusServer}: ${err.message}`, failure.code));
     }
     attempt++;
     const delay = Math.round(Math.min(MAX_DELAY_MS, FIRST_DELAY_MS * 2 ** (attempt - 1)) * (0.8 + Math.random() * 0.4));
-    o.notice(`mcctl: lost the watch on ${c.server} (${describeFailure(failure, c)}); reconnecting in ${(delay / 1000).toFixed(1)}s (attempt ${attempt})\n`);
+    o.notice(`mcctl: lost the watch on ${c.statusServer} (${describeFailure(failure, c)}); reconnecting in ${(delay / 1000).toFixed(1)}s (attempt ${attempt})\n`);
     timer = setTimeout(open, delay);
   };
 
@@ -94,7 +94,7 @@ export function watchWithReconnect(c: Clients, o: WatchOptions): WatchHandle {
         if (e.type !== 'SYNCED') return void snapshot.push(e);
         const events = snapshot;
         snapshot = undefined;
-        if (attempt > 0) o.notice(`mcctl: reconnected to ${c.server}\n`);
+        if (attempt > 0) o.notice(`mcctl: reconnected to ${c.statusServer}\n`);
         everSynced = true;
         attempt = 0;
         lostSince = 0;

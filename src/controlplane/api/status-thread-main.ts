@@ -37,15 +37,17 @@ async function runStatusThread(data: StatusThreadData, parent: MessagePort): Pro
     watchBacklog: data.replica.watchBacklog,
     lifecycle: new EventEmitter<{ shutdown: [] }>(),
   };
-  const tls = data.tls ? new ReloadingTls(data.tls, 'status TLS', (message) => log.error(message)) : undefined;
   const store = new RelayedStore(data.backend, data.storePort);
-  let bound: Awaited<ReturnType<typeof bindGrpcServer>>;
+  let tls: ReloadingTls | undefined;
+  let bound: Awaited<ReturnType<typeof bindGrpcServer>> | undefined;
   let cache: ClusterCache;
   try {
+    tls = data.tls ? new ReloadingTls(data.tls, 'status TLS', (message) => log.error(message)) : undefined;
     bound = await bindGrpcServer(data.listen, tls ? tls.serverCredentials() : serverCredentials(undefined), [STATUS_SERVICE]);
     cache = await ClusterCache.start(store, log);
   } catch (err) {
-    report({ t: 'failed', message: (err as Error).message });
+    report({ t: 'failed', message: err instanceof Error ? err.message : String(err) });
+    bound?.server.forceShutdown();
     tls?.close();
     await store.close();
     return;
@@ -59,6 +61,7 @@ async function runStatusThread(data: StatusThreadData, parent: MessagePort): Pro
   };
   setHealth();
   tls?.watch(data.certificateWatchMs);
+  const reloading = tls;
 
   parent.on('message', (message: ThreadControl) => {
     switch (message.t) {
@@ -71,7 +74,7 @@ async function runStatusThread(data: StatusThreadData, parent: MessagePort): Pro
         setHealth();
         return;
       case 'reload-tls':
-        report({ t: 'reloaded', changed: tls?.reload() ?? false });
+        report({ t: 'reloaded', changed: reloading?.reload() ?? false });
         return;
       case 'shutdown':
         serving = false;
@@ -89,7 +92,7 @@ async function runStatusThread(data: StatusThreadData, parent: MessagePort): Pro
           });
         }).then(async () => {
           cache.stop();
-          tls?.close();
+          reloading?.close();
           await store.close();
           data.storePort.close();
           parent.close();

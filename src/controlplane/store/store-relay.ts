@@ -61,17 +61,21 @@ export function relayStore(store: Store, kinds: readonly StoredKind[], port: Rel
       },
     });
   };
+  // One list at a time: the other side asks again only after an answer (RelayedStore), and a
+  // second list overlapping the first would leave the first's watch running.
+  let listing: Promise<void> | undefined;
   const onMessage = (raw: unknown): void => {
     const request = raw as RelayRequest;
     if (request.t === 'list') {
-      list().catch((err: unknown) => {
+      const previous = listing ?? Promise.resolve();
+      listing = previous.then(list).catch((err: unknown) => {
         onError(err);
-        post({ t: 'list-failed', message: (err as Error).message });
+        post({ t: 'list-failed', message: messageOf(err) });
       });
     } else if (request.t === 'get') {
       store.get(request.kind, request.name).then(
         (object) => post({ t: 'got', id: request.id, ...(object ? { object } : {}) }),
-        (err: unknown) => post({ t: 'got', id: request.id, error: (err as Error).message }),
+        (err: unknown) => post({ t: 'got', id: request.id, error: messageOf(err) }),
       );
     }
   };
@@ -83,4 +87,9 @@ export function relayStore(store: Store, kinds: readonly StoredKind[], port: Rel
       port.off('message', onMessage);
     },
   };
+}
+
+/** A rejection's words, whatever was thrown; never empty, so the other side never reads "found nothing". */
+function messageOf(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)) || 'the store failed without saying why';
 }
