@@ -3,7 +3,8 @@
 // number of addresses; when its stream breaks it re-registers on the next address, as the real
 // agent does. Driven over stdin/stdout by bench/controlplane.ts: it prints JSON lines; on "arm"
 // it reports when every agent has received a config it did not have before, and it reports each
-// re-registration after a broken stream.
+// re-registration after a broken stream. On "retries" it prints how many re-registration
+// attempts failed since the start, by address and by the first words of the error.
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -41,6 +42,8 @@ const agents: Agent[] = [];
 let armed = false;
 let remaining = 0;
 let reconnected = 0;
+/** Failed re-registration attempts: "address: reason" -> count. */
+const failedAttempts = new Map<string, number>();
 
 function open(agent: Agent, isReconnect: boolean): Promise<void> {
   let client = agent.clients.get(agent.address);
@@ -86,7 +89,9 @@ async function reopen(agent: Agent): Promise<void> {
     try {
       await open(agent, true);
       return;
-    } catch {
+    } catch (err) {
+      const reason = `${addresses[agent.address]}: ${String((err as Error)?.message ?? err).replace(/\d+/g, 'N').slice(0, 90)}`;
+      failedAttempts.set(reason, (failedAttempts.get(reason) ?? 0) + 1);
       agent.address = (agent.address + 1) % addresses.length;
       await new Promise((r) => setTimeout(r, Math.min(1000, 100 * (attempt + 1))));
     }
@@ -119,5 +124,6 @@ createInterface({ input: process.stdin }).on('line', (line) => {
     armed = true;
     say({ event: 'armed' });
   }
+  if (line === 'retries') say({ event: 'retries', failed: Object.fromEntries([...failedAttempts].sort((a, b) => b[1] - a[1])) });
   if (line === 'exit') process.exit(0);
 });
