@@ -74,8 +74,10 @@ function open(agent: Agent, isReconnect: boolean): Promise<void> {
       if (agent.stream !== stream) return;
       agent.stream = undefined;
       if (!registered) reject(err ?? new Error('stream ended before registration'));
-      // Like the agent: the next address, after a short jittered pause.
-      agent.address = (agent.address + 1) % addresses.length;
+      // Like the agent (src/agent/session.ts): a registered stream lost moves to one of the other
+      // addresses at random, after a short jittered pause.
+      const others = addresses.flatMap((_, i) => (i === agent.address ? [] : [i]));
+      agent.address = registered && others.length > 1 ? others[Math.floor(Math.random() * others.length)]! : (agent.address + 1) % addresses.length;
       setTimeout(() => void reopen(agent), 50 + Math.random() * 200);
     };
     stream.on('error', broken);

@@ -239,6 +239,14 @@ export class AgentSession {
       if (this.#stopped) return;
       const wait = this.#delay * (0.5 + Math.random());
       this.#delay = Math.min(this.#delay * 2, this.#o.backoff?.maxMs ?? 60_000);
+      // A replica lost mid-session: in list order, every one of its agents would move to the same
+      // next address, and that replica alone would take the storm of re-registrations (1,667
+      // agents at 5,000 on three replicas: docs/sizing.md). Each goes to one of the others at
+      // random. Attempts that never registered keep the order, so every address gets its turn.
+      if (registered && this.#o.servers.length > 2) {
+        const others = this.#o.servers.flatMap((s, i) => (s === server ? [] : [i]));
+        this.#next = others[Math.floor(Math.random() * others.length)]!;
+      }
       const nextServer = this.#o.servers[this.#next % this.#o.servers.length];
       this.#o.log.warn({ server, code: err?.code, details: err?.details, registered, retryInMs: Math.round(wait), next: nextServer }, 'control plane stream lost; reconnecting');
       this.#retry = setTimeout(() => {
