@@ -13,7 +13,7 @@ import { parseBootstrapTokenFile } from './api/bootstrap-tokens.ts';
 import { caSigner, describeRule, type AutoApproveRule } from './api/enrollment-requests.ts';
 import type { Clock } from './replica/clock.ts';
 import { ControlPlane, type ControlPlaneOptions } from './control-plane.ts';
-import { startGrpcServer, SERVICE_NAMES, type GrpcServerHandle } from './api/grpc-server.ts';
+import { shutdownGracefully, startGrpcServer, SERVICE_NAMES, type GrpcServerHandle } from './api/grpc-server.ts';
 import { startStatusThread, type StatusThread } from './api/status-thread.ts';
 import type { RateLimit } from '../runtime/rate-limiter.ts';
 import { openStore, type StoreOptions } from './store/open-store.ts';
@@ -216,11 +216,11 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
         certificateWatchMs: options.certificateWatchMs ?? 10_000,
         store,
         replica: cp.serving,
-        serving,
         logLevel: log.level,
         log,
       });
-      // A change while it started reached only the main port.
+      // The thread starts NOT_SERVING: it takes the main port's health now, changes while it
+      // started included.
       statusThread.setServing(serving);
     }
     const status = statusThread;
@@ -289,16 +289,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
           controlPlane.lifecycle.emit('shutdown');
           controlPlane.sessions.closeAll();
           const statusClosed = status?.close(graceMs);
-          await new Promise<void>((resolve) => {
-            const force = setTimeout(() => {
-              server.server.forceShutdown();
-              resolve();
-            }, graceMs);
-            server.server.tryShutdown(() => {
-              clearTimeout(force);
-              resolve();
-            });
-          });
+          await shutdownGracefully(server.server, graceMs);
           bootstrap?.closeAllConnections();
           await statusClosed;
           await controlPlane.stop();

@@ -25,6 +25,20 @@ export interface GrpcServerHandle {
   serve(access: ApiAccess, tls: boolean): void;
 }
 
+/** Finishes in-flight calls and refuses new ones; what is still open after `graceMs` is cut. */
+export function shutdownGracefully(server: Server, graceMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const force = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, graceMs);
+    server.tryShutdown(() => {
+      clearTimeout(force);
+      resolve();
+    });
+  });
+}
+
 /** A gRPC server bound to its port, with health (NOT_SERVING for `services` at first) and reflection. */
 export async function bindGrpcServer(address: string, creds: ServerCredentials, services: readonly string[]): Promise<{ server: Server; health: HealthImplementation; port: number }> {
   const { definition } = loadMcplaneProto();

@@ -39,17 +39,14 @@ export function statusService({ cache, store }: ApiReads, replica: ServingReplic
     if (!stored) throw new NotFoundError('MachineConfigPool', name);
     return poolToWire(stored, cache.poolStatuses.get(name)?.value.status);
   };
-  const node = (name: string) => {
+  const viewOf = (name: string): NodeView => {
     const view = cache.nodes.get(name);
     if (!view) throw new NotFoundError('Node', name);
-    return nodeToWire(view);
+    return view;
   };
-  const encodedNode = (name: string): Node => {
-    const view = cache.nodes.get(name);
-    if (!view) throw new NotFoundError('Node', name);
-    // Typed as the message it stands for: the wrapped service writes its bytes as they are.
-    return new PreEncoded(encoder.nodeBytes(view)) as unknown as Node;
-  };
+  const node = (name: string) => nodeToWire(viewOf(name));
+  // Typed as the message it stands for: the wrapped service writes its bytes as they are.
+  const encodedNode = (name: string): Node => new PreEncoded(encoder.nodeBytes(viewOf(name))) as unknown as Node;
   const admin = <Req, Res>(fn: (req: Req) => Res) => unary<Req, Res>(log, (req, call) => {
     auth.requireAdmin(call);
     return fn(req);

@@ -16,7 +16,7 @@ import { ClusterCache } from '../cache/cluster-cache.ts';
 import { CACHED_KINDS } from '../store/kinds.ts';
 import { RelayedStore } from '../store/relayed-store.ts';
 import { createAuthorizer } from './authorization.ts';
-import { bindGrpcServer } from './grpc-server.ts';
+import { bindGrpcServer, shutdownGracefully } from './grpc-server.ts';
 import { statusService } from './status-service.ts';
 import { STATUS_SERVICE, STATUS_THREAD_ROLE, type StatusThreadData, type ThreadControl, type ThreadReport } from './status-thread-protocol.ts';
 
@@ -55,11 +55,11 @@ async function runStatusThread(data: StatusThreadData, parent: MessagePort): Pro
   const { server, health } = bound;
   const { grpc } = loadMcplaneProto();
   server.addService(acceptingPreEncoded(grpc.mcplane.v1.StatusService.service), statusService({ cache, store }, replica, createAuthorizer(tls !== undefined), log));
-  let serving = data.serving;
+  // NOT_SERVING until the main thread says otherwise (status-thread.ts, right after the start).
+  let serving = false;
   const setHealth = (): void => {
     for (const s of ['', STATUS_SERVICE]) health.setStatus(s, serving ? 'SERVING' : 'NOT_SERVING');
   };
-  setHealth();
   tls?.watch(data.certificateWatchMs);
   const reloading = tls;
 
@@ -81,16 +81,7 @@ async function runStatusThread(data: StatusThreadData, parent: MessagePort): Pro
         setHealth();
         // Watch streams end with a status that says why, as on the main port.
         replica.lifecycle.emit('shutdown');
-        void new Promise<void>((resolve) => {
-          const force = setTimeout(() => {
-            server.forceShutdown();
-            resolve();
-          }, message.graceMs);
-          server.tryShutdown(() => {
-            clearTimeout(force);
-            resolve();
-          });
-        }).then(async () => {
+        void shutdownGracefully(server, message.graceMs).then(async () => {
           cache.stop();
           reloading?.close();
           await store.close();

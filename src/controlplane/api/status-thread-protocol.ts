@@ -19,8 +19,6 @@ export interface StatusThreadData {
   backend: Store['backend'];
   storePort: MessagePort;
   logLevel: string;
-  /** Health at start: the main port's. */
-  serving: boolean;
   replica: { name: string; address: string; leading: boolean; agentsConnected: number; watchBacklog: number };
 }
 

@@ -37,8 +37,6 @@ export interface StatusThreadOptions {
   certificateWatchMs: number;
   store: Store;
   replica: ServingReplica;
-  /** The main port's health now. */
-  serving: boolean;
   logLevel: string;
   log: Logger;
 }
@@ -66,7 +64,6 @@ export async function startStatusThread(options: StatusThreadOptions): Promise<S
     backend: options.store.backend,
     storePort: port2,
     logLevel: options.logLevel,
-    serving: options.serving,
     replica: { name: replica.name, address: replica.address, leading: replica.leading, agentsConnected: replica.agentsConnected, watchBacklog: replica.watchBacklog },
   };
   const worker = new Worker(threadEntry(), { workerData: data, transferList: [port2], name: 'mcplane-status' });
