@@ -114,6 +114,7 @@ ETCD=(
   test/controlplane/rollout-safety.test.ts
   test/controlplane/canary-breaker.test.ts
   test/controlplane/policy-redecision.test.ts
+  test/controlplane/assignment-stored-whole.test.ts # assignments decided by the leader, sent as stored
   test/controlplane/cluster-disruption-policy-api.test.ts
   test/controlplane/session-end-status.test.ts    # sessions: fencing, end of stream
   test/controlplane/status-reads.test.ts          # reads and watches; names the store

@@ -11,6 +11,7 @@ import {
   type ConfigDiff,
   type DisruptionPlan,
   type DisruptionPolicy,
+  type DriftPolicy,
   type MachineConfigSpec,
   type NodeRecord,
   type RolloutContext,
@@ -35,6 +36,19 @@ export function disruptionPolicyFor(cache: ClusterCache, pool: string): Disrupti
 export function disruptionPolicyJsonFor(cache: ClusterCache, pool: string): string {
   const policy = disruptionPolicyFor(cache, pool);
   return policy ? JSON.stringify(policy) : '';
+}
+
+/** What the agent runs a config of `pool` with besides its disruption policy, as it receives it. */
+export interface AgentPolicy {
+  driftPolicy: DriftPolicy;
+  /** JSON, "" when the pool has none. */
+  healthCheckJson: string;
+}
+
+/** The pool's drift policy and health check as they stand in its spec (the defaults without one). */
+export function agentPolicyFor(cache: ClusterCache, pool: string): AgentPolicy {
+  const spec = cache.pools.get(pool)?.value.spec;
+  return { driftPolicy: spec?.driftPolicy ?? 'Degrade', healthCheckJson: spec?.healthCheck ? JSON.stringify(spec.healthCheck) : '' };
 }
 
 /**

@@ -5,6 +5,7 @@
 import { poolMembership, type Labels } from '../../machineconfig/index.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
+import { agentPolicyFor, disruptionPolicyJsonFor } from '../cache/node-update-plan.ts';
 import type { Controller } from './controller.ts';
 import type { LeaderWriter } from '../replica/leader-writer.ts';
 import type { WriteOp } from '../store/store.ts';
@@ -57,7 +58,7 @@ export class PoolMembershipController implements Controller {
       const existing = this.cache.assignments.get(name);
       if (existing && existing.value.pool === next.pool && existing.value.poolError === next.poolError) continue;
       // A pool change keeps what the rollout decided (the drain hold and its note included).
-      const value: NodeAssignmentRecord = { ...existing?.value, pool: next.pool, desiredConfig: existing?.value.desiredConfig ?? this.#initialDesired(name) };
+      const value: NodeAssignmentRecord = existing ? { ...existing.value, pool: next.pool } : this.#firstAssignment(name, next.pool);
       delete value.poolError;
       if (next.poolError) value.poolError = next.poolError;
       if (existing) this.log.info({ node: name, from: existing.value.pool || undefined, to: next.pool || undefined, reason: next.poolError }, 'node pool changed');
@@ -69,9 +70,16 @@ export class PoolMembershipController implements Controller {
     await this.writer.commitEach(ops, signal);
   }
 
-  #initialDesired(name: string): string {
+  /**
+   * A node seen for the first time keeps the config it says it runs, when it is still stored (a
+   * store restored from a backup older than the node): with the policies of that config's pool,
+   * as the rollout would have handed it.
+   */
+  #firstAssignment(name: string, pool: string): NodeAssignmentRecord {
     const current = this.cache.nodeStatuses.get(name)?.value.status.currentConfig ?? '';
-    return current && this.cache.rendered.has(current) ? current : '';
+    const rendered = current ? this.cache.renderedConfig(current) : undefined;
+    if (!rendered) return { pool, desiredConfig: '' };
+    return { pool, desiredConfig: current, disruptionPolicyJson: disruptionPolicyJsonFor(this.cache, rendered.pool), ...agentPolicyFor(this.cache, rendered.pool) };
   }
 }
 

@@ -17,7 +17,7 @@ import { MAX_REQUEUE_MS, type ReconcileResult } from './controller.ts';
 import type { KeyedController } from './reconciler.ts';
 import { drainDecision, withoutDrainHold, type DrainAccess } from './drain-gate.ts';
 import type { LeaderWriter } from '../replica/leader-writer.ts';
-import { disruptionPolicyJsonFor, planNodeUpdate, rolloutContext } from '../cache/node-update-plan.ts';
+import { agentPolicyFor, disruptionPolicyJsonFor, planNodeUpdate, rolloutContext } from '../cache/node-update-plan.ts';
 import type { WriteOp } from '../store/store.ts';
 import type { NodeAssignmentRecord } from '../store/stored-records.ts';
 
@@ -76,6 +76,7 @@ export class RolloutController implements KeyedController<string> {
     }
     const redecided = this.#redecideUnderNewPolicy(name, now, new Set(ops.map((op) => op.name)));
     ops.push(...redecided.ops);
+    ops.push(...this.#followAgentPolicy(name, new Set(ops.map((op) => op.name))));
     if (redecided.windowOpensAt !== undefined) requeueAt = Math.min(requeueAt ?? Infinity, redecided.windowOpensAt);
     await this.writer.commitEach(ops, signal);
     // setTimeout fires at once beyond 2^31 ms: a far window is looked at again within hours.
@@ -91,6 +92,7 @@ export class RolloutController implements KeyedController<string> {
     this.log.info({ pool: name, target: sendTo, nodes: decision.assign.length <= 20 ? decision.assign : `${decision.assign.length} nodes`, maxUnavailable: decision.maxUnavailable, waiting: decision.waiting }, 'assigning config');
     // What the drains below are decided with, and what the agents will plan with.
     const policyJson = disruptionPolicyJsonFor(this.cache, name);
+    const agentPolicy = agentPolicyFor(this.cache, name);
     for (const node of decision.assign) {
       const assignment = this.cache.assignments.get(node)!;
       const drain = drainDecision(this.cache, this.cache.nodes.get(node)!, sendTo, this.drains);
@@ -99,7 +101,7 @@ export class RolloutController implements KeyedController<string> {
         waitReason = drain.wait;
         continue;
       }
-      const value: NodeAssignmentRecord = { ...withoutDrainHold(assignment.value), desiredConfig: sendTo, disruptionPolicyJson: policyJson };
+      const value: NodeAssignmentRecord = { ...withoutDrainHold(assignment.value), desiredConfig: sendTo, disruptionPolicyJson: policyJson, ...agentPolicy };
       if (drain.hold) value.holdForDrain = true;
       else if (drain.note) value.drainNote = drain.note;
       if (drain.hold) this.log.info({ node, target: sendTo }, 'config held until the node is drained');
@@ -162,13 +164,34 @@ export class RolloutController implements KeyedController<string> {
       }
       const drain = drainDecision(this.cache, node, a.desiredConfig, this.drains);
       if ('wait' in drain) continue;
-      const value: NodeAssignmentRecord = { ...withoutDrainHold(a), disruptionPolicyJson: live };
+      const value: NodeAssignmentRecord = { ...withoutDrainHold(a), disruptionPolicyJson: live, ...agentPolicyFor(this.cache, poolName) };
       if (drain.hold) value.holdForDrain = true;
       else if (drain.note) value.drainNote = drain.note;
       this.log.info({ node: name, config: a.desiredConfig, heldForDrain: drain.hold }, 'the disruption policy changed before the node finished its update; decided again under the new one');
       ops.push({ type: 'put', kind: 'NodeAssignment', name, value, expectedVersion: stored.resourceVersion, createdAt: stored.createdAt });
     }
     return windowOpensAt === undefined ? { ops } : { ops, windowOpensAt };
+  }
+
+  /**
+   * The pool's drift policy and health check into every assignment to one of its configs that
+   * does not carry them as they stand: unlike the disruption policy they govern what the agent
+   * does from now on, not how an update was decided, so they reach every node at once, paused
+   * pool, held or finished update alike (as MCO's drift detection follows its config). Records
+   * from before they were stored are filled in here too.
+   */
+  #followAgentPolicy(poolName: string, alreadyWritten: ReadonlySet<string>): WriteOp[] {
+    const ops: WriteOp[] = [];
+    const policy = agentPolicyFor(this.cache, poolName);
+    for (const [name, stored] of this.cache.assignments) {
+      const a = stored.value;
+      if (!a.desiredConfig || alreadyWritten.has(name)) continue;
+      if (a.driftPolicy === policy.driftPolicy && a.healthCheckJson === policy.healthCheckJson) continue;
+      if (this.cache.renderedConfig(a.desiredConfig)?.pool !== poolName) continue;
+      ops.push({ type: 'put', kind: 'NodeAssignment', name, value: { ...a, ...policy }, expectedVersion: stored.resourceVersion, createdAt: stored.createdAt });
+    }
+    if (ops.length) this.log.info({ pool: poolName, nodes: ops.length, ...policy }, "the pool's drift policy or health check changed; its nodes' assignments follow");
+    return ops;
   }
 
   /** The pool's bookkeeping now: an operator's resume clears the halt first, then the breaker counts. */

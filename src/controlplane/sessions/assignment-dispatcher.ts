@@ -1,8 +1,10 @@
 // The one place assignments are sent from. Every replica runs it for the agent streams it
-// holds: when the store says a node's desired config or its pool's drift policy or health check
-// changed, or an operator asked for a re-apply, the replica holding the node's stream sends it.
-// The disruption policy it sends is the one stored with the assignment: the one the leader
-// decided the drain and the window with. Controllers only write; this only sends.
+// holds: when the store says a node's assignment changed, or an operator asked for a re-apply,
+// the replica holding the node's stream sends it.
+// It sends the assignment as the leader stored it, policies included (the disruption policy the
+// drain and the window were decided with, the pool's drift policy and health check): whichever
+// replica holds the stream, the node hears the same decision. Controllers only write; this only
+// sends.
 
 import { ConflictError } from '../../machineconfig/index.ts';
 import type { ServerMessage } from '../../runtime/generated/mcplane/v1/ServerMessage.ts';
@@ -11,7 +13,8 @@ import { preEncode, type PreEncoded } from '../../runtime/pre-encoded.ts';
 import { loadMcplaneProto } from '../../runtime/proto.ts';
 import type { AgentSessions, LocalSession } from './agent-sessions.ts';
 import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
-import { disruptionPolicyJsonFor } from '../cache/node-update-plan.ts';
+import { agentPolicyFor, disruptionPolicyJsonFor } from '../cache/node-update-plan.ts';
+import type { NodeAssignmentRecord } from '../store/stored-records.ts';
 
 /**
  * Sessions a change sends to before the rest wait for the next turn of the event loop: a fan-out
@@ -29,7 +32,10 @@ export class AssignmentDispatcher {
     cache.on('change', (change) => this.#onChange(change));
   }
 
-  /** The node's assignment as a message, or undefined when it has none yet. */
+  /**
+   * The node's assignment as a message, or undefined when it has none yet: the stored record as
+   * the leader decided it, with the rendered config it names.
+   */
   assignmentFor(node: string): ServerMessage | undefined {
     const assignment = this.cache.assignments.get(node)?.value;
     // Held: the leader drains the node first; the agent keeps what it runs until then.
@@ -37,16 +43,17 @@ export class AssignmentDispatcher {
     const desired = assignment.desiredConfig;
     const rendered = this.cache.renderedConfig(desired);
     if (!rendered) return undefined; // its watch event is on its way; the change sends it
-    const pool = this.cache.pools.get(rendered.pool)?.value;
+    // Records written by an older leader lack the policies: the live ones go until the leader
+    // fills them in (a pass of its rollout controller; see NodeAssignmentRecord).
+    const live = isLegacy(assignment) ? agentPolicyFor(this.cache, rendered.pool) : undefined;
     return {
       assignment: {
         renderedConfig: rendered.name,
         specJson: rendered.specJson,
         pool: rendered.pool,
-        // The policy the leader decided this update's drain and window with (see the record).
         disruptionPolicyJson: assignment.disruptionPolicyJson ?? disruptionPolicyJsonFor(this.cache, rendered.pool),
-        driftPolicy: pool?.spec.driftPolicy ?? 'Degrade',
-        healthCheckJson: pool?.spec.healthCheck ? JSON.stringify(pool.spec.healthCheck) : '',
+        driftPolicy: assignment.driftPolicy ?? live!.driftPolicy,
+        healthCheckJson: assignment.healthCheckJson ?? live!.healthCheckJson,
       },
     };
   }
@@ -100,10 +107,19 @@ export class AssignmentDispatcher {
   #onChange(change: CacheChange): void {
     if (this.sessions.size === 0) return;
     const check = new Set<string>();
-    if (change.resync || change.changed.has('MachineConfigPool') || change.changed.has('MachineConfiguration') || change.changed.has('RenderedConfig')) {
+    if (change.resync || change.changed.has('RenderedConfig')) {
+      // A config whose event trails its assignments' (another replica's leader wrote both).
       for (const s of this.sessions.local()) check.add(s.node);
     } else {
       for (const node of change.changed.get('NodeAssignment') ?? []) check.add(node);
+      // The live policies reach only records an older leader wrote; the others hear of a
+      // policy change through their own record, rewritten by the leader.
+      if (change.changed.has('MachineConfigPool') || change.changed.has('MachineConfiguration')) {
+        for (const s of this.sessions.local()) {
+          const a = this.cache.assignments.get(s.node)?.value;
+          if (a && isLegacy(a)) check.add(s.node);
+        }
+      }
     }
     this.#sendInSlices([...check]);
     for (const node of change.changed.get('ReapplyRequest') ?? []) {
@@ -111,4 +127,9 @@ export class AssignmentDispatcher {
       if (session) void this.deliverReapply(session);
     }
   }
+}
+
+/** A record from before the leader stored every policy with the assignment. */
+function isLegacy(a: NodeAssignmentRecord): boolean {
+  return a.disruptionPolicyJson === undefined || a.driftPolicy === undefined || a.healthCheckJson === undefined;
 }

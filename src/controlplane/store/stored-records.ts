@@ -4,7 +4,7 @@
 // (NodeStatus, AgentSession), each replica for itself (Replica), and the election (Leader).
 
 import type { SourceKind } from '../../machineconfig/generated-configs.ts';
-import type { Labels, NodeStatus, PoolStatus, Problem, RenderedConfig, RolloutState, UpdateRecord } from '../../machineconfig/index.ts';
+import type { DriftPolicy, Labels, NodeStatus, PoolStatus, Problem, RenderedConfig, RolloutState, UpdateRecord } from '../../machineconfig/index.ts';
 
 export type StoredRendered = Omit<RenderedConfig, 'specJson'>;
 
@@ -98,6 +98,16 @@ export interface NodeAssignmentRecord {
    * rollout re-decides with it. Absent in records from before it existed: the live policy goes.
    */
   disruptionPolicyJson?: string;
+  /**
+   * The drift policy and the health check (JSON, "" for none) of the desired config's pool, as
+   * the agent receives them. Unlike the disruption policy they follow the pool's spec at once,
+   * on every node whatever its state: the leader writes each change into the assignments, so the
+   * replica holding a node's stream sends what is stored and decides nothing. Absent in records
+   * from before they were stored: the dispatcher sends the live values until the leader fills
+   * them in (its first pass does).
+   */
+  driftPolicy?: DriftPolicy;
+  healthCheckJson?: string;
 }
 
 /** What the node's agent last said, written by the replica holding its stream. */
