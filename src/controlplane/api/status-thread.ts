@@ -13,13 +13,12 @@ import { MessageChannel, Worker } from 'node:worker_threads';
 import { ConfigurationError } from '../../machineconfig/index.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { TlsFiles } from '../../runtime/tls.ts';
+import { relogThreadLine, workerEntry } from '../../runtime/worker-thread.ts';
 import { NODE_VIEW_KINDS } from '../store/kinds.ts';
 import { relayStore } from '../store/store-relay.ts';
 import type { Store, StoredKind } from '../store/store.ts';
 import type { ServingReplica } from './api-access.ts';
 import { STATUS_THREAD_ROLE, type StatusThreadData, type ThreadControl, type ThreadReport } from './status-thread-protocol.ts';
-
-declare const __MCPLANE_BUNDLED__: boolean | undefined;
 
 /**
  * What StatusService reads from the cache (status-service.ts): pools and their status, the
@@ -66,10 +65,10 @@ export async function startStatusThread(options: StatusThreadOptions): Promise<S
     logLevel: options.logLevel,
     replica: { name: replica.name, address: replica.address, leading: replica.leading, agentsConnected: replica.agentsConnected, watchBacklog: replica.watchBacklog },
   };
-  const worker = new Worker(threadEntry(), { workerData: data, transferList: [port2], name: 'mcplane-status' });
+  const worker = new Worker(workerEntry(new URL('./status-thread-main.ts', import.meta.url), import.meta.url), { workerData: data, transferList: [port2], name: 'mcplane-status' });
   const control = (message: ThreadControl): void => worker.postMessage(message);
   worker.on('message', (message: ThreadReport) => {
-    if (message.t === 'log') relog(threadLog, message.line);
+    if (message.t === 'log') relogThreadLine(threadLog, message.line);
   });
   let closing = false;
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
@@ -116,21 +115,4 @@ export async function startStatusThread(options: StatusThreadOptions): Promise<S
       await exited;
     },
   };
-}
-
-/** From source, the thread's own file; in a bundle, the bundle (status-thread-main.ts says why). */
-function threadEntry(): URL {
-  if (typeof __MCPLANE_BUNDLED__ === 'boolean' && __MCPLANE_BUNDLED__) return new URL(import.meta.url);
-  return new URL('./status-thread-main.ts', import.meta.url);
-}
-
-/** A line of the thread's JSON log ("<6>{...}"), logged again by this thread's logger. */
-function relog(log: Logger, line: string): void {
-  try {
-    const { level, msg, ...fields } = JSON.parse(line.replace(/^<\d>/, '')) as { level?: string; msg?: string } & Record<string, unknown>;
-    const at = (['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const).find((l) => l === level) ?? 'info';
-    log[at](fields, msg ?? '');
-  } catch {
-    log.info(line.trim());
-  }
 }
