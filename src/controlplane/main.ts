@@ -17,8 +17,10 @@ import { parseAutoApproveRules } from './api/enrollment-requests.ts';
 import { backupMain } from './backup-command.ts';
 import { caKeyIfPresent, startServer, type ServerOptions } from './server.ts';
 import { inClusterAvailable } from './kubernetes/kube-client.ts';
-// Starts the status thread when this file runs as one (a bundle's worker); nothing otherwise.
+// Start the status thread or the etcd lease thread when this file runs as one (a bundle's
+// worker, told by its workerData.role); nothing otherwise.
 import './api/status-thread-main.ts';
+import './store/etcd-lease-thread-main.ts';
 
 interface Flags {
   config?: string;
@@ -260,5 +262,5 @@ export async function main(argv: string[]): Promise<void> {
   await starting;
 }
 
-// In a bundle, the status thread runs this same file (api/status-thread-main.ts says why).
+// In a bundle, the server's threads run this same file (api/status-thread-main.ts says why).
 if (isMainThread) runProgram(import.meta.url, 'mcplane-server', main);

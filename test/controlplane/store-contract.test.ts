@@ -660,6 +660,56 @@ describe('etcd only: members fail', () => {
     }
   });
 
+  /** Holds this thread (timers, I/O, everything on its event loop) for `ms`, as a loop busy with other work would. */
+  const holdEventLoop = (ms: number): void => {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+  };
+
+  test('a lease is renewed while the holder\'s event loop is held for most of its TTL (the lease thread renews it)', async () => {
+    const cluster = await startEtcdCluster({ members: 1 });
+    const store = await EtcdStore.connect({ endpoints: cluster.endpoints, prefix: freshPrefix(), log });
+    try {
+      const lease = await store.grantLease(2_000);
+      let lost: string | undefined;
+      lease.onLost((reason) => { lost = reason; });
+      const heldAt = Date.now();
+      // Longer than TTL minus its margin (1.5 s): renewed from this loop, the lease would now be
+      // past what its holder may trust, and lost at the next timer.
+      holdEventLoop(1_800);
+      assert.ok(lease.lastRenewedAt > heldAt, `renewed while the loop was held (last renewal ${lease.lastRenewedAt - heldAt} ms after the hold began)`);
+      assert.ok(lease.isAlive(), 'alive right after the hold');
+      await new Promise((r) => setTimeout(r, 100));
+      assert.equal(lost, undefined);
+      await store.commit([put('Leader', 'leader', { replica: 'r1' }, { lease: lease.id })]);
+    } finally {
+      await store.close();
+      await cluster.stop();
+    }
+  });
+
+  test('a holder whose event loop does not turn for two TTLs loses its lease: etcd expires it and deletes what is attached', async () => {
+    const cluster = await startEtcdCluster({ members: 1 });
+    const store = await EtcdStore.connect({ endpoints: cluster.endpoints, prefix: freshPrefix(), log });
+    try {
+      const lease = await store.grantLease(2_000);
+      await store.commit([put('Leader', 'leader', { replica: 'r1' }, { lease: lease.id })]);
+      const lost = new Promise<string>((resolve) => lease.onLost(resolve));
+      // A stuck replica: the thread stops renewing once the loop has not turned for 4 s, and
+      // etcd expires the lease 2 s after the last renewal.
+      holdEventLoop(7_000);
+      assert.equal(lease.isAlive(), false);
+      assert.match(await lost, /not renewed for \d+ ms|expired or does not exist/);
+      const until = Date.now() + 5_000;
+      while (await store.get('Leader', 'leader')) {
+        assert.ok(Date.now() < until, 'etcd expired the lease and deleted the Leader record');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      await store.close();
+      await cluster.stop();
+    }
+  });
+
   test('three members, the leader (and the member the store talks to) killed -9: get, commit, list, watch and leases go on', async () => {
     const cluster = await startEtcdCluster({ members: 3 });
     try {

@@ -19,6 +19,7 @@ import { isLoopbackHost } from '../../runtime/tls.ts';
 import { encodeEnvelope, decodeEnvelope, EtcdKeys, nextKey } from './etcd-codec.ts';
 import { describeGrpcError, EtcdConnection, type EtcdTls } from './etcd-connection.ts';
 import { EtcdLease } from './etcd-lease.ts';
+import { EtcdLeaseThread } from './etcd-lease-thread.ts';
 import type { Compare, KeyValue, LeaseGrantResponse, RangeResponse, RequestOp, StatusResponse, TxnResponse } from './etcd-proto.ts';
 import { EtcdWatch } from './etcd-watch.ts';
 import { checkCommitLimits } from './store-limits.ts';
@@ -63,10 +64,14 @@ export class EtcdStore implements Store {
   #log: Logger;
   #watches = new Set<EtcdWatch>();
   #leases = new Set<EtcdLease>();
+  /** Renews the leases (etcd-lease-thread.ts); started with the first lease, again if it ended. */
+  #leaseThread: Promise<EtcdLeaseThread> | undefined;
+  readonly #tls: EtcdTls | undefined;
 
-  private constructor(connection: EtcdConnection, keys: EtcdKeys, log: Logger) {
+  private constructor(connection: EtcdConnection, keys: EtcdKeys, tls: EtcdTls | undefined, log: Logger) {
     this.#connection = connection;
     this.keys = keys;
+    this.#tls = tls;
     this.#log = log;
   }
 
@@ -91,7 +96,7 @@ export class EtcdStore implements Store {
       connection.close();
       throw mapError(err, 'Status');
     }
-    return new EtcdStore(connection, new EtcdKeys(prefix), options.log);
+    return new EtcdStore(connection, new EtcdKeys(prefix), options.tls, options.log);
   }
 
   async get<T>(kind: StoredKind, name: string): Promise<StoredObject<T> | undefined> {
@@ -283,7 +288,9 @@ export class EtcdStore implements Store {
   async grantLease(ttlMs: number): Promise<Lease> {
     if (!(ttlMs > 0)) throw new ConfigurationError(`lease TTL ${ttlMs} ms: must be a positive number of milliseconds`);
     // etcd counts whole seconds and raises a TTL to its minimum (1.5 election timeouts, rounded
-    // up: 2 s with etcd's default flags); the lease keeps the TTL etcd granted.
+    // up: 2 s with etcd's default flags); the lease keeps the TTL etcd granted. The thread that
+    // will renew it is running first, so its first renewal follows the grant closely.
+    const thread = await this.#runningLeaseThread();
     const sentAt = Date.now();
     let res: LeaseGrantResponse;
     try {
@@ -292,7 +299,7 @@ export class EtcdStore implements Store {
       throw mapError(err, 'LeaseGrant');
     }
     if (res.error) throw new StoreUnavailableError(`etcd refused LeaseGrant: ${res.error}`);
-    const lease = new EtcdLease(this.#connection, String(res.ID), Number(res.TTL) * 1000, sentAt, this.#log, (l) => this.#leases.delete(l));
+    const lease = new EtcdLease(this.#connection, thread, String(res.ID), Number(res.TTL) * 1000, sentAt, this.#log, (l) => this.#leases.delete(l));
     this.#leases.add(lease);
     return lease;
   }
@@ -300,7 +307,17 @@ export class EtcdStore implements Store {
   async close(): Promise<void> {
     for (const w of [...this.#watches]) w.cancel();
     for (const l of [...this.#leases]) l.stop();
+    const thread = this.#leaseThread;
+    this.#leaseThread = undefined;
+    await thread?.then((t) => t.close(), () => {});
     this.#connection.close();
+  }
+
+  async #runningLeaseThread(): Promise<EtcdLeaseThread> {
+    const running = await this.#leaseThread?.catch(() => undefined);
+    if (running?.running) return running;
+    this.#leaseThread = EtcdLeaseThread.start({ endpoints: this.#connection.endpoints, tls: this.#tls, deadlineMs: this.#connection.deadlineMs, log: this.#log });
+    return this.#leaseThread;
   }
 }
 
