@@ -60,6 +60,15 @@ export function describeGrpcError(err: unknown): string {
   return `${status[e.code]}: ${details}`;
 }
 
+/** Ends a stream the caller no longer wants, without its cancellation being reported as an error. */
+export function cancelStream(stream: { removeAllListeners(event: string): unknown; on(event: 'error', listener: () => void): unknown; cancel(): void }): void {
+  stream.removeAllListeners('data');
+  stream.on('error', () => { /* cancelled on purpose */ });
+  try {
+    stream.cancel();
+  } catch { /* already closed */ }
+}
+
 interface Member {
   endpoint: string;
   clients: EtcdClients;

@@ -10,7 +10,7 @@
 
 import type { ClientDuplexStream } from '@grpc/grpc-js';
 import type { Logger } from '../../runtime/logger.ts';
-import { describeGrpcError, type EtcdConnection } from './etcd-connection.ts';
+import { cancelStream, describeGrpcError, type EtcdConnection } from './etcd-connection.ts';
 import type { LeaseKeepAliveResponse } from './etcd-proto.ts';
 
 export interface KeepAliveEvents {
@@ -91,11 +91,6 @@ export class EtcdLeaseKeepAlive {
   #closeStream(): void {
     const stream = this.#stream;
     this.#stream = undefined;
-    if (!stream) return;
-    stream.removeAllListeners('data');
-    stream.on('error', () => { /* cancelled on purpose */ });
-    try {
-      stream.cancel();
-    } catch { /* already closed */ }
+    if (stream) cancelStream(stream);
   }
 }

@@ -9,7 +9,7 @@
 import type { ClientDuplexStream } from '@grpc/grpc-js';
 import type { Logger } from '../../runtime/logger.ts';
 import type { EtcdKeys } from './etcd-codec.ts';
-import { describeGrpcError, type EtcdConnection } from './etcd-connection.ts';
+import { cancelStream, describeGrpcError, type EtcdConnection } from './etcd-connection.ts';
 import type { WatchEvent, WatchResponse } from './etcd-proto.ts';
 import type { ChangeEvent, WatchHandlers } from './store.ts';
 
@@ -186,11 +186,6 @@ export class EtcdWatch {
   #closeStream(): void {
     const stream = this.#stream;
     this.#stream = undefined;
-    if (!stream) return;
-    stream.removeAllListeners('data');
-    stream.on('error', () => { /* cancelled on purpose */ });
-    try {
-      stream.cancel();
-    } catch { /* already closed */ }
+    if (stream) cancelStream(stream);
   }
 }
