@@ -1,7 +1,8 @@
-// A separate process holding N simulated agents, each with its own node certificate and its own
+// A separate process holding N simulated agents (agents FIRST to FIRST+N-1 of the bench's;
+// bench/swarm-group.ts runs several), each with its own node certificate and its own
 // TLS connection, speaking the real AgentService protocol. Agent i connects to address i mod the
-// number of addresses; when its stream breaks it re-registers on the next address, as the real
-// agent does. Driven over stdin/stdout by bench/controlplane.ts: it prints JSON lines; on "arm"
+// number of addresses; when its stream breaks it re-registers on one of the others at random, as
+// the real agent does. Driven over stdin/stdout through bench/swarm-group.ts: it prints JSON lines; on "arm"
 // it reports when every agent has received a config it did not have before, and it reports each
 // re-registration after a broken stream. On "retries" it prints how many re-registration
 // attempts failed since the start, by address and by the first words of the error.
@@ -20,9 +21,11 @@ import type { AgentServiceClient } from '../src/runtime/generated/mcplane/v1/Age
 import type { ServerMessage__Output } from '../src/runtime/generated/mcplane/v1/ServerMessage.ts';
 
 silenceIpServernameWarning();
-const [addressList, pkiDir, countText] = process.argv.slice(2);
+const [addressList, pkiDir, countText, firstText = '0'] = process.argv.slice(2);
 const addresses = addressList!.split(',');
 const count = Number(countText);
+/** The index of this process's first agent among all the bench's (bench/swarm-group.ts). */
+const first = Number(firstText);
 const ca = { certPem: readFileSync(join(pkiDir!, 'ca.crt'), 'utf8'), keyPem: readFileSync(join(pkiDir!, 'ca.key'), 'utf8') };
 const { grpc } = loadMcplaneProto();
 const say = (o: object): void => { process.stdout.write(JSON.stringify(o) + '\n'); };
@@ -38,6 +41,14 @@ interface Agent {
   creds: ReturnType<typeof clientCredentials>;
   stream?: ClientDuplexStream<AgentMessage, ServerMessage__Output>;
 }
+/**
+ * Each agent's channels with a subchannel pool of their own. In grpc-js's global pool every new
+ * channel looks for a subchannel to share by comparing its options with every other's: with
+ * 5,000 channels in one process that scan took this process's whole CPU for ten seconds after a
+ * kill, and the bench timed the swarm, not the replicas. A real agent is a process with one
+ * channel per server, so nothing is lost by it.
+ */
+const SWARM_CHANNEL_OPTIONS = { ...CLIENT_CHANNEL_OPTIONS, 'grpc.use_local_subchannel_pool': 1 };
 const agents: Agent[] = [];
 let armed = false;
 let remaining = 0;
@@ -48,7 +59,7 @@ const failedAttempts = new Map<string, number>();
 function open(agent: Agent, isReconnect: boolean): Promise<void> {
   let client = agent.clients.get(agent.address);
   if (!client) {
-    client = new grpc.mcplane.v1.AgentService(addresses[agent.address]!, agent.creds, CLIENT_CHANNEL_OPTIONS);
+    client = new grpc.mcplane.v1.AgentService(addresses[agent.address]!, agent.creds, SWARM_CHANNEL_OPTIONS);
     agent.clients.set(agent.address, client);
   }
   const stream = client.connect();
@@ -112,7 +123,7 @@ async function start(i: number): Promise<void> {
 const CONCURRENCY = 64;
 let next = 0;
 await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-  while (next < count) await start(next++);
+  while (next < count) await start(first + next++);
 }));
 say({ event: 'connected', count: agents.length, perAddress: addresses.map((_, i) => agents.filter((a) => a.address === i).length) });
 

@@ -19,7 +19,7 @@
 //   etcd mode: leader failover time and how long the killed replica's agents took to re-register.
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -33,6 +33,7 @@ import { startReplicaSet, type ReplicaSet } from '../test/helpers/replica-set.ts
 import { spawnServer, type ServerProcess } from '../test/helpers/server-process.ts';
 import { report, rssKiB } from './harness.ts';
 import { timedRead, type StatusRead } from './status-reads.ts';
+import { startSwarmGroup, type SwarmGroup } from './swarm-group.ts';
 
 const AGENT_COUNTS = (process.env.BENCH_AGENTS ?? '1000').split(',').map(Number);
 
@@ -54,6 +55,8 @@ const STORED_CONFIGS = 1000;
  * replicas and the swarm; the killed replica writes none).
  */
 const FAILOVER_ONLY = process.env.BENCH_FAILOVER_ONLY === '1';
+/** The simulated agents' processes (bench/swarm-group.ts says why several). */
+const SWARM_PROCESSES = Number(process.env.BENCH_SWARMS ?? 2);
 const STATUS_THREAD = process.env.BENCH_STATUS_THREAD !== '0';
 /** BENCH_LEASE_TTL=2 shows what the tests' short lease does under the same load. */
 const BENCH_LEASE_TTL_SECONDS = Number(process.env.BENCH_LEASE_TTL ?? 5);
@@ -81,6 +84,8 @@ interface Deployment {
   admin(i: number): Clients;
   /** Kills the leader; resolves with the time until another replica leads. */
   failover?: () => Promise<{ killed: number; leaderMs: number }>;
+  /** The log lines of the replicas still running. */
+  logs?: () => string[];
   stop(): Promise<void>;
 }
 
@@ -112,6 +117,7 @@ async function deploy(mode: 'sqlite' | 'etcd', dir: string): Promise<Deployment>
     statusAddresses: set.replicas.flatMap((r) => (r.process?.statusAddress ? [r.process.statusAddress] : [])),
     admin: (i) => set.admin(i),
     leader: () => set.waitForLeader(15_000),
+    logs: () => set.replicas.flatMap((r) => r.process?.logs ?? []),
     async failover() {
       const killed = await set.waitForLeader(15_000);
       const t0 = performance.now();
@@ -179,19 +185,8 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
 
   const rssBefore = d.pids().reduce((sum, pid) => sum + rssKiB(pid), 0);
   const connectStart = performance.now();
-  const swarm = spawn(process.execPath, ['--import', 'tsx', 'bench/agent-swarm.ts', d.addresses.join(','), join(dir, 'pki'), String(AGENTS)], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const events = createInterface({ input: swarm.stdout! });
-  const waitEvent = (name: string, until: (e: Record<string, number>) => boolean = () => true) => new Promise<Record<string, number>>((resolve) => {
-    const onLine = (line: string): void => {
-      const e = JSON.parse(line);
-      if (e.event === name && until(e)) {
-        events.off('line', onLine);
-        resolve(e);
-      }
-    };
-    events.on('line', onLine);
-  });
-  const connected = await waitEvent('connected');
+  const swarm = startSwarmGroup(d.addresses, join(dir, 'pki'), AGENTS, SWARM_PROCESSES);
+  const connected = await swarm.connected;
   const connectSeconds = (performance.now() - connectStart) / 1000;
   for (;;) {
     const p = await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get');
@@ -202,8 +197,11 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
   const rssAfter = d.pids().reduce((sum, pid) => sum + rssKiB(pid), 0);
   const perAgentKiB = (rssAfter - rssBefore) / AGENTS;
   if (FAILOVER_ONLY && d.failover) {
-    const { rows, reregisteredMs } = await measureFailover(d, connected, waitEvent, (line) => swarm.stdin!.write(line));
-    swarm.stdin!.write('exit\n');
+    const { rows, reregisteredMs } = await measureFailover(d, connected, swarm);
+    swarm.exit();
+    // SIGTERM first: a replica that exits by itself writes its --cpu-prof profile.
+    for (const pid of d.pids()) process.kill(pid, 'SIGTERM');
+    for (const pid of d.pids()) while (existsSync(`/proc/${pid}`)) await new Promise((r) => setTimeout(r, 100));
     await d.stop();
     rmSync(dir, { recursive: true, force: true });
     report(`control plane (${mode}): ${AGENTS} agents, the leader killed (BENCH_FAILOVER_ONLY)`, [['agents connected in', `${connectSeconds.toFixed(1)} s`], ...rows]);
@@ -226,12 +224,11 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
 
   /** Applies a change to every agent's config; resolves with the ms until all have it. */
   const fanOut = async (value: number): Promise<number> => {
-    swarm.stdin!.write('arm\n');
-    await waitEvent('armed');
-    const done = waitEvent('fanout-done');
+    await swarm.arm();
+    const done = swarm.fanoutDone();
     const t0 = Date.now();
     await apply(mcText('50-bench', 'worker', `bench=${value}`));
-    return (await done).at! - t0;
+    return (await done) - t0;
   };
   // The fan-out alone first: reads served during it take CPU from it, so it is timed apart.
   const fanoutCpu0 = d.pids().map(cpuSeconds);
@@ -257,9 +254,9 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
   const onStatus = STATUS_THREAD ? await readsDuringFanOut(d.statusAddresses, 3) : undefined;
   const { all: busyAll, page: busyPage, pool: busyPool, ms: readFanoutMs } = onMain;
 
-  const { rows: failoverRows, reregisteredMs } = d.failover ? await measureFailover(d, connected, waitEvent, (line) => swarm.stdin!.write(line)) : { rows: [], reregisteredMs: undefined };
+  const { rows: failoverRows, reregisteredMs } = d.failover ? await measureFailover(d, connected, swarm) : { rows: [], reregisteredMs: undefined };
 
-  swarm.stdin!.write('exit\n');
+  swarm.exit();
   await d.stop();
   rmSync(dir, { recursive: true, force: true });
 
@@ -289,25 +286,33 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
   return { applyP50: pct(applyMs, 50), fanoutMs, perAgentKiB, pageP99: pct(busyPage, 99), allP99: pct(busyAll, 99), ...(onStatus ? { statusPageP99: pct(onStatus.page, 99), statusAllP99: pct(onStatus.all, 99) } : {}), ...(reregisteredMs !== undefined ? { reregisteredMs } : {}) };
 }
 
-type WaitEvent = (name: string, until?: (e: Record<string, number>) => boolean) => Promise<Record<string, number>>;
-
 /** Kills the leader; times the new leader and the re-registration of its agents elsewhere. */
-async function measureFailover(d: Deployment, connected: Record<string, number>, waitEvent: WaitEvent, tellSwarm: (line: string) => void): Promise<{ rows: [string, string][]; reregisteredMs: number }> {
-  const perAddress = connected.perAddress as unknown as number[];
+async function measureFailover(d: Deployment, connected: { perAddress: number[] }, swarm: SwarmGroup): Promise<{ rows: [string, string][]; reregisteredMs: number }> {
   // Listen before the kill: agents re-register long before the new leader is known.
   const leader = await currentLeader(d);
   const backAt: number[] = [];
-  const back = waitEvent('reconnected', (e) => {
-    backAt.push(e.at!);
-    return e.count! >= perAddress[leader]!;
+  const back = new Promise<number>((resolve) => {
+    const off = swarm.onReconnected((count, at) => {
+      backAt.push(at);
+      if (count < connected.perAddress[leader]!) return;
+      off();
+      resolve(at);
+    });
   });
+  const cpu = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+  const survivors = d.pids().filter((_, i) => i !== leader);
+  const cpu0 = { survivors: cpu(survivors), swarm: cpu(swarm.pids) };
   const killedAt = Date.now();
   const { killed, leaderMs } = await d.failover!();
   if (killed !== leader) throw new Error(`the leader changed from replica-${leader} to replica-${killed} before the kill`);
-  const stranded = perAddress[killed]!;
-  const reconnectedAt = (await back).at!;
-  tellSwarm('retries\n');
-  const failed = (await waitEvent('retries')).failed as unknown as Record<string, number>;
+  const stranded = connected.perAddress[killed]!;
+  const reconnectedAt = await back;
+  // Whose CPU the storm took, from the kill to the last agent back.
+  const cpuUsed = { survivors: cpu(survivors) - cpu0.survivors, swarm: cpu(swarm.pids) - cpu0.swarm };
+  const failed = await swarm.retries();
+  // A survivor that lost its own lease in the storm sheds its agents too (the cascade once seen).
+  const leaseTrouble = (d.logs?.() ?? []).filter((line) => /etcd lease lost|lease keep-alive stream broke|replica lost its lease/.test(line));
+  const firstTrouble = leaseTrouble[0] && /"msg":"([^"]+)"(?:.*"reason":"([^"]+)")?/.exec(leaseTrouble[0]);
   const failedTotal = Object.values(failed).reduce((a, b) => a + b, 0);
   const topReasons = Object.entries(failed).slice(0, 3).map(([reason, n]) => `${n}x ${reason}`).join('; ');
   const rows: [string, string][] = [
@@ -315,7 +320,11 @@ async function measureFailover(d: Deployment, connected: Record<string, number>,
     [`agents of the killed replica re-registered (${stranded})`, `${((reconnectedAt - killedAt) / 1000).toFixed(2)} s after the kill  (goal < 5 s: ${verdict(reconnectedAt - killedAt < 5000)})`],
     // Whether the time goes to throughput (even steps) or to stragglers (a long last step).
     ['  back after the kill: 10 / 25 / 50 / 75 / 90 %', [10, 25, 50, 75, 90].map((p) => `${((backAt[Math.max(0, Math.ceil((p / 100) * backAt.length) - 1)]! - killedAt) / 1000).toFixed(1)} s`).join(' / ')],
+    // The simulated agents' own handshakes share the two cores: a swarm busier than the replicas
+    // says the figure is the simulation's.
+    ['  CPU from the kill to the last one back', `survivors ${cpuUsed.survivors.toFixed(1)} s, swarm ${cpuUsed.swarm.toFixed(1)} s (${SWARM_PROCESSES} processes)`],
     ['  failed re-registration attempts on the way', `${failedTotal}${topReasons ? `: ${topReasons}` : ''}`],
+    ['  survivors\' lease trouble (lines logged)', `${leaseTrouble.length}${firstTrouble ? `, first: ${firstTrouble[1]}${firstTrouble[2] ? ` (${firstTrouble[2]})` : ''}` : ''}`],
   ];
   return { rows, reregisteredMs: reconnectedAt - killedAt };
 }
