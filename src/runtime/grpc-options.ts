@@ -20,6 +20,8 @@ export const SERVER_CHANNEL_OPTIONS: ChannelOptions = {
   // rendered config (1.5 MiB) for an Apply, and refuses a runaway agent's status report with
   // RESOURCE_EXHAUSTED on that stream before the server buffers or parses it.
   'grpc.max_receive_message_length': MAX_SERVER_RECEIVE_BYTES,
+  // Nothing serves channelz, and it keeps trackers and traces for every connection and call.
+  'grpc.enable_channelz': 0,
 };
 
 export const CLIENT_CHANNEL_OPTIONS: ChannelOptions = {
@@ -31,5 +33,6 @@ export const CLIENT_CHANNEL_OPTIONS: ChannelOptions = {
   // the default 64 KiB a 1 MiB node list needs 16 round trips, each waiting for the server's
   // loop to read a WINDOW_UPDATE, which under a fan-out took longer than the list itself.
   'grpc-node.flow_control_window': 4 * 1024 * 1024,
+  'grpc.enable_channelz': 0,
   // The server certificate names the server's host; tests and demos reach it as 127.0.0.1.
 };

@@ -145,7 +145,19 @@ export async function createCertificateRequest(commonName: string): Promise<{ cs
 
 /** The identity in a peer certificate as grpc-js and node:tls hand it over (DER or PEM). */
 export function identityOf(certificate: Buffer | string): Identity {
+  return identityIn(new NodeX509Certificate(certificate));
+}
+
+/**
+ * The identity and the binding of one certificate, parsed once: a node's every call needs both,
+ * and parsing is most of what checking a caller costs when a replica's agents arrive at once.
+ */
+export function peerCertificateFacts(certificate: Buffer | string): { identity: Identity; binding: CertificateBinding } {
   const cert = new NodeX509Certificate(certificate);
+  return { identity: identityIn(cert), binding: bindingIn(cert) };
+}
+
+function identityIn(cert: NodeX509Certificate): Identity {
   const fields = parseDn(cert.subject);
   return { commonName: fields.CN ?? '', organization: fields.O ?? '', organizationalUnit: fields.OU ?? '' };
 }
@@ -162,7 +174,10 @@ export interface CertificateBinding {
 }
 
 export function certificateBinding(certificate: Buffer | string): CertificateBinding {
-  const cert = new NodeX509Certificate(certificate);
+  return bindingIn(new NodeX509Certificate(certificate));
+}
+
+function bindingIn(cert: NodeX509Certificate): CertificateBinding {
   return {
     sha256: cert.fingerprint256.replaceAll(':', '').toLowerCase(),
     serial: cert.serialNumber.toLowerCase(),

@@ -3,7 +3,7 @@
 // for) every local caller is trusted as an operator, and an agent as the node it names.
 
 import { PermissionDeniedError, UnauthenticatedError, WORKER_POOL } from '../../machineconfig/index.ts';
-import { certificateBinding, identityOf, ROLE_ADMIN, ROLE_NODE, type CertificateBinding, type Identity } from '../../runtime/pki.ts';
+import { identityOf, peerCertificateFacts, ROLE_ADMIN, ROLE_NODE, type CertificateBinding, type Identity } from '../../runtime/pki.ts';
 
 interface CallWithAuth {
   getAuthContext?: () => { sslPeerCertificate?: { raw?: Buffer } } | null;
@@ -28,11 +28,16 @@ export interface CertifiedNode {
 }
 
 export function createAuthorizer(tls: boolean): Authorizer {
-  const identify = (call: CallWithAuth): Identity | undefined => {
+  /** The peer's certificate: grpc-js builds it anew from the TLS socket on each ask, so once a call. */
+  const peerCertificate = (call: CallWithAuth): Buffer | undefined => {
     if (!tls) return undefined;
     const raw = call.getAuthContext?.()?.sslPeerCertificate?.raw;
     if (!raw) throw new UnauthenticatedError('no client certificate presented');
-    return identityOf(raw);
+    return raw;
+  };
+  const identify = (call: CallWithAuth): Identity | undefined => {
+    const raw = peerCertificate(call);
+    return raw && identityOf(raw);
   };
   return {
     identify,
@@ -43,14 +48,14 @@ export function createAuthorizer(tls: boolean): Authorizer {
       }
     },
     requireNode(call) {
-      const id = identify(call);
-      if (!id) return undefined;
+      const raw = peerCertificate(call);
+      if (!raw) return undefined;
+      const { identity: id, binding } = peerCertificateFacts(raw);
       if (id.organization !== ROLE_NODE || !id.commonName) {
         throw new PermissionDeniedError(`certificate ${describe(id)} is not a node certificate (O=${ROLE_NODE}, CN=<node name>)`);
       }
       // Certificates made before pools were bound carry no OU: they stay workers.
-      const raw = call.getAuthContext!()!.sslPeerCertificate!.raw!;
-      return { name: id.commonName, pool: id.organizationalUnit || WORKER_POOL, certificate: certificateBinding(raw) };
+      return { name: id.commonName, pool: id.organizationalUnit || WORKER_POOL, certificate: binding };
     },
   };
 }
