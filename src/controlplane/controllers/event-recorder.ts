@@ -76,10 +76,18 @@ export class EventRecorder implements Controller {
   /** The leadership the snapshot belongs to: a new term starts from a new snapshot. */
   #term = '';
   #writing: Promise<void> = Promise.resolve();
+  /**
+   * Nodes whose view changed since the last pass, or every node. A pass looks only at these:
+   * going through all of them on every pass cost a new leader a second of every fifteen while
+   * a dead replica's agents registered again.
+   */
+  #dirty: Set<string> | 'all' = 'all';
 
   constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly log: Logger) {}
 
   interestedIn(change: CacheChange): boolean {
+    if (change.resync) this.#dirty = 'all';
+    else if (this.#dirty !== 'all') for (const node of change.nodes) this.#dirty.add(node);
     return WATCHED.some((k) => change.changed.has(k));
   }
 
@@ -97,16 +105,29 @@ export class EventRecorder implements Controller {
     const term = leader ? `${leader.value.replica}@${leader.resourceVersion}` : '';
     const first = this.#nodes === undefined || term !== this.#term;
     this.#term = term;
+    const dirty = first ? 'all' : this.#dirty;
+    this.#dirty = new Set();
     const out: EventInput[] = [];
-    const nodes = new Map<string, NodeSeen>();
-    for (const view of this.cache.nodes.values()) {
+    // What this pass saw of the nodes it looked at; undefined for a node gone.
+    const seen = new Map<string, NodeSeen | undefined>();
+    const look = (view: NodeView): void => {
       // A node new since the last pass starts from nothing, except the update it finished
       // before it came (its journal's lastUpdate is old news).
       const before = first ? undefined : this.#nodes!.get(view.name) ?? {
         desired: '', state: 'Done' as NodeState, drift: 0, failed: '' as const, lastUpdate: view.status.lastUpdate?.id ?? '',
         phases: new Map(view.status.lastUpdate ? [[view.status.lastUpdate.id, view.status.lastUpdate.phases.length]] : []),
       };
-      nodes.set(view.name, this.#node(view, before, out, now));
+      seen.set(view.name, this.#node(view, before, out, now));
+    };
+    if (dirty === 'all') {
+      for (const view of this.cache.nodes.values()) look(view);
+      for (const name of this.#nodes?.keys() ?? []) if (!seen.has(name)) seen.set(name, undefined);
+    } else {
+      for (const name of dirty) {
+        const view = this.cache.nodes.get(name);
+        if (view) look(view);
+        else seen.set(name, undefined);
+      }
     }
     const pools = new Map<string, { target: string; problems: string }>();
     for (const [name, stored] of this.cache.poolStatuses) {
@@ -121,9 +142,21 @@ export class EventRecorder implements Controller {
         out.push({ type: 'Warning', reason: 'RenderFailed', object: `pool/${name}`, pool: name, message: seen.problems, at: now });
       }
     }
-    await this.#write(out);
-    // Only once stored: a failed write is derived again on the retry.
-    this.#nodes = nodes;
+    try {
+      await this.#write(out);
+    } catch (err) {
+      // Derived again on the retry: what this pass looked at stays to be looked at.
+      const since = this.#dirty as Set<string> | 'all';
+      if (dirty === 'all' || since === 'all') this.#dirty = 'all';
+      else for (const name of dirty) since.add(name);
+      throw err;
+    }
+    // Only once stored, for the same reason.
+    if (first) this.#nodes = new Map();
+    for (const [name, node] of seen) {
+      if (node) this.#nodes!.set(name, node);
+      else this.#nodes!.delete(name);
+    }
     this.#pools = pools;
     await this.#prune(now);
     return { requeueAfterMs: SWEEP_MS };

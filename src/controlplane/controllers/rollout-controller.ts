@@ -133,12 +133,13 @@ export class RolloutController implements KeyedController<string> {
     let windowOpensAt: number | undefined;
     if (this.#toldWaitingForWindow.size > 10_000) this.#toldWaitingForWindow.clear();
     let live: string | undefined;
+    const rendered = this.cache.rendered;
     for (const [name, stored] of this.cache.assignments) {
       const a = stored.value;
       if (!a.desiredConfig || a.holdForDrain || alreadyWritten.has(name)) continue;
       // Decided in the pool of the config it was handed, wherever the node is now. A config not
       // yet in the cache is on its way: its RenderedConfig event brings its pool back here.
-      if (this.cache.renderedConfig(a.desiredConfig)?.pool !== poolName) continue;
+      if (rendered.get(a.desiredConfig)?.value.pool !== poolName) continue;
       live ??= disruptionPolicyJsonFor(this.cache, poolName);
       if (live === a.disruptionPolicyJson) continue;
       const node = this.cache.nodes.get(name);
@@ -183,11 +184,12 @@ export class RolloutController implements KeyedController<string> {
   #followAgentPolicy(poolName: string, alreadyWritten: ReadonlySet<string>): WriteOp[] {
     const ops: WriteOp[] = [];
     const policy = agentPolicyFor(this.cache, poolName);
+    const rendered = this.cache.rendered;
     for (const [name, stored] of this.cache.assignments) {
       const a = stored.value;
       if (!a.desiredConfig || alreadyWritten.has(name)) continue;
       if (a.driftPolicy === policy.driftPolicy && a.healthCheckJson === policy.healthCheckJson) continue;
-      if (this.cache.renderedConfig(a.desiredConfig)?.pool !== poolName) continue;
+      if (rendered.get(a.desiredConfig)?.value.pool !== poolName) continue;
       ops.push({ type: 'put', kind: 'NodeAssignment', name, value: { ...a, ...policy }, expectedVersion: stored.resourceVersion, createdAt: stored.createdAt });
     }
     if (ops.length) this.log.info({ pool: poolName, nodes: ops.length, ...policy }, "the pool's drift policy or health check changed; its nodes' assignments follow");
