@@ -92,3 +92,31 @@ test('a store failure fails every writer of the batch with it', async () => {
   const outcomes = await Promise.allSettled([group.commit(registration('a')), group.commit(registration('b'))]);
   assert.deepEqual(outcomes.map((o) => o.status), ['rejected', 'rejected']);
 });
+
+test('with room for several batches in flight, each goes at once; one touching an object in flight waits for that batch', async () => {
+  // The store holds every commit until the test lets it go, as a slow etcd would.
+  const held: { ops: WriteOp[]; release: () => void }[] = [];
+  const slow: Pick<SqliteStore, 'commit'> = {
+    commit: (ops) => new Promise<void>((release) => held.push({ ops, release })).then(() => store.commit(ops)),
+  };
+  const group = new GroupCommit(slow, undefined, 2);
+  const a = group.commit(registration('a'));
+  const b = group.commit(registration('b'));
+  const aAgain = group.commit(registration('a'));
+  const c = group.commit(registration('c'));
+  // a and b went at once, each alone; the second a and c wait for room.
+  assert.deepEqual(held.map((h) => h.ops[0]!.name), ['a', 'b']);
+  held[1]!.release();
+  await b;
+  await new Promise((r) => setImmediate(r));
+  // Room for one: c goes; the second a still waits for the first a's batch.
+  assert.deepEqual(held.map((h) => h.ops[0]!.name), ['a', 'b', 'c']);
+  held[0]!.release();
+  await a;
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(held.map((h) => h.ops[0]!.name), ['a', 'b', 'c', 'a']);
+  held[2]!.release();
+  held[3]!.release();
+  await Promise.all([aAgain, c]);
+  assert.deepEqual((await store.list(['AgentSession'])).items.map((o) => o.name).sort(), ['a', 'b', 'c']);
+});

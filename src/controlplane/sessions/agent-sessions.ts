@@ -72,6 +72,9 @@ export interface SessionOpening {
  */
 export const REGISTRATION_RATE: RateLimit = { burst: 20, perMinute: 60 };
 
+/** Registration batches committed at once (GroupCommit's maxInFlight). */
+const REGISTRATION_COMMITS_IN_FLIGHT = 4;
+
 /** Renewals per node per replica: each signs and commits, and an agent renews at 2/3 of a life. */
 export const RENEWAL_RATE: RateLimit = { burst: 10, perMinute: 30 };
 
@@ -89,7 +92,7 @@ export class AgentSessions {
   readonly #registrationCommits: GroupCommit;
 
   constructor(private readonly cache: ClusterCache, private readonly replica: Replica, private readonly log: Logger) {
-    this.#registrationCommits = new GroupCommit(cache.store);
+    this.#registrationCommits = new GroupCommit(cache.store, undefined, REGISTRATION_COMMITS_IN_FLIGHT);
     this.writer = new NodeStatusWriter(cache, log, (node, epoch) => this.#sessionLost(node, epoch));
     this.history = new NodeHistoryWriter(cache, log);
     cache.on('change', (change) => this.#onChange(change));

@@ -4,7 +4,7 @@
 // arrive while one is in flight wait for it and then go together, as one transaction, within
 // the store's limits. Their writers stay independent: a batch refused for one writer's stale
 // version is retried writer by writer, so only that writer sees the ConflictError.
-// Nothing waits on a timer: a commit that finds none in flight goes at once.
+// Nothing waits on a timer: a commit that finds room in flight goes at once.
 
 import { ConflictError, StoreLimitError } from '../../machineconfig/index.ts';
 import { STORE_LIMITS, type CommitResult, type Store, type WriteOp } from './store.ts';
@@ -19,31 +19,53 @@ const objectKey = (op: WriteOp): string => `${op.kind}/${op.name}`;
 
 export class GroupCommit {
   #waiting: Waiting[] = [];
-  #inFlight = false;
+  #inFlight = 0;
+  /** Objects written by the batches in flight: a commit touching one waits for them. */
+  readonly #keysInFlight = new Map<string, number>();
 
-  constructor(private readonly store: Pick<Store, 'commit'>, private readonly maxOps = STORE_LIMITS.maxOpsPerCommit) {}
+  constructor(
+    private readonly store: Pick<Store, 'commit'>,
+    private readonly maxOps = STORE_LIMITS.maxOpsPerCommit,
+    /**
+     * Batches committed at once. One keeps the batches largest; a few more keep a store whose
+     * round trips are long (etcd under load) busy, as the registrations were before they were
+     * grouped: each batch then waits for a round trip, not for every batch before it.
+     */
+    private readonly maxInFlight = 1,
+  ) {}
 
   /** Commits `ops` all or nothing, possibly in one transaction with other callers' ops. */
   commit(ops: WriteOp[]): Promise<CommitResult> {
     return new Promise<CommitResult>((resolve, reject) => {
       this.#waiting.push({ ops, resolve, reject });
-      if (!this.#inFlight) void this.#drain();
+      this.#pump();
     });
   }
 
-  async #drain(): Promise<void> {
-    this.#inFlight = true;
-    try {
-      while (this.#waiting.length) await this.#commitBatch(this.#takeBatch());
-    } finally {
-      this.#inFlight = false;
+  #pump(): void {
+    while (this.#inFlight < this.maxInFlight && this.#waiting.length) {
+      const batch = this.#takeBatch();
+      if (batch.length === 0) return; // each waits for an object in flight
+      const keys = batch.flatMap((w) => w.ops.map(objectKey));
+      for (const k of keys) this.#keysInFlight.set(k, (this.#keysInFlight.get(k) ?? 0) + 1);
+      this.#inFlight++;
+      void this.#commitBatch(batch).finally(() => {
+        this.#inFlight--;
+        for (const k of keys) {
+          const n = this.#keysInFlight.get(k)! - 1;
+          if (n === 0) this.#keysInFlight.delete(k);
+          else this.#keysInFlight.set(k, n);
+        }
+        this.#pump();
+      });
     }
   }
 
   /**
    * The oldest waiting commits that fit in one transaction: within the op limit (writes and
    * checks each), and never two that touch the same object (etcd refuses a key written twice in
-   * a transaction, and a check beside a write of the same key would test the batch's own write).
+   * a transaction, and a check beside a write of the same key would test the batch's own write),
+   * nor one touching an object a batch in flight touches (it goes after that batch, in order).
    */
   #takeBatch(): Waiting[] {
     const batch: Waiting[] = [];
@@ -55,7 +77,8 @@ export class GroupCommit {
       const w1 = w.ops.filter((o) => o.type !== 'check').length;
       const c1 = w.ops.length - w1;
       const keys = w.ops.map(objectKey);
-      const fits = batch.length === 0 || (writes + w1 <= this.maxOps && checks + c1 <= this.maxOps && !keys.some((k) => touched.has(k)));
+      const fits = !keys.some((k) => this.#keysInFlight.has(k)) &&
+        (batch.length === 0 || (writes + w1 <= this.maxOps && checks + c1 <= this.maxOps && !keys.some((k) => touched.has(k))));
       if (!fits) {
         rest.push(w);
         continue;
