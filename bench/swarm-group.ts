@@ -1,9 +1,9 @@
-// The simulated agents of bench/controlplane.ts, in several bench/agent-swarm.ts processes. One
-// process standing in for thousands of hosts spends a core on its own side of their TLS
-// handshakes: after a replica was killed, the swarm was busy reconnecting 1,667 agents while the
-// surviving replicas sat 70-95 % idle, so the bench timed the swarm. Several processes use
-// whatever CPU the replicas leave, as separate hosts would. Agent i is the same agent (name,
-// zone, first address) whatever the number of processes.
+// The simulated agents of bench/controlplane.ts, in one or more bench/agent-swarm.ts processes
+// (BENCH_SWARMS). One process standing in for thousands of hosts spends up to a core on its own
+// side of their TLS handshakes and reports; where the machine has cores to spare, more processes
+// let the agents' side keep up, as separate hosts would. On the 2-core build machine a second
+// process only took CPU from the replicas (docs/sizing.md), so one is the default. Agent i is
+// the same agent (name, zone, first address) whatever the number of processes.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
