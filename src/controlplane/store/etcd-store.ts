@@ -96,7 +96,11 @@ export class EtcdStore implements Store {
       connection.close();
       throw mapError(err, 'Status');
     }
-    return new EtcdStore(connection, new EtcdKeys(prefix), options.tls, options.log);
+    const store = new EtcdStore(connection, new EtcdKeys(prefix), options.tls, options.log);
+    // Started now, so that granting a lease never waits for a thread to boot (with tsx, from
+    // source, that takes longer than a call's deadline on a loaded machine).
+    void store.#runningLeaseThread().catch(() => { /* told again by grantLease */ });
+    return store;
   }
 
   async get<T>(kind: StoredKind, name: string): Promise<StoredObject<T> | undefined> {
@@ -289,7 +293,8 @@ export class EtcdStore implements Store {
     if (!(ttlMs > 0)) throw new ConfigurationError(`lease TTL ${ttlMs} ms: must be a positive number of milliseconds`);
     // etcd counts whole seconds and raises a TTL to its minimum (1.5 election timeouts, rounded
     // up: 2 s with etcd's default flags); the lease keeps the TTL etcd granted. The thread that
-    // will renew it is running first, so its first renewal follows the grant closely.
+    // will renew it is running first (started with the store), so its first renewal follows
+    // the grant closely.
     const thread = await this.#runningLeaseThread();
     const sentAt = Date.now();
     let res: LeaseGrantResponse;
