@@ -105,7 +105,7 @@ test('an online backup, restored into a new data directory, brings back every ob
 
     // A backup taken while commits land is one revision: the MachineConfigs applied one after
     // another are in it up to some point and none after, and nothing is newer than its revision.
-    const mc = (i: number) => ({ source: `80-busy-${i}.yaml`, text: `apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 80-busy-${String(i).padStart(2, '0')}\n  labels: {machineconfiguration.openshift.io/role: infra}\nspec:\n  kernelArguments: [busy=${i}]\n` });
+    const mc = (i: number) => ({ source: `80-busy-${i}.yaml`, text: `apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 80-busy-${String(i).padStart(4, '0')}\n  labels: {machineconfiguration.openshift.io/role: infra}\nspec:\n  kernelArguments: [busy=${i}]\n` });
     let applying = true;
     const applied = (async () => {
       let i = 0;
@@ -120,7 +120,7 @@ test('an online backup, restored into a new data directory, brings back every ob
     const db = new DatabaseSync(busyFile, { readOnly: true });
     try {
       const names = (db.prepare("SELECT name FROM objects WHERE kind = 'MachineConfig' AND name LIKE '80-busy-%' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
-      assert.deepEqual(names, Array.from({ length: names.length }, (_, i) => `80-busy-${String(i).padStart(2, '0')}`), 'a prefix of the applies, no gaps');
+      assert.deepEqual(names, Array.from({ length: names.length }, (_, i) => `80-busy-${String(i).padStart(4, '0')}`), 'a prefix of the applies, no gaps');
       assert.ok(names.length <= total);
       const revision = (db.prepare("SELECT value FROM meta WHERE key = 'revision'").get() as { value: number }).value;
       const newest = (db.prepare('SELECT max(revision) AS r FROM objects').get() as { r: number }).r;
