@@ -77,9 +77,9 @@ export class PoolMembershipController implements Controller {
    */
   #firstAssignment(name: string, pool: string): NodeAssignmentRecord {
     const current = this.cache.nodeStatuses.get(name)?.value.status.currentConfig ?? '';
-    const rendered = current ? this.cache.renderedConfig(current) : undefined;
-    if (!rendered) return { pool, desiredConfig: '' };
-    return { pool, desiredConfig: current, disruptionPolicyJson: disruptionPolicyJsonFor(this.cache, rendered.pool), ...agentPolicyFor(this.cache, rendered.pool) };
+    const configPool = current ? this.cache.rendered.get(current)?.value.pool : undefined;
+    if (configPool === undefined) return { pool, desiredConfig: '' };
+    return { pool, desiredConfig: current, disruptionPolicyJson: disruptionPolicyJsonFor(this.cache, configPool), ...agentPolicyFor(this.cache, configPool) };
   }
 }
 

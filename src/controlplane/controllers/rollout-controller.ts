@@ -17,7 +17,7 @@ import { MAX_REQUEUE_MS, type ReconcileResult } from './controller.ts';
 import type { KeyedController } from './reconciler.ts';
 import { drainDecision, withoutDrainHold, type DrainAccess } from './drain-gate.ts';
 import type { LeaderWriter } from '../replica/leader-writer.ts';
-import { agentPolicyFor, disruptionPolicyJsonFor, planNodeUpdate, rolloutContext } from '../cache/node-update-plan.ts';
+import { agentPolicyFor, disruptionPolicyJsonFor, type AgentPolicy, planNodeUpdate, rolloutContext } from '../cache/node-update-plan.ts';
 import type { WriteOp } from '../store/store.ts';
 import type { NodeAssignmentRecord } from '../store/stored-records.ts';
 
@@ -133,6 +133,7 @@ export class RolloutController implements KeyedController<string> {
     let windowOpensAt: number | undefined;
     if (this.#toldWaitingForWindow.size > 10_000) this.#toldWaitingForWindow.clear();
     let live: string | undefined;
+    let agentPolicy: AgentPolicy | undefined;
     const rendered = this.cache.rendered;
     for (const [name, stored] of this.cache.assignments) {
       const a = stored.value;
@@ -165,7 +166,7 @@ export class RolloutController implements KeyedController<string> {
       }
       const drain = drainDecision(this.cache, node, a.desiredConfig, this.drains);
       if ('wait' in drain) continue;
-      const value: NodeAssignmentRecord = { ...withoutDrainHold(a), disruptionPolicyJson: live, ...agentPolicyFor(this.cache, poolName) };
+      const value: NodeAssignmentRecord = { ...withoutDrainHold(a), disruptionPolicyJson: live, ...(agentPolicy ??= agentPolicyFor(this.cache, poolName)) };
       if (drain.hold) value.holdForDrain = true;
       else if (drain.note) value.drainNote = drain.note;
       this.log.info({ node: name, config: a.desiredConfig, heldForDrain: drain.hold }, 'the disruption policy changed before the node finished its update; decided again under the new one');

@@ -42,7 +42,10 @@ function runLeaseThread(data: LeaseThreadData, parent: MessagePort): void {
     const renewedAt = new BigInt64Array(message.renewedAt);
     const mayRenew = (): boolean => {
       const stalledMs = Date.now() - Number(Atomics.load(heartbeat, 0));
-      if (stalledMs <= STALL_TTLS * ttlMs) return told.delete(id) || true;
+      if (stalledMs <= STALL_TTLS * ttlMs) {
+        told.delete(id);
+        return true;
+      }
       if (!told.has(id)) {
         told.add(id);
         log.error({ lease: id, stalledMs }, 'the replica\'s event loop has not turned for two lease TTLs: its lease is no longer renewed');

@@ -64,7 +64,7 @@ export class EtcdStore implements Store {
   #log: Logger;
   #watches = new Set<EtcdWatch>();
   #leases = new Set<EtcdLease>();
-  /** Renews the leases (etcd-lease-thread.ts); started with the first lease, again if it ended. */
+  /** Renews the leases (etcd-lease-thread.ts); started with the store, again for a new lease if it ended. */
   #leaseThread: Promise<EtcdLeaseThread> | undefined;
   readonly #tls: EtcdTls | undefined;
 

@@ -20,8 +20,11 @@ const objectKey = (op: WriteOp): string => `${op.kind}/${op.name}`;
 export class GroupCommit {
   #waiting: Waiting[] = [];
   #inFlight = 0;
-  /** Objects written by the batches in flight: a commit touching one waits for them. */
-  readonly #keysInFlight = new Map<string, number>();
+  /**
+   * Objects the batches in flight touch: a commit touching one waits for them. A key is in one
+   * batch in flight at most (#takeBatch keeps the others waiting).
+   */
+  readonly #keysInFlight = new Set<string>();
 
   constructor(
     private readonly store: Pick<Store, 'commit'>,
@@ -47,15 +50,11 @@ export class GroupCommit {
       const batch = this.#takeBatch();
       if (batch.length === 0) return; // each waits for an object in flight
       const keys = batch.flatMap((w) => w.ops.map(objectKey));
-      for (const k of keys) this.#keysInFlight.set(k, (this.#keysInFlight.get(k) ?? 0) + 1);
+      for (const k of keys) this.#keysInFlight.add(k);
       this.#inFlight++;
       void this.#commitBatch(batch).finally(() => {
         this.#inFlight--;
-        for (const k of keys) {
-          const n = this.#keysInFlight.get(k)! - 1;
-          if (n === 0) this.#keysInFlight.delete(k);
-          else this.#keysInFlight.set(k, n);
-        }
+        for (const k of keys) this.#keysInFlight.delete(k);
         this.#pump();
       });
     }
