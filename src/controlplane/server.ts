@@ -13,6 +13,7 @@ import { parseBootstrapTokenFile } from './api/bootstrap-tokens.ts';
 import { caSigner, describeRule, type AutoApproveRule } from './api/enrollment-requests.ts';
 import type { Clock } from './replica/clock.ts';
 import { ControlPlane, type ControlPlaneOptions } from './control-plane.ts';
+import { ConfigCommands } from './api/config-commands.ts';
 import { shutdownGracefully, startGrpcServer, SERVICE_NAMES, type GrpcServerHandle } from './api/grpc-server.ts';
 import { startStatusThread, type StatusThread } from './api/status-thread.ts';
 import type { RateLimit } from '../runtime/rate-limiter.ts';
@@ -183,8 +184,11 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       ...(options.drain ? { drain: options.drain } : {}),
       ...(options.kubernetesSource ? { kubernetesSource: true } : {}),
     }, log);
-    const revokeNode = cp.revokeNode.bind(cp);
-    grpc.serve({ reads: cp, replica: cp.serving, agents: cp, config: cp, identity: { revokeNode, certificateSigner: ca ? caSigner(ca) : undefined } }, tls !== undefined);
+    const commands = new ConfigCommands(cp.cache, {
+      clock: cp.clock,
+      ...(options.kubernetesSource ? { sourceCluster: kubernetes?.server ?? 'the cluster' } : {}),
+    }, log);
+    grpc.serve({ reads: cp, replica: cp.serving, agents: cp.agents, config: commands, identity: { revokeNode: commands.revokeNode.bind(commands), certificateSigner: ca ? caSigner(ca) : undefined } }, tls !== undefined);
     if (reloading) {
       // The gauge follows what new handshakes are served: the material read last.
       const metrics = cp.metrics;

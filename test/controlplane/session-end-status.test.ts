@@ -22,9 +22,9 @@ test('the status written when a stream ends is the last report, even one the cac
   const stream: AgentStream = { write: () => true, end: () => undefined };
   for (let round = 0; round < 20; round++) {
     const node = `n-${round}`;
-    await cp.registerNode({ nodeName: node, labels: { 'node-role.kubernetes.io/worker': '' }, bootId: 'b1', agentVersion: 'test', status: status('Working', 'check') }, stream);
-    cp.reportStatus(node, status('Degraded', `apply-${round}`));
-    await cp.disconnect(node, stream);
+    await cp.agents.registerNode({ nodeName: node, labels: { 'node-role.kubernetes.io/worker': '' }, bootId: 'b1', agentVersion: 'test', status: status('Working', 'check') }, stream);
+    cp.agents.reportStatus(node, status('Degraded', `apply-${round}`));
+    await cp.agents.disconnect(node, stream);
     const stored = await cp.store.get('NodeStatus', node);
     assert.equal((stored?.value as { status: NodeStatus }).status.phase, `apply-${round}`, `round ${round}: the last report survives the stream's end`);
   }

@@ -2,12 +2,14 @@
 // service's signature says what it reads and which commands it may run. Before these, every
 // service took the whole ControlPlane and reached through it (`cp.cache`, `cp.store`,
 // `cp.sessions`), which hid what a service depended on and let any of them call anything.
-// server.ts, the composition root, hands each service its parts; the ControlPlane provides them
-// all (structurally: it does not import this file). ServingReplica is declared beside the
-// ControlPlane, whose `serving` is one.
+// server.ts, the composition root, hands each service its parts: the ControlPlane's cache and
+// store, its `serving`, `agents` and `commands` (it does not import this file). ServingReplica is
+// declared beside the ControlPlane, whose `serving` is one.
 
 import type { ClusterCache } from '../cache/cluster-cache.ts';
-import type { ControlPlane, ServingReplica } from '../control-plane.ts';
+import type { ServingReplica } from '../control-plane.ts';
+import type { AgentEntry as AgentEntryClass } from '../sessions/agent-entry.ts';
+import type { ConfigCommands as ConfigCommandsClass } from './config-commands.ts';
 import type { Store } from '../store/store.ts';
 import type { CertificateSigner } from './enrollment-requests.ts';
 
@@ -20,13 +22,13 @@ export interface ApiReads {
 }
 
 /** The agent stream's entry: register, report, renew a certificate, disconnect. */
-export type AgentEntry = Pick<ControlPlane, 'registerNode' | 'reportStatus' | 'renewCertificate' | 'disconnect'>;
+export type AgentEntry = Pick<AgentEntryClass, 'registerNode' | 'reportStatus' | 'renewCertificate' | 'disconnect'>;
 
 /** The operator's config commands (ConfigService). */
-export type ConfigCommands = Pick<ControlPlane, 'apply' | 'previewApply' | 'delete' | 'setPoolPaused' | 'labelNode' | 'reapplyNode'>;
+export type ConfigCommands = Pick<ConfigCommandsClass, 'apply' | 'previewApply' | 'delete' | 'setPoolPaused' | 'labelNode' | 'reapplyNode'>;
 
 /** The operator's identity commands (IdentityService), and the CA key approvals sign with. */
-export type IdentityCommands = Pick<ControlPlane, 'revokeNode'> & {
+export type IdentityCommands = Pick<ConfigCommandsClass, 'revokeNode'> & {
   /** Present on replicas that hold the CA key; the others cannot approve enrollment requests. */
   readonly certificateSigner: CertificateSigner | undefined;
 };

@@ -1,0 +1,394 @@
+// The operator's commands (ConfigService and IdentityService's RevokeNode): each validates what
+// it is given, writes to the store in one commit and answers once the write has come back
+// through the watch, or once the leader has acted on it (an Apply waits for the pools it touched
+// to be rendered). Reads come from the cache; nothing here runs on the leader's behalf.
+
+import {
+  canonicalJson,
+  ConflictError,
+  KubernetesSourceError,
+  configsForPool,
+  InvalidDocumentError,
+  labelProblem,
+  MASTER_POOL,
+  NodeNotConnectedError,
+  NotFoundError,
+  parseDocuments,
+  PermissionDeniedError,
+  PreconditionFailedError,
+  readDocuments,
+  StoreLimitError,
+  StoreUnavailableError,
+  WORKER_POOL,
+  YamlBudget,
+  type MachineConfig,
+  type MachineConfigPool,
+  type Problem,
+  type UpdateRecord,
+} from '../../machineconfig/index.ts';
+import { isSourceKind } from '../../machineconfig/generated-configs.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import { previewApply, type ApplyPreview } from '../cache/apply-preview.ts';
+import type { ClusterCache } from '../cache/cluster-cache.ts';
+import { generatedConfigsFor, generatedConfigWrites } from '../controllers/generated-config-controller.ts';
+import type { Clock } from '../replica/clock.ts';
+import { DELETED_WITH_NODE } from '../store/kinds.ts';
+import type { Store, WriteOp } from '../store/store.ts';
+import type { NodeHistoryRecord, NodeRecordValue, PoolResumeRecord, ReapplyRequestRecord, RevokedCertificateRecord } from '../store/stored-records.ts';
+
+export interface AppliedObject {
+  kind: string;
+  name: string;
+  action: 'created' | 'configured' | 'unchanged';
+}
+
+export interface ConfigCommandsOptions {
+  /** How long a command waits for the leader to act on what it stored (default 15 s). */
+  renderWaitMs?: number;
+  /** The time the preview and the resume request read. */
+  clock: Clock;
+  /**
+   * With --kubernetes-source, the cluster (its API server) MachineConfigs and pools come from:
+   * changes to them are refused here. Absent: they are changed here.
+   */
+  sourceCluster?: string;
+}
+
+/** Nodes per pool whose update history a dry run reads for its batch times. */
+const PREVIEW_HISTORY_SAMPLE = 50;
+
+export class ConfigCommands {
+  readonly #cache: ClusterCache;
+  readonly #store: Store;
+  readonly #clock: Clock;
+  readonly #renderWaitMs: number;
+  readonly #sourceCluster: string | undefined;
+
+  constructor(cache: ClusterCache, options: ConfigCommandsOptions, private readonly log: Logger) {
+    this.#cache = cache;
+    this.#store = cache.store;
+    this.#clock = options.clock;
+    this.#renderWaitMs = options.renderWaitMs ?? 15_000;
+    this.#sourceCluster = options.sourceCluster;
+  }
+
+  /**
+   * Validates every document first; stores all of them or none, in one commit. Answers once the
+   * commit is durable and the leader has rendered the pools it touched (seen through the watch).
+   */
+  async apply(manifests: { source: string; text: string }[], dryRun = false): Promise<AppliedObject[]> {
+    const problems: Problem[] = [];
+    // One budget for every text: what the request's YAML may cost is bounded as a whole.
+    const yamlBudget = new YamlBudget();
+    const documents = manifests.flatMap(({ source, text }) => {
+      const read = readDocuments(text, source, yamlBudget);
+      problems.push(...read.problems);
+      return read.documents;
+    });
+    const parsed = parseDocuments(documents);
+    problems.push(...parsed.problems);
+    if (problems.length) throw new InvalidDocumentError(problems);
+    this.#refuseInSourceMode([...parsed.configs.map((c) => `MachineConfig/${c.metadata.name}`), ...parsed.pools.map((p) => `MachineConfigPool/${p.metadata.name}`), ...parsed.sources.map((o) => `${o.kind}/${o.metadata.name}`)], 'applied');
+    if (documents.length === 0) {
+      throw new InvalidDocumentError([{ object: 'request', field: 'manifests', rule: 'required', message: 'no documents to apply' }]);
+    }
+
+    const ops: WriteOp[] = [];
+    const results: AppliedObject[] = [];
+    const touchedConfigs: MachineConfig[] = [];
+    const touchedPools = new Set<string>();
+    for (const mc of parsed.configs) {
+      const existing = this.#cache.configs.get(mc.metadata.name);
+      const action = !existing ? 'created' : canonicalJson(existing.value) === canonicalJson(mc) ? 'unchanged' : 'configured';
+      results.push({ kind: 'MachineConfig', name: mc.metadata.name, action });
+      if (action === 'unchanged') continue;
+      ops.push({ type: 'put', kind: 'MachineConfig', name: mc.metadata.name, value: mc, expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}) });
+      touchedConfigs.push(mc, ...(existing ? [existing.value] : []));
+    }
+    for (const pool of parsed.pools) {
+      const existing = this.#cache.pools.get(pool.metadata.name);
+      const action = !existing ? 'created' : canonicalJson(existing.value) === canonicalJson(pool) ? 'unchanged' : 'configured';
+      results.push({ kind: 'MachineConfigPool', name: pool.metadata.name, action });
+      if (action === 'unchanged') continue;
+      ops.push({ type: 'put', kind: 'MachineConfigPool', name: pool.metadata.name, value: pool, expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}) });
+      touchedPools.add(pool.metadata.name);
+    }
+    for (const mcfg of parsed.machineConfigurations) {
+      // Nothing renders from it: the dispatchers re-send every assignment with the new policy.
+      const existing = this.#cache.machineConfiguration;
+      const action = !existing ? 'created' : canonicalJson(existing.value) === canonicalJson(mcfg) ? 'unchanged' : 'configured';
+      results.push({ kind: 'MachineConfiguration', name: mcfg.metadata.name, action });
+      if (action === 'unchanged') continue;
+      ops.push({ type: 'put', kind: 'MachineConfiguration', name: mcfg.metadata.name, value: mcfg, expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}) });
+    }
+    for (const source of parsed.sources) {
+      // The leader's generated-config controller makes MachineConfigs of it (or reports why not).
+      const existing = this.#cache.sourcesOf(source.kind).get(source.metadata.name);
+      const action = !existing ? 'created' : canonicalJson(existing.value) === canonicalJson(source) ? 'unchanged' : 'configured';
+      results.push({ kind: source.kind, name: source.metadata.name, action });
+      if (action === 'unchanged') continue;
+      ops.push({ type: 'put', kind: source.kind, name: source.metadata.name, value: source, expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}) });
+    }
+    if (parsed.sources.length > 0) {
+      // The pools whose generated configs this Apply changes: waited for like the others.
+      touchedConfigs.push(...generatedConfigWrites(this.#cache, generatedConfigsFor(this.#cache, parsed.sources).configs).changed);
+    }
+    if (dryRun || ops.length === 0) return results;
+    const { revision } = await this.#store.commit(ops).catch((err: unknown) => {
+      // All or nothing means one transaction, and a transaction has etcd's limits.
+      if (err instanceof StoreLimitError) {
+        throw new InvalidDocumentError([{ object: 'request', field: 'manifests', rule: 'apply-size', message: `an Apply is stored in one transaction, so all its objects together must fit in one: ${err.message}. Apply them in several smaller requests` }]);
+      }
+      throw err;
+    });
+    this.log.info({ objects: results.filter((r) => r.action !== 'unchanged') }, 'applied');
+    for (const name of this.#poolsSelecting(touchedConfigs, parsed.pools)) touchedPools.add(name);
+    await this.#waitForRender(touchedPools, revision);
+    return results;
+  }
+
+  /** The dry-run preview of `manifests` (valid ones: call apply with dryRun first). */
+  async previewApply(manifests: { source: string; text: string }[]): Promise<ApplyPreview> {
+    const parsed = parseDocuments(manifests.flatMap(({ source, text }) => readDocuments(text, source).documents));
+    if (parsed.sources.length > 0) {
+      // KubeletConfigs, mirror sets and the like preview as the MachineConfigs they would generate.
+      const { ops } = generatedConfigWrites(this.#cache, generatedConfigsFor(this.#cache, parsed.sources).configs);
+      for (const op of ops) if (op.type === 'put') parsed.configs.push(op.value as MachineConfig);
+    }
+    // What updates take, from the histories of up to PREVIEW_HISTORY_SAMPLE nodes per pool, read
+    // when asked: a history is up to 20 updates with their phases, and a median needs no more.
+    const sample: string[] = [];
+    const perPool = new Map<string, number>();
+    for (const n of this.#cache.nodes.values()) {
+      const taken = perPool.get(n.pool) ?? 0;
+      if (taken >= PREVIEW_HISTORY_SAMPLE) continue;
+      perPool.set(n.pool, taken + 1);
+      sample.push(n.name);
+    }
+    const history = new Map<string, UpdateRecord[]>();
+    // A few reads at a time: a dry run must not flood the store that the fleet's writes go to.
+    for (let i = 0; i < sample.length; i += 16) {
+      const names = sample.slice(i, i + 16);
+      const records = await Promise.all(names.map((name) => this.#store.get<NodeHistoryRecord>('NodeHistory', name)));
+      names.forEach((name, j) => history.set(name, records[j]?.value.updates ?? []));
+    }
+    return previewApply(this.#cache, parsed, this.#clock.now(), history);
+  }
+
+  async delete(kind: string, name: string, requestedBy = 'unknown'): Promise<void> {
+    if (kind === 'MachineConfig' || kind === 'MachineConfigPool') this.#refuseInSourceMode([`${kind}/${name}`], 'deleted');
+    let touchedPools = new Set<string>();
+    let revision: number;
+    if (kind === 'MachineConfig') {
+      const existing = this.#cache.configs.get(name);
+      if (!existing) throw new NotFoundError(kind, name);
+      ({ revision } = await this.#store.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]));
+      touchedPools = this.#poolsSelecting([existing.value], []);
+    } else if (kind === 'MachineConfigPool') {
+      if (name === MASTER_POOL || name === WORKER_POOL) {
+        throw new PermissionDeniedError(`MachineConfigPool/${name} is built in and cannot be deleted (MCO recreates it too); pause it instead`);
+      }
+      const existing = this.#cache.pools.get(name);
+      if (!existing) throw new NotFoundError(kind, name);
+      ({ revision } = await this.#store.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]));
+    } else if (isSourceKind(kind)) {
+      this.#refuseInSourceMode([`${kind}/${name}`], 'deleted');
+      const existing = this.#cache.sourcesOf(kind).get(name);
+      if (!existing) throw new NotFoundError(kind, name);
+      // Its generated configs go with it (the leader deletes them), and their pools re-render.
+      touchedPools = this.#poolsSelecting(generatedConfigWrites(this.#cache, generatedConfigsFor(this.#cache, [], `${kind}/${name}`).configs).changed, []);
+      ({ revision } = await this.#store.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]));
+    } else if (kind === 'MachineConfiguration') {
+      // Without it, each pool's nodes follow their pool's own policy (or MCO's default: reboot).
+      const existing = this.#cache.machineConfiguration;
+      if (!existing || existing.name !== name) throw new NotFoundError(kind, name);
+      ({ revision } = await this.#store.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]));
+    } else if (kind === 'Node') {
+      const record = this.#cache.nodeRecords.get(name);
+      if (!record) throw new NotFoundError(kind, name);
+      // Deleting a node retires its certificate too: otherwise the host could register again as
+      // a new node, or keep the name from a host re-enrolled under it. Every replica ends the
+      // node's open stream when it sees the record go.
+      ({ revision } = await this.#store.commit([
+        { type: 'check', kind: 'Node', name, expectedVersion: record.resourceVersion },
+        ...this.#revocation(name, record.value, requestedBy, 'deleted'),
+        ...DELETED_WITH_NODE.map((k) => ({ type: 'delete' as const, kind: k, name })),
+      ]));
+    } else {
+      throw new InvalidDocumentError([{ object: `${kind}/${name}`, field: 'kind', rule: 'unknown-kind', message: `cannot delete kind "${kind}": use MachineConfig, MachineConfigPool, MachineConfiguration, Node, KubeletConfig, ContainerRuntimeConfig, Image, ImageDigestMirrorSet, ImageTagMirrorSet or ImageContentSourcePolicy` }]);
+    }
+    await this.#cache.waitForRevision(revision);
+    await this.#waitForRender(touchedPools, revision);
+    this.log.info({ kind, name }, 'deleted');
+  }
+
+  async setPoolPaused(name: string, paused: boolean): Promise<void> {
+    this.#refuseInSourceMode([`MachineConfigPool/${name}`], paused ? 'paused' : 'resumed');
+    const existing = this.#cache.pools.get(name);
+    if (!existing) throw new NotFoundError('MachineConfigPool', name);
+    if (!paused) await this.#resumeHaltedRollout(name);
+    if (existing.value.spec.paused === paused) return;
+    const pool: MachineConfigPool = structuredClone(existing.value);
+    pool.spec.paused = paused;
+    const { revision } = await this.#store.commit([{ type: 'put', kind: 'MachineConfigPool', name, value: pool, expectedVersion: existing.resourceVersion, createdAt: existing.createdAt }]);
+    this.log.info({ pool: name, paused }, paused ? 'pool paused' : 'pool resumed');
+    await this.#waitForRender(new Set([name]), revision);
+  }
+
+  /**
+   * `mcctl resume pool` past the circuit breaker: the halt is the leader's record, so the resume
+   * is a request it acts on (and deletes). Answers once the leader has cleared the halt.
+   */
+  async #resumeHaltedRollout(name: string): Promise<void> {
+    const record = this.#cache.poolStatuses.get(name);
+    const halt = record?.value.rollout?.halt;
+    if (!record || !halt || halt.target !== record.value.target) return;
+    const value: PoolResumeRecord = { target: halt.target, requestedAt: this.#clock.now() };
+    const { revision } = await this.#store.commit([{ type: 'put', kind: 'PoolResume', name, value }]);
+    this.log.info({ pool: name, target: halt.target }, 'resume past a rollout halt requested');
+    await this.#cache.waitForRevision(revision);
+    await this.#waitFor(() => this.#cache.poolStatuses.get(name)?.value.rollout?.halt?.target !== halt.target, `the leader to clear the rollout halt of pool ${name}`);
+  }
+
+  /** Resolves once `done()` holds, or fails after the render wait naming what it waited for. */
+  async #waitFor(done: () => boolean, what: string): Promise<void> {
+    if (done()) return;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#cache.off('change', check);
+        reject(new StoreUnavailableError(`stored, but timed out after ${this.#renderWaitMs} ms waiting for ${what}; the leader does it when it can`));
+      }, this.#renderWaitMs);
+      const check = (): void => {
+        if (!done()) return;
+        clearTimeout(timer);
+        this.#cache.off('change', check);
+        resolve();
+      };
+      this.#cache.on('change', check);
+    });
+  }
+
+  /** Stores a re-apply request; the replica holding the node's stream delivers it. */
+  async reapplyNode(name: string, requestedBy: string): Promise<void> {
+    const node = this.#cache.nodes.get(name);
+    if (!node) throw new NotFoundError('Node', name);
+    const session = this.#cache.sessions.get(name);
+    if (!session) {
+      throw new NodeNotConnectedError(`Node/${name} is not connected; the re-apply cannot be delivered (it gets its assignment again when it reconnects)`);
+    }
+    const value: ReapplyRequestRecord = { requestedBy, requestedAt: Date.now() };
+    const { revision } = await this.#store.commit([
+      { type: 'check', kind: 'AgentSession', name, expectedVersion: session.resourceVersion },
+      { type: 'put', kind: 'ReapplyRequest', name, value },
+    ]).catch((err: unknown) => {
+      if (err instanceof ConflictError) throw new NodeNotConnectedError(`Node/${name} disconnected while the re-apply was being requested; try again when it is back`);
+      throw err;
+    });
+    await this.#cache.waitForRevision(revision);
+    this.log.info({ node: name, requestedBy, replica: session.value.replica }, 'forced re-apply requested');
+  }
+
+  /**
+   * Revokes the certificate a node is bound to: refused by every replica from this commit on, its
+   * open stream ended at once wherever it is. The node stays listed, disconnected; the next
+   * certificate the CA issues for its name (an enrollment after `delete node`, or `mcctl pki
+   * node`) binds it again.
+   */
+  async revokeNode(name: string, requestedBy: string): Promise<{ serial: string }> {
+    const record = this.#cache.nodeRecords.get(name);
+    if (!record) throw new NotFoundError('Node', name);
+    const bound = record.value.certificate;
+    if (!bound) throw new PreconditionFailedError(`Node/${name} is bound to no certificate (it has not registered over TLS since it was enrolled); nothing to revoke. To retire it: mcctl delete node ${name}`);
+    const { certificate: _revoked, ...rest } = record.value;
+    const { revision } = await this.#store.commit([
+      ...this.#revocation(name, record.value, requestedBy, 'revoked'),
+      { type: 'put', kind: 'Node', name, value: rest, expectedVersion: record.resourceVersion, createdAt: record.createdAt },
+    ]);
+    await this.#cache.waitForRevision(revision);
+    this.log.warn({ node: name, serial: bound.serial, requestedBy }, 'node certificate revoked');
+    return { serial: bound.serial };
+  }
+
+  #revocation(name: string, record: NodeRecordValue, requestedBy: string, reason: RevokedCertificateRecord['reason']): WriteOp[] {
+    const bound = record.certificate;
+    if (!bound || this.#cache.revokedCertificates.has(bound.sha256)) return [];
+    const value: RevokedCertificateRecord = { node: name, serial: bound.serial, notAfter: bound.notAfter, revokedAt: Date.now(), revokedBy: requestedBy, reason };
+    return [{ type: 'put', kind: 'RevokedCertificate', name: bound.sha256, value, expectedVersion: null }];
+  }
+
+  /**
+   * An operator sets or removes a node's labels: the one way a registered node changes role or
+   * zone. The labels the agent asked for and did not get are forgotten with it.
+   */
+  async labelNode(name: string, set: Record<string, string>, remove: string[], requestedBy: string): Promise<void> {
+    const problems: Problem[] = [];
+    for (const [k, v] of Object.entries(set)) {
+      const problem = labelProblem(k, v);
+      if (problem) problems.push({ object: `Node/${name}`, field: `labels.${k}`, rule: 'label-syntax', message: problem });
+    }
+    for (const k of remove) {
+      const problem = labelProblem(k, '');
+      if (problem) problems.push({ object: `Node/${name}`, field: `labels.${k}`, rule: 'label-syntax', message: problem });
+      if (k in set) problems.push({ object: `Node/${name}`, field: `labels.${k}`, rule: 'label-conflict', message: `label ${JSON.stringify(k)} is both set and removed` });
+    }
+    if (problems.length) throw new InvalidDocumentError(problems);
+    const record = this.#cache.nodeRecords.get(name);
+    if (!record) throw new NotFoundError('Node', name);
+    if (this.#cache.kubernetesNodes.has(name)) {
+      // Stored labels would be ignored: the cluster's Node object decides them.
+      throw new PermissionDeniedError(`Node/${name} is a Kubernetes Node: its labels come from the cluster; use kubectl label node ${name} ...`);
+    }
+    const labels = { ...record.value.labels, ...set };
+    for (const k of remove) delete labels[k];
+    const { ignoredLabels: _forgotten, reportedLabels, ...rest } = record.value;
+    // A key the operator set or removed is the operator's from now on: it may choose a pool.
+    const stillReported = Object.fromEntries(Object.entries(reportedLabels ?? {}).filter(([k]) => !(k in set) && !remove.includes(k)));
+    const value: NodeRecordValue = { ...rest, labels, ...(Object.keys(stillReported).length ? { reportedLabels: stillReported } : {}) };
+    const { revision } = await this.#store.commit([{ type: 'put', kind: 'Node', name, value, expectedVersion: record.resourceVersion, createdAt: record.createdAt }]);
+    await this.#cache.waitForRevision(revision);
+    this.log.info({ node: name, set, remove, requestedBy }, 'node labels changed');
+  }
+
+  /**
+   * In source mode the cluster owns MachineConfigs, pools and the higher-level configs: a change
+   * made here would be put back at the next sync, so it is refused with the way to make it in
+   * the cluster.
+   */
+  #refuseInSourceMode(objects: string[], verb: string): void {
+    if (!this.#sourceCluster || objects.length === 0) return;
+    const server = this.#sourceCluster;
+    const how = verb === 'deleted' ? 'oc delete' : verb === 'applied' ? 'oc apply -f' : `oc patch mcp --type=merge -p '{"spec":{"paused":${verb === 'paused'}}}'`;
+    throw new KubernetesSourceError(`${objects.join(', ')} cannot be ${verb} here: this control plane runs with --kubernetes-source, so MachineConfigs, MachineConfigPools and the higher-level configs come from the Kubernetes cluster (${server}); change them there (${how}) and mcplane follows`);
+  }
+
+  /** Pools whose rendered config may change with these configs (or that are these pools). */
+  #poolsSelecting(configs: readonly MachineConfig[], pools: readonly MachineConfigPool[]): Set<string> {
+    const names = new Set(pools.map((p) => p.metadata.name));
+    if (configs.length === 0) return names;
+    for (const [name, stored] of this.#cache.pools) {
+      if (configsForPool(stored.value, configs).length > 0) names.add(name);
+    }
+    return names;
+  }
+
+  /** Resolves once the leader has rendered each pool from a store revision at or after `revision`. */
+  async #waitForRender(pools: Set<string>, revision: number): Promise<void> {
+    await this.#cache.waitForRevision(revision);
+    const pending = (): string[] => [...pools].filter((p) => this.#cache.pools.has(p) && (this.#cache.poolStatuses.get(p)?.value.renderedRevision ?? 0) < revision);
+    if (pending().length === 0) return;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#cache.off('change', check);
+        const leader = this.#cache.leader?.value.replica;
+        reject(new StoreUnavailableError(`stored, but pool${pending().length === 1 ? '' : 's'} ${pending().join(', ')} ${pending().length === 1 ? 'was' : 'were'} not rendered within ${this.#renderWaitMs} ms (${leader ? `leader: ${leader}` : 'no replica leads right now'}); the leader renders ${pending().length === 1 ? 'it' : 'them'} when it can`));
+      }, this.#renderWaitMs);
+      const check = (): void => {
+        if (pending().length > 0) return;
+        clearTimeout(timer);
+        this.#cache.off('change', check);
+        resolve();
+      };
+      this.#cache.on('change', check);
+    });
+  }
+}

@@ -1,0 +1,82 @@
+// Where an agent's stream enters the control plane: register, report, renew a certificate,
+// disconnect. What an agent sends is trusted to say who it is (its certificate, checked by the
+// service), not to be well-formed: every status passes through one sanitizer here.
+
+import { poolMembership, type NodeState, type NodeStatus } from '../../machineconfig/index.ts';
+import type { CertificateBinding } from '../../runtime/pki.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import type { ClusterCache } from '../cache/cluster-cache.ts';
+import type { PhaseTracker } from '../metrics/phase-tracker.ts';
+import type { AgentSessions, AgentStream, LocalSession } from './agent-sessions.ts';
+import type { AssignmentDispatcher } from './assignment-dispatcher.ts';
+
+export interface NodeRegistration {
+  nodeName: string;
+  labels: Record<string, string>;
+  /** The pool the node's credential binds it to; absent in plaintext development mode. */
+  boundPool?: string;
+  /** The client certificate the stream was opened with; absent in plaintext mode. */
+  certificate?: CertificateBinding;
+  bootId: string;
+  agentVersion: string;
+  status: NodeStatus;
+}
+
+const NODE_STATES: readonly NodeState[] = ['Done', 'Working', 'Degraded', 'Unreconcilable', 'RolledBack'];
+
+export class AgentEntry {
+  readonly #cache: ClusterCache;
+  readonly #sessions: AgentSessions;
+  readonly #dispatcher: AssignmentDispatcher;
+  /** Update phases timed from the reports of the streams this replica holds. */
+  readonly #phases: PhaseTracker;
+
+  constructor(cache: ClusterCache, sessions: AgentSessions, dispatcher: AssignmentDispatcher, phases: PhaseTracker, private readonly log: Logger) {
+    this.#cache = cache;
+    this.#sessions = sessions;
+    this.#dispatcher = dispatcher;
+    this.#phases = phases;
+  }
+
+  async registerNode(reg: NodeRegistration, stream: AgentStream): Promise<LocalSession> {
+    const status = sanitizeStatus(reg.status);
+    const isNew = !this.#cache.nodeRecords.has(reg.nodeName);
+    const session = await this.#sessions.open({ nodeName: reg.nodeName, labels: reg.labels, ...(reg.boundPool ? { boundPool: reg.boundPool } : {}), ...(reg.certificate ? { certificate: reg.certificate } : {}), bootId: reg.bootId, status }, stream);
+    // The leader decides the pool; the answer here is the same rule applied to what this
+    // replica sees now, for the agent's log.
+    const pools = [...this.#cache.pools.values()].map((o) => o.value);
+    const membership = poolMembership(reg.nodeName, this.#cache.nodes.get(reg.nodeName)?.poolLabels ?? {}, pools);
+    this.log.info({ node: reg.nodeName, pool: membership.pool || undefined, poolError: membership.poolError, bootId: reg.bootId, current: status.currentConfig || undefined, new: isNew }, 'node registered');
+    this.#phases.report(reg.nodeName, status, true);
+    stream.write({ registered: { pool: membership.pool } });
+    this.#dispatcher.sendAssignment(session, true);
+    await this.#dispatcher.deliverReapply(session);
+    return session;
+  }
+
+  reportStatus(nodeName: string, status: NodeStatus): void {
+    const clean = sanitizeStatus(status);
+    // Timed only while this replica holds the node's stream (as the report is stored only then).
+    if (this.#sessions.get(nodeName)) this.#phases.report(nodeName, clean, true);
+    this.#sessions.report(nodeName, clean);
+  }
+
+  /** Signs a new certificate for the node on this stream (the agent renews at 2/3 of a life). */
+  renewCertificate(node: string, stream: AgentStream, presented: CertificateBinding, pool: string, csrPem: string): Promise<{ certificatePem: string; caBundlePem: string }> {
+    return this.#sessions.renew(node, stream, presented, pool, csrPem);
+  }
+
+  async disconnect(nodeName: string, stream: AgentStream): Promise<void> {
+    if (await this.#sessions.close(nodeName, stream)) this.log.info({ node: nodeName }, 'node disconnected');
+  }
+}
+
+/** A state outside the protocol's makes the node Degraded, with what the agent said. */
+function sanitizeStatus(status: NodeStatus): NodeStatus {
+  if (NODE_STATES.includes(status.state)) return status;
+  return {
+    ...status,
+    state: 'Degraded',
+    reason: `agent reported unknown state ${JSON.stringify(status.state)}${status.reason ? `: ${status.reason}` : ''}`,
+  };
+}
