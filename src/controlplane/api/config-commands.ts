@@ -33,7 +33,7 @@ import type { ClusterCache } from '../cache/cluster-cache.ts';
 import { generatedConfigsFor, generatedConfigWrites } from '../controllers/generated-config-controller.ts';
 import type { Clock } from '../replica/clock.ts';
 import { DELETED_WITH_NODE } from '../store/kinds.ts';
-import type { Store, WriteOp } from '../store/store.ts';
+import type { Store, StoredKind, StoredObject, WriteOp } from '../store/store.ts';
 import type { NodeHistoryRecord, NodeRecordValue, PoolResumeRecord, ReapplyRequestRecord, RevokedCertificateRecord } from '../store/stored-records.ts';
 
 export interface AppliedObject {
@@ -97,38 +97,26 @@ export class ConfigCommands {
     const results: AppliedObject[] = [];
     const touchedConfigs: MachineConfig[] = [];
     const touchedPools = new Set<string>();
+    /** Records what Apply does to one object and queues its write; whether it changes. */
+    const put = <T>(kind: StoredKind, name: string, value: T, existing: StoredObject<T> | undefined): boolean => {
+      const action = !existing ? 'created' : canonicalJson(existing.value) === canonicalJson(value) ? 'unchanged' : 'configured';
+      results.push({ kind, name, action });
+      if (action === 'unchanged') return false;
+      ops.push({ type: 'put', kind, name, value, expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}) });
+      return true;
+    };
     for (const mc of parsed.configs) {
       const existing = this.#cache.configs.get(mc.metadata.name);
-      const action = !existing ? 'created' : canonicalJson(existing.value) === canonicalJson(mc) ? 'unchanged' : 'configured';
-      results.push({ kind: 'MachineConfig', name: mc.metadata.name, action });
-      if (action === 'unchanged') continue;
-      ops.push({ type: 'put', kind: 'MachineConfig', name: mc.metadata.name, value: mc, expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}) });
-      touchedConfigs.push(mc, ...(existing ? [existing.value] : []));
+      if (put('MachineConfig', mc.metadata.name, mc, existing)) touchedConfigs.push(mc, ...(existing ? [existing.value] : []));
     }
     for (const pool of parsed.pools) {
-      const existing = this.#cache.pools.get(pool.metadata.name);
-      const action = !existing ? 'created' : canonicalJson(existing.value) === canonicalJson(pool) ? 'unchanged' : 'configured';
-      results.push({ kind: 'MachineConfigPool', name: pool.metadata.name, action });
-      if (action === 'unchanged') continue;
-      ops.push({ type: 'put', kind: 'MachineConfigPool', name: pool.metadata.name, value: pool, expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}) });
-      touchedPools.add(pool.metadata.name);
+      if (put('MachineConfigPool', pool.metadata.name, pool, this.#cache.pools.get(pool.metadata.name))) touchedPools.add(pool.metadata.name);
     }
-    for (const mcfg of parsed.machineConfigurations) {
-      // Nothing renders from it: the dispatchers re-send every assignment with the new policy.
-      const existing = this.#cache.machineConfiguration;
-      const action = !existing ? 'created' : canonicalJson(existing.value) === canonicalJson(mcfg) ? 'unchanged' : 'configured';
-      results.push({ kind: 'MachineConfiguration', name: mcfg.metadata.name, action });
-      if (action === 'unchanged') continue;
-      ops.push({ type: 'put', kind: 'MachineConfiguration', name: mcfg.metadata.name, value: mcfg, expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}) });
-    }
-    for (const source of parsed.sources) {
-      // The leader's generated-config controller makes MachineConfigs of it (or reports why not).
-      const existing = this.#cache.sourcesOf(source.kind).get(source.metadata.name);
-      const action = !existing ? 'created' : canonicalJson(existing.value) === canonicalJson(source) ? 'unchanged' : 'configured';
-      results.push({ kind: source.kind, name: source.metadata.name, action });
-      if (action === 'unchanged') continue;
-      ops.push({ type: 'put', kind: source.kind, name: source.metadata.name, value: source, expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}) });
-    }
+    // Nothing renders from a MachineConfiguration: the dispatchers re-send every assignment with
+    // the new policy.
+    for (const mcfg of parsed.machineConfigurations) put('MachineConfiguration', mcfg.metadata.name, mcfg, this.#cache.machineConfiguration);
+    // The leader's generated-config controller makes MachineConfigs of these (or reports why not).
+    for (const source of parsed.sources) put(source.kind, source.metadata.name, source, this.#cache.sourcesOf(source.kind).get(source.metadata.name));
     if (parsed.sources.length > 0) {
       // The pools whose generated configs this Apply changes: waited for like the others.
       touchedConfigs.push(...generatedConfigWrites(this.#cache, generatedConfigsFor(this.#cache, parsed.sources).configs).changed);
