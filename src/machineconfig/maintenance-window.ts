@@ -105,8 +105,25 @@ export interface WindowState {
   nextStart?: number;
 }
 
+/**
+ * Each pool's last answer, with the span of time over which it holds: from the `now` it was
+ * computed for until the next edge (the open window closes or the next one opens), nothing it
+ * says can change. Keyed by the windows array itself, which belongs to one stored version of the
+ * pool. Asking croner costs a millisecond or more (it walks back over up to 64 earlier starts),
+ * and rollout, pool status, drains and previews all ask on every pass.
+ */
+const answers = new WeakMap<readonly MaintenanceWindow[], { from: number; until: number; state: WindowState }>();
+
 /** Whether the pool's windows are open at `now`, and when the next one opens. */
 export function windowState(windows: readonly MaintenanceWindow[], now: number): WindowState {
+  const kept = answers.get(windows);
+  if (kept && now >= kept.from && now < kept.until) return kept.state;
+  const state = computeWindowState(windows, now);
+  answers.set(windows, { from: now, until: Math.min(state.closesAt ?? Infinity, state.nextStart ?? Infinity), state });
+  return state;
+}
+
+function computeWindowState(windows: readonly MaintenanceWindow[], now: number): WindowState {
   let closesAt: number | undefined;
   let openedAt: number | undefined;
   let nextStart: number | undefined;
