@@ -19,7 +19,7 @@ import type { AgentServiceClient } from '../runtime/generated/mcplane/v1/AgentSe
 import type { Assignment__Output } from '../runtime/generated/mcplane/v1/Assignment.ts';
 import type { ServerMessage__Output } from '../runtime/generated/mcplane/v1/ServerMessage.ts';
 import type { Logger } from '../runtime/logger.ts';
-import { loadMcplaneProto } from '../runtime/proto.ts';
+import { loadClientContract } from '../runtime/client-contract.ts';
 import { clientCredentials, readTlsFiles, type TlsFiles, type TlsMaterial } from '../runtime/tls.ts';
 import { storeRenewedCertificate } from './certificate-store.ts';
 
@@ -94,8 +94,7 @@ export class AgentSession {
     const key = `${this.#generation} ${address}`;
     let client = this.#clients.get(key);
     if (!client) {
-      const { grpc } = loadMcplaneProto();
-      client = new grpc.mcplane.v1.AgentService(address, clientCredentials(this.#tls), CLIENT_CHANNEL_OPTIONS);
+      client = new (loadClientContract().AgentService)(address, clientCredentials(this.#tls), CLIENT_CHANNEL_OPTIONS);
       this.#clients.set(key, client);
     }
     return client;

@@ -1,5 +1,5 @@
 // Where the mcplane.v1 contract is and how it is read, without loading it: mcctl's client
-// contract (src/cli/client/contract.ts) needs these and not @grpc/proto-loader, which
+// contract (src/runtime/client-contract.ts) needs these and not @grpc/proto-loader, which
 // runtime/proto.ts loads.
 
 import { existsSync } from 'node:fs';

@@ -1,11 +1,11 @@
-// mcctl makes its clients from protobufjs without proto-loader (src/cli/client/contract.ts says
+// mcctl makes its clients from protobufjs without proto-loader (src/runtime/client-contract.ts says
 // why): every method must reach the server as proto-loader's definition would, and read its
 // answers the same way. Compared here method by method, on messages with every field set.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { loadMcplaneProto } from '../../src/runtime/proto.ts';
-import { loadRoot, serviceDefinition } from '../../src/cli/client/contract.ts';
+import { loadRoot, serviceDefinition } from '../../src/runtime/client-contract.ts';
 import type protobuf from 'protobufjs';
 
 const SERVICES = ['StatusService', 'ConfigService', 'IdentityService', 'AgentService'];

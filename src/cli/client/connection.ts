@@ -9,7 +9,7 @@ import { parse } from 'yaml';
 import { ConfigurationError, YamlSyntaxError } from '../../machineconfig/errors.ts';
 import { yamlSyntaxLocations } from '../yaml-syntax.ts';
 import { CLIENT_CHANNEL_OPTIONS } from '../../runtime/grpc-options.ts';
-import { loadClientContract } from './contract.ts';
+import { loadClientContract } from '../../runtime/client-contract.ts';
 import { clientCredentials, isLoopbackHost, parseHostPort, readTlsFiles } from '../../runtime/tls.ts';
 import type { AgentServiceClient } from '../../runtime/generated/mcplane/v1/AgentService.ts';
 import type { ConfigServiceClient } from '../../runtime/generated/mcplane/v1/ConfigService.ts';

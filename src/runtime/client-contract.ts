@@ -1,17 +1,18 @@
-// mcctl's view of the mcplane.v1 contract: a client constructor per service, made from protobufjs
-// directly. @grpc/proto-loader (runtime/proto.ts, for the server and the agent) also builds every
-// message's descriptor and encodes every file's for reflection, which a client never serves: that
-// was a third of `mcctl get pools`'s start-up. What a call sees is the same: each method's path,
-// streaming, and serialization are proto-loader's (its createSerializer, createDeserializer with
-// LOADER_OPTIONS), test/cli/client-contract.test.ts compares them.
+// The clients' view of the mcplane.v1 contract (mcctl's, the agent's): a client constructor per
+// service, made from protobufjs directly. @grpc/proto-loader (runtime/proto.ts, for the server)
+// also builds every message's descriptor and encodes every file's for reflection, which a client
+// never serves: that was a third of `mcctl get pools`'s start-up, and a part of every agent
+// start. What a call sees is the same: each method's path, streaming, and serialization are
+// proto-loader's (its createSerializer, createDeserializer with LOADER_OPTIONS),
+// test/cli/client-contract.test.ts compares them.
 
 import { makeClientConstructor, type MethodDefinition, type ServiceDefinition } from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { LOADER_OPTIONS, PARSED_PROTO_FILE, PROTO_FILES, protoDir } from '../../runtime/proto-files.ts';
-import type { McplaneGrpc } from '../../runtime/proto.ts';
+import { LOADER_OPTIONS, PARSED_PROTO_FILE, PROTO_FILES, protoDir } from './proto-files.ts';
+import type { McplaneGrpc } from './proto.ts';
 
 type V1 = McplaneGrpc['mcplane']['v1'];
 export interface ClientContract {
@@ -25,12 +26,25 @@ const SERVICES = ['StatusService', 'ConfigService', 'IdentityService', 'AgentSer
 
 let cached: ClientContract | undefined;
 
+/**
+ * Each service's constructor is made when first read: resolving a service's methods generates its
+ * messages' coders, and the agent uses one service of four, `mcctl get pools` one.
+ */
 export function loadClientContract(): ClientContract {
   if (!cached) {
     const root = loadRoot();
-    const made: Partial<Record<(typeof SERVICES)[number], unknown>> = {};
-    for (const name of SERVICES) made[name] = makeClientConstructor(serviceDefinition(root, `mcplane.v1.${name}`), name);
-    cached = made as ClientContract;
+    const made = new Map<string, unknown>();
+    const contract = {};
+    for (const name of SERVICES) {
+      Object.defineProperty(contract, name, {
+        enumerable: true,
+        get() {
+          if (!made.has(name)) made.set(name, makeClientConstructor(serviceDefinition(root, `mcplane.v1.${name}`), name));
+          return made.get(name);
+        },
+      });
+    }
+    cached = contract as ClientContract;
   }
   return cached;
 }
