@@ -62,6 +62,9 @@ if [ "${MCPLANE_TEST_BUNDLES:-1}" = 1 ]; then
   npm run -s build >/dev/null
   rm -rf dist/test-bundle && cp -r dist/bundle dist/test-bundle
   export MCPLANE_TEST_BUNDLES=1
+  # Servers the test files run in their own process come from source; their worker threads (the
+  # etcd lease thread, the status thread) run from the bundle (src/runtime/worker-thread.ts).
+  export MCPLANE_THREAD_BUNDLE=$ROOT/dist/test-bundle/mcplane-server.cjs
 fi
 
 RUN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/mcplane-test-run-XXXXXX")

@@ -1,18 +1,33 @@
 // What the server's worker threads (the status thread, the etcd lease thread) share: where their
 // program is, and their log lines logged again on the main thread.
 
+import { pathToFileURL } from 'node:url';
 import type { Logger } from './logger.ts';
 
 declare const __MCPLANE_BUNDLED__: boolean | undefined;
+
+/** Where a worker thread's program is, and the Node flags it runs with (absent: the parent's). */
+export interface WorkerEntry {
+  entry: URL;
+  execArgv?: string[];
+}
 
 /**
  * The file a worker thread runs: from source, its own entry file; in a bundle, the bundle itself
  * (`bundleUrl`, the caller's import.meta.url), whose main module starts the program named by the
  * worker's workerData.role instead of the server.
+ *
+ * From source, MCPLANE_THREAD_BUNDLE names a server bundle built from the same tree to run
+ * threads from instead, without the parent's `--import tsx`: the test suite runs servers in its
+ * own processes from source, and a thread started through tsx spends about 0.6 s of CPU loading
+ * the loader and transforming its modules again before it runs (from the bundle, with the
+ * suite's compile cache, a fraction of that). scripts/test.sh sets it beside the bundles it builds.
  */
-export function workerEntry(sourceEntry: URL, bundleUrl: string): URL {
-  if (typeof __MCPLANE_BUNDLED__ === 'boolean' && __MCPLANE_BUNDLED__) return new URL(bundleUrl);
-  return sourceEntry;
+export function workerEntry(sourceEntry: URL, bundleUrl: string): WorkerEntry {
+  if (typeof __MCPLANE_BUNDLED__ === 'boolean' && __MCPLANE_BUNDLED__) return { entry: new URL(bundleUrl) };
+  const bundle = process.env.MCPLANE_THREAD_BUNDLE;
+  if (bundle) return { entry: pathToFileURL(bundle), execArgv: [] };
+  return { entry: sourceEntry };
 }
 
 /** A line of a thread's JSON log ("<6>{...}"), logged again by this thread's logger. */

@@ -65,7 +65,8 @@ export async function startStatusThread(options: StatusThreadOptions): Promise<S
     logLevel: options.logLevel,
     replica: { name: replica.name, address: replica.address, leading: replica.leading, agentsConnected: replica.agentsConnected, watchBacklog: replica.watchBacklog },
   };
-  const worker = new Worker(workerEntry(new URL('./status-thread-main.ts', import.meta.url), import.meta.url), { workerData: data, transferList: [port2], name: 'mcplane-status' });
+  const { entry, execArgv } = workerEntry(new URL('./status-thread-main.ts', import.meta.url), import.meta.url);
+  const worker = new Worker(entry, { workerData: data, transferList: [port2], name: 'mcplane-status', ...(execArgv ? { execArgv } : {}) });
   const control = (message: ThreadControl): void => worker.postMessage(message);
   worker.on('message', (message: ThreadReport) => {
     if (message.t === 'log') relogThreadLine(threadLog, message.line);

@@ -62,7 +62,8 @@ export class EtcdLeaseThread {
       logLevel: log.level,
       heartbeat: this.#heartbeat.buffer as SharedArrayBuffer,
     };
-    this.#worker = new Worker(workerEntry(new URL('./etcd-lease-thread-main.ts', import.meta.url), import.meta.url), { workerData: data, name: 'mcplane-etcd-lease' });
+    const { entry, execArgv } = workerEntry(new URL('./etcd-lease-thread-main.ts', import.meta.url), import.meta.url);
+    this.#worker = new Worker(entry, { workerData: data, name: 'mcplane-etcd-lease', ...(execArgv ? { execArgv } : {}) });
     // The thread never keeps the process alive: a server that is done exits, leases or not.
     this.#worker.unref();
     this.#ready = new Promise<void>((resolve, reject) => {
