@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { computePoolStatus, conditionOf, decideRollout, formatWait, previewRollout, windowState, type UpdateAction } from '../../src/machineconfig/index.ts';
+import { computePoolStatus, conditionOf, decideRollout, formatWait, previewRollout, windowState, type MaintenanceWindow, type UpdateAction } from '../../src/machineconfig/index.ts';
 import { problemsOf, parseValid, poolDoc } from '../helpers/manifests.ts';
 import { nodeRecord } from '../helpers/nodes.ts';
 
@@ -47,10 +47,10 @@ test('every field of a window and a budget is checked, each problem naming the p
 test('a pool\'s answer is kept until its next edge, and always equals a fresh one', () => {
   // Overlapping windows across Berlin's DST change: asked every 7 minutes forward over three days
   // (the kept answer is reused between edges), then back in time (it is not).
-  const windows = [
+  const windows: MaintenanceWindow[] = [
     { schedule: '0 1 * * *', duration: '2h', timeZone: 'Europe/Berlin' },
     { schedule: '30 2 * * 0', duration: '3h', timeZone: 'Europe/Berlin' },
-    { schedule: '*/45 4 * * *', duration: '10m' },
+    { schedule: '*/45 4 * * *', duration: '10m', timeZone: 'UTC' },
   ];
   const start = at('2026-03-27T18:00:00Z');
   const times = Array.from({ length: (3 * 24 * 60) / 7 }, (_, i) => start + i * 7 * 60_000);
