@@ -99,7 +99,8 @@ for (const f of protocolFixtures()) {
       assert.equal(done.lastUpdate.toConfig, configB);
       assert.equal(done.lastUpdate.result, 'Done');
       assert.ok(done.lastUpdate.phases.length > 0);
-      assert.ok(standIn.received.some((m) => m.message === 'heartbeat'), 'heartbeats');
+      // Every second (heartbeatSeconds: 1); both updates may be done within the first.
+      await eventually(() => standIn.received.some((m) => m.message === 'heartbeat'), 5_000, 'a heartbeat the old schema decodes');
 
       host.systemd.systemctl('disable', 'demo.service');
       seen = await reported('drift', (s) => s.state === 'Degraded' && s.drift.some((d: Message) => d.kind === 'unit' && d.path === 'demo.service'), seen);
