@@ -35,6 +35,7 @@ fi
 npm run -s build >/dev/null
 rm -rf dist/test-bundle && cp -r dist/bundle dist/test-bundle
 export MCPLANE_TEST_BUNDLES=1
+export MCPLANE_THREAD_BUNDLE=$PWD/dist/test-bundle/mcplane-server.cjs
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/mcplane-flakes-XXXXXX")
 declare -A passed total

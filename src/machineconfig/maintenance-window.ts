@@ -118,7 +118,8 @@ const answers = new WeakMap<readonly MaintenanceWindow[], { from: number; until:
 export function windowState(windows: readonly MaintenanceWindow[], now: number): WindowState {
   const kept = answers.get(windows);
   if (kept && now >= kept.from && now < kept.until) return kept.state;
-  const state = computeWindowState(windows, now);
+  // Shared by every caller until the next edge: frozen, so that none can change it for the others.
+  const state = Object.freeze(computeWindowState(windows, now));
   answers.set(windows, { from: now, until: Math.min(state.closesAt ?? Infinity, state.nextStart ?? Infinity), state });
   return state;
 }

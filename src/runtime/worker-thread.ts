@@ -17,16 +17,18 @@ export interface WorkerEntry {
  * (`bundleUrl`, the caller's import.meta.url), whose main module starts the program named by the
  * worker's workerData.role instead of the server.
  *
- * From source, MCPLANE_THREAD_BUNDLE names a server bundle built from the same tree to run
- * threads from instead, without the parent's `--import tsx`: the test suite runs servers in its
- * own processes from source, and a thread started through tsx spends about 0.6 s of CPU loading
- * the loader and transforming its modules again before it runs (from the bundle, with the
- * suite's compile cache, a fraction of that). scripts/test.sh sets it beside the bundles it builds.
+ * In the test suite's runs (MCPLANE_TEST_BUNDLES=1, which starts the programs from the bundles
+ * the run has just built), MCPLANE_THREAD_BUNDLE names that server bundle, and the threads of
+ * servers that test files run in their own process from source run from it instead, without the
+ * parent's `--import tsx`: a thread started through tsx spends about 0.6 s of CPU loading the
+ * loader and transforming its modules again (from the bundle, with the suite's compile cache, a
+ * fraction of that). Outside those runs it is ignored: a bundle from another tree would speak
+ * another version of the threads' messages.
  */
 export function workerEntry(sourceEntry: URL, bundleUrl: string): WorkerEntry {
   if (typeof __MCPLANE_BUNDLED__ === 'boolean' && __MCPLANE_BUNDLED__) return { entry: new URL(bundleUrl) };
   const bundle = process.env.MCPLANE_THREAD_BUNDLE;
-  if (bundle) return { entry: pathToFileURL(bundle), execArgv: [] };
+  if (bundle && process.env.MCPLANE_TEST_BUNDLES === '1') return { entry: pathToFileURL(bundle), execArgv: [] };
   return { entry: sourceEntry };
 }
 

@@ -45,18 +45,20 @@ test('every field of a window and a budget is checked, each problem naming the p
 });
 
 test('a pool\'s answer is kept until its next edge, and always equals a fresh one', () => {
-  // Overlapping windows across Berlin's DST change: asked every 7 minutes forward over three days
-  // (the kept answer is reused between edges), then back in time (it is not).
+  // Overlapping windows across Berlin's DST changes (spring: an hour skipped; autumn: 02:00-03:00
+  // twice): asked every 7 minutes forward over three days (the kept answer is reused between
+  // edges), then back in time (it is not).
   const windows: MaintenanceWindow[] = [
     { schedule: '0 1 * * *', duration: '2h', timeZone: 'Europe/Berlin' },
     { schedule: '30 2 * * 0', duration: '3h', timeZone: 'Europe/Berlin' },
     { schedule: '*/45 4 * * *', duration: '10m', timeZone: 'UTC' },
   ];
-  const start = at('2026-03-27T18:00:00Z');
-  const times = Array.from({ length: (3 * 24 * 60) / 7 }, (_, i) => start + i * 7 * 60_000);
-  for (const now of [...times, ...times.filter((_, i) => i % 10 === 0).reverse()]) {
-    const fresh = windowState(windows.map((w) => ({ ...w })), now);
-    assert.deepEqual(windowState(windows, now), fresh, new Date(now).toISOString());
+  for (const start of [at('2026-03-27T18:00:00Z'), at('2026-10-23T18:00:00Z')]) {
+    const times = Array.from({ length: (3 * 24 * 60) / 7 }, (_, i) => start + i * 7 * 60_000);
+    for (const now of [...times, ...times.filter((_, i) => i % 10 === 0).reverse()]) {
+      const fresh = windowState(windows.map((w) => ({ ...w })), now);
+      assert.deepEqual(windowState(windows, now), fresh, new Date(now).toISOString());
+    }
   }
 });
 

@@ -343,7 +343,7 @@ export class ConfigCommands {
    * the cluster.
    */
   #refuseInSourceMode(objects: string[], verb: string): void {
-    if (!this.#sourceCluster || objects.length === 0) return;
+    if (this.#sourceCluster === undefined || objects.length === 0) return;
     const server = this.#sourceCluster;
     const how = verb === 'deleted' ? 'oc delete' : verb === 'applied' ? 'oc apply -f' : `oc patch mcp --type=merge -p '{"spec":{"paused":${verb === 'paused'}}}'`;
     throw new KubernetesSourceError(`${objects.join(', ')} cannot be ${verb} here: this control plane runs with --kubernetes-source, so MachineConfigs, MachineConfigPools and the higher-level configs come from the Kubernetes cluster (${server}); change them there (${how}) and mcplane follows`);
