@@ -235,16 +235,19 @@ export class ConfigCommands {
     const { revision } = await this.#store.commit([{ type: 'put', kind: 'PoolResume', name, value }]);
     this.log.info({ pool: name, target: halt.target }, 'resume past a rollout halt requested');
     await this.#cache.waitForRevision(revision);
-    await this.#waitFor(() => this.#cache.poolStatuses.get(name)?.value.rollout?.halt?.target !== halt.target, `the leader to clear the rollout halt of pool ${name}`);
+    await this.#waitFor(
+      () => this.#cache.poolStatuses.get(name)?.value.rollout?.halt?.target !== halt.target,
+      () => `stored, but timed out after ${this.#renderWaitMs} ms waiting for the leader to clear the rollout halt of pool ${name}; the leader does it when it can`,
+    );
   }
 
-  /** Resolves once `done()` holds, or fails after the render wait naming what it waited for. */
-  async #waitFor(done: () => boolean, what: string): Promise<void> {
+  /** Resolves once `done()` holds, or fails after the render wait with `timedOut()`: what is still missing. */
+  async #waitFor(done: () => boolean, timedOut: () => string): Promise<void> {
     if (done()) return;
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#cache.off('change', check);
-        reject(new StoreUnavailableError(`stored, but timed out after ${this.#renderWaitMs} ms waiting for ${what}; the leader does it when it can`));
+        reject(new StoreUnavailableError(timedOut()));
       }, this.#renderWaitMs);
       const check = (): void => {
         if (!done()) return;
@@ -363,20 +366,10 @@ export class ConfigCommands {
   async #waitForRender(pools: Set<string>, revision: number): Promise<void> {
     await this.#cache.waitForRevision(revision);
     const pending = (): string[] => [...pools].filter((p) => this.#cache.pools.has(p) && (this.#cache.poolStatuses.get(p)?.value.renderedRevision ?? 0) < revision);
-    if (pending().length === 0) return;
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#cache.off('change', check);
-        const leader = this.#cache.leader?.value.replica;
-        reject(new StoreUnavailableError(`stored, but pool${pending().length === 1 ? '' : 's'} ${pending().join(', ')} ${pending().length === 1 ? 'was' : 'were'} not rendered within ${this.#renderWaitMs} ms (${leader ? `leader: ${leader}` : 'no replica leads right now'}); the leader renders ${pending().length === 1 ? 'it' : 'them'} when it can`));
-      }, this.#renderWaitMs);
-      const check = (): void => {
-        if (pending().length > 0) return;
-        clearTimeout(timer);
-        this.#cache.off('change', check);
-        resolve();
-      };
-      this.#cache.on('change', check);
+    await this.#waitFor(() => pending().length === 0, () => {
+      const left = pending();
+      const leader = this.#cache.leader?.value.replica;
+      return `stored, but pool${left.length === 1 ? '' : 's'} ${left.join(', ')} ${left.length === 1 ? 'was' : 'were'} not rendered within ${this.#renderWaitMs} ms (${leader ? `leader: ${leader}` : 'no replica leads right now'}); the leader renders ${left.length === 1 ? 'it' : 'them'} when it can`;
     });
   }
 }
