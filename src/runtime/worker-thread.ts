@@ -1,19 +1,14 @@
-// What the server's worker threads (the status thread, the etcd lease thread) share: where their
-// program is, and their log lines logged again on the main thread.
+// What the server's worker threads (the status thread, the etcd lease thread) share: how they
+// start (where their program is), and their log lines logged again on the main thread.
 
 import { pathToFileURL } from 'node:url';
+import { Worker, type WorkerOptions } from 'node:worker_threads';
 import type { Logger } from './logger.ts';
 
 declare const __MCPLANE_BUNDLED__: boolean | undefined;
 
-/** Where a worker thread's program is, and the Node flags it runs with (absent: the parent's). */
-export interface WorkerEntry {
-  entry: URL;
-  execArgv?: string[];
-}
-
 /**
- * The file a worker thread runs: from source, its own entry file; in a bundle, the bundle itself
+ * Starts a worker thread. The file it runs: from source, its own entry file; in a bundle, the bundle itself
  * (`bundleUrl`, the caller's import.meta.url), whose main module starts the program named by the
  * worker's workerData.role instead of the server.
  *
@@ -25,11 +20,11 @@ export interface WorkerEntry {
  * fraction of that). Outside those runs it is ignored: a bundle from another tree would speak
  * another version of the threads' messages.
  */
-export function workerEntry(sourceEntry: URL, bundleUrl: string): WorkerEntry {
-  if (typeof __MCPLANE_BUNDLED__ === 'boolean' && __MCPLANE_BUNDLED__) return { entry: new URL(bundleUrl) };
+export function startWorker(sourceEntry: URL, bundleUrl: string, options: WorkerOptions): Worker {
+  if (typeof __MCPLANE_BUNDLED__ === 'boolean' && __MCPLANE_BUNDLED__) return new Worker(new URL(bundleUrl), options);
   const bundle = process.env.MCPLANE_THREAD_BUNDLE;
-  if (bundle && process.env.MCPLANE_TEST_BUNDLES === '1') return { entry: pathToFileURL(bundle), execArgv: [] };
-  return { entry: sourceEntry };
+  if (bundle && process.env.MCPLANE_TEST_BUNDLES === '1') return new Worker(pathToFileURL(bundle), { ...options, execArgv: [] });
+  return new Worker(sourceEntry, options);
 }
 
 /** A line of a thread's JSON log ("<6>{...}"), logged again by this thread's logger. */

@@ -9,11 +9,11 @@
 // watch; store/store-relay.ts), the replica's leadership, agent count and health each second and
 // on change. Writes stay on the main thread: this thread serves reads only.
 
-import { MessageChannel, Worker } from 'node:worker_threads';
+import { MessageChannel } from 'node:worker_threads';
 import { ConfigurationError } from '../../machineconfig/index.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { TlsFiles } from '../../runtime/tls.ts';
-import { relogThreadLine, workerEntry } from '../../runtime/worker-thread.ts';
+import { relogThreadLine, startWorker } from '../../runtime/worker-thread.ts';
 import { NODE_VIEW_KINDS } from '../store/kinds.ts';
 import { relayStore } from '../store/store-relay.ts';
 import type { Store, StoredKind } from '../store/store.ts';
@@ -65,8 +65,7 @@ export async function startStatusThread(options: StatusThreadOptions): Promise<S
     logLevel: options.logLevel,
     replica: { name: replica.name, address: replica.address, leading: replica.leading, agentsConnected: replica.agentsConnected, watchBacklog: replica.watchBacklog },
   };
-  const { entry, execArgv } = workerEntry(new URL('./status-thread-main.ts', import.meta.url), import.meta.url);
-  const worker = new Worker(entry, { workerData: data, transferList: [port2], name: 'mcplane-status', ...(execArgv ? { execArgv } : {}) });
+  const worker = startWorker(new URL('./status-thread-main.ts', import.meta.url), import.meta.url, { workerData: data, transferList: [port2], name: 'mcplane-status' });
   const control = (message: ThreadControl): void => worker.postMessage(message);
   worker.on('message', (message: ThreadReport) => {
     if (message.t === 'log') relogThreadLine(threadLog, message.line);

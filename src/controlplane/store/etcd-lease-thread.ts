@@ -6,10 +6,10 @@
 // stops renewing only when that loop has not turned at all for two TTLs (STALL_TTLS), so a
 // stuck replica still loses its lease and its agents go elsewhere.
 
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { StoreUnavailableError } from '../../machineconfig/index.ts';
 import type { Logger } from '../../runtime/logger.ts';
-import { relogThreadLine, workerEntry } from '../../runtime/worker-thread.ts';
+import { relogThreadLine, startWorker } from '../../runtime/worker-thread.ts';
 import type { EtcdTls } from './etcd-connection.ts';
 import { LEASE_THREAD_ROLE, type LeaseControl, type LeaseReport, type LeaseThreadData } from './etcd-lease-thread-protocol.ts';
 
@@ -62,8 +62,7 @@ export class EtcdLeaseThread {
       logLevel: log.level,
       heartbeat: this.#heartbeat.buffer as SharedArrayBuffer,
     };
-    const { entry, execArgv } = workerEntry(new URL('./etcd-lease-thread-main.ts', import.meta.url), import.meta.url);
-    this.#worker = new Worker(entry, { workerData: data, name: 'mcplane-etcd-lease', ...(execArgv ? { execArgv } : {}) });
+    this.#worker = startWorker(new URL('./etcd-lease-thread-main.ts', import.meta.url), import.meta.url, { workerData: data, name: 'mcplane-etcd-lease' });
     // The thread never keeps the process alive: a server that is done exits, leases or not.
     this.#worker.unref();
     this.#ready = new Promise<void>((resolve, reject) => {
