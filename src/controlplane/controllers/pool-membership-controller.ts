@@ -2,10 +2,10 @@
 // assignment record. A host bootstrapped from the Ignition endpoint already runs its pool's
 // config, so that config becomes its desired one and it is not updated again.
 
-import { poolMembership, type Labels } from '../../machineconfig/index.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
 import { agentPolicyFor, disruptionPolicyJsonFor } from '../cache/node-update-plan.ts';
+import { poolFor } from '../cache/pool-for-node.ts';
 import type { Controller } from './controller.ts';
 import type { LeaderWriter } from '../replica/leader-writer.ts';
 import type { WriteOp } from '../store/store.ts';
@@ -81,9 +81,4 @@ export class PoolMembershipController implements Controller {
     if (configPool === undefined) return { pool, desiredConfig: '' };
     return { pool, desiredConfig: current, disruptionPolicyJson: disruptionPolicyJsonFor(this.cache, configPool), ...agentPolicyFor(this.cache, configPool) };
   }
-}
-
-/** The pool a node with these labels belongs to, and why none when it has none. */
-export function poolFor(cache: ClusterCache, name: string, labels: Labels): { pool: string; poolError?: string } {
-  return poolMembership(name, labels, [...cache.pools.values()].map((o) => o.value));
 }

@@ -2,10 +2,11 @@
 // disconnect. What an agent sends is trusted to say who it is (its certificate, checked by the
 // service), not to be well-formed: every status passes through one sanitizer here.
 
-import { poolMembership, type NodeState, type NodeStatus } from '../../machineconfig/index.ts';
+import type { NodeState, NodeStatus } from '../../machineconfig/index.ts';
 import type { CertificateBinding } from '../../runtime/pki.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { ClusterCache } from '../cache/cluster-cache.ts';
+import { poolFor } from '../cache/pool-for-node.ts';
 import type { PhaseTracker } from '../metrics/phase-tracker.ts';
 import type { AgentSessions, AgentStream, LocalSession } from './agent-sessions.ts';
 import type { AssignmentDispatcher } from './assignment-dispatcher.ts';
@@ -44,8 +45,7 @@ export class AgentEntry {
     const session = await this.#sessions.open({ nodeName: reg.nodeName, labels: reg.labels, ...(reg.boundPool ? { boundPool: reg.boundPool } : {}), ...(reg.certificate ? { certificate: reg.certificate } : {}), bootId: reg.bootId, status }, stream);
     // The leader decides the pool; the answer here is the same rule applied to what this
     // replica sees now, for the agent's log.
-    const pools = [...this.#cache.pools.values()].map((o) => o.value);
-    const membership = poolMembership(reg.nodeName, this.#cache.nodes.get(reg.nodeName)?.poolLabels ?? {}, pools);
+    const membership = poolFor(this.#cache, reg.nodeName, this.#cache.nodes.get(reg.nodeName)?.poolLabels ?? {});
     this.log.info({ node: reg.nodeName, pool: membership.pool || undefined, poolError: membership.poolError, bootId: reg.bootId, current: status.currentConfig || undefined, new: isNew }, 'node registered');
     this.#phases.report(reg.nodeName, status, true);
     stream.write({ registered: { pool: membership.pool } });
