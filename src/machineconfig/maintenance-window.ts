@@ -109,8 +109,8 @@ export interface WindowState {
  * Each pool's last answer, with the span of time over which it holds: from the `now` it was
  * computed for until the next edge (the open window closes or the next one opens), nothing it
  * says can change. Keyed by the windows array itself, which belongs to one stored version of the
- * pool. Asking croner costs a millisecond or more (it walks back over up to 64 earlier starts),
- * and rollout, pool status, drains and previews all ask on every pass.
+ * pool. Asking croner costs about 10 ms (it walks back over up to 64 earlier starts), and
+ * rollout, pool status, drains and previews all ask on every pass.
  */
 const answers = new WeakMap<readonly MaintenanceWindow[], { from: number; until: number; state: WindowState }>();
 

@@ -4,8 +4,8 @@
 // `cp.sessions`), which hid what a service depended on and let any of them call anything.
 // server.ts, the composition root, hands each service its parts: the ControlPlane's cache and
 // store, its `serving` and `agents`, and the commands it builds over the cache (the ControlPlane
-// does not import this file). ServingReplica is
-// declared beside the ControlPlane, whose `serving` is one.
+// does not import this file). ServingReplica is declared beside the ControlPlane, whose
+// `serving` is one.
 
 import type { ClusterCache } from '../cache/cluster-cache.ts';
 import type { ServingReplica } from '../control-plane.ts';
