@@ -1,11 +1,21 @@
-// mcctl makes its clients from protobufjs without proto-loader (src/runtime/client-contract.ts says
-// why): every method must reach the server as proto-loader's definition would, and read its
-// answers the same way. Compared here method by method, on messages with every field set.
+// mcctl and the agent make their clients without proto-loader (src/runtime/client-contract.ts says
+// why), from protobufjs reflection when run from source and from code pbjs generated when
+// bundled (scripts/static-coders.ts): with either, every method must reach the server as
+// proto-loader's definition would, and read its answers the same way. Compared here method by
+// method, on messages with every field set.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { build } from 'esbuild';
 import { loadMcplaneProto } from '../../src/runtime/proto.ts';
-import { loadRoot, serviceDefinition } from '../../src/runtime/client-contract.ts';
+import { serviceDefinition } from '../../src/runtime/client-contract.ts';
+import { loadRoot, serviceMethods, type ServiceMethod } from '../../src/runtime/message-coders.ts';
+import { generateStaticCoders } from '../../scripts/static-coders.ts';
+import { REPO_ROOT } from '../helpers/run-cli.ts';
 import type protobuf from 'protobufjs';
 
 const SERVICES = ['StatusService', 'ConfigService', 'IdentityService', 'AgentService'];
@@ -41,13 +51,14 @@ function scalar(field: protobuf.Field, depth: number): unknown {
   }
 }
 
-test('mcctl\'s client contract: every method as proto-loader defines it (path, streaming, names, encoding both ways)', () => {
+/** Every method of every service, as proto-loader defines it, against the definitions `methodsOf` gives. */
+function assertAsProtoLoader(methodsOf: (fullName: string) => ServiceMethod[]): void {
   const loader = loadMcplaneProto().definition;
   const root = loadRoot();
   let methods = 0;
   for (const name of SERVICES) {
     const fullName = `mcplane.v1.${name}`;
-    const ours = serviceDefinition(root, fullName);
+    const ours = serviceDefinition(fullName, methodsOf(fullName));
     const theirs = loader[fullName] as unknown as Record<string, Record<string, unknown> & { requestSerialize(v: unknown): Buffer; responseSerialize(v: unknown): Buffer; requestDeserialize(b: Buffer): unknown; responseDeserialize(b: Buffer): unknown }>;
     assert.deepEqual(Object.keys(ours).sort(), Object.keys(theirs).sort(), name);
     for (const [method, def] of Object.entries(ours)) {
@@ -68,4 +79,23 @@ test('mcctl\'s client contract: every method as proto-loader defines it (path, s
     }
   }
   assert.equal(methods, 28, 'every rpc of the contract');
+}
+
+test('the client contract from source (protobufjs reflection): every method as proto-loader defines it (path, streaming, names, encoding both ways)', () => {
+  assertAsProtoLoader(serviceMethods);
+});
+
+test('the client contract of the bundles (code pbjs generated at build time): every method as proto-loader defines it', async () => {
+  // Bundled as scripts/build.ts bundles it: esbuild resolves protobufjs/minimal from node_modules.
+  const bundled = await build({ stdin: { contents: await generateStaticCoders(), resolveDir: REPO_ROOT, loader: 'js' }, bundle: true, platform: 'node', format: 'esm', write: false, logLevel: 'error' });
+  const dir = mkdtempSync(join(tmpdir(), 'static-coders-'));
+  try {
+    const file = join(dir, 'coders.mjs');
+    writeFileSync(file, bundled.outputFiles[0]!.text);
+    const generated = await import(pathToFileURL(file).href) as { serviceMethods(fullName: string): ServiceMethod[] };
+    assertAsProtoLoader(generated.serviceMethods);
+    assert.throws(() => generated.serviceMethods('mcplane.v1.NoSuchService'), /mcplane\.v1\.NoSuchService is not a service of the mcplane contract/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
