@@ -141,7 +141,7 @@ test('rpm -qlp: each carries its runtime under /usr/lib/mcplane/, the protos it 
 
 test('mcplane-cli: mcctl alone, with completion for three shells and man pages; no service, unit, user or state', { skip }, () => {
   const cli = rpm('-qlp', cliRpm).trim().split('\n');
-  for (const f of ['/usr/bin/mcctl', '/usr/lib/mcplane/cli/node', '/usr/lib/mcplane/cli/mcctl.cjs', '/usr/lib/mcplane/cli/mcctl/main.mjs',
+  for (const f of ['/usr/bin/mcctl', '/usr/lib/mcplane/cli/node', '/usr/lib/mcplane/cli/mcctl.cjs', '/usr/lib/mcplane/cli/mcctl/main.cjs', '/usr/lib/mcplane/cli/mcctl/vendor/kubernetes-client-node.cjs',
     '/usr/lib/mcplane/cli/mcplane-proto.json', '/usr/lib/mcplane/cli/proto/mcplane/v1/status.proto',
     '/usr/share/bash-completion/completions/mcctl', '/usr/share/zsh/site-functions/_mcctl', '/usr/share/fish/vendor_completions.d/mcctl.fish',
     '/usr/share/man/man1/mcctl.1', '/usr/share/man/man1/mcctl-get.1', '/usr/share/man/man1/mcctl-rollout-status.1', '/usr/share/man/man1/mcctl-config-use-context.1']) {
@@ -286,8 +286,9 @@ test('the installed server serves mcplane, health and reflection; the installed 
   const pools = await mcctl('get', 'pools');
   assert.equal(pools.status, 0, pools.stderr);
   assert.match(pools.stdout, /^infra\s+rendered-infra-/m);
-  // mcctl keeps its compile cache in the user's cache directory, and runs the same from it.
-  assert.ok(existsSync(join(cache, 'mcplane', 'mcctl-compile-cache')), 'compile cache written');
+  // mcctl keeps its code cache in the user's cache directory, and runs the same from it.
+  const caches = join(cache, 'mcplane', 'mcctl-code-cache');
+  assert.deepEqual(readdirSync(join(caches, readdirSync(caches)[0]!)).sort(), ['apply.v8', 'get.v8'], 'a code cache per verb');
   assert.equal((await mcctl('get', 'pools')).stdout.split('\n')[0], pools.stdout.split('\n')[0]);
   rmSync(cache, { recursive: true, force: true });
   // Health and reflection read their .proto files at run time: the package must ship them.

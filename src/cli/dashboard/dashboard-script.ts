@@ -328,7 +328,7 @@ export const DASHBOARD_SCRIPT = String.raw`(function () {
     // mcctl dashboard ends after a watch failure it cannot retry (credentials revoked): keep
     // its reason on the banner rather than a vaguer "lost".
     if (banner.getAttribute('data-state') === 'failed') {
-      banner.textContent += ' — mcctl dashboard has stopped.';
+      banner.textContent += ' \u2014 mcctl dashboard has stopped.';
       events.close();
       return;
     }
