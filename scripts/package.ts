@@ -184,7 +184,7 @@ function strippedRuntime(arch: RpmArch, binary: string, dir: string): string {
  */
 function cliExtras(bundle: string, dir: string): void {
   mkdirSync(dir, { recursive: true });
-  const mcctl = (...args: string[]): string => execFileSync(process.execPath, [join(bundle, 'mcctl.cjs'), ...args], { encoding: 'utf8', env: { ...process.env, MCCTL_NO_COMPILE_CACHE: '1' } });
+  const mcctl = (...args: string[]): string => execFileSync(process.execPath, [join(bundle, 'mcctl.cjs'), ...args], { encoding: 'utf8', env: { ...process.env, MCCTL_NO_CODE_CACHE: '1' } });
   writeFileSync(join(dir, 'mcctl.bash'), mcctl('completion', 'bash'));
   writeFileSync(join(dir, '_mcctl'), mcctl('completion', 'zsh'));
   writeFileSync(join(dir, 'mcctl.fish'), mcctl('completion', 'fish'));
@@ -228,7 +228,7 @@ function stage(arch: RpmArch, bundle: string): string {
 }
 
 export async function packageRpms(): Promise<string[]> {
-  const bundle = await buildBundles();
+  const bundle = await buildBundles(join(ROOT, 'dist', 'package-bundle'));
   rmSync(STAGE, { recursive: true, force: true });
   rmSync(TOP, { recursive: true, force: true });
   for (const arch of Object.keys(NODE_RUNTIMES) as RpmArch[]) {
