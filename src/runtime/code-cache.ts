@@ -9,11 +9,12 @@
 // A cache is V8's code for one exact source: V8 itself checks only the source's length, so the
 // directory is named after a CRC-32 of the bytes, Node's version and the architecture. A run
 // that fails writes nothing (its code would be an error path's); a rejected cache (another
-// V8, other flags) is replaced. Caching never fails the program: when the directory cannot be
-// written, the program runs as it would without it.
+// V8, other flags) is replaced; a cache another user owns, or could have written, is not run.
+// Caching never fails the program: when the directory cannot be written, the program runs as it
+// would without it.
 
 import { isAscii } from 'node:buffer';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, join } from 'node:path';
 import { debuglog } from 'node:util';
@@ -40,7 +41,7 @@ export function runWithCodeCache(file: string, options: CodeCacheOptions): void 
   // esbuild writes ASCII, which V8 takes as a one-byte string without decoding UTF-8 (3 ms).
   const source = isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
   const cacheFile = options.cacheRoot === undefined ? undefined : join(options.cacheRoot, buildKey(bytes), `${options.name}.v8`);
-  const cachedData = cacheFile === undefined ? undefined : readIfPresent(cacheFile);
+  const cachedData = cacheFile === undefined ? undefined : readOwnCache(cacheFile);
   const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
     filename: file,
     cachedData,
@@ -62,11 +63,29 @@ function buildKey(bytes: Buffer): string {
   return `${process.version}-${process.arch}-${bytes.length}-${crc32(bytes).toString(16).padStart(8, '0')}`;
 }
 
-function readIfPresent(file: string): Buffer | undefined {
+/**
+ * The cache, if this user's own and writable by no one else: a cache is code this process runs.
+ * `sudo -E mcctl` keeps the invoking user's XDG_CACHE_HOME, and root must not run code that
+ * user could have written. Checked on the descriptor the bytes are read from.
+ */
+function readOwnCache(file: string): Buffer | undefined {
+  let fd: number;
   try {
-    return readFileSync(file);
+    fd = openSync(file, 'r');
   } catch {
     return undefined;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (st.uid !== process.geteuid?.() || (st.mode & 0o022) !== 0) {
+      debug('code cache %s: ignored: owner %d, mode %s; only one of this user, writable by no one else, is used', file, st.uid, (st.mode & 0o777).toString(8));
+      return undefined;
+    }
+    return readFileSync(fd);
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
   }
 }
 

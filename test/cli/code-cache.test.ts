@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { isAscii } from 'node:buffer';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -82,6 +82,23 @@ test('a cache V8 refuses (garbage here) is replaced, and the run is unaffected',
   assert.equal(refused.stdout, made.stdout);
   assert.ok(refused.written, 'a new cache in its place');
   assert.equal(mcctl(['options'], home).cacheState, 'accepted');
+});
+
+test('a cache another user owns, or others could write, is not run (sudo -E keeps the user\'s XDG_CACHE_HOME)', { skip: process.getuid?.() !== 0 && 'needs root to give the file away' }, () => {
+  const home = join(work, 'foreign');
+  const made = mcctl(['options'], home);
+  chownSync(made.cacheFile!, 65534, 65534);
+  const foreign = mcctl(['options'], home);
+  assert.equal(foreign.status, 0, foreign.stderr);
+  assert.equal(foreign.stdout, made.stdout);
+  assert.match(foreign.stderr, /ignored: owner 65534, mode 600/);
+  assert.equal(foreign.cacheState, 'absent');
+  assert.ok(foreign.written, 'its own in place of the foreign one');
+  assert.equal(statSync(made.cacheFile!).uid, process.getuid!());
+  chmodSync(made.cacheFile!, 0o666);
+  const writable = mcctl(['options'], home);
+  assert.match(writable.stderr, /ignored: owner 0, mode 666/);
+  assert.equal(writable.cacheState, 'absent');
 });
 
 test('another build of the program never runs on this build\'s cache, even of the same length; its first cache removes the old', () => {
