@@ -23,6 +23,7 @@ command -v rpmbuild >/dev/null || missing+=(rpm)                    # rpmbuild, 
 [ -x /lib/systemd/systemd ] || missing+=(systemd)                    # real systemd user managers
 command -v unshare >/dev/null || missing+=(util-linux)               # their private mount namespaces
 [ -x /usr/bin/etcd ] || missing+=(etcd-server)                       # real etcd members
+command -v fish >/dev/null || missing+=(fish)                       # mcctl completion fish, loaded by fish
 command -v etcdctl >/dev/null || missing+=(etcd-client)              # etcdctl snapshot save/restore (backup-restore test)
 [ -x /usr/bin/chromium ] || missing+=(chromium fonts-liberation)     # mcctl dashboard in a browser
 { [ -x /usr/bin/prometheus ] && command -v promtool >/dev/null; } || missing+=(prometheus)  # scrapes, alert rules
