@@ -14,7 +14,8 @@ import { agentCommand } from '../src/agent/main.ts';
 import { KNOWN_KEYS, parseAgentConfig, PATH_KEYS } from '../src/agent/agent-config.ts';
 import { backupCommand, restoreCommand } from '../src/controlplane/backup-command.ts';
 import { serverCommand } from '../src/controlplane/main.ts';
-import { buildProgram } from '../src/cli/main.ts';
+import { CONNECTION_KEYS, CONTEXT_KEYS, FILE_KEYS } from '../src/cli/client/connection.ts';
+import { buildProgram, connectionFlagOptions } from '../src/cli/main.ts';
 
 export const REFERENCE_FILE = fileURLToPath(new URL('../docs/reference/flags.md', import.meta.url));
 
@@ -50,6 +51,16 @@ const PATH_KEY_TEXT: Record<string, string> = {
   sshKeysDir: 'the core user\'s SSH keys directory',
   bootIdFile: 'the boot id, which tells a reboot happened',
   kernelCmdlineFile: 'the booted kernel\'s command line, which kernel arguments are validated against',
+};
+
+/**
+ * What each mcctl.yaml key means, beside the connection keys (which the flags describe). The keys
+ * come from connection.ts: one added there without a line here stops the generator.
+ */
+const MCCTL_FILE_KEYS: Record<string, string> = {
+  timeout: 'old name of `requestTimeout`, still read',
+  currentContext: 'the context used when neither `--context` nor `MCPLANE_CONTEXT` names one (`mcctl config use-context` sets it)',
+  contexts: 'a list of servers, each `{name, ...}` with the connection keys above; the file\'s own connection keys are defaults under every context',
 };
 
 const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
@@ -112,17 +123,36 @@ function agentSection(): string[] {
 
 function mcctlSection(): string[] {
   const program = buildProgram({ out: () => undefined, err: () => undefined });
+  const flags = connectionFlagOptions();
+  // The program's visible flags (--version) are not repeated under each command; the connection
+  // flags are hidden from every command's help, so visible() leaves them out there.
   const connection = new Set(visible(program).map((o) => o.long));
+  const keyOf = (o: Option): string => (o.attributeName() in CONNECTION_KEYS ? o.attributeName() : '');
+  const described = [...Object.keys(CONNECTION_KEYS).filter((k) => flags.some((o) => keyOf(o) === k)), ...Object.keys(MCCTL_FILE_KEYS)];
+  const undescribed = FILE_KEYS.filter((k) => !described.includes(k));
+  const gone = described.filter((k) => !FILE_KEYS.includes(k));
+  if (undescribed.length || gone.length) {
+    throw new Error(`scripts/gen-reference.ts: describe the mcctl.yaml keys ${undescribed.join(', ') || '(none)'}; drop ${gone.join(', ') || '(none)'}`);
+  }
   const lines = ['## mcctl', '', cell(program.description()), '',
     '### Connection flags', '',
-    'Accepted before the verb and after it by every command that talks to a server. The same settings',
-    'come from `MCPLANE_SERVER`, `MCPLANE_PKI_DIR`, `MCPLANE_INSECURE=1`, and the client config file',
-    '(`~/.config/mcplane/mcctl.yaml` or `--config`), whose keys are these flags\' names in camelCase;',
+    'Accepted before the verb and after it by every command that talks to a server, and listed by',
+    '`mcctl options` rather than in each command\'s help. The same settings come from',
+    '`MCPLANE_SERVER`, `MCPLANE_STATUS_SERVER`, `MCPLANE_PKI_DIR`, `MCPLANE_INSECURE=1`, `MCPLANE_CONTEXT`',
+    'and the client config file (`~/.config/mcplane/mcctl.yaml`, `MCCTL_CONFIG` or `--config`);',
     'flags win over the environment, the environment over the file.', '',
-    '| flag | meaning |', '|---|---|'];
-  for (const o of visible(program)) lines.push(`| ${code(o.flags)} | ${optionText(o)} |`);
+    '| flag | mcctl.yaml key | meaning |', '|---|---|---|'];
+  for (const o of flags) lines.push(`| ${code(o.flags)} | ${keyOf(o) ? code(keyOf(o)) : ''} | ${optionText(o)} |`);
+  const own = visible(program).filter((o) => !flags.some((f) => f.long === o.long));
+  if (own.length) lines.push('', `The program's own: ${own.map((o) => `${code(o.flags)} (${optionText(o)})`).join(', ')}.`);
+  lines.push('', '### mcctl.yaml', '',
+    'The connection keys above (as defaults, or per context), and these; an unknown key is an error',
+    'naming it and the file. A context\'s keys are `' + CONTEXT_KEYS.join('`, `') + '`.', '',
+    '| key | meaning |', '|---|---|');
+  for (const key of Object.keys(MCCTL_FILE_KEYS)) lines.push(`| ${code(key)} | ${cell(MCCTL_FILE_KEYS[key]!)} |`);
   const walk = (cmd: Command, path: string[]): void => {
-    for (const sub of cmd.commands) {
+    // Hidden commands (__man, __complete) are the build's and the shells', not the user's.
+    for (const sub of cmd.commands.filter((c) => !(c as Command & { _hidden?: boolean })._hidden)) {
       const name = [...path, sub.name()];
       const own = visible(sub).filter((o) => !connection.has(o.long) || sub.options.some((x) => x.long === '--request-timeout') && o.long === '--timeout');
       const aliases = sub.aliases().length ? ` (also: ${sub.aliases().join(', ')})` : '';

@@ -132,12 +132,12 @@ export interface ClientConfig {
 }
 
 /** The config file's connection keys: the flags' names in camelCase. */
-const CONNECTION_KEYS: Record<string, 'string' | 'boolean' | 'number'> = {
+export const CONNECTION_KEYS: Record<string, 'string' | 'boolean' | 'number'> = {
   server: 'string', statusServer: 'string', pkiDir: 'string', ca: 'string', cert: 'string', key: 'string', insecure: 'boolean', requestTimeout: 'number',
 };
 /** Keys of the file itself, besides the connection keys. `timeout` is requestTimeout's old name. */
-const FILE_KEYS = [...Object.keys(CONNECTION_KEYS), 'timeout', 'currentContext', 'contexts'];
-const CONTEXT_KEYS = ['name', ...Object.keys(CONNECTION_KEYS)];
+export const FILE_KEYS = [...Object.keys(CONNECTION_KEYS), 'timeout', 'currentContext', 'contexts'];
+export const CONTEXT_KEYS = ['name', ...Object.keys(CONNECTION_KEYS)];
 
 /**
  * Reads mcctl.yaml strictly: a misspelt key would otherwise be ignored without a word. The file
