@@ -130,3 +130,14 @@ test('on a terminal, rollout status redraws the display in place', async () => {
   assert.match(cli.out.stdout, /\x1b\[\dF\x1b\[Jpool\/worker: 1\/2 nodes updated/);
   assert.match(cli.out.stdout, /pool\/worker successfully rolled out: 2\/2 nodes on rendered-worker-/);
 });
+
+test('rollout status --timeout limits the whole wait, apart from --request-timeout, which limits each call', async () => {
+  await applyWorkerFile('63-stays', 'four'); // no agent moves: the pool stays Updating
+  const started = Date.now();
+  const r = await mcctl('rollout', 'status', 'pool/worker', '--request-timeout', '500ms', '--timeout', '2s');
+  const took = Date.now() - started;
+  assert.equal(r.status, 1, r.stdout + r.stderr);
+  assert.ok(took >= 1900, `it gave up after ${took} ms, before its 2 s wait (a 500 ms call limit is not the wait's)`);
+  assert.match(r.stderr, /timed out after 2s waiting for pool\/worker to be Updated=True:\n {2}pool\/worker: 0\/2 nodes updated/);
+  assert.doesNotMatch(r.stderr, /Warning: --timeout/, 'on a wait, --timeout is its own flag, not the old name of --request-timeout');
+});
