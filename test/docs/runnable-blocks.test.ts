@@ -93,13 +93,15 @@ export function shellBlocks(text: string): ShellBlock[] {
 
 /**
  * A transcript line with what changes from run to run taken out: rendered-config hashes and other
- * long hex, addresses, times, ages and durations; runs of spaces are one space. Other numbers
+ * long hex, addresses, versions, times, ages and durations; runs of spaces are one space. Other numbers
  * stay: a count of problems is part of what the page claims.
  */
 export function comparable(line: string): string {
   return line.trim()
     .replace(/\b[0-9a-f]{8,}\b/g, '<hex>')
     .replace(/\b(\d{1,3}\.){3}\d{1,3}(:\d+)?\b/g, '<address>')
+    // The version a build reports: 0.1.0-dev from source, 0.1.0 from a bundle or a package.
+    .replace(/\b\d+\.\d+\.\d+(-[0-9A-Za-z.]+)?\b/g, '<version>')
     .replace(/\b\d\d:\d\d:\d\d(\.\d+)?Z?\b/g, '<time>')
     .replace(/\b(\d+(\.\d+)?(ms|[smhd]))+\b/g, '<age>')
     .replace(/\s+/g, ' ');
@@ -253,6 +255,7 @@ test('a transcript step matches the page only when the real run does', () => {
   assert.match(transcriptMismatch(step(['error: invalid document: 2 problems']), 1, 'error: invalid document: 3 problems\n')!, /at line 1/);
   assert.equal(transcriptMismatch(step(['error: x', '...', '  - z']), 1, 'error: x\n  - y\n'), undefined);
   assert.match(transcriptMismatch(step(['client: 0.1.0']), 0, 'version: 0.1.0')!, /first line is not the page's/);
+  assert.equal(transcriptMismatch(step(['client: 0.1.0-dev']), 0, 'client: 0.1.0'), undefined);
   assert.equal(transcriptMismatch(step(['...']), 0, 'anything'), undefined);
   assert.deepEqual(transcriptSteps('$ mcctl get \\\n  pools\nNAME\n\n$ mcctl version\n'), [{ command: 'mcctl get \n  pools', output: ['NAME'] }, { command: 'mcctl version', output: [] }]);
 });
