@@ -14,6 +14,7 @@ import { GenerateConfigError, TomlSyntaxError } from './errors.ts';
 import { parseLabelSelector } from './label-selector.ts';
 import { checkApiVersion, parseObjectMeta } from './object-meta.ts';
 import { isRecord, type ProblemCollector } from './problem-collector.ts';
+import { parseQuantity, type Quantity } from './quantity.ts';
 import type { GeneratedFile } from './registries-config.ts';
 import { encodeToml, parseToml, type TomlTable, type TomlValue } from './toml.ts';
 import type { LabelSelector, ObjectMeta } from './types.ts';
@@ -37,12 +38,6 @@ const MAX_STORE_PATH = 256;
 /** containers/storage resolves an additional layer store's layers by reference only with this suffix. */
 const LAYER_STORE_REF_SUFFIX = ':ref';
 
-/** A resource.Quantity: the bytes it means (Value(), rounded up) and its canonical String(). */
-export interface Quantity {
-  value: number;
-  text: string;
-}
-
 export interface ContainerRuntimeConfiguration {
   pidsLimit?: number;
   logLevel?: string;
@@ -60,28 +55,6 @@ export interface ContainerRuntimeConfig {
   kind: typeof KIND_CONTAINER_RUNTIME_CONFIG;
   metadata: ObjectMeta;
   spec: { machineConfigPoolSelector: LabelSelector | null; containerRuntimeConfig?: ContainerRuntimeConfiguration };
-}
-
-const BINARY: Record<string, number> = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60 };
-const DECIMAL: Record<string, number> = { n: 1e-9, u: 1e-6, m: 1e-3, '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18 };
-
-/** resource.ParseQuantity for the sizes these fields take; undefined when it is not a quantity. */
-export function parseQuantity(raw: string | number): Quantity | undefined {
-  const text = String(raw).trim();
-  const m = /^([+-]?(?:\d+\.?\d*|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$/.exec(text);
-  if (!m) return undefined;
-  const number = Number(m[1]);
-  const suffix = m[2] ?? '';
-  const binary = suffix in BINARY;
-  const multiplier = binary ? BINARY[suffix]! : suffix in DECIMAL ? DECIMAL[suffix]! : 10 ** Number(suffix.slice(1));
-  const value = Math.ceil(number * multiplier);
-  // Canonical form: the largest suffix of the same family that divides the value exactly.
-  let canonical = String(value);
-  const family = binary ? Object.entries(BINARY) : Object.entries(DECIMAL).filter(([, v]) => v >= 1e3);
-  if (value !== 0) {
-    for (const [s, v] of family) if (Number.isInteger(value / v)) canonical = `${value / v}${s}`;
-  }
-  return { value, text: canonical };
 }
 
 /** Validates a ContainerRuntimeConfig document with MCO's rules; every problem goes into `c`. */

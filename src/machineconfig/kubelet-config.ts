@@ -17,7 +17,8 @@ import { API_VERSION, MASTER_POOL } from './constants.ts';
 import { GenerateConfigError, type Problem } from './errors.ts';
 import { matchesSelector, parseLabelSelector } from './label-selector.ts';
 import { checkApiVersion, parseObjectMeta } from './object-meta.ts';
-import { isRecord, type ProblemCollector } from './problem-collector.ts';
+import { decodeKubeletConfiguration, encodeKubeletConfiguration } from './kubelet-configuration.ts';
+import { isRecord, ProblemCollector } from './problem-collector.ts';
 import { parseTLSSecurityProfile, securityProfileCiphers, type TLSSecurityProfile } from './tls-profile.ts';
 import type { GeneratedFile } from './registries-config.ts';
 import type { LabelSelector, MachineConfigPool, ObjectMeta } from './types.ts';
@@ -78,9 +79,11 @@ export function parseKubeletConfig(doc: Record<string, unknown>, c: ProblemColle
   if (auto !== undefined) out.autoSizingReserved = auto;
   const tls = parseTLSSecurityProfile(spec.tlsSecurityProfile, c, 'spec.tlsSecurityProfile');
   if (tls) out.tlsSecurityProfile = tls;
-  const kc = c.record(spec.kubeletConfig, 'spec.kubeletConfig');
-  if (kc) {
-    out.kubeletConfig = kc;
+  const raw = c.record(spec.kubeletConfig, 'spec.kubeletConfig');
+  if (raw) {
+    // Stored as given, so that it reads back as applied; checked, as MCO checks it, decoded.
+    out.kubeletConfig = raw;
+    const kc = decodeKubeletConfiguration(raw, c, 'spec.kubeletConfig').value;
     for (const r of REFUSED_FIELDS) {
       if (r.isSet(kc)) c.add(`spec.kubeletConfig.${r.field}`, 'kubelet-field-refused', `KubeletConfiguration: ${r.field.replace('memorySwap.', '')} is not allowed to be set, but contains: ${JSON.stringify(r.field === 'memorySwap.swapBehavior' ? (kc.memorySwap as Record<string, unknown>).swapBehavior : kc[r.field])}`);
     }
@@ -163,10 +166,13 @@ export function generateKubeletFiles(kc: KubeletConfig, pool: MachineConfigPool,
   const fail = (field: string, rule: string, message: string): never => {
     throw new GenerateConfigError([{ object, field, rule, message } satisfies Problem]);
   };
-  const spec = kc.spec.kubeletConfig ? clone(kc.spec.kubeletConfig) : undefined;
-  if (spec) {
+  const raw = kc.spec.kubeletConfig;
+  // DecodeKubeletConfig: the spec as the typed struct holds it (Apply refused what does not decode).
+  const spec = raw ? decodeOrThrow(raw, object, 'spec.kubeletConfig') : undefined;
+  if (raw && spec) {
     if (isControlPlanePool(pool)) {
-      if ('staticPodPath' in spec) fail('spec.kubeletConfig.staticPodPath', 'static-pod-path', `KubeletConfiguration: staticPodPath is not allowed to be set for control plane pool "${pool.metadata.name}"`);
+      // MCO looks for the key in the raw JSON here, not in the decoded struct.
+      if ('staticPodPath' in raw) fail('spec.kubeletConfig.staticPodPath', 'static-pod-path', `KubeletConfiguration: staticPodPath is not allowed to be set for control plane pool "${pool.metadata.name}"`);
     } else if (typeof spec.staticPodPath === 'string' && spec.staticPodPath !== '') {
       fail('spec.kubeletConfig.staticPodPath', 'static-pod-path', `KubeletConfiguration: staticPodPath must be empty for pool "${pool.metadata.name}", but contains: ${spec.staticPodPath}`);
     }
@@ -174,14 +180,17 @@ export function generateKubeletFiles(kc: KubeletConfig, pool: MachineConfigPool,
   if (baseKubeletConf === undefined) {
     fail('spec', 'base-config-missing', `no MachineConfig of pool ${pool.metadata.name} provides ${KUBELET_CONF_PATH} to merge over (MCO renders it from its templates; import or apply the pool's 01-${pool.metadata.name}-kubelet config)`);
   }
-  let base: Record<string, unknown>;
+  let parsed: unknown;
   try {
-    const parsed: unknown = parseYaml(baseKubeletConf!);
+    parsed = parseYaml(baseKubeletConf!);
     if (!isRecord(parsed)) throw new Error('not a mapping');
-    base = parsed;
   } catch (err) {
     return fail('spec', 'base-config-syntax', `the pool's ${KUBELET_CONF_PATH} is not a KubeletConfiguration: ${(err as Error).message.split('\n')[0]}`);
   }
+  // MCO decodes its base into the struct too: a key that is no field is gone from what it writes.
+  const baseCheck = new ProblemCollector(object);
+  const base = decodeKubeletConfiguration(parsed, baseCheck, KUBELET_CONF_PATH).value;
+  if (!baseCheck.ok) fail('spec', 'base-config-syntax', `the pool's ${KUBELET_CONF_PATH} is not a KubeletConfiguration: ${baseCheck.problems[0]!.message}`);
   if (kc.spec.tlsSecurityProfile) {
     // syncKubeletConfig sets these on the template's config before generateKubeletIgnFiles merges
     // the spec over it, so kubeletConfig.tlsMinVersion/tlsCipherSuites still win over the profile.
@@ -207,7 +216,7 @@ export function generateKubeletFiles(kc: KubeletConfig, pool: MachineConfigPool,
     delete spec.featureGates;
     // protectKernelDefaults is a plain bool: false would be dropped as a zero value, so MCO
     // looks for it in the raw spec.
-    if (spec.protectKernelDefaults === false) base.protectKernelDefaults = false;
+    if (raw!.protectKernelDefaults === false) base.protectKernelDefaults = false;
     mergeOver(base, spec, true);
     const enforce = spec.enforceNodeAllocatable;
     if ((spec.systemReservedCgroup === undefined || spec.systemReservedCgroup === '') && Array.isArray(enforce) && enforce.length > 0 && !enforce.some((v) => SYSTEM_RESERVED_ENFORCEMENT.includes(String(v)))) {
@@ -225,6 +234,7 @@ export function generateKubeletFiles(kc: KubeletConfig, pool: MachineConfigPool,
   }
   base.apiVersion = 'kubelet.config.k8s.io/v1beta1';
   base.kind = 'KubeletConfiguration';
+  const encoded = encodeKubeletConfiguration(base);
 
   const files: GeneratedFile[] = [];
   const sizing = (auto: boolean | undefined, reserved: Record<string, string>): string =>
@@ -233,8 +243,16 @@ export function generateKubeletFiles(kc: KubeletConfig, pool: MachineConfigPool,
   else if (kc.spec.autoSizingReserved !== undefined) files.push({ path: NODE_SIZING_ENV_PATH, contents: sizing(kc.spec.autoSizingReserved, {}) });
   if (kc.spec.logLevel !== undefined) files.push({ path: KUBELET_LOGGING_DROPIN_PATH, contents: `[Service]\nEnvironment="KUBELET_LOG_LEVEL=${kc.spec.logLevel}"\n` });
   // The kubelet config encoder goes through JSON to YAML (sigs.k8s.io/yaml), which sorts keys.
-  files.push({ path: KUBELET_CONF_PATH, contents: stringifyYaml(base, { sortMapEntries: true, indentSeq: false, lineWidth: 0 }) });
+  files.push({ path: KUBELET_CONF_PATH, contents: stringifyYaml(encoded, { sortMapEntries: true, indentSeq: false, lineWidth: 0 }) });
   return files;
+}
+
+/** The decoded spec, or the problems (a config stored before the types were checked) thrown. */
+function decodeOrThrow(raw: Record<string, unknown>, object: string, field: string): Record<string, unknown> {
+  const c = new ProblemCollector(object);
+  const { value } = decodeKubeletConfiguration(raw, c, field);
+  if (!c.ok) throw new GenerateConfigError(c.problems);
+  return value;
 }
 
 /** Labels and annotations of a higher-level config that decide its generated MachineConfig's name. */

@@ -2,9 +2,9 @@
 // MCO), but they reach no node, which is rarely what the author meant (a role label typo such
 // as "wroker" is the usual cause). Apply answers with a warning for each.
 
-import { readDocuments, parseDocuments } from './manifest.ts';
+import type { ParsedManifests } from './manifest.ts';
 import { formatSelector } from './label-selector.ts';
-import { configsForPool, selfReportedSelectorWarnings } from './pool-membership.ts';
+import { configsForPool } from './pool-membership.ts';
 import type { MachineConfig, MachineConfigPool } from './types.ts';
 
 /** The configs of `configs` that no pool's machineConfigSelector selects. */
@@ -16,17 +16,10 @@ export function unselectedConfigs(configs: readonly MachineConfig[], pools: read
 }
 
 /**
- * Warnings for an apply request: its MachineConfigs that no pool would select once it is stored,
- * counting the pools in the same request (they replace stored ones of the same name), and its
- * pools that select on labels a host could set for itself.
+ * A warning for each MachineConfig of `parsed` that no pool would select once it is stored,
+ * counting the pools in the same request (they replace stored ones of the same name).
  */
-export function unselectedConfigWarnings(manifests: readonly { source: string; text: string }[], storedPools: readonly MachineConfigPool[]): string[] {
-  const parsed = parseDocuments(manifests.flatMap(({ source, text }) => readDocuments(text, source).documents));
-  // The request's own pools: a selector only a host's report could satisfy reaches nobody.
-  return [...unselected(parsed, storedPools), ...selfReportedSelectorWarnings(parsed.pools)];
-}
-
-function unselected(parsed: ReturnType<typeof parseDocuments>, storedPools: readonly MachineConfigPool[]): string[] {
+export function unselectedConfigWarnings(parsed: Pick<ParsedManifests, 'configs' | 'pools'>, storedPools: readonly MachineConfigPool[]): string[] {
   const pools = new Map(storedPools.map((p) => [p.metadata.name, p]));
   for (const p of parsed.pools) pools.set(p.metadata.name, p);
   const selectors = [...pools.values()].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1))

@@ -89,6 +89,27 @@ test('MCO\'s refusals are INVALID_ARGUMENT naming object, field and rule; a pool
   await del('KubeletConfig', 'master-max-pods');
 });
 
+test('a KubeletConfig is read as MCO decodes it: a wrong type is refused, keys fold to their field, a key that is no field is dropped with a warning, durations are written as Go writes them', async () => {
+  await assert.rejects(apply(kubeletConfig('typed', { kubeletConfig: { maxPods: '500', evictionHard: { 'memory.available': 5 } } })), (e: RemoteCallError) => {
+    assert.equal(e.grpcCode, Status.INVALID_ARGUMENT);
+    assert.deepEqual(e.problems.map((p) => `${p.object} ${p.field} ${p.rule}`), ['KubeletConfig/typed spec.kubeletConfig.maxPods kubelet-config-type', 'KubeletConfig/typed spec.kubeletConfig.evictionHard.memory.available kubelet-config-type']);
+    assert.match(e.problems[0]!.message, /maxPods must be int32, got string "500"/);
+    return true;
+  });
+  assert.ok(!(await sources('KubeletConfig')).some((s) => s.name === 'typed'), 'nothing of the refused request is stored');
+
+  const applied = await apply(kubeletConfig('typed', { kubeletConfig: { MaxPods: 320, imageMinimumGCAge: '5m', maxPod: 12 } }));
+  assert.deepEqual(applied.warnings, ['KubeletConfig/typed: spec.kubeletConfig.maxPod is not a KubeletConfiguration field, so it is left out of kubelet.conf (as MCO leaves it out); check its spelling']);
+  const conf = fileOf(await getMc('99-worker-generated-kubelet-1'), '/etc/kubernetes/kubelet.conf')!;
+  assert.match(conf, /^maxPods: 320$/m);
+  assert.match(conf, /^imageMinimumGCAge: 5m0s$/m);
+  assert.doesNotMatch(conf, /maxPod:|MaxPods/);
+  // Written whole, as EncodeKubeletConfig writes the struct.
+  assert.match(conf, /^syncFrequency: 0s$/m);
+  assert.match(conf, /^memorySwap: \{\}$/m);
+  await del('KubeletConfig', 'typed');
+});
+
 test('a KubeletConfig\'s tlsSecurityProfile sets the generated kubelet.conf\'s tlsMinVersion and IANA tlsCipherSuites (MCO GetSecurityProfileCiphers); an unknown type is INVALID_ARGUMENT', async () => {
   await apply(kubeletConfig('tls-custom', { tlsSecurityProfile: { type: 'Custom', custom: { minTLSVersion: 'VersionTLS12', ciphers: ['ECDHE-RSA-AES128-GCM-SHA256', 'AES256-SHA256', 'ECDHE-RSA-CHACHA20-POLY1305'] } } }));
   const [status] = (await sources('KubeletConfig')).filter((s) => s.name === 'tls-custom');

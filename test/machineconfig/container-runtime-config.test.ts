@@ -7,7 +7,8 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { generateContainerRuntimeFiles, parseContainerRuntimeConfig, parseQuantity, updateStorageConfig } from '../../src/machineconfig/container-runtime-config.ts';
+import { generateContainerRuntimeFiles, parseContainerRuntimeConfig, updateStorageConfig } from '../../src/machineconfig/container-runtime-config.ts';
+import { parseQuantity } from '../../src/machineconfig/quantity.ts';
 import { ProblemCollector } from '../../src/machineconfig/problem-collector.ts';
 import { parseToml } from '../../src/machineconfig/toml.ts';
 

@@ -72,9 +72,12 @@ test('generateKubeletIgnFiles: the whole kubelet.conf, the base with the spec me
   const conf = parseYaml(files[1]!.contents);
   assert.equal(conf.maxPods, 500);
   assert.equal(conf.serializeImagePulls, true);
-  assert.equal(conf.protectKernelDefaults, false, 'protectKernelDefaults: false is found in the raw spec');
+  // The raw spec's `"protectKernelDefaults":false` overrides the base's true; then, a plain bool
+  // with omitempty, Go's encoder leaves it out (the kubelet's default is false).
+  assert.equal('protectKernelDefaults' in conf, false, 'protectKernelDefaults: false is found in the raw spec, and written as Go writes a false omitempty bool');
   assert.deepEqual(conf.evictionHard, { 'memory.available': '100Mi', 'nodefs.available': '10%' }, 'maps merge key by key');
-  assert.deepEqual(conf.authentication, { anonymous: { enabled: true }, x509: { clientCAFile: '/etc/kubernetes/kubelet-ca.crt' } });
+  // A struct without omitempty is written whole, zero fields too (webhook's cacheTTL: 0s).
+  assert.deepEqual(conf.authentication, { anonymous: { enabled: true }, webhook: { cacheTTL: '0s' }, x509: { clientCAFile: '/etc/kubernetes/kubelet-ca.crt' } });
   assert.equal(conf.podPidsLimit, 0, 'a pointer field the base lacks takes the spec\'s zero');
   assert.equal('runOnce' in conf, false, 'a plain bool false is a zero value: left out');
   assert.deepEqual(conf.systemReserved, { 'ephemeral-storage': '1Gi' });

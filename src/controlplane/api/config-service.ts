@@ -1,4 +1,4 @@
-import { NotFoundError, unselectedConfigWarnings } from '../../machineconfig/index.ts';
+import { applyWarnings, NotFoundError } from '../../machineconfig/index.ts';
 import type { ConfigServiceHandlers } from '../../runtime/generated/mcplane/v1/ConfigService.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { ApiReads, ConfigCommands } from './api-access.ts';
@@ -18,7 +18,7 @@ export function configService({ cache }: ApiReads, commands: ConfigCommands, aut
   return {
     Apply: admin(async (req: { manifests: { source: string; text: string }[]; dryRun: boolean }) => ({
       objects: await commands.apply(req.manifests, req.dryRun),
-      warnings: unselectedConfigWarnings(req.manifests, [...cache.pools.values()].map((p) => p.value)),
+      warnings: applyWarnings(req.manifests, [...cache.pools.values()].map((p) => p.value)),
       // Only valid documents get here (apply threw otherwise), so the preview can render them.
       ...(req.dryRun ? await commands.previewApply(req.manifests) : {}),
     })),
