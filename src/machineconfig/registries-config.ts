@@ -247,8 +247,13 @@ function mergedMirrorSets(rules: MirrorRule[]): MergedMirrorSet[] {
 
 const registryScope = (r: Registry): string => (r.prefix !== '' ? r.prefix : r.location);
 
-/** EditRegistriesConfig, in place: insecure and blocked scopes, then the mirrors (digest-only, then tag-only). */
-export function editRegistriesConfig(conf: RegistriesConf, insecureScopes: string[], blockedScopes: string[], input: RegistriesInput): void {
+/**
+ * EditRegistriesConfig, in place: insecure and blocked scopes, then the mirrors (digest-only, then
+ * tag-only). Returns the error EditRegistriesConfig returns, which leaves the pool's registries
+ * config as it was: a mirror set whose source is a wildcard with an insecure or blocked scope
+ * inside it, whose mirrors cannot be carried down to that scope (mirrorsAdjustedForNestedScope).
+ */
+export function editRegistriesConfig(conf: RegistriesConf, insecureScopes: string[], blockedScopes: string[], input: RegistriesInput): string | undefined {
   const registries = (conf.registries ??= []);
   const entry = (scope: string): Registry => {
     const found = registries.find((r) => registryScope(r) === scope);
@@ -292,11 +297,15 @@ export function editRegistriesConfig(conf: RegistriesConf, insecureScopes: strin
     for (const reg of registries) {
       const scope = registryScope(reg);
       if (scope !== mirroredScope && scopeIsNestedInsideScope(scope, mirroredScope) && reg.mirrors.length === 0) {
+        if (mirroredScope.startsWith('*.')) {
+          return `the mirrors of ${mirroredScope} cannot be carried down to ${scope}, a scope inside it that is ${reg.blocked ? 'blocked' : 'insecure'}: a wildcard source's mirrors apply to no single repository (runtime-utils mirrorsAdjustedForNestedScope refuses a wildcard scope); give the mirrors for a repository source, or drop ${scope} from the Image config`;
+        }
         const adjustment = scope.slice(mirroredScope.length);
         reg.mirrors = mirrored.mirrors.map((m) => ({ ...m, location: m.location + adjustment }));
       }
     }
   }
+  return undefined;
 }
 
 // ---- validation (validateRegistriesConfScopes) ------------------------------------------------
@@ -413,7 +422,8 @@ export function generateRegistriesFiles(base: RegistriesBase, input: RegistriesI
       if (err instanceof TomlSyntaxError) return fail('spec', 'base-config-syntax', `error unmarshalling registries config ${REGISTRIES_CONF_PATH}: ${err.message}`);
       throw err;
     }
-    editRegistriesConfig(conf, src.insecureRegistries ?? [], src.blockedRegistries ?? [], input);
+    const refused = editRegistriesConfig(conf, src.insecureRegistries ?? [], src.blockedRegistries ?? [], input);
+    if (refused !== undefined) fail('spec.registrySources', 'wildcard-mirror-nested-scope', `could not edit ${REGISTRIES_CONF_PATH}: ${refused}`);
     files.push({ path: REGISTRIES_CONF_PATH, contents: encodeRegistriesConf(conf) });
   }
   // Go's append of an empty list to nil stays nil: an empty allowed list changes nothing.

@@ -138,6 +138,17 @@ test('allowed and blocked registries at once are refused, naming the Image confi
   }, 'Image/cluster'), (err: unknown) => err instanceof GenerateConfigError && err.problems[0]!.rule === 'allowed-and-blocked' && err.problems[0]!.object === 'Image/cluster');
 });
 
+test('a wildcard mirror source with an insecure or blocked scope inside it is refused, as mirrorsAdjustedForNestedScope refuses it (it wrote mirror locations with the scope\'s tail glued on)', () => {
+  for (const sources of [{ insecureRegistries: ['foo.example.com'] }, { blockedRegistries: ['foo.example.com'] }]) {
+    assert.throws(() => generateRegistriesFiles({ registriesConf: TEMPLATE, policyJson: TEMPLATE_POLICY }, {
+      registrySources: sources, digestMirrors: rules(['*.example.com', ['mirror.local/example']]), tagMirrors: [], icspMirrors: [],
+    }, 'Image/cluster'), (err: unknown) => err instanceof GenerateConfigError && err.problems[0]!.rule === 'wildcard-mirror-nested-scope' && err.problems[0]!.object === 'Image/cluster' &&
+      /the mirrors of \*\.example\.com cannot be carried down to foo\.example\.com/.test(err.problems[0]!.message));
+  }
+  // A wildcard source alone, or with scopes elsewhere, is fine: nothing to carry down.
+  assert.deepEqual(registriesFor({ insecure: ['other.io'], digestMirrors: rules(['*.example.com', ['mirror.local/example']]) }).map((r) => r.prefix || r.location), ['*.example.com', 'other.io']);
+});
+
 test('search registries go to the registries.conf.d drop-in; nothing else is generated for them', () => {
   const files = generateRegistriesFiles({}, { registrySources: { containerRuntimeSearchRegistries: ['reg1.io', 'reg2.io'] }, digestMirrors: [], tagMirrors: [], icspMirrors: [] }, 'Image/cluster');
   assert.deepEqual(files, [{ path: '/etc/containers/registries.conf.d/01-image-searchRegistries.conf', contents: 'unqualified-search-registries = ["reg1.io", "reg2.io"]\nshort-name-mode = ""\nadditional-layer-store-auth-helper = ""\n' }]);
