@@ -12,6 +12,10 @@ import type { ProblemCollector } from './problem-collector.ts';
 import { isValidMirror, isValidMirrorSource, isValidRegistriesConfScope, type MirrorRule, type MirrorSourcePolicy, type RegistrySources } from './registries-config.ts';
 import type { ObjectMeta } from './types.ts';
 
+/** RegistrySources' MaxItems and items:MaxLength. */
+const MAX_REGISTRY_SCOPES = 1024;
+const MAX_REGISTRY_SCOPE_CHARS = 256;
+
 export const CONFIG_API_VERSION = 'config.openshift.io/v1';
 export const OPERATOR_V1ALPHA1_API_VERSION = 'operator.openshift.io/v1alpha1';
 export const KIND_IMAGE = 'Image';
@@ -63,13 +67,27 @@ export function parseImageConfig(doc: Record<string, unknown>, c: ProblemCollect
     const list = c.stringList(raw[key], f, key);
     if (!list) continue;
     sources[key] = list;
+    // The Image CRD's schema (openshift/api config/v1 RegistrySources): the API server refuses
+    // these before MCO ever reads them.
+    if (list.length > MAX_REGISTRY_SCOPES) c.add(`${f}.${key}`, 'registry-list-size', `${key} may list at most ${MAX_REGISTRY_SCOPES} registries, got ${list.length}`);
     list.forEach((scope, i) => {
-      if (!isValidRegistriesConfScope(scope)) c.add(`${f}.${key}[${i}]`, 'registry-scope', `invalid entry for ${word} registries ${quote(scope, 100)}: a registry, namespace or repository, or a host wildcard "*.example.com"`);
+      const at = `${f}.${key}[${i}]`;
+      if (scope.length < 1 || scope.length > MAX_REGISTRY_SCOPE_CHARS) c.add(at, 'registry-scope-length', `${word} registry ${quote(scope, 100)} must be 1 to ${MAX_REGISTRY_SCOPE_CHARS} characters, got ${scope.length}`);
+      else if (!isValidMirrorSource(scope)) c.add(at, 'registry-scope-format', `${word} registry ${quote(scope, 100)}: each registry must be a valid hostname[:port][/path] or wildcard *.hostname format without tags or digests`);
+      else if (!isValidRegistriesConfScope(scope)) c.add(at, 'registry-scope', `invalid entry for ${word} registries ${quote(scope, 100)}: a registry, namespace or repository, or a host wildcard "*.example.com"`);
     });
   }
   const search = c.stringList(raw.containerRuntimeSearchRegistries, f, 'containerRuntimeSearchRegistries');
-  if (search) sources.containerRuntimeSearchRegistries = search;
-  if (sources.allowedRegistries?.length && sources.blockedRegistries?.length) {
+  if (search) {
+    sources.containerRuntimeSearchRegistries = search;
+    // MinItems=1 and listType=set.
+    if (search.length === 0) c.add(`${f}.containerRuntimeSearchRegistries`, 'search-registries', 'containerRuntimeSearchRegistries must list at least one registry when it is set');
+    search.forEach((r, i) => {
+      if (search.indexOf(r) !== i) c.add(`${f}.containerRuntimeSearchRegistries[${i}]`, 'search-registries', `${quote(r, 100)} is listed twice (the list is a set)`);
+    });
+  }
+  // The CRD's rule is on the fields being there, an empty list too: has(blocked) ? !has(allowed).
+  if (sources.allowedRegistries !== undefined && sources.blockedRegistries !== undefined) {
     c.add(f, 'allowed-and-blocked', 'invalid images config: only one of AllowedRegistries or BlockedRegistries may be specified');
   }
   if (!metadata || !c.ok) return undefined;
