@@ -101,6 +101,15 @@ export function generatedMachineConfig(name: string, role: string, files: Genera
   };
 }
 
+/**
+ * syncImageConfig's pools: those labelled mco-built-in="" (master, worker and, on a two-node
+ * cluster with an arbiter, arbiter, as MCO's manifests label them), and mcplane's own master and
+ * worker, which exist without a cluster to label them.
+ */
+function isBuiltInPool(pool: MachineConfigPool): boolean {
+  return pool.metadata.labels?.[MCO_BUILT_IN_LABEL] === '' || pool.metadata.name === MASTER_POOL || pool.metadata.name === WORKER_POOL;
+}
+
 /** The contents of `path` in the merge of the pool's own (not generated) configs. */
 function baseFile(pool: MachineConfigPool, baseConfigs: readonly MachineConfig[], path: string): string | undefined {
   const spec = mergeSpecs(configsForPool(pool, baseConfigs).map((mc) => mc.spec));
@@ -114,6 +123,9 @@ function problemsOf(err: unknown): Problem[] {
   if (err instanceof GenerateConfigError) return err.problems;
   throw err;
 }
+
+/** builtInLabelKey in MCO's container runtime config controller. */
+const MCO_BUILT_IN_LABEL = 'machineconfiguration.openshift.io/mco-built-in';
 
 export function desiredGeneratedConfigs(input: GeneratedConfigsInput): GeneratedConfigs {
   const baseConfigs = input.configs.filter((mc) => !isGeneratedConfig(mc));
@@ -188,7 +200,7 @@ export function desiredGeneratedConfigs(input: GeneratedConfigsInput): Generated
     const wanted: MachineConfig[] = [];
     if (problems.length === 0) {
       const rules = { registrySources: sources, digestMirrors: byKind(KIND_IMAGE_DIGEST_MIRROR_SET).flatMap((m) => m.rules), tagMirrors: byKind(KIND_IMAGE_TAG_MIRROR_SET).flatMap((m) => m.rules), icspMirrors: byKind(KIND_IMAGE_CONTENT_SOURCE_POLICY).flatMap((m) => m.rules) };
-      for (const pool of input.pools.filter((p) => p.metadata.name === MASTER_POOL || p.metadata.name === WORKER_POOL)) {
+      for (const pool of input.pools.filter(isBuiltInPool)) {
         try {
           const files = generateRegistriesFiles({ registriesConf: baseFile(pool, baseConfigs, REGISTRIES_CONF_PATH), policyJson: baseFile(pool, baseConfigs, POLICY_JSON_PATH) }, rules, imageObject);
           wanted.push(generatedMachineConfig(`99-${pool.metadata.name}-generated-registries`, pool.metadata.name, files, owners));
