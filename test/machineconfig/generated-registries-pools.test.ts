@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { stringify } from 'yaml';
-import { desiredGeneratedConfigs, type MirrorSetObject } from '../../src/machineconfig/generated-configs.ts';
+import { desiredGeneratedConfigs } from '../../src/machineconfig/generated-configs.ts';
+import type { MirrorSetObject } from '../../src/machineconfig/image-config.ts';
 import { parseDocuments, readDocuments } from '../../src/machineconfig/manifest.ts';
 import { fileEntry, ign, mcDoc, poolDoc } from '../helpers/manifests.ts';
 
