@@ -20,7 +20,7 @@ import { condition, machineConfigObject, nodeObject, poolObject, renderedObject,
 
 export type ResourceName = 'pools' | 'nodes' | 'mc' | 'rendered' | 'replicas' | 'events' | 'tokens' | 'enrollments' | SourceResourceName;
 /** The higher-level configs (generated-configs.ts), one resource per kind. */
-export type SourceResourceName = 'kubeletconfigs' | 'containerruntimeconfigs' | 'images' | 'imagedigestmirrorsets' | 'imagetagmirrorsets' | 'imagecontentsourcepolicies';
+export type SourceResourceName = 'kubeletconfigs' | 'containerruntimeconfigs' | 'images' | 'imagedigestmirrorsets' | 'imagetagmirrorsets' | 'imagecontentsourcepolicies' | 'clusterimagepolicies';
 
 export interface Resource<T> {
   name: ResourceName;
@@ -56,11 +56,12 @@ const ALIASES: Record<string, ResourceName> = {
   imagedigestmirrorset: 'imagedigestmirrorsets', imagedigestmirrorsets: 'imagedigestmirrorsets', idms: 'imagedigestmirrorsets',
   imagetagmirrorset: 'imagetagmirrorsets', imagetagmirrorsets: 'imagetagmirrorsets', itms: 'imagetagmirrorsets',
   imagecontentsourcepolicy: 'imagecontentsourcepolicies', imagecontentsourcepolicies: 'imagecontentsourcepolicies', icsp: 'imagecontentsourcepolicies',
+  clusterimagepolicy: 'clusterimagepolicies', clusterimagepolicies: 'clusterimagepolicies',
 };
 
 export function resourceOf(name: string): ResourceName {
   const r = ALIASES[name.toLowerCase()];
-  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, replicas, events, tokens, enrollments, kubeletconfig, containerruntimeconfig (ctrcfg), image, imagedigestmirrorset (idms), imagetagmirrorset (itms) or imagecontentsourcepolicy (icsp)`);
+  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, replicas, events, tokens, enrollments, kubeletconfig, containerruntimeconfig (ctrcfg), image, imagedigestmirrorset (idms), imagetagmirrorset (itms), imagecontentsourcepolicy (icsp) or clusterimagepolicy`);
   return r;
 }
 
@@ -363,6 +364,7 @@ function sourceResource(name: SourceResourceName, kind: string): Resource<Source
 export const SOURCE_RESOURCE_KINDS: Record<SourceResourceName, string> = {
   kubeletconfigs: 'KubeletConfig', containerruntimeconfigs: 'ContainerRuntimeConfig', images: 'Image',
   imagedigestmirrorsets: 'ImageDigestMirrorSet', imagetagmirrorsets: 'ImageTagMirrorSet', imagecontentsourcepolicies: 'ImageContentSourcePolicy',
+  clusterimagepolicies: 'ClusterImagePolicy',
 };
 const sourceResources = Object.fromEntries(Object.entries(SOURCE_RESOURCE_KINDS).map(([r, kind]) => [r, sourceResource(r as SourceResourceName, kind)])) as Record<SourceResourceName, Resource<SourceObject__Output>>;
 

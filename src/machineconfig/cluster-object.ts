@@ -31,12 +31,13 @@ export const SOURCE_RESOURCES: readonly { kind: SourceKind; group: string; versi
   { kind: 'ImageDigestMirrorSet', group: 'config.openshift.io', version: 'v1', plural: 'imagedigestmirrorsets' },
   { kind: 'ImageTagMirrorSet', group: 'config.openshift.io', version: 'v1', plural: 'imagetagmirrorsets' },
   { kind: 'ImageContentSourcePolicy', group: 'operator.openshift.io', version: 'v1alpha1', plural: 'imagecontentsourcepolicies' },
+  { kind: 'ClusterImagePolicy', group: 'config.openshift.io', version: 'v1', plural: 'clusterimagepolicies' },
 ];
 
 /** The apiVersion a list item without one gets, by kind. */
 const API_VERSION_OF: Partial<Record<ClusterKind, string>> = {
   Image: 'config.openshift.io/v1', ImageDigestMirrorSet: 'config.openshift.io/v1', ImageTagMirrorSet: 'config.openshift.io/v1',
-  ImageContentSourcePolicy: 'operator.openshift.io/v1alpha1',
+  ImageContentSourcePolicy: 'operator.openshift.io/v1alpha1', ClusterImagePolicy: 'config.openshift.io/v1',
 };
 
 /**

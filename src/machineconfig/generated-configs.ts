@@ -1,5 +1,6 @@
 // The higher-level configs (KubeletConfig, ContainerRuntimeConfig, and the registries sources:
-// Image/cluster, ImageDigestMirrorSet, ImageTagMirrorSet, ImageContentSourcePolicy) made into the
+// Image/cluster, ImageDigestMirrorSet, ImageTagMirrorSet, ImageContentSourcePolicy,
+// ClusterImagePolicy) made into the
 // MachineConfigs MCO's kubelet-config and container-runtime-config controllers would write, as
 // one pure function: sources + pools + the stored MachineConfigs -> the generated MachineConfigs
 // wanted, and a status per source. A control-plane controller writes the difference.
@@ -15,17 +16,20 @@ import { GenerateConfigError, type Problem } from './errors.ts';
 import { emptyIgnitionConfig } from './ignition.ts';
 import { generateContainerRuntimeFiles, parseContainerRuntimeConfig, KIND_CONTAINER_RUNTIME_CONFIG, STORAGE_CONF_PATH, type ContainerRuntimeConfig } from './container-runtime-config.ts';
 import { parseImageConfig, parseMirrorSet, CLUSTER_IMAGE, CONFIG_API_VERSION, KIND_IMAGE, KIND_IMAGE_CONTENT_SOURCE_POLICY, KIND_IMAGE_DIGEST_MIRROR_SET, KIND_IMAGE_TAG_MIRROR_SET, type ImageConfig, type MirrorSetObject } from './image-config.ts';
+import { clusterScopePolicies, KIND_CLUSTER_IMAGE_POLICY, parseClusterImagePolicy, SIGSTORE_REGISTRIES_PATH, sigstoreRegistriesYaml, type ClusterImagePolicy } from './image-policy.ts';
 import { generateKubeletFiles, parseKubeletConfig, KIND_KUBELET_CONFIG, KUBELET_CONF_PATH, managedKey, poolsSelectedBy, type KubeletConfig, type NamedSource } from './kubelet-config.ts';
 import { configsForPool } from './pool-membership.ts';
 import type { ProblemCollector } from './problem-collector.ts';
-import { generateRegistriesFiles, POLICY_JSON_PATH, REGISTRIES_CONF_PATH, registriesProblems, type GeneratedFile, type LocatedMirrorRule } from './registries-config.ts';
+import { decodeRegistriesConf, generateRegistriesFiles, POLICY_JSON_PATH, REGISTRIES_CONF_PATH, registriesProblems, type GeneratedFile, type LocatedMirrorRule } from './registries-config.ts';
 import { mergeSpecs } from './render.ts';
 import type { MachineConfig, MachineConfigPool, OwnerReference } from './types.ts';
 
 /** ctrlcommon.GeneratedByControllerVersionAnnotationKey, which MCO sets on every generated config. */
 export const GENERATED_BY_ANNOTATION = 'machineconfiguration.openshift.io/generated-by-controller-version';
 export const GENERATED_BY_VALUE = 'mcplane';
-export const SOURCE_KINDS = [KIND_KUBELET_CONFIG, KIND_CONTAINER_RUNTIME_CONFIG, KIND_IMAGE, KIND_IMAGE_DIGEST_MIRROR_SET, KIND_IMAGE_TAG_MIRROR_SET, KIND_IMAGE_CONTENT_SOURCE_POLICY] as const;
+export const SOURCE_KINDS = [KIND_KUBELET_CONFIG, KIND_CONTAINER_RUNTIME_CONFIG, KIND_IMAGE, KIND_IMAGE_DIGEST_MIRROR_SET, KIND_IMAGE_TAG_MIRROR_SET, KIND_IMAGE_CONTENT_SOURCE_POLICY, KIND_CLUSTER_IMAGE_POLICY] as const;
+/** The kinds whose objects make the registries config together, and share its outcome. */
+const REGISTRIES_KINDS: ReadonlySet<string> = new Set([KIND_IMAGE, KIND_IMAGE_DIGEST_MIRROR_SET, KIND_IMAGE_TAG_MIRROR_SET, KIND_IMAGE_CONTENT_SOURCE_POLICY, KIND_CLUSTER_IMAGE_POLICY]);
 
 /**
  * Kinds MCO turns into node files that mcplane does not take, each with what MCO does with it
@@ -33,8 +37,7 @@ export const SOURCE_KINDS = [KIND_KUBELET_CONFIG, KIND_CONTAINER_RUNTIME_CONFIG,
  * features/features.go), so applying one says why it is refused rather than "unknown kind".
  */
 export const UNIMPLEMENTED_MCO_KINDS: Readonly<Record<string, string>> = {
-  ClusterImagePolicy: 'config.openshift.io/v1 ClusterImagePolicy is not implemented by mcplane: MCO, behind the SigstoreImageVerification feature gate (on in the Default feature set at MCO 7ff337a4), writes its sigstore signature requirements into policy.json and /etc/containers/registries.d/sigstore-registries.yaml of 99-<pool>-generated-registries; mcplane\'s generated policy.json carries only the Image config\'s allowed and blocked registries',
-  ImagePolicy: 'config.openshift.io/v1 ImagePolicy is not implemented by mcplane: MCO, behind the SigstoreImageVerification feature gate (on in the Default feature set at MCO 7ff337a4), writes a namespace\'s sigstore requirements to /etc/crio/policies/<namespace>.json',
+  ImagePolicy: 'config.openshift.io/v1 ImagePolicy is not implemented by mcplane: it is a namespaced object, and mcplane stores none; MCO, behind the SigstoreImageVerification feature gate (on in the Default feature set at MCO 7ff337a4), writes a namespace\'s sigstore requirements to /etc/crio/policies/<namespace>.json. A ClusterImagePolicy for the same scopes applies to every namespace',
   CRIOCredentialProviderConfig: 'config.openshift.io/v1 CRIOCredentialProviderConfig is not implemented by mcplane: MCO, behind the CRIOCredentialProviderConfig feature gate (on in the Default feature set of self-managed clusters at MCO 7ff337a4), writes it into the kubelet\'s image credential provider config under /etc/kubernetes/credential-providers',
   APIServer: 'config.openshift.io/v1 APIServer is not taken by mcplane: MCO renders its spec.tlsSecurityProfile into the templated kubelet.conf of 01-<pool>-kubelet, and mcplane takes that file from the pool\'s imported configs as it is; to set a pool\'s kubelet TLS profile, use KubeletConfig spec.tlsSecurityProfile',
 };
@@ -49,6 +52,8 @@ export interface GeneratedConfigsInput {
   image?: ImageConfig;
   /** ImageDigestMirrorSets, ImageTagMirrorSets and ImageContentSourcePolicies, any order. */
   mirrorSets: readonly MirrorSetObject[];
+  /** In creation order: a scope's requirements are listed in it. */
+  clusterImagePolicies?: readonly ClusterImagePolicy[];
 }
 
 /** One status condition as MCO writes it on KubeletConfig/ContainerRuntimeConfig (message "Success" or "Error: ..."). */
@@ -124,6 +129,25 @@ function problemsOf(err: unknown): Problem[] {
   throw err;
 }
 
+/**
+ * The sigstore attachments file, after policy.json as registriesConfigIgnition lists it, made from
+ * the registries.conf just generated (the scopes alone when there is none). A scope whose mirrors
+ * make no valid reference fails the registries config, naming the ClusterImagePolicy.
+ */
+function addSigstoreRegistries(files: GeneratedFile[], scopes: string[], policies: readonly ClusterImagePolicy[]): void {
+  const registries = files.find((f) => f.path === REGISTRIES_CONF_PATH);
+  let yaml: string | undefined;
+  try {
+    yaml = sigstoreRegistriesYaml(scopes, registries ? decodeRegistriesConf(registries.contents) : undefined);
+  } catch (err) {
+    const culprit = policies.find((p) => p.spec.scopes.some((scope) => (err as Error).message.includes(`scope ${scope} `))) ?? policies[0]!;
+    throw new GenerateConfigError([{ object: `${KIND_CLUSTER_IMAGE_POLICY}/${culprit.metadata.name}`, field: 'spec.scopes', rule: 'image-policy-mirrors', message: (err as Error).message }]);
+  }
+  if (yaml === undefined) return;
+  const at = files.findIndex((f) => f.path === POLICY_JSON_PATH);
+  files.splice(at + 1, 0, { path: SIGSTORE_REGISTRIES_PATH, contents: yaml });
+}
+
 /** builtInLabelKey in MCO's container runtime config controller. */
 const MCO_BUILT_IN_LABEL = 'machineconfiguration.openshift.io/mco-built-in';
 
@@ -183,7 +207,8 @@ export function desiredGeneratedConfigs(input: GeneratedConfigsInput): Generated
   perPool(KIND_CONTAINER_RUNTIME_CONFIG, input.containerRuntimeConfigs, (cr, pool) => generateContainerRuntimeFiles(cr, baseFile(pool, baseConfigs, STORAGE_CONF_PATH)));
 
   // The registries: MCO's built-in pools only (custom pools render worker's), owned by Image/cluster.
-  if (input.image || input.mirrorSets.length > 0) {
+  const imagePolicies = input.clusterImagePolicies ?? [];
+  if (input.image || input.mirrorSets.length > 0 || imagePolicies.length > 0) {
     const imageObject = `${KIND_IMAGE}/${CLUSTER_IMAGE}`;
     const sorted = [...input.mirrorSets].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
     const byKind = (kind: string): MirrorSetObject[] => sorted.filter((m) => m.kind === kind);
@@ -193,16 +218,20 @@ export function desiredGeneratedConfigs(input: GeneratedConfigsInput): Generated
       m.rules.forEach((r, i) => located.push({ ...r, object: `${m.kind}/${m.metadata.name}`, field: `spec.${list}[${i}]` }));
     }
     const sources = input.image?.spec.registrySources ?? {};
+    // Without the Image config, the other registries sources hold what they make together.
+    const others = [...sorted, ...[...imagePolicies].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0))];
     const owners = input.image
       ? [ownerRef(CONFIG_API_VERSION, KIND_IMAGE, CLUSTER_IMAGE, true)]
-      : sorted.map((m) => ownerRef(m.apiVersion, m.kind, m.metadata.name, false));
+      : others.map((m) => ownerRef(m.apiVersion, m.kind, m.metadata.name, false));
     const problems = registriesProblems({ object: imageObject, sources }, located);
     const wanted: MachineConfig[] = [];
     if (problems.length === 0) {
-      const rules = { registrySources: sources, digestMirrors: byKind(KIND_IMAGE_DIGEST_MIRROR_SET).flatMap((m) => m.rules), tagMirrors: byKind(KIND_IMAGE_TAG_MIRROR_SET).flatMap((m) => m.rules), icspMirrors: byKind(KIND_IMAGE_CONTENT_SOURCE_POLICY).flatMap((m) => m.rules) };
+      const scopePolicies = clusterScopePolicies(imagePolicies);
+      const rules = { registrySources: sources, digestMirrors: byKind(KIND_IMAGE_DIGEST_MIRROR_SET).flatMap((m) => m.rules), tagMirrors: byKind(KIND_IMAGE_TAG_MIRROR_SET).flatMap((m) => m.rules), icspMirrors: byKind(KIND_IMAGE_CONTENT_SOURCE_POLICY).flatMap((m) => m.rules), scopePolicies };
       for (const pool of input.pools.filter(isBuiltInPool)) {
         try {
           const files = generateRegistriesFiles({ registriesConf: baseFile(pool, baseConfigs, REGISTRIES_CONF_PATH), policyJson: baseFile(pool, baseConfigs, POLICY_JSON_PATH) }, rules, imageObject);
+          addSigstoreRegistries(files, [...scopePolicies.keys()], imagePolicies);
           wanted.push(generatedMachineConfig(`99-${pool.metadata.name}-generated-registries`, pool.metadata.name, files, owners));
         } catch (err) {
           problems.push(...problemsOf(err));
@@ -213,15 +242,15 @@ export function desiredGeneratedConfigs(input: GeneratedConfigsInput): Generated
     // object), and the generated configs are held by the Image config, else the first mirror set.
     // On failure the registries configs in place stay: a broken mirror set must not strip the
     // mirrors nodes use now.
-    const holder = input.image ? ([KIND_IMAGE, CLUSTER_IMAGE] as const) : ([sorted[0]!.kind, sorted[0]!.metadata.name] as const);
-    for (const m of [...(input.image ? [[KIND_IMAGE, CLUSTER_IMAGE]] : []), ...sorted.map((x) => [x.kind, x.metadata.name])] as [string, string][]) {
+    const holder = input.image ? ([KIND_IMAGE, CLUSTER_IMAGE] as const) : ([others[0]!.kind, others[0]!.metadata.name] as const);
+    for (const m of [...(input.image ? [[KIND_IMAGE, CLUSTER_IMAGE]] : []), ...others.map((x) => [x.kind, x.metadata.name])] as [string, string][]) {
       statusFor(m[0], m[1]).problems.push(...problems);
     }
     statusFor(holder[0], holder[1]).wanted = problems.length === 0 ? wanted : existing.filter((mc) => /^99-.*-generated-registries$/.test(mc.metadata.name));
   }
 
   for (const s of pending.values()) {
-    const wanted = s.problems.length === 0 || /^(Image|ImageDigestMirrorSet|ImageTagMirrorSet|ImageContentSourcePolicy)$/.test(s.kind)
+    const wanted = s.problems.length === 0 || REGISTRIES_KINDS.has(s.kind)
       ? s.wanted
       : [...s.wanted, ...ownedBy(s.kind, s.name).filter((mc) => !s.wanted.some((w) => w.metadata.name === mc.metadata.name))];
     out.push(...wanted);
@@ -233,7 +262,7 @@ export function desiredGeneratedConfigs(input: GeneratedConfigsInput): Generated
 }
 
 /** Any of the higher-level config objects, as stored. */
-export type SourceObject = KubeletConfig | ContainerRuntimeConfig | ImageConfig | MirrorSetObject;
+export type SourceObject = KubeletConfig | ContainerRuntimeConfig | ImageConfig | MirrorSetObject | ClusterImagePolicy;
 export type SourceKind = (typeof SOURCE_KINDS)[number];
 
 export function isSourceKind(kind: unknown): kind is SourceKind {
@@ -246,12 +275,13 @@ export function parseSourceObject(doc: Record<string, unknown>, c: ProblemCollec
     case KIND_KUBELET_CONFIG: return parseKubeletConfig(doc, c);
     case KIND_CONTAINER_RUNTIME_CONFIG: return parseContainerRuntimeConfig(doc, c);
     case KIND_IMAGE: return parseImageConfig(doc, c);
+    case KIND_CLUSTER_IMAGE_POLICY: return parseClusterImagePolicy(doc, c);
     default: return parseMirrorSet(doc, c);
   }
 }
 
 /** The input of desiredGeneratedConfigs from stored source objects (KubeletConfigs in creation order). */
-export function sourcesInput(objects: readonly { value: SourceObject; createdAt: number }[]): Pick<GeneratedConfigsInput, 'kubeletConfigs' | 'containerRuntimeConfigs' | 'image' | 'mirrorSets'> {
+export function sourcesInput(objects: readonly { value: SourceObject; createdAt: number }[]): Pick<GeneratedConfigsInput, 'kubeletConfigs' | 'containerRuntimeConfigs' | 'image' | 'mirrorSets' | 'clusterImagePolicies'> {
   const ordered = [...objects].sort((a, b) => a.createdAt - b.createdAt || (a.value.metadata.name < b.value.metadata.name ? -1 : 1)).map((o) => o.value);
   const image = ordered.find((o): o is ImageConfig => o.kind === KIND_IMAGE);
   return {
@@ -259,5 +289,6 @@ export function sourcesInput(objects: readonly { value: SourceObject; createdAt:
     containerRuntimeConfigs: ordered.filter((o): o is ContainerRuntimeConfig => o.kind === KIND_CONTAINER_RUNTIME_CONFIG),
     ...(image ? { image } : {}),
     mirrorSets: ordered.filter((o): o is MirrorSetObject => o.kind === KIND_IMAGE_DIGEST_MIRROR_SET || o.kind === KIND_IMAGE_TAG_MIRROR_SET || o.kind === KIND_IMAGE_CONTENT_SOURCE_POLICY),
+    clusterImagePolicies: ordered.filter((o): o is ClusterImagePolicy => o.kind === KIND_CLUSTER_IMAGE_POLICY),
   };
 }

@@ -10,7 +10,8 @@
 //   vendor/github.com/containers/image/v5/pkg/sysregistriesv2/system_registries_v2.go: the
 //     V2RegistriesConf fields, their TOML names and which are omitempty (the encoder's layout)
 // What mcplane leaves out: the release payload (mcplane has no release image, so blocking the
-// payload's registry is not special-cased) and the sigstore image policies (ClusterImagePolicy).
+// payload's registry is not special-cased). The sigstore image policies (ClusterImagePolicy) are
+// image-policy.ts's; they reach policy.json here as requirements by scope.
 
 import { GenerateConfigError, TomlSyntaxError, type Problem } from './errors.ts';
 import { encodeToml, parseToml, type TomlTable, type TomlValue } from './toml.ts';
@@ -47,6 +48,8 @@ export interface RegistriesInput {
   tagMirrors: MirrorRule[];
   /** ImageContentSourcePolicies' spec.repositoryDigestMirrors (merged after the IDMS rules, as MCO does). */
   icspMirrors: MirrorRule[];
+  /** The ClusterImagePolicies' sigstore requirements by scope (image-policy.ts clusterScopePolicies). */
+  scopePolicies?: ReadonlyMap<string, PolicyRequirement[]>;
 }
 
 // ---- sysregistriesv2.V2RegistriesConf --------------------------------------------------------
@@ -357,13 +360,16 @@ export function registriesProblems(image: { object: string; sources: RegistrySou
 
 // ---- policy.json (updatePolicyJSON) -----------------------------------------------------------
 
-type PolicyRequirement = Record<string, unknown>;
+/** One requirement of policy.json (containers-policy.json(5)), as JSON. */
+export type PolicyRequirement = Record<string, unknown>;
 
 /**
- * policy.json for allowed (everything else rejected) or blocked registries: the docker transport's
- * scopes replaced, and atomic's with them (atomic takes no scope of three or more segments).
+ * updatePolicyJSON: policy.json for allowed (everything else rejected) or blocked registries and
+ * the ClusterImagePolicies' requirements by scope: the docker transport's scopes replaced, and
+ * atomic's with them (atomic takes no scope of three or more segments). An allowed registry that
+ * is also a policy's scope gets only the policy's requirements, not insecureAcceptAnything.
  */
-export function updatePolicyJson(base: string, blocked: string[] | undefined, allowed: string[] | undefined): string {
+export function updatePolicyJson(base: string, blocked: string[] | undefined, allowed: string[] | undefined, scopePolicies: ReadonlyMap<string, PolicyRequirement[]> = new Map()): string {
   const policy = JSON.parse(base) as { default?: PolicyRequirement[]; transports?: Record<string, Record<string, PolicyRequirement[]>> };
   if (policy === null || typeof policy !== 'object' || Array.isArray(policy)) throw new TomlSyntaxError('policy.json is not a JSON object');
   const transports = policy.transports ?? {};
@@ -371,18 +377,34 @@ export function updatePolicyJson(base: string, blocked: string[] | undefined, al
   let def = policy.default ?? [];
   if (allowed?.length) {
     def = [{ type: 'reject' }];
-    for (const reg of allowed) scopes[reg] = [{ type: 'insecureAcceptAnything' }];
+    for (const reg of allowed) if (!scopePolicies.has(reg)) scopes[reg] = [{ type: 'insecureAcceptAnything' }];
   }
   if (blocked?.length) {
     def = [{ type: 'insecureAcceptAnything' }];
     for (const reg of blocked) scopes[reg] = [{ type: 'reject' }];
   }
+  for (const [scope, requirements] of scopePolicies) scopes[scope] = [...(scopes[scope] ?? []), ...requirements];
   if (Object.keys(scopes).length > 0) {
     transports.docker = scopes;
     transports.atomic = Object.fromEntries(Object.entries(scopes).filter(([reg]) => (reg.match(/\//g) ?? []).length < 3));
   }
   // Go's json.MarshalIndent: struct fields in order, map keys sorted, two-space indent.
   return JSON.stringify({ default: def, transports: sortMaps(transports) }, null, 2);
+}
+
+/**
+ * validateImagePolicyWithAllowedBlockedRegistries, for the cluster's policies: a policy's scope
+ * must lie inside an allowed registry when registries are allowed, and outside every blocked
+ * one; the first scope that does not, in MCO's words, or undefined.
+ */
+export function scopePolicyConflict(scopes: Iterable<string>, allowed: readonly string[], blocked: readonly string[]): string | undefined {
+  for (const scope of scopes) {
+    if (allowed.length > 0 && !allowed.some((reg) => scopeIsNestedInsideScope(scope, reg))) return `clusterimagePolicy configured for the scope ${scope} is not nested inside allowedRegistries`;
+  }
+  for (const scope of scopes) {
+    if (blocked.some((reg) => scopeIsNestedInsideScope(scope, reg))) return `clusterimagePolicy configured for the scope ${scope} is nested inside blockedRegistries`;
+  }
+  return undefined;
 }
 
 function sortMaps(m: Record<string, Record<string, PolicyRequirement[]>>): Record<string, Record<string, PolicyRequirement[]>> {
@@ -427,11 +449,14 @@ export function generateRegistriesFiles(base: RegistriesBase, input: RegistriesI
     files.push({ path: REGISTRIES_CONF_PATH, contents: encodeRegistriesConf(conf) });
   }
   // Go's append of an empty list to nil stays nil: an empty allowed list changes nothing.
-  if (src.blockedRegistries?.length || src.allowedRegistries?.length) {
+  const scopePolicies = input.scopePolicies ?? new Map<string, PolicyRequirement[]>();
+  if (src.blockedRegistries?.length || src.allowedRegistries?.length || scopePolicies.size > 0) {
     if (src.allowedRegistries?.length && src.blockedRegistries?.length) fail('spec.registrySources', 'allowed-and-blocked', 'invalid images config: only one of AllowedRegistries or BlockedRegistries may be specified');
+    const conflict = scopePolicyConflict(scopePolicies.keys(), src.allowedRegistries ?? [], src.blockedRegistries ?? []);
+    if (conflict !== undefined) fail('spec.registrySources', 'image-policy-scope', `could not update policy json with new changes: ${conflict}`);
     if (base.policyJson === undefined) fail('spec', 'base-config-missing', `no MachineConfig of the pool provides ${POLICY_JSON_PATH} to edit (MCO takes it from its templates)`);
     try {
-      files.push({ path: POLICY_JSON_PATH, contents: updatePolicyJson(base.policyJson!, src.blockedRegistries, src.allowedRegistries) });
+      files.push({ path: POLICY_JSON_PATH, contents: updatePolicyJson(base.policyJson!, src.blockedRegistries, src.allowedRegistries, scopePolicies) });
     } catch (err) {
       if (err instanceof SyntaxError || err instanceof TomlSyntaxError) fail('spec', 'base-config-syntax', `error decoding policy json ${POLICY_JSON_PATH}: ${err.message}`);
       throw err;

@@ -86,6 +86,25 @@ test('apply, get, get -o yaml, get mc and delete of a KubeletConfig and an Image
   assert.doesNotMatch((await mcctl('get', 'mc')).stdout, /99-worker-generated-kubelet/);
 });
 
+test('a ClusterImagePolicy through the binary: apply, get clusterimagepolicy, -o yaml, delete; a CRD rule broken is refused naming the field', async () => {
+  const key = b64(`-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE${'A'.repeat(40)}\n-----END PUBLIC KEY-----\n`);
+  const policy = (scope: string) => `apiVersion: config.openshift.io/v1\nkind: ClusterImagePolicy\nmetadata: {name: signed}\nspec:\n  scopes: ["${scope}"]\n  policy:\n    rootOfTrust:\n      policyType: PublicKey\n      publicKey: {keyData: ${key}}\n`;
+  const file = join(dir, 'cip.yaml');
+  writeFileSync(file, policy('quay'));
+  const refused = await mcctl('apply', '-f', file);
+  assert.equal(refused.status, 1);
+  assert.match(refused.stderr, /ClusterImagePolicy\/signed: spec\.scopes\[0\]: "quay": invalid image scope format, scope must contain a fully qualified domain name or 'localhost' \[image-scope\]/);
+  writeFileSync(file, policy('quay.io/team'));
+  const applied = await mcctl('apply', '-f', file);
+  assert.equal(applied.status, 0, applied.stderr);
+  assert.match(applied.stdout, /^clusterimagepolicy\/signed created$/m);
+  assert.match((await mcctl('get', 'clusterimagepolicy')).stdout, /^NAME +STATUS +GENERATED +AGE\nsigned +/m);
+  const yaml = parse((await mcctl('get', 'clusterimagepolicy', 'signed', '-o', 'yaml')).stdout);
+  assert.equal(yaml.kind, 'ClusterImagePolicy');
+  assert.deepEqual(yaml.spec.scopes, ['quay.io/team']);
+  assert.equal((await mcctl('delete', 'clusterimagepolicy', 'signed')).stdout, 'clusterimagepolicy/signed deleted\n');
+});
+
 test('describe machineconfiguration cluster lists MCO\'s built-in policies, and an applied entry over them', async () => {
   const builtins = await mcctl('describe', 'machineconfiguration', 'cluster');
   assert.equal(builtins.status, 0, builtins.stderr);

@@ -168,6 +168,32 @@ test('an ImageDigestMirrorSet becomes 99-<pool>-generated-registries for master 
   assert.ok(!(await mcNames()).some((n) => n.endsWith('-generated-registries')));
 });
 
+test('a ClusterImagePolicy puts its sigstore requirement into policy.json and its scope and mirrors into sigstore-registries.yaml; a scope outside the allowed registries is a Failure', async () => {
+  const pem = Buffer.from(`-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE${'A'.repeat(40)}\n-----END PUBLIC KEY-----\n`).toString('base64');
+  const policy = { apiVersion: 'config.openshift.io/v1', kind: 'ClusterImagePolicy', metadata: { name: 'signed-apps' }, spec: { scopes: ['quay.io/team'], policy: { rootOfTrust: { policyType: 'PublicKey', publicKey: { keyData: pem } } } } };
+  await apply(policy, { apiVersion: 'config.openshift.io/v1', kind: 'ImageDigestMirrorSet', metadata: { name: 'team' }, spec: { imageDigestMirrors: [{ source: 'quay.io/team', mirrors: ['mirror.local/team'] }] } });
+  const mc = await getMc('99-worker-generated-registries');
+  assert.deepEqual(mc.spec.config.storage.files.map((f: { path: string }) => f.path), ['/etc/containers/registries.conf', '/etc/containers/policy.json', '/etc/containers/registries.d/sigstore-registries.yaml']);
+  assert.deepEqual(JSON.parse(fileOf(mc, '/etc/containers/policy.json')!).transports.docker, { 'quay.io/team': [{ type: 'sigstoreSigned', keyData: pem, signedIdentity: { type: 'matchRepoDigestOrExact' } }] });
+  assert.equal(fileOf(mc, '/etc/containers/registries.d/sigstore-registries.yaml'), 'docker:\n  mirror.local/team:\n    use-sigstore-attachments: true\n  quay.io/team:\n    use-sigstore-attachments: true\n');
+  assert.deepEqual(mc.metadata.ownerReferences.map((o: { kind: string; name: string }) => `${o.kind}/${o.name}`), ['ImageDigestMirrorSet/team', 'ClusterImagePolicy/signed-apps'], 'without an Image config, the sources hold it together');
+  assert.ok((await renderedSources('master')).includes('99-master-generated-registries'));
+
+  // Allowed registries that do not hold the policy's scope: MCO's validation fails the registries
+  // config, every registries source says why, and the configs in place stay.
+  const before = await getMc('99-worker-generated-registries');
+  await apply({ apiVersion: 'config.openshift.io/v1', kind: 'Image', metadata: { name: 'cluster' }, spec: { registrySources: { allowedRegistries: ['registry.redhat.io'] } } });
+  const [status] = (await sources('ClusterImagePolicy')).filter((x) => x.name === 'signed-apps');
+  assert.equal(status.conditions[0].type, 'Failure');
+  assert.match(status.problems[0].message, /clusterimagePolicy configured for the scope quay\.io\/team is not nested inside allowedRegistries/);
+  assert.deepEqual(await getMc('99-worker-generated-registries'), before);
+
+  await del('Image', 'cluster');
+  await del('ClusterImagePolicy', 'signed-apps');
+  assert.deepEqual((await getMc('99-worker-generated-registries')).spec.config.storage.files.map((f: { path: string }) => f.path), ['/etc/containers/registries.conf'], 'the policy gone, its files go');
+  await del('ImageDigestMirrorSet', 'team');
+});
+
 test('apply --dry-run of a mirror set previews the generated registries config and names MCO\'s rule per node', async () => {
   const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node('worker-0', 'worker'), name: 'worker-0', autoDone: true, labels: { 'node-role.kubernetes.io/worker': '' } });
   await agent.connect();

@@ -26,7 +26,7 @@ import {
   type Problem,
   type UpdateRecord,
 } from '../../machineconfig/index.ts';
-import { isSourceKind } from '../../machineconfig/generated-configs.ts';
+import { isSourceKind, SOURCE_KINDS } from '../../machineconfig/generated-configs.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { previewApply, type ApplyPreview } from '../cache/apply-preview.ts';
 import type { ClusterCache } from '../cache/cluster-cache.ts';
@@ -203,7 +203,7 @@ export class ConfigCommands {
         ...DELETED_WITH_NODE.map((k) => ({ type: 'delete' as const, kind: k, name })),
       ]));
     } else {
-      throw new InvalidDocumentError([{ object: `${kind}/${name}`, field: 'kind', rule: 'unknown-kind', message: `cannot delete kind "${kind}": use MachineConfig, MachineConfigPool, MachineConfiguration, Node, KubeletConfig, ContainerRuntimeConfig, Image, ImageDigestMirrorSet, ImageTagMirrorSet or ImageContentSourcePolicy` }]);
+      throw new InvalidDocumentError([{ object: `${kind}/${name}`, field: 'kind', rule: 'unknown-kind', message: `cannot delete kind "${kind}": use MachineConfig, MachineConfigPool, MachineConfiguration, Node, ${SOURCE_KINDS.slice(0, -1).join(', ')} or ${SOURCE_KINDS.at(-1)}` }]);
     }
     await this.#cache.waitForRevision(revision);
     await this.#waitForRender(touchedPools, revision);

@@ -49,6 +49,7 @@ export const KINDS = {
   ImageDigestMirrorSet: { writer: 'user', holds: 'an ImageDigestMirrorSet', cached: true },
   ImageTagMirrorSet: { writer: 'user', holds: 'an ImageTagMirrorSet', cached: true },
   ImageContentSourcePolicy: { writer: 'user', holds: 'an ImageContentSourcePolicy (operator.openshift.io/v1alpha1)', cached: true },
+  ClusterImagePolicy: { writer: 'user', holds: 'a ClusterImagePolicy: sigstore signature verification for image scopes', cached: true },
 } as const satisfies Record<string, KindInfo>;
 
 export type StoredKind = keyof typeof KINDS;
