@@ -120,7 +120,8 @@ export function parseMirrorSet(doc: Record<string, unknown>, c: ProblemCollector
       if (!isValidMirror(m)) c.add(`${f}.mirrors[${j}]`, 'mirror-format', `invalid format for mirror ${quote(m, 100)}`);
       else if (policy === 'NeverContactSource' && m === source) c.add(`${f}.mirrors[${j}]`, 'never-contact-source-mirror', `cannot set mirrorSourcePolicy: NeverContactSource if the source ${quote(source, 100)} is one of the mirrors`);
     });
-    if (new Set(mirrors).size !== mirrors.length) c.add(`${f}.mirrors`, 'duplicate-entry', 'each mirror may be listed once (the CRD\'s rule)');
+    // IDMS and ITMS mirrors are a listType=set; ICSP's are a plain list, which MCO takes as it is.
+    if (!icsp && new Set(mirrors).size !== mirrors.length) c.add(`${f}.mirrors`, 'duplicate-entry', 'each mirror may be listed once (the CRD\'s rule)');
     if (source !== undefined) rules.push({ source, mirrors, mirrorSourcePolicy: policy });
   });
   if (!metadata || !c.ok) return undefined;
