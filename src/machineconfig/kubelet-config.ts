@@ -12,12 +12,13 @@
 // (an imported 01-worker-kubelet, say), which the cluster's MCO rendered with that same profile,
 // so a KubeletConfig without tlsSecurityProfile keeps the base's tlsMinVersion/tlsCipherSuites.
 
-import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { parse as parseYaml } from 'yaml';
+import { stringifyGoYaml } from './go-yaml.ts';
 import { API_VERSION, MASTER_POOL } from './constants.ts';
 import { GenerateConfigError, type Problem } from './errors.ts';
 import { matchesSelector, parseLabelSelector } from './label-selector.ts';
 import { checkApiVersion, parseObjectMeta } from './object-meta.ts';
-import { decodeKubeletConfiguration, encodeKubeletConfiguration } from './kubelet-configuration.ts';
+import { decodeKubeletConfiguration, encodeKubeletConfiguration, KUBELET_FIELD_TRAITS } from './kubelet-configuration.ts';
 import { isRecord, ProblemCollector } from './problem-collector.ts';
 import { parseTLSSecurityProfile, securityProfileCiphers, type TLSSecurityProfile } from './tls-profile.ts';
 import type { GeneratedFile } from './registries-config.ts';
@@ -116,19 +117,15 @@ function isControlPlanePool(pool: MachineConfigPool): boolean {
   return (sel.matchExpressions ?? []).some((e) => e.key === MASTER_LABEL && (e.operator === 'Exists' || e.operator === 'In'));
 }
 
-// Field kinds of k8s.io/kubelet/config/v1beta1 KubeletConfiguration (vendored at the MCO commit),
-// which decide how mergo.Merge(base, spec, WithOverride) treats a value: Go maps merge key by key
-// (every key of the spec wins, "" too); pointer fields take a zero value when the base has none;
-// a zero scalar or a zero duration never overrides a set one.
-const MAP_FIELDS = new Set(['staticPodURLHeader', 'cpuManagerPolicyOptions', 'topologyManagerPolicyOptions', 'qosReserved', 'evictionHard', 'evictionSoft', 'evictionSoftGracePeriod', 'evictionMinimumReclaim', 'featureGates', 'systemReserved', 'kubeReserved']);
-const POINTER_FIELDS = new Set(['enableServer', 'registryPullQPS', 'eventRecordQPS', 'enableDebuggingHandlers', 'healthzPort', 'oomScoreAdj', 'imageGCHighThresholdPercent', 'imageGCLowThresholdPercent', 'cgroupsPerQOS', 'singleProcessOOMKill', 'podPidsLimit', 'resolvConf', 'cpuCFSQuota', 'cpuCFSQuotaPeriod', 'nodeStatusMaxImages', 'kubeAPIQPS', 'serializeImagePulls', 'maxParallelImagePulls', 'mergeDefaultEvictionSettings', 'enableControllerAttachDetach', 'makeIPTablesUtilChains', 'iptablesMasqueradeBit', 'iptablesDropBit', 'failSwapOn', 'containerLogMaxFiles', 'containerLogMaxWorkers', 'containerLogMonitorInterval', 'enableSystemLogHandler', 'enableSystemLogQuery', 'enableProfilingHandler', 'enableDebugFlagsHandler', 'seccompDefault', 'memoryThrottlingFactor', 'registerNode', 'tracing', 'localStorageCapacityIsolation', 'failCgroupV1', 'userNamespaces']);
-const DURATION_FIELDS = new Set(['syncFrequency', 'fileCheckFrequency', 'httpCheckFrequency', 'streamingConnectionIdleTimeout', 'nodeStatusUpdateFrequency', 'nodeStatusReportFrequency', 'imageMinimumGCAge', 'imageMaximumGCAge', 'volumeStatsAggPeriod', 'cpuManagerReconcilePeriod', 'runtimeRequestTimeout', 'cpuCFSQuotaPeriod', 'evictionPressureTransitionPeriod', 'containerLogMonitorInterval', 'shutdownGracePeriod', 'shutdownGracePeriodCriticalPods', 'cacheTTL']);
-
-const isZeroDuration = (v: unknown): boolean => typeof v === 'string' && /^[+-]?(0+(\.0*)?(ns|us|\u00b5s|ms|s|m|h)?)+$/.test(v);
+// How mergo.Merge(base, spec, WithOverride) treats a value (KUBELET_FIELD_TRAITS): Go maps merge
+// key by key (every key of the spec wins, "" too); pointer fields take a zero value when the base
+// has none; a zero scalar or a zero duration never overrides a set one. Both sides are decoded
+// first, so a zero duration is written "0s".
+const { maps: MAP_FIELDS, pointers: POINTER_FIELDS, durations: DURATION_FIELDS } = KUBELET_FIELD_TRAITS;
 const clone = <T>(v: T): T => structuredClone(v);
 
 function isZeroScalar(key: string, v: unknown): boolean {
-  return v === false || v === 0 || v === '' || (DURATION_FIELDS.has(key) && isZeroDuration(v));
+  return v === false || v === 0 || v === '' || (DURATION_FIELDS.has(key) && v === '0s');
 }
 
 /** mergo.Merge(dst, src, mergo.WithOverride) on the JSON form of KubeletConfiguration. */
@@ -242,8 +239,8 @@ export function generateKubeletFiles(kc: KubeletConfig, pool: MachineConfigPool,
   if (Object.keys(userSystemReserved).length > 0) files.push({ path: NODE_SIZING_ENV_PATH, contents: sizing(undefined, userSystemReserved) });
   else if (kc.spec.autoSizingReserved !== undefined) files.push({ path: NODE_SIZING_ENV_PATH, contents: sizing(kc.spec.autoSizingReserved, {}) });
   if (kc.spec.logLevel !== undefined) files.push({ path: KUBELET_LOGGING_DROPIN_PATH, contents: `[Service]\nEnvironment="KUBELET_LOG_LEVEL=${kc.spec.logLevel}"\n` });
-  // The kubelet config encoder goes through JSON to YAML (sigs.k8s.io/yaml), which sorts keys.
-  files.push({ path: KUBELET_CONF_PATH, contents: stringifyYaml(encoded, { sortMapEntries: true, indentSeq: false, lineWidth: 0 }) });
+  // The kubelet config encoder goes through JSON to YAML (sigs.k8s.io/yaml, yaml.v2's writer).
+  files.push({ path: KUBELET_CONF_PATH, contents: stringifyGoYaml(encoded) });
   return files;
 }
 

@@ -14,7 +14,7 @@
 
 import { formatGoDuration, parseGoDuration } from './go-duration.ts';
 import { isRecord, type ProblemCollector } from './problem-collector.ts';
-import { parseQuantity } from './quantity.ts';
+import { quantityText } from './quantity.ts';
 
 /** A Go type as encoding/json treats it. */
 type GoType =
@@ -155,7 +155,7 @@ function jsonKind(v: unknown): string {
  */
 export function decodeKubeletConfiguration(raw: Record<string, unknown>, c: ProblemCollector, field: string): Decoded {
   const ignored: string[] = [];
-  const value = decodeStruct(KUBELET_CONFIGURATION as Extract<GoType, { kind: 'struct' }>, raw, '', { c, field, ignored });
+  const value = decodeStruct(KUBELET_CONFIGURATION as StructType, raw, '', { c, field, ignored });
   return { value, ignored };
 }
 
@@ -165,23 +165,52 @@ interface DecodeContext {
   ignored: string[];
 }
 
-function decodeStruct(type: Extract<GoType, { kind: 'struct' }>, raw: Record<string, unknown>, path: string, ctx: DecodeContext): Record<string, unknown> {
+type StructType = Extract<GoType, { kind: 'struct' }>;
+
+/** Each struct's fields by exact json name and by lower-cased name (the first such field). */
+const FIELD_INDEX = new WeakMap<StructType, { exact: Map<string, Field>; folded: Map<string, Field> }>();
+
+/** encoding/json's field for a key: the one of that exact name, else the first that folds to it. */
+function fieldFor(type: StructType, key: string): Field | undefined {
+  let index = FIELD_INDEX.get(type);
+  if (!index) {
+    index = { exact: new Map(type.fields.map((f) => [f.json, f])), folded: new Map() };
+    for (const f of type.fields) if (!index.folded.has(f.json.toLowerCase())) index.folded.set(f.json.toLowerCase(), f);
+    FIELD_INDEX.set(type, index);
+  }
+  return index.exact.get(key) ?? index.folded.get(key.toLowerCase());
+}
+
+function decodeStruct(type: StructType, raw: Record<string, unknown>, path: string, ctx: DecodeContext): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, v] of Object.entries(raw)) {
-    // encoding/json: the field of that exact name, else one whose name folds to it.
-    const f = type.fields.find((x) => x.json === key) ?? type.fields.find((x) => x.json.toLowerCase() === key.toLowerCase());
+    const f = fieldFor(type, key);
     const at = path ? `${path}.${key}` : key;
     if (!f) {
       ctx.ignored.push(at);
       continue;
     }
-    if (v === null || v === undefined) continue;
-    const decoded = decodeValue(f.type, v, path ? `${path}.${f.json}` : f.json, ctx);
+    const fieldPath = path ? `${path}.${f.json}` : f.json;
+    if (v === null || v === undefined) {
+      // null leaves a field as it is, except a metav1.Duration, whose UnmarshalJSON reads it as
+      // the duration "" (a pointer to one is just left nil).
+      if (f.type.kind === 'duration' && !f.pointer) decodeValue(f.type, '', fieldPath, ctx);
+      continue;
+    }
+    const decoded = decodeValue(f.type, v, fieldPath, ctx);
     if (decoded === undefined) continue;
-    // Two keys for one field: Go decodes both in order, into the same map for a map.
-    const prior = out[f.json];
-    out[f.json] = f.type.kind === 'map' && isRecord(prior) && isRecord(decoded) ? { ...prior, ...decoded } : decoded;
+    // Two keys for one field: Go decodes both in order, into the same map or struct.
+    out[f.json] = mergeDecoded(f.type, out[f.json], decoded);
   }
+  return out;
+}
+
+function mergeDecoded(type: GoType, prior: unknown, next: unknown): unknown {
+  if (!isRecord(prior) || !isRecord(next)) return next;
+  if (type.kind === 'map') return { ...prior, ...next };
+  if (type.kind !== 'struct') return next;
+  const out = { ...prior };
+  for (const [k, v] of Object.entries(next)) out[k] = mergeDecoded(fieldFor(type, k)!.type, out[k], v);
   return out;
 }
 
@@ -223,19 +252,15 @@ function decodeValue(type: GoType, v: unknown, path: string, ctx: DecodeContext)
     }
     case 'quantity': {
       if (typeof v !== 'string' && typeof v !== 'number') return refuse();
-      const q = parseQuantity(v);
-      if (!q) return refuse();
-      // Written back in canonical form ("1024Mi" is "1Gi") where it is a whole number of bytes;
-      // a fraction (rare in these fields) is kept as given.
-      return Number.isInteger(q.value) && String(v).trim() !== '' ? q.text : String(v);
+      return quantityText(v) ?? refuse();
     }
     case 'map': {
       if (!isRecord(v)) return refuse();
       const out: Record<string, unknown> = {};
       let ok = true;
       for (const [k, x] of Object.entries(v)) {
-        if (x === null) continue;
-        const d = decodeValue(type.of, x, `${path}.${k}`, ctx);
+        // A null element is the element type's zero value, its key kept.
+        const d = x === null ? zeroOf(type.of) : decodeValue(type.of, x, `${path}.${k}`, ctx);
         if (d === undefined) ok = false;
         else out[k] = d;
       }
@@ -243,12 +268,31 @@ function decodeValue(type: GoType, v: unknown, path: string, ctx: DecodeContext)
     }
     case 'slice': {
       if (!Array.isArray(v)) return refuse();
-      const out = v.map((x, i) => decodeValue(type.of, x, `${path}[${i}]`, ctx));
+      const out = v.map((x, i) => (x === null ? zeroOf(type.of) : decodeValue(type.of, x, `${path}[${i}]`, ctx)));
       return out.includes(undefined) ? undefined : out;
     }
     case 'struct':
       return isRecord(v) ? decodeStruct(type, v, path, ctx) : refuse();
   }
+}
+
+/**
+ * The top-level fields by how mergo.Merge(dst, src, WithOverride) treats them: maps merge key by
+ * key, a pointer the base lacks takes the spec's value even when zero, a zero duration ("0s")
+ * never overrides. From the same table the decoder uses, so the two cannot disagree.
+ */
+export const KUBELET_FIELD_TRAITS = {
+  maps: new Set((KUBELET_CONFIGURATION as StructType).fields.filter((f) => f.type.kind === 'map').map((f) => f.json)),
+  pointers: new Set((KUBELET_CONFIGURATION as StructType).fields.filter((f) => f.pointer).map((f) => f.json)),
+  /** At any depth (authentication.webhook.cacheTTL too): the merge walks nested structs by key. */
+  durations: new Set(fieldsDeep(KUBELET_CONFIGURATION as StructType).filter((f) => f.type.kind === 'duration').map((f) => f.json)),
+};
+
+function fieldsDeep(type: StructType): Field[] {
+  return type.fields.flatMap((f) => {
+    const inner = f.type.kind === 'slice' || f.type.kind === 'map' ? f.type.of : f.type;
+    return [f, ...(inner.kind === 'struct' ? fieldsDeep(inner) : [])];
+  });
 }
 
 /** Go's zero value of `type`, as encoding/json writes it. */
@@ -279,10 +323,10 @@ function isEmpty(type: GoType, v: unknown): boolean {
  * would leave out (the zero of an omitempty field, an unset pointer).
  */
 export function encodeKubeletConfiguration(value: Record<string, unknown>): Record<string, unknown> {
-  return encodeStruct(KUBELET_CONFIGURATION as Extract<GoType, { kind: 'struct' }>, value);
+  return encodeStruct(KUBELET_CONFIGURATION as StructType, value);
 }
 
-function encodeStruct(type: Extract<GoType, { kind: 'struct' }>, value: Record<string, unknown>): Record<string, unknown> {
+function encodeStruct(type: StructType, value: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const f of type.fields) {
     const v = value[f.json];

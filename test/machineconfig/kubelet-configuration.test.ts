@@ -77,3 +77,24 @@ test('encoding writes what Go writes: zero values of fields without omitempty an
   assert.deepEqual(out.authorization, { webhook: { cacheAuthorizedTTL: '0s', cacheUnauthorizedTTL: '0s' } });
   assert.deepEqual(out.logging, { flushFrequency: 0, verbosity: 0, options: { text: { infoBufferSize: '0' }, json: { infoBufferSize: '0' } } });
 });
+
+test('nulls as Go reads them: a map or list element is its zero value, a metav1.Duration refuses it, a pointer stays unset', () => {
+  const { value, c } = decode({ evictionHard: { 'memory.available': null }, tlsCipherSuites: ['TLS_AES_128_GCM_SHA256', null], cpuCFSQuotaPeriod: null });
+  assert.equal(c.ok, true, JSON.stringify(c.problems));
+  assert.deepEqual(value, { evictionHard: { 'memory.available': '' }, tlsCipherSuites: ['TLS_AES_128_GCM_SHA256', ''] });
+  const refused = decode({ syncFrequency: null });
+  assert.deepEqual(refused.c.problems.map((p) => p.field), ['spec.kubeletConfig.syncFrequency']);
+  assert.match(refused.c.problems[0]!.message, /time: invalid duration ""/);
+});
+
+test('a struct given twice (two keys that fold to it) is one struct, as Go decodes both into it', () => {
+  const { value } = decode({ authentication: { x509: { clientCAFile: '/ca' } }, Authentication: { webhook: { enabled: true }, X509: {} } });
+  assert.deepEqual(value.authentication, { x509: { clientCAFile: '/ca' }, webhook: { enabled: true } });
+});
+
+test('quantities: Go\'s canonical form for whole SI and binary values, a fraction or an exponent as written', () => {
+  const { value, c } = decode({ reservedMemory: [{ numaNode: 0, limits: { memory: '1024Mi', a: '1.5G', b: '500m', d: '1e3', e: 1073741824 } }] });
+  assert.equal(c.ok, true, JSON.stringify(c.problems));
+  assert.deepEqual((value.reservedMemory as { limits: unknown }[])[0]!.limits, { memory: '1Gi', a: '1500M', b: '500m', d: '1e3', e: '1073741824' });
+  assert.deepEqual(decode({ reservedMemory: [{ numaNode: 0, limits: { memory: 'lots' } }] }).c.problems.map((p) => p.rule), ['kubelet-config-type']);
+});
