@@ -9,7 +9,7 @@
 import { quote } from './control-characters.ts';
 import { parseObjectMeta } from './object-meta.ts';
 import type { ProblemCollector } from './problem-collector.ts';
-import { isValidMirror, isValidMirrorSource, isValidRegistriesConfScope, type MirrorRule, type MirrorSourcePolicy, type RegistrySources } from './registries-config.ts';
+import { isValidMirror, isValidMirrorSource, type MirrorRule, type MirrorSourcePolicy, type RegistrySources } from './registries-config.ts';
 import type { ObjectMeta } from './types.ts';
 
 /** RegistrySources' MaxItems and items:MaxLength. */
@@ -45,7 +45,8 @@ const MIRROR_LIST_FIELD = {
   [KIND_IMAGE_CONTENT_SOURCE_POLICY]: 'repositoryDigestMirrors',
 } as const;
 
-function checkApi(doc: Record<string, unknown>, c: ProblemCollector, expected: string): void {
+/** The object's apiVersion must be `expected` (the kinds here are openshift/api's, one version each). */
+export function checkApi(doc: Record<string, unknown>, c: ProblemCollector, expected: string): void {
   if (doc.apiVersion !== expected) c.add('apiVersion', 'api-version', `apiVersion must be "${expected}", got ${JSON.stringify(doc.apiVersion ?? null)}`);
 }
 
@@ -73,8 +74,9 @@ export function parseImageConfig(doc: Record<string, unknown>, c: ProblemCollect
     list.forEach((scope, i) => {
       const at = `${f}.${key}[${i}]`;
       if (scope.length < 1 || scope.length > MAX_REGISTRY_SCOPE_CHARS) c.add(at, 'registry-scope-length', `${word} registry ${quote(scope, 100)} must be 1 to ${MAX_REGISTRY_SCOPE_CHARS} characters, got ${scope.length}`);
+      // The CRD's pattern holds MCO's own scope rule (validateRegistriesConfScopes: a wildcard
+      // only as a leading "*.host"), which generation checks again for objects stored before.
       else if (!isValidMirrorSource(scope)) c.add(at, 'registry-scope-format', `${word} registry ${quote(scope, 100)}: each registry must be a valid hostname[:port][/path] or wildcard *.hostname format without tags or digests`);
-      else if (!isValidRegistriesConfScope(scope)) c.add(at, 'registry-scope', `invalid entry for ${word} registries ${quote(scope, 100)}: a registry, namespace or repository, or a host wildcard "*.example.com"`);
     });
   }
   const search = c.stringList(raw.containerRuntimeSearchRegistries, f, 'containerRuntimeSearchRegistries');

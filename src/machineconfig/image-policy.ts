@@ -11,9 +11,9 @@
 // The namespaced ImagePolicy is not taken (it needs namespaced objects, which mcplane does not
 // store): Apply refuses it and says so.
 
-import { stringify as stringifyYaml } from 'yaml';
 import { quote } from './control-characters.ts';
-import { CONFIG_API_VERSION } from './image-config.ts';
+import { stringifyGoYaml } from './go-yaml.ts';
+import { checkApi, CONFIG_API_VERSION } from './image-config.ts';
 import { parseObjectMeta } from './object-meta.ts';
 import { isRecord, type ProblemCollector } from './problem-collector.ts';
 import { MIRROR_BY_DIGEST_ONLY, MIRROR_BY_TAG_ONLY, type PolicyRequirement, type RegistriesConf, type Registry, type RegistryEndpoint, scopeIsNestedInsideScope } from './registries-config.ts';
@@ -102,11 +102,8 @@ function pemBytes(c: ProblemCollector, raw: unknown, field: string, what: 'PUBLI
 }
 
 function parseRootOfTrust(c: ProblemCollector, raw: unknown, f: string): RootOfTrust | undefined {
-  const r = c.record(raw, f);
-  if (!r) {
-    c.add(f, 'required', 'rootOfTrust is required');
-    return undefined;
-  }
+  const r = requiredRecord(c, raw, f);
+  if (!r) return undefined;
   c.onlyKeys(r, f, ['policyType', 'publicKey', 'fulcioCAWithRekor', 'pki']);
   const policyType = c.string(r.policyType, f, 'policyType');
   if (policyType === undefined || !(POLICY_TYPES as readonly string[]).includes(policyType)) {
@@ -121,6 +118,12 @@ function parseRootOfTrust(c: ProblemCollector, raw: unknown, f: string): RootOfT
     if (type === policyType && !present) c.add(`${f}.${member}`, 'root-of-trust', `${member} is required when policyType is ${type}, and forbidden otherwise`);
     if (type !== policyType && present) c.add(`${f}.${member}`, 'root-of-trust', `${member} is required when policyType is ${type}, and forbidden otherwise`);
   }
+  // The member policyType names, which must be a mapping: a string or a list there is no key.
+  const member = r[members[policyType as RootOfTrust['policyType']]];
+  if (member !== undefined && member !== null && !isRecord(member)) {
+    c.record(member, `${f}.${members[policyType as RootOfTrust['policyType']]}`);
+    return undefined;
+  }
   if (policyType === 'PublicKey' && isRecord(r.publicKey)) {
     const p = r.publicKey;
     const pf = `${f}.publicKey`;
@@ -134,9 +137,8 @@ function parseRootOfTrust(c: ProblemCollector, raw: unknown, f: string): RootOfT
     c.onlyKeys(p, pf, ['fulcioCAData', 'rekorKeyData', 'fulcioSubject']);
     const fulcioCAData = pemBytes(c, p.fulcioCAData, `${pf}.fulcioCAData`, 'CERTIFICATE', { required: true });
     const rekorKeyData = pemBytes(c, p.rekorKeyData, `${pf}.rekorKeyData`, 'PUBLIC KEY', { required: true });
-    const s = c.record(p.fulcioSubject, `${pf}.fulcioSubject`);
-    if (!s) c.add(`${pf}.fulcioSubject`, 'required', 'fulcioSubject is required');
     const sf = `${pf}.fulcioSubject`;
+    const s = requiredRecord(c, p.fulcioSubject, sf);
     if (s) c.onlyKeys(s, sf, ['oidcIssuer', 'signedEmail']);
     const oidcIssuer = s ? c.string(s.oidcIssuer, sf, 'oidcIssuer') : undefined;
     const signedEmail = s ? c.string(s.signedEmail, sf, 'signedEmail') : undefined;
@@ -152,8 +154,7 @@ function parseRootOfTrust(c: ProblemCollector, raw: unknown, f: string): RootOfT
     const caRootsData = pemBytes(c, p.caRootsData, `${pf}.caRootsData`, 'CERTIFICATE', { min: 72, required: true });
     const caIntermediatesData = pemBytes(c, p.caIntermediatesData, `${pf}.caIntermediatesData`, 'CERTIFICATE', { min: 72, required: false });
     const sf = `${pf}.pkiCertificateSubject`;
-    const s = c.record(p.pkiCertificateSubject, sf);
-    if (!s) c.add(sf, 'required', 'pkiCertificateSubject is required');
+    const s = requiredRecord(c, p.pkiCertificateSubject, sf);
     if (s) c.onlyKeys(s, sf, ['email', 'hostname']);
     const email = s ? c.string(s.email, sf, 'email') : undefined;
     const hostname = s ? c.string(s.hostname, sf, 'hostname') : undefined;
@@ -171,16 +172,31 @@ function parseRootOfTrust(c: ProblemCollector, raw: unknown, f: string): RootOfT
       };
     }
   }
-  return out;
+  // A member with a problem (its key missing, say) leaves the root of trust incomplete.
+  return out.publicKey || out.fulcioCAWithRekor || out.pki ? out : undefined;
 }
 
-/** CEL's isURL: an absolute URL. */
+/**
+ * CEL's isURL, which is Go's url.ParseRequestURI: an absolute URL (a scheme) or an absolute path.
+ */
 function isUrl(text: string): boolean {
+  if (text.startsWith('/')) return !/\s/.test(text);
+  if (!/^[a-zA-Z][a-zA-Z0-9+.-]*:/.test(text)) return false;
   try {
-    return new URL(text).protocol.length > 1;
+    new URL(text);
+    return true;
   } catch {
     return false;
   }
+}
+
+/** A required mapping: `required` when absent, the collector's type problem when not a mapping. */
+function requiredRecord(c: ProblemCollector, raw: unknown, field: string): Record<string, unknown> | undefined {
+  if (raw === undefined || raw === null) {
+    c.add(field, 'required', `${field.split('.').at(-1)} is required`);
+    return undefined;
+  }
+  return c.record(raw, field);
 }
 
 function parseIdentity(c: ProblemCollector, raw: unknown, f: string): PolicyIdentity | undefined {
@@ -233,7 +249,7 @@ function parseIdentity(c: ProblemCollector, raw: unknown, f: string): PolicyIden
 
 /** Validates a ClusterImagePolicy with the CRD's rules; every problem goes into `c`. */
 export function parseClusterImagePolicy(doc: Record<string, unknown>, c: ProblemCollector): ClusterImagePolicy | undefined {
-  if (doc.apiVersion !== CONFIG_API_VERSION) c.add('apiVersion', 'api-version', `apiVersion must be ${CONFIG_API_VERSION}, got ${quote(String(doc.apiVersion ?? '<none>'), 100)}`);
+  checkApi(doc, c, CONFIG_API_VERSION);
   const metadata = parseObjectMeta(doc.metadata, c);
   const spec = c.record(doc.spec, 'spec') ?? {};
   c.onlyKeys(spec, 'spec', ['scopes', 'policy']);
@@ -247,8 +263,7 @@ export function parseClusterImagePolicy(doc: Record<string, unknown>, c: Problem
       else if (scopes.indexOf(scope) !== i) c.add(`spec.scopes[${i}]`, 'duplicate-entry', `${quote(scope, 100)} is listed twice (the list is a set)`);
     });
   }
-  const policy = c.record(spec.policy, 'spec.policy');
-  if (!policy) c.add('spec.policy', 'required', 'policy is required');
+  const policy = requiredRecord(c, spec.policy, 'spec.policy');
   if (policy) c.onlyKeys(policy, 'spec.policy', ['rootOfTrust', 'signedIdentity']);
   const rootOfTrust = policy ? parseRootOfTrust(c, policy.rootOfTrust, 'spec.policy.rootOfTrust') : undefined;
   const signedIdentity = policy ? parseIdentity(c, policy.signedIdentity, 'spec.policy.signedIdentity') : undefined;
@@ -322,10 +337,24 @@ function refMatchingPrefix(ref: string, prefix: string): number {
 /** A registry's prefix once sysregistriesv2 has loaded it: its location when it has none. */
 const prefixOf = (r: Registry): string => r.prefix || r.location;
 
-/** FindRegistry: the registry with the longest prefix matching `ref`. */
-function findRegistry(conf: RegistriesConf, ref: string): Registry | undefined {
+/**
+ * The registries as sysregistriesv2 holds them once loaded: one per prefix (the first in the file
+ * wins) and sorted by prefix, which decides FindRegistry's ties ("*.example.com" and
+ * "a.example.com" are as long: the first in this order wins).
+ */
+function loadedRegistries(conf: RegistriesConf): Registry[] {
+  const byPrefix = new Map<string, Registry>();
+  for (const r of conf.registries ?? []) if (!byPrefix.has(prefixOf(r))) byPrefix.set(prefixOf(r), r);
+  return [...byPrefix.keys()].sort(byteOrder).map((p) => byPrefix.get(p)!);
+}
+
+/** Go's string order: by bytes (UTF-16 code units order ASCII the same). */
+const byteOrder = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** FindRegistry: the registry with the longest prefix matching `ref`, the first of equals. */
+function findRegistry(registries: readonly Registry[], ref: string): Registry | undefined {
   let found: Registry | undefined;
-  for (const r of conf.registries ?? []) {
+  for (const r of registries) {
     if (refMatchingPrefix(ref, prefixOf(r)) !== -1 && prefixOf(r).length > (found ? prefixOf(found).length : 0)) found = r;
   }
   return found;
@@ -390,21 +419,21 @@ function addScopeMirrors(scopes: Set<string>, scope: string, reg: Registry | und
  */
 export function sigstoreRegistriesYaml(policyScopes: readonly string[], registries: RegistriesConf | undefined): string | undefined {
   if (policyScopes.length === 0) return undefined;
+  const loaded = registries ? loadedRegistries(registries) : undefined;
   const scopes = new Set<string>();
   for (const policyScope of policyScopes) {
     scopes.add(policyScope);
-    if (!registries) continue;
+    if (!loaded) continue;
     try {
-      addScopeMirrors(scopes, policyScope, findRegistry(registries, policyScope));
-      for (const reg of registries.registries ?? []) {
+      addScopeMirrors(scopes, policyScope, findRegistry(loaded, policyScope));
+      for (const reg of loaded) {
         const scope = prefixOf(reg);
-        if (scope !== policyScope && scopeIsNestedInsideScope(scope, policyScope)) addScopeMirrors(scopes, scope, findRegistry(registries, scope));
+        if (scope !== policyScope && scopeIsNestedInsideScope(scope, policyScope)) addScopeMirrors(scopes, scope, findRegistry(loaded, scope));
       }
     } catch (err) {
       throw new Error(`error adding clusterimagepolicy scope ${policyScope} relevant mirrors: ${(err as Error).message}`);
     }
   }
-  // ghodss/yaml: through JSON (keys sorted), then yaml.v2, which single-quotes what it must quote.
-  const docker = Object.fromEntries([...scopes].sort().map((s) => [s, { 'use-sigstore-attachments': true }]));
-  return stringifyYaml({ docker }, { singleQuote: true, lineWidth: 0 });
+  // ghodss/yaml: through JSON, then yaml.v2 (its key order and quoting).
+  return stringifyGoYaml({ docker: Object.fromEntries([...scopes].map((s) => [s, { 'use-sigstore-attachments': true }])) });
 }

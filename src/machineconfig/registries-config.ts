@@ -301,7 +301,7 @@ export function editRegistriesConfig(conf: RegistriesConf, insecureScopes: strin
       const scope = registryScope(reg);
       if (scope !== mirroredScope && scopeIsNestedInsideScope(scope, mirroredScope) && reg.mirrors.length === 0) {
         if (mirroredScope.startsWith('*.')) {
-          return `the mirrors of ${mirroredScope} cannot be carried down to ${scope}, a scope inside it that is ${reg.blocked ? 'blocked' : 'insecure'}: a wildcard source's mirrors apply to no single repository (runtime-utils mirrorsAdjustedForNestedScope refuses a wildcard scope); give the mirrors for a repository source, or drop ${scope} from the Image config`;
+          return `the mirrors of ${mirroredScope} cannot be carried down to ${scope}, a more specific scope inside it (an insecure or blocked registry of the Image config, or an entry of the pool's registries.conf): a wildcard source's mirrors apply to no single repository (runtime-utils mirrorsAdjustedForNestedScope refuses a wildcard scope); give the mirrors for a registry or repository source instead`;
         }
         const adjustment = scope.slice(mirroredScope.length);
         reg.mirrors = mirrored.mirrors.map((m) => ({ ...m, location: m.location + adjustment }));
@@ -388,8 +388,16 @@ export function updatePolicyJson(base: string, blocked: string[] | undefined, al
     transports.docker = scopes;
     transports.atomic = Object.fromEntries(Object.entries(scopes).filter(([reg]) => (reg.match(/\//g) ?? []).length < 3));
   }
-  // Go's json.MarshalIndent: struct fields in order, map keys sorted, two-space indent.
-  return JSON.stringify({ default: def, transports: sortMaps(transports) }, null, 2);
+  return goJsonIndent({ default: def, transports: sortMaps(transports) });
+}
+
+/**
+ * Go's json.MarshalIndent(v, "", "  "): fields in order, map keys sorted (done by the caller),
+ * two-space indent, and Go's HTML-safe escapes (&, <, > and the line and paragraph separators),
+ * so an OIDC issuer with a query string is written byte for byte as MCO writes it.
+ */
+function goJsonIndent(value: unknown): string {
+  return JSON.stringify(value, null, 2).replace(/[&<>\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /**

@@ -66,6 +66,13 @@ test('policy.json: an allowed registry that is a policy\'s scope gets the policy
   assert.deepEqual(allowed.transports.docker['other.io'], [{ type: 'insecureAcceptAnything' }]);
 });
 
+test('policy.json escapes &, < and > as Go\'s json.Marshal does (an OIDC issuer with a query string)', () => {
+  const policy = cip('q', ['quay.io/team'], { rootOfTrust: { policyType: 'FulcioCAWithRekor', fulcioCAWithRekor: { fulcioCAData: TEST_FULCIO, rekorKeyData: TEST_REKOR, fulcioSubject: { oidcIssuer: 'https://oidc.example.com/?a=1&b=<2>', signedEmail: 'me@example.com' } } } });
+  const text = updatePolicyJson('{"default":[{"type":"insecureAcceptAnything"}]}', undefined, undefined, clusterScopePolicies([policy]));
+  assert.match(text, /"oidcIssuer": "https:\/\/oidc\.example\.com\/\?a=1\\u0026b=\\u003c2\\u003e"/);
+  assert.equal(JSON.parse(text).transports.docker['quay.io/team'][0].fulcio.oidcIssuer, 'https://oidc.example.com/?a=1&b=<2>');
+});
+
 test('TestValidateClusterImagePolicyWithAllowedBlockedRegistries: a scope inside allowed, outside blocked', () => {
   assert.equal(scopePolicyConflict(['example.com', 'test.registries.com'], [], []), undefined);
   assert.equal(scopePolicyConflict(['allowed.io/namespace1/policysigned', 'example.com'], ['example.com', 'allowed.io/namespace1'], []), undefined);
@@ -124,6 +131,16 @@ test('sigstore-registries.yaml is written as ghodss/yaml writes it: sorted, a wi
   assert.equal(sigstoreRegistriesYaml([], undefined), undefined, 'no scope, no file');
 });
 
+test('FindRegistry as sysregistriesv2 loads the file: one registry per prefix, sorted, the first of two equally long prefixes wins', () => {
+  const conf = decodeRegistriesConf([
+    'unqualified-search-registries = []',
+    '[[registry]]\n  location = "a.example.com"\n  [[registry.mirror]]\n    location = "a.mirror/y"',
+    '[[registry]]\n  prefix = "*.example.com"\n  location = ""\n  [[registry.mirror]]\n    location = "wild.mirror/x"',
+  ].join('\n'));
+  // "*.example.com" sorts before "a.example.com" and is as long, so it is the registry found.
+  assert.equal(sigstoreRegistriesYaml(['a.example.com/app'], conf), 'docker:\n  a.example.com/app:\n    use-sigstore-attachments: true\n  wild.mirror/x/app:\n    use-sigstore-attachments: true\n');
+});
+
 // ---- the CRD's rules ---------------------------------------------------------------------------
 
 const pem = (kind: string): string => Buffer.from(`-----BEGIN ${kind}-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE${'A'.repeat(40)}\n-----END ${kind}-----\n`).toString('base64');
@@ -149,8 +166,16 @@ test('a ClusterImagePolicy as the CRD admits it: scopes, the root of trust\'s un
   assert.deepEqual(parse({ scopes: ['quay.io'], policy: { rootOfTrust: { policyType: 'FulcioCAWithRekor', fulcioCAWithRekor: { fulcioCAData: pem('CERTIFICATE'), rekorKeyData: pem('PUBLIC KEY'), fulcioSubject: { oidcIssuer: 'not a url', signedEmail: 'nobody' } } } } }).problems, [
     ['spec.policy.rootOfTrust.fulcioCAWithRekor.fulcioSubject.oidcIssuer', 'oidc-issuer'], ['spec.policy.rootOfTrust.fulcioCAWithRekor.fulcioSubject.signedEmail', 'email'],
   ]);
+  // CEL's isURL is url.ParseRequestURI: an absolute path is a URL too.
+  assert.deepEqual(parse({ scopes: ['quay.io'], policy: { rootOfTrust: { policyType: 'FulcioCAWithRekor', fulcioCAWithRekor: { fulcioCAData: pem('CERTIFICATE'), rekorKeyData: pem('PUBLIC KEY'), fulcioSubject: { oidcIssuer: '/issuer', signedEmail: 'me@example.com' } } } } }).problems, []);
   assert.deepEqual(parse({ scopes: ['quay.io'], policy: { rootOfTrust: { policyType: 'PKI', pki: { caRootsData: pem('CERTIFICATE'), pkiCertificateSubject: {} } } } }).problems, [['spec.policy.rootOfTrust.pki.pkiCertificateSubject', 'pki-subject']]);
   assert.deepEqual(parse({ scopes: ['quay.io'], policy: { rootOfTrust: { policyType: 'Keyless' } } }).problems, [['spec.policy.rootOfTrust.policyType', 'policy-type']]);
+  for (const member of ['abc', [1], true]) {
+    const r = parse({ scopes: ['quay.io'], policy: { rootOfTrust: { policyType: 'PublicKey', publicKey: member } } });
+    assert.equal(r.policy, undefined, `publicKey: ${JSON.stringify(member)} is refused`);
+    assert.deepEqual(r.problems.map(([field]) => field), ['spec.policy.rootOfTrust.publicKey']);
+  }
+  assert.deepEqual(parse({ scopes: ['quay.io'], policy: 'signed' }).problems.map(([field]) => field), ['spec.policy'], 'a policy of the wrong type is one problem, not two');
   assert.deepEqual(parse({ scopes: ['quay.io'], policy: { rootOfTrust: { policyType: 'PublicKey', publicKey: { keyData: pem('PUBLIC KEY') } }, signedIdentity: { matchPolicy: 'RemapIdentity', remapIdentity: { prefix: 'quay.io/team:v1', signedPrefix: 'Quay' } } } }).problems, [
     ['spec.policy.signedIdentity.remapIdentity.prefix', 'identity-prefix'], ['spec.policy.signedIdentity.remapIdentity.signedPrefix', 'identity-prefix'],
   ]);
