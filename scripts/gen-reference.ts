@@ -16,6 +16,7 @@ import { backupCommand, restoreCommand } from '../src/controlplane/backup-comman
 import { serverCommand } from '../src/controlplane/main.ts';
 import { CONNECTION_KEYS, CONTEXT_KEYS, FILE_KEYS } from '../src/cli/client/connection.ts';
 import { buildProgram, connectionFlagOptions } from '../src/cli/main.ts';
+import { visibleCommands } from '../src/cli/man-pages.ts';
 
 export const REFERENCE_FILE = fileURLToPath(new URL('../docs/reference/flags.md', import.meta.url));
 
@@ -152,7 +153,7 @@ function mcctlSection(): string[] {
   for (const key of Object.keys(MCCTL_FILE_KEYS)) lines.push(`| ${code(key)} | ${cell(MCCTL_FILE_KEYS[key]!)} |`);
   const walk = (cmd: Command, path: string[]): void => {
     // Hidden commands (__man, __complete) are the build's and the shells', not the user's.
-    for (const sub of cmd.commands.filter((c) => !(c as Command & { _hidden?: boolean })._hidden)) {
+    for (const sub of visibleCommands(cmd)) {
       const name = [...path, sub.name()];
       const own = visible(sub).filter((o) => !connection.has(o.long) || sub.options.some((x) => x.long === '--request-timeout') && o.long === '--timeout');
       const aliases = sub.aliases().length ? ` (also: ${sub.aliases().join(', ')})` : '';

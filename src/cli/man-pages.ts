@@ -16,7 +16,8 @@ export function pageName(path: string[]): string {
   return path.join('-');
 }
 
-function visible(cmd: Command): Command[] {
+/** The commands a user sees under `cmd`: not the hidden ones (__man, __complete), not help. */
+export function visibleCommands(cmd: Command): Command[] {
   return cmd.commands.filter((c) => !(c as unknown as { _hidden: boolean })._hidden && c.name() !== 'help');
 }
 
@@ -45,7 +46,7 @@ export function manPages(program: Command, examples: WeakMap<Command, string[]>,
     const own = optionLines(cmd.options);
     if (own.length) lines.push('.SH OPTIONS', ...own);
     if (path.length === 1) lines.push('.SH CONNECTION OPTIONS', 'Every command that talks to a server takes these, before or after the verb (\\fBmcctl options\\fR lists them):', ...optionLines(connectionOptions));
-    const subs = visible(cmd);
+    const subs = visibleCommands(cmd);
     if (subs.length) lines.push('.SH COMMANDS', ...subs.flatMap((s) => ['.TP', `.B ${roff(s.name())}`, `${roff(s.description())} See \\fB${roff(pageName([...path, s.name()]))}\\fR(1).`]));
     const ex = examples.get(cmd);
     if (ex?.length) lines.push('.SH EXAMPLES', '.nf', ...ex.map((l) => `    ${roff(l)}`), '.fi');

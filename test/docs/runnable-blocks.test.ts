@@ -57,7 +57,8 @@ export function transcriptSteps(code: string): TranscriptStep[] {
       continue;
     }
     let command = lines[i]!.slice(2);
-    while (command.endsWith('\\') && i + 1 < lines.length) command = `${command.slice(0, -1)}\n${lines[++i]}`;
+    // A trailing backslash continues the command; bash reads it (and the newline) as a space.
+    while (command.endsWith('\\') && i + 1 < lines.length) command = `${command}\n${lines[++i]}`;
     steps.push({ command, output: [] });
   }
   for (const step of steps) while (step.output.length && step.output.at(-1)!.trim() === '') step.output.pop();
@@ -257,7 +258,7 @@ test('a transcript step matches the page only when the real run does', () => {
   assert.match(transcriptMismatch(step(['client: 0.1.0']), 0, 'version: 0.1.0')!, /first line is not the page's/);
   assert.equal(transcriptMismatch(step(['client: 0.1.0-dev']), 0, 'client: 0.1.0'), undefined);
   assert.equal(transcriptMismatch(step(['...']), 0, 'anything'), undefined);
-  assert.deepEqual(transcriptSteps('$ mcctl get \\\n  pools\nNAME\n\n$ mcctl version\n'), [{ command: 'mcctl get \n  pools', output: ['NAME'] }, { command: 'mcctl version', output: [] }]);
+  assert.deepEqual(transcriptSteps('$ mcctl get \\\n  pools\nNAME\n\n$ mcctl version\n'), [{ command: 'mcctl get \\\n  pools', output: ['NAME'] }, { command: 'mcctl version', output: [] }]);
 });
 
 for (const page of pages) {
