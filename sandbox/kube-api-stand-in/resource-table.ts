@@ -40,6 +40,7 @@ export const STAND_IN_RESOURCES: readonly ResourceType[] = [
   { group: 'config.openshift.io', version: 'v1', plural: 'imagetagmirrorsets', kind: 'ImageTagMirrorSet', namespaced: false, status: true, custom: true },
   { group: 'operator.openshift.io', version: 'v1alpha1', plural: 'imagecontentsourcepolicies', kind: 'ImageContentSourcePolicy', namespaced: false, status: false, custom: true },
   { group: 'config.openshift.io', version: 'v1', plural: 'clusterimagepolicies', kind: 'ClusterImagePolicy', namespaced: false, status: true, custom: true },
+  { group: 'config.openshift.io', version: 'v1', plural: 'criocredentialproviderconfigs', kind: 'CRIOCredentialProviderConfig', namespaced: false, status: true, custom: true },
 ];
 
 export function apiVersionOf(type: ResourceType): string {

@@ -20,7 +20,7 @@ import { condition, machineConfigObject, nodeObject, poolObject, renderedObject,
 
 export type ResourceName = 'pools' | 'nodes' | 'mc' | 'rendered' | 'replicas' | 'events' | 'tokens' | 'enrollments' | SourceResourceName;
 /** The higher-level configs (generated-configs.ts), one resource per kind. */
-export type SourceResourceName = 'kubeletconfigs' | 'containerruntimeconfigs' | 'images' | 'imagedigestmirrorsets' | 'imagetagmirrorsets' | 'imagecontentsourcepolicies' | 'clusterimagepolicies';
+export type SourceResourceName = 'kubeletconfigs' | 'containerruntimeconfigs' | 'images' | 'imagedigestmirrorsets' | 'imagetagmirrorsets' | 'imagecontentsourcepolicies' | 'clusterimagepolicies' | 'criocredentialproviderconfigs';
 
 export interface Resource<T> {
   name: ResourceName;
@@ -57,11 +57,12 @@ const ALIASES: Record<string, ResourceName> = {
   imagetagmirrorset: 'imagetagmirrorsets', imagetagmirrorsets: 'imagetagmirrorsets', itms: 'imagetagmirrorsets',
   imagecontentsourcepolicy: 'imagecontentsourcepolicies', imagecontentsourcepolicies: 'imagecontentsourcepolicies', icsp: 'imagecontentsourcepolicies',
   clusterimagepolicy: 'clusterimagepolicies', clusterimagepolicies: 'clusterimagepolicies',
+  criocredentialproviderconfig: 'criocredentialproviderconfigs', criocredentialproviderconfigs: 'criocredentialproviderconfigs',
 };
 
 export function resourceOf(name: string): ResourceName {
   const r = ALIASES[name.toLowerCase()];
-  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, replicas, events, tokens, enrollments, kubeletconfig, containerruntimeconfig (ctrcfg), image, imagedigestmirrorset (idms), imagetagmirrorset (itms), imagecontentsourcepolicy (icsp) or clusterimagepolicy`);
+  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, replicas, events, tokens, enrollments, kubeletconfig, containerruntimeconfig (ctrcfg), image, imagedigestmirrorset (idms), imagetagmirrorset (itms), imagecontentsourcepolicy (icsp), clusterimagepolicy or criocredentialproviderconfig`);
   return r;
 }
 
@@ -364,7 +365,7 @@ function sourceResource(name: SourceResourceName, kind: string): Resource<Source
 export const SOURCE_RESOURCE_KINDS: Record<SourceResourceName, string> = {
   kubeletconfigs: 'KubeletConfig', containerruntimeconfigs: 'ContainerRuntimeConfig', images: 'Image',
   imagedigestmirrorsets: 'ImageDigestMirrorSet', imagetagmirrorsets: 'ImageTagMirrorSet', imagecontentsourcepolicies: 'ImageContentSourcePolicy',
-  clusterimagepolicies: 'ClusterImagePolicy',
+  clusterimagepolicies: 'ClusterImagePolicy', criocredentialproviderconfigs: 'CRIOCredentialProviderConfig',
 };
 const sourceResources = Object.fromEntries(Object.entries(SOURCE_RESOURCE_KINDS).map(([r, kind]) => [r, sourceResource(r as SourceResourceName, kind)])) as Record<SourceResourceName, Resource<SourceObject__Output>>;
 

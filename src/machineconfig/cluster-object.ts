@@ -32,12 +32,13 @@ export const SOURCE_RESOURCES: readonly { kind: SourceKind; group: string; versi
   { kind: 'ImageTagMirrorSet', group: 'config.openshift.io', version: 'v1', plural: 'imagetagmirrorsets' },
   { kind: 'ImageContentSourcePolicy', group: 'operator.openshift.io', version: 'v1alpha1', plural: 'imagecontentsourcepolicies' },
   { kind: 'ClusterImagePolicy', group: 'config.openshift.io', version: 'v1', plural: 'clusterimagepolicies' },
+  { kind: 'CRIOCredentialProviderConfig', group: 'config.openshift.io', version: 'v1', plural: 'criocredentialproviderconfigs' },
 ];
 
 /** The apiVersion a list item without one gets, by kind. */
 const API_VERSION_OF: Partial<Record<ClusterKind, string>> = {
   Image: 'config.openshift.io/v1', ImageDigestMirrorSet: 'config.openshift.io/v1', ImageTagMirrorSet: 'config.openshift.io/v1',
-  ImageContentSourcePolicy: 'operator.openshift.io/v1alpha1', ClusterImagePolicy: 'config.openshift.io/v1',
+  ImageContentSourcePolicy: 'operator.openshift.io/v1alpha1', ClusterImagePolicy: 'config.openshift.io/v1', CRIOCredentialProviderConfig: 'config.openshift.io/v1',
 };
 
 /**

@@ -1,6 +1,6 @@
 // The higher-level configs (KubeletConfig, ContainerRuntimeConfig, and the registries sources:
 // Image/cluster, ImageDigestMirrorSet, ImageTagMirrorSet, ImageContentSourcePolicy,
-// ClusterImagePolicy) made into the
+// ClusterImagePolicy; and CRIOCredentialProviderConfig) made into the
 // MachineConfigs MCO's kubelet-config and container-runtime-config controllers would write, as
 // one pure function: sources + pools + the stored MachineConfigs -> the generated MachineConfigs
 // wanted, and a status per source. A control-plane controller writes the difference.
@@ -16,6 +16,7 @@ import { GenerateConfigError, type Problem } from './errors.ts';
 import { emptyIgnitionConfig } from './ignition.ts';
 import { generateContainerRuntimeFiles, parseContainerRuntimeConfig, KIND_CONTAINER_RUNTIME_CONFIG, STORAGE_CONF_PATH, type ContainerRuntimeConfig } from './container-runtime-config.ts';
 import { parseImageConfig, parseMirrorSet, CLUSTER_IMAGE, CONFIG_API_VERSION, KIND_IMAGE, KIND_IMAGE_CONTENT_SOURCE_POLICY, KIND_IMAGE_DIGEST_MIRROR_SET, KIND_IMAGE_TAG_MIRROR_SET, type ImageConfig, type MirrorSetObject } from './image-config.ts';
+import { generateCredentialProviderFiles, KIND_CRIO_CREDENTIAL_PROVIDER_CONFIG, parseCrioCredentialProviderConfig, PLATFORM_CREDENTIAL_PROVIDER_CONFIG_PATHS, type CrioCredentialProviderConfig } from './crio-credential-provider.ts';
 import { clusterScopePolicies, KIND_CLUSTER_IMAGE_POLICY, parseClusterImagePolicy, SIGSTORE_REGISTRIES_PATH, sigstoreRegistriesYaml, type ClusterImagePolicy } from './image-policy.ts';
 import { generateKubeletFiles, parseKubeletConfig, KIND_KUBELET_CONFIG, KUBELET_CONF_PATH, managedKey, poolsSelectedBy, type KubeletConfig, type NamedSource } from './kubelet-config.ts';
 import { configsForPool } from './pool-membership.ts';
@@ -27,7 +28,7 @@ import type { MachineConfig, MachineConfigPool, OwnerReference } from './types.t
 /** ctrlcommon.GeneratedByControllerVersionAnnotationKey, which MCO sets on every generated config. */
 export const GENERATED_BY_ANNOTATION = 'machineconfiguration.openshift.io/generated-by-controller-version';
 export const GENERATED_BY_VALUE = 'mcplane';
-export const SOURCE_KINDS = [KIND_KUBELET_CONFIG, KIND_CONTAINER_RUNTIME_CONFIG, KIND_IMAGE, KIND_IMAGE_DIGEST_MIRROR_SET, KIND_IMAGE_TAG_MIRROR_SET, KIND_IMAGE_CONTENT_SOURCE_POLICY, KIND_CLUSTER_IMAGE_POLICY] as const;
+export const SOURCE_KINDS = [KIND_KUBELET_CONFIG, KIND_CONTAINER_RUNTIME_CONFIG, KIND_IMAGE, KIND_IMAGE_DIGEST_MIRROR_SET, KIND_IMAGE_TAG_MIRROR_SET, KIND_IMAGE_CONTENT_SOURCE_POLICY, KIND_CLUSTER_IMAGE_POLICY, KIND_CRIO_CREDENTIAL_PROVIDER_CONFIG] as const;
 /** The kinds whose objects make the registries config together, and share its outcome. */
 const REGISTRIES_KINDS: ReadonlySet<string> = new Set([KIND_IMAGE, KIND_IMAGE_DIGEST_MIRROR_SET, KIND_IMAGE_TAG_MIRROR_SET, KIND_IMAGE_CONTENT_SOURCE_POLICY, KIND_CLUSTER_IMAGE_POLICY]);
 
@@ -38,7 +39,6 @@ const REGISTRIES_KINDS: ReadonlySet<string> = new Set([KIND_IMAGE, KIND_IMAGE_DI
  */
 export const UNIMPLEMENTED_MCO_KINDS: Readonly<Record<string, string>> = {
   ImagePolicy: 'config.openshift.io/v1 ImagePolicy is not implemented by mcplane: it is a namespaced object, and mcplane stores none; MCO, behind the SigstoreImageVerification feature gate (on in the Default feature set at MCO 7ff337a4), writes a namespace\'s sigstore requirements to /etc/crio/policies/<namespace>.json. A ClusterImagePolicy for the same scopes applies to every namespace',
-  CRIOCredentialProviderConfig: 'config.openshift.io/v1 CRIOCredentialProviderConfig is not implemented by mcplane: MCO, behind the CRIOCredentialProviderConfig feature gate (on in the Default feature set of self-managed clusters at MCO 7ff337a4), writes it into the kubelet\'s image credential provider config under /etc/kubernetes/credential-providers',
   APIServer: 'config.openshift.io/v1 APIServer is not taken by mcplane: MCO renders its spec.tlsSecurityProfile into the templated kubelet.conf of 01-<pool>-kubelet, and mcplane takes that file from the pool\'s imported configs as it is; to set a pool\'s kubelet TLS profile, use KubeletConfig spec.tlsSecurityProfile',
 };
 
@@ -54,6 +54,8 @@ export interface GeneratedConfigsInput {
   mirrorSets: readonly MirrorSetObject[];
   /** In creation order: a scope's requirements are listed in it. */
   clusterImagePolicies?: readonly ClusterImagePolicy[];
+  /** The singleton CRIOCredentialProviderConfig/cluster, if there is one. */
+  crioCredentialProviderConfig?: CrioCredentialProviderConfig;
 }
 
 /** One status condition as MCO writes it on KubeletConfig/ContainerRuntimeConfig (message "Success" or "Error: ..."). */
@@ -83,8 +85,15 @@ export function isGeneratedConfig(mc: MachineConfig): boolean {
 }
 
 /** MCO's conditions: KubeletConfig has Accepted plus the legacy Success/Failure; ContainerRuntimeConfig Success/Failure. */
-export function sourceConditions(kind: string, problems: Problem[]): SourceCondition[] {
+export function sourceConditions(kind: string, problems: Problem[], overlapped: readonly string[] = []): SourceCondition[] {
   const message = problems.length === 0 ? 'Success' : `Error: ${problems.map((p) => p.message).join('; ')}`;
+  if (kind === KIND_CRIO_CREDENTIAL_PROVIDER_CONFIG) {
+    // wrapErrorWithCRIOCredentialProviderConfigCondition: Validated, then MachineConfigRendered.
+    const validated: SourceCondition = overlapped.length
+      ? { type: 'Validated', status: 'False', message: `CRIOCredentialProviderConfig has one or multiple entries that overlap with the original credential provider config. Skip rendering entries: [${overlapped.join(' ')}].` }
+      : { type: 'Validated', status: 'True', message: 'Success' };
+    return [validated, { type: 'MachineConfigRendered', status: problems.length === 0 ? 'True' : 'False', message }];
+  }
   const legacy: SourceCondition = { type: problems.length === 0 ? 'Success' : 'Failure', status: 'True', message };
   if (kind === KIND_KUBELET_CONFIG) return [{ type: 'Accepted', status: problems.length === 0 ? 'True' : 'False', message }, legacy];
   return [legacy];
@@ -184,11 +193,12 @@ export function desiredGeneratedConfigs(input: GeneratedConfigsInput): Generated
       }
     }
   };
-  const pending = new Map<string, { kind: string; name: string; wanted: MachineConfig[]; problems: Problem[] }>();
+  // `overlapped`: a CRIOCredentialProviderConfig's images another provider already covers.
+  const pending = new Map<string, { kind: string; name: string; wanted: MachineConfig[]; problems: Problem[]; overlapped: string[] }>();
   const statusFor = (kind: string, name: string) => {
     const key = `${kind}/${name}`;
     let s = pending.get(key);
-    if (!s) pending.set(key, (s = { kind, name, wanted: [], problems: [] }));
+    if (!s) pending.set(key, (s = { kind, name, wanted: [], problems: [], overlapped: [] }));
     return s;
   };
   for (const kc of input.kubeletConfigs) {
@@ -249,12 +259,33 @@ export function desiredGeneratedConfigs(input: GeneratedConfigsInput): Generated
     statusFor(holder[0], holder[1]).wanted = problems.length === 0 ? wanted : existing.filter((mc) => /^99-.*-generated-registries$/.test(mc.metadata.name));
   }
 
+  // CRIOCredentialProviderConfig: `97-<pool>-generated-credentialproviderconfig` for each built-in
+  // pool, written even with no file (MCO's syncIgnitionConfig does), owned by the config.
+  const credentialProvider = input.crioCredentialProviderConfig;
+  if (credentialProvider) {
+    const status = statusFor(KIND_CRIO_CREDENTIAL_PROVIDER_CONFIG, credentialProvider.metadata.name);
+    for (const pool of input.pools.filter(isBuiltInPool)) {
+      const platformFiles = new Map<string, string>();
+      for (const path of PLATFORM_CREDENTIAL_PROVIDER_CONFIG_PATHS) {
+        const text = baseFile(pool, baseConfigs, path);
+        if (text !== undefined) platformFiles.set(path, text);
+      }
+      try {
+        const { files, overlapped } = generateCredentialProviderFiles(credentialProvider, platformFiles);
+        for (const image of overlapped) if (!status.overlapped.includes(image)) status.overlapped.push(image);
+        status.wanted.push(generatedMachineConfig(`97-${pool.metadata.name}-generated-credentialproviderconfig`, pool.metadata.name, files, [ownerRef(CONFIG_API_VERSION, KIND_CRIO_CREDENTIAL_PROVIDER_CONFIG, credentialProvider.metadata.name, false)]));
+      } catch (err) {
+        status.problems.push({ object: `${KIND_CRIO_CREDENTIAL_PROVIDER_CONFIG}/${credentialProvider.metadata.name}`, field: 'spec', rule: 'base-config-syntax', message: `could not generate CRIOCredentialProvider Ignition config for pool ${pool.metadata.name}: ${(err as Error).message}` });
+      }
+    }
+  }
+
   for (const s of pending.values()) {
     const wanted = s.problems.length === 0 || REGISTRIES_KINDS.has(s.kind)
       ? s.wanted
       : [...s.wanted, ...ownedBy(s.kind, s.name).filter((mc) => !s.wanted.some((w) => w.metadata.name === mc.metadata.name))];
     out.push(...wanted);
-    statuses.push({ object: `${s.kind}/${s.name}`, conditions: sourceConditions(s.kind, s.problems), generated: wanted.map((mc) => mc.metadata.name).sort(), problems: s.problems });
+    statuses.push({ object: `${s.kind}/${s.name}`, conditions: sourceConditions(s.kind, s.problems, s.overlapped), generated: wanted.map((mc) => mc.metadata.name).sort(), problems: s.problems });
   }
   // One generated config per name (two sources cannot both own one; the first wins).
   const seen = new Set<string>();
@@ -262,7 +293,7 @@ export function desiredGeneratedConfigs(input: GeneratedConfigsInput): Generated
 }
 
 /** Any of the higher-level config objects, as stored. */
-export type SourceObject = KubeletConfig | ContainerRuntimeConfig | ImageConfig | MirrorSetObject | ClusterImagePolicy;
+export type SourceObject = KubeletConfig | ContainerRuntimeConfig | ImageConfig | MirrorSetObject | ClusterImagePolicy | CrioCredentialProviderConfig;
 export type SourceKind = (typeof SOURCE_KINDS)[number];
 
 export function isSourceKind(kind: unknown): kind is SourceKind {
@@ -276,15 +307,18 @@ export function parseSourceObject(doc: Record<string, unknown>, c: ProblemCollec
     case KIND_CONTAINER_RUNTIME_CONFIG: return parseContainerRuntimeConfig(doc, c);
     case KIND_IMAGE: return parseImageConfig(doc, c);
     case KIND_CLUSTER_IMAGE_POLICY: return parseClusterImagePolicy(doc, c);
+    case KIND_CRIO_CREDENTIAL_PROVIDER_CONFIG: return parseCrioCredentialProviderConfig(doc, c);
     default: return parseMirrorSet(doc, c);
   }
 }
 
 /** The input of desiredGeneratedConfigs from stored source objects (KubeletConfigs in creation order). */
-export function sourcesInput(objects: readonly { value: SourceObject; createdAt: number }[]): Pick<GeneratedConfigsInput, 'kubeletConfigs' | 'containerRuntimeConfigs' | 'image' | 'mirrorSets' | 'clusterImagePolicies'> {
+export function sourcesInput(objects: readonly { value: SourceObject; createdAt: number }[]): Pick<GeneratedConfigsInput, 'kubeletConfigs' | 'containerRuntimeConfigs' | 'image' | 'mirrorSets' | 'clusterImagePolicies' | 'crioCredentialProviderConfig'> {
   const ordered = [...objects].sort((a, b) => a.createdAt - b.createdAt || (a.value.metadata.name < b.value.metadata.name ? -1 : 1)).map((o) => o.value);
   const image = ordered.find((o): o is ImageConfig => o.kind === KIND_IMAGE);
+  const credentialProvider = ordered.find((o): o is CrioCredentialProviderConfig => o.kind === KIND_CRIO_CREDENTIAL_PROVIDER_CONFIG);
   return {
+    ...(credentialProvider ? { crioCredentialProviderConfig: credentialProvider } : {}),
     kubeletConfigs: ordered.filter((o): o is KubeletConfig => o.kind === KIND_KUBELET_CONFIG),
     containerRuntimeConfigs: ordered.filter((o): o is ContainerRuntimeConfig => o.kind === KIND_CONTAINER_RUNTIME_CONFIG),
     ...(image ? { image } : {}),

@@ -194,6 +194,23 @@ test('a ClusterImagePolicy puts its sigstore requirement into policy.json and it
   await del('ImageDigestMirrorSet', 'team');
 });
 
+test('a CRIOCredentialProviderConfig becomes 97-<pool>-generated-credentialproviderconfig: the generic file and the kubelet drop-in, or no file without images', async () => {
+  const credentialProvider = (spec?: Record<string, unknown>) => ({ apiVersion: 'config.openshift.io/v1', kind: 'CRIOCredentialProviderConfig', metadata: { name: 'cluster' }, ...(spec ? { spec } : {}) });
+  await apply(credentialProvider({ matchImages: ['quay.io', 'registry.example.com:5000'] }));
+  const mc = await getMc('97-worker-generated-credentialproviderconfig');
+  assert.deepEqual(mc.spec.config.storage.files.map((f: { path: string }) => f.path), ['/etc/kubernetes/credential-providers/generic-credential-provider.yaml', '/etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf']);
+  assert.match(fileOf(mc, '/etc/kubernetes/credential-providers/generic-credential-provider.yaml')!, /^ {2}matchImages:\n {2}- quay\.io\n {2}- registry\.example\.com:5000\n {2}name: crio-credential-provider$/m);
+  assert.deepEqual(mc.metadata.ownerReferences.map((o: { kind: string; name: string }) => `${o.kind}/${o.name}`), ['CRIOCredentialProviderConfig/cluster']);
+  assert.ok((await renderedSources('master')).includes('97-master-generated-credentialproviderconfig'));
+  assert.deepEqual((await sources('CRIOCredentialProviderConfig'))[0].conditions, [{ type: 'Validated', status: 'True', message: 'Success' }, { type: 'MachineConfigRendered', status: 'True', message: 'Success' }]);
+
+  // No images: MCO still writes the config, with no file.
+  await apply(credentialProvider());
+  assert.deepEqual((await getMc('97-worker-generated-credentialproviderconfig')).spec.config.storage.files, []);
+  await del('CRIOCredentialProviderConfig', 'cluster');
+  assert.ok(!(await mcNames()).some((n) => n.endsWith('-generated-credentialproviderconfig')));
+});
+
 test('apply --dry-run of a mirror set previews the generated registries config and names MCO\'s rule per node', async () => {
   const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node('worker-0', 'worker'), name: 'worker-0', autoDone: true, labels: { 'node-role.kubernetes.io/worker': '' } });
   await agent.connect();

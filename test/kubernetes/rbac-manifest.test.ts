@@ -40,7 +40,7 @@ describe('packaging/kubernetes/rbac.yaml', () => {
       // mcctl import and --kubernetes-source: the higher-level configs.
       ...['machineconfiguration.openshift.io kubeletconfigs', 'machineconfiguration.openshift.io containerruntimeconfigs',
         'config.openshift.io images', 'config.openshift.io imagedigestmirrorsets', 'config.openshift.io imagetagmirrorsets',
-        'config.openshift.io clusterimagepolicies', 'operator.openshift.io imagecontentsourcepolicies'].flatMap((r) => [`${r} list`, `${r} watch`]),
+        'config.openshift.io clusterimagepolicies', 'config.openshift.io criocredentialproviderconfigs', 'operator.openshift.io imagecontentsourcepolicies'].flatMap((r) => [`${r} list`, `${r} watch`]),
     ].sort());
     // Whatever other role a change adds, none may grant Events beyond one namespace.
     for (const g of grants()) {

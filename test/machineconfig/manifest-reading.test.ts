@@ -73,12 +73,11 @@ test('a document that is not a mapping, and an unknown kind, are named', () => {
 });
 
 test('an MCO kind mcplane does not implement is refused saying what MCO does with it and behind which feature gate', () => {
-  const text = ['ImagePolicy', 'CRIOCredentialProviderConfig', 'APIServer'].map((kind) => `apiVersion: config.openshift.io/v1\nkind: ${kind}\nmetadata: {name: cluster}\n`).join('---\n');
+  const text = ['ImagePolicy', 'APIServer'].map((kind) => `apiVersion: config.openshift.io/v1\nkind: ${kind}\nmetadata: {name: cluster}\n`).join('---\n');
   const { problems } = parseManifests(text, 'f.yaml');
-  assert.deepEqual(problems.map((p) => `${p.object} ${p.field} ${p.rule}`), ['ImagePolicy/cluster kind kind-not-implemented', 'CRIOCredentialProviderConfig/cluster kind kind-not-implemented', 'APIServer/cluster kind kind-not-implemented']);
+  assert.deepEqual(problems.map((p) => `${p.object} ${p.field} ${p.rule}`), ['ImagePolicy/cluster kind kind-not-implemented', 'APIServer/cluster kind kind-not-implemented']);
   assert.match(problems[0]!.message, /namespaced object.*SigstoreImageVerification feature gate \(on in the Default feature set at MCO 7ff337a4\).*\/etc\/crio\/policies\/<namespace>\.json.*A ClusterImagePolicy/);
-  assert.match(problems[1]!.message, /CRIOCredentialProviderConfig feature gate/);
-  assert.match(problems[2]!.message, /use KubeletConfig spec\.tlsSecurityProfile/);
+  assert.match(problems[1]!.message, /use KubeletConfig spec\.tlsSecurityProfile/);
 });
 
 test('the same object twice in one input is refused and both places are named', () => {

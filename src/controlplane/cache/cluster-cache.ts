@@ -44,7 +44,7 @@ import {
 } from '../store/stored-records.ts';
 
 /** The stored kinds of the higher-level configs, one per kind of SOURCE_KINDS. */
-export const SOURCE_STORED_KINDS = ['KubeletConfig', 'ContainerRuntimeConfig', 'Image', 'ImageDigestMirrorSet', 'ImageTagMirrorSet', 'ImageContentSourcePolicy', 'ClusterImagePolicy'] as const satisfies readonly StoredKind[];
+export const SOURCE_STORED_KINDS = ['KubeletConfig', 'ContainerRuntimeConfig', 'Image', 'ImageDigestMirrorSet', 'ImageTagMirrorSet', 'ImageContentSourcePolicy', 'ClusterImagePolicy', 'CRIOCredentialProviderConfig'] as const satisfies readonly StoredKind[];
 
 /** The kinds whose objects together make one node's view. */
 export const NODE_KINDS = NODE_VIEW_KINDS;

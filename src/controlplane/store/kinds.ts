@@ -50,6 +50,7 @@ export const KINDS = {
   ImageTagMirrorSet: { writer: 'user', holds: 'an ImageTagMirrorSet', cached: true },
   ImageContentSourcePolicy: { writer: 'user', holds: 'an ImageContentSourcePolicy (operator.openshift.io/v1alpha1)', cached: true },
   ClusterImagePolicy: { writer: 'user', holds: 'a ClusterImagePolicy: sigstore signature verification for image scopes', cached: true },
+  CRIOCredentialProviderConfig: { writer: 'user', holds: 'the CRIOCredentialProviderConfig: images whose credentials the kubelet asks CRI-O for', cached: true },
 } as const satisfies Record<string, KindInfo>;
 
 export type StoredKind = keyof typeof KINDS;
