@@ -320,7 +320,7 @@ const enrollments: Resource<EnrollmentRequest__Output> = {
 };
 
 interface SourceStatus {
-  conditions: { type: string; status: string; message: string }[];
+  conditions: { type: string; status: string; reason?: string; message: string }[];
   generated: string[];
 }
 
@@ -328,8 +328,14 @@ interface SourceStatus {
 function sourceResource(name: SourceResourceName, kind: string): Resource<SourceObject__Output> {
   const list = async (c: Clients): Promise<SourceObject__Output[]> => (await call(c, c.config.listSourceObjects.bind(c.config), { kind }, `list ${kind}`)).objects;
   const status = (o: SourceObject__Output): SourceStatus => JSON.parse(o.statusJson || '{}') as SourceStatus;
-  // MCO's outcome is the last condition (KubeletConfig: the legacy Success/Failure after Accepted).
-  const outcome = (o: SourceObject__Output): { type: string; message: string } | undefined => status(o).conditions?.at(-1);
+  // MCO's outcome is the last condition (KubeletConfig: the legacy Success/Failure after Accepted);
+  // where conditions carry reasons (CRIOCredentialProviderConfig), the reason of the first that
+  // is False, else of the last.
+  const outcome = (o: SourceObject__Output): { type: string; message: string } | undefined => {
+    const conditions = status(o).conditions ?? [];
+    const shown = conditions.some((c) => c.reason) ? conditions.find((c) => c.status === 'False') ?? conditions.at(-1) : conditions.at(-1);
+    return shown && { type: shown.reason ?? shown.type, message: shown.message };
+  };
   return {
     name,
     typeName: kind.toLowerCase(),

@@ -47,66 +47,96 @@ export function parseCrioCredentialProviderConfig(doc: Record<string, unknown>, 
   checkApi(doc, c, CONFIG_API_VERSION);
   const metadata = parseObjectMeta(doc.metadata, c);
   if (metadata && metadata.name !== 'cluster') c.add('metadata.name', 'cluster-name', 'criocredentialproviderconfig is a singleton, .metadata.name must be \'cluster\'');
-  let spec: CrioCredentialProviderConfig['spec'];
-  if (doc.spec !== undefined && doc.spec !== null) {
-    const s = c.record(doc.spec, 'spec') ?? {};
-    c.onlyKeys(s, 'spec', ['matchImages']);
-    const images = c.stringList(s.matchImages, 'spec', 'matchImages');
-    if (images) {
-      if (images.length < 1 || images.length > 50) c.add('spec.matchImages', 'match-images', `matchImages lists 1 to 50 images, got ${images.length}`);
-      images.forEach((image, i) => {
-        const at = `spec.matchImages[${i}]`;
-        if (image.length < 1 || image.length > 512) c.add(at, 'match-image', `a matchImages entry is 1 to 512 characters, got ${image.length}`);
-        else if (image === '*') c.add(at, 'match-image', 'global wildcard \'*\' is not allowed');
-        else if (!MATCH_IMAGE.test(image)) c.add(at, 'match-image', `${quote(image, 100)}: invalid matchImages value, must be a valid fully qualified domain name in lowercase with optional wildcard, port, and path`);
-      });
-    }
-    spec = images ? { matchImages: images } : {};
+  if (doc.spec === undefined || doc.spec === null) {
+    c.add('spec', 'required', 'spec is required (an empty spec, {}, renders no file)');
+    return undefined;
+  }
+  const s = c.record(doc.spec, 'spec') ?? {};
+  c.onlyKeys(s, 'spec', ['matchImages']);
+  const spec: NonNullable<CrioCredentialProviderConfig['spec']> = {};
+  const raw = c.array(s.matchImages, 'spec', 'matchImages');
+  if (raw) {
+    if (raw.length < 1 || raw.length > 50) c.add('spec.matchImages', 'match-images', `matchImages lists 1 to 50 images, got ${raw.length}`);
+    const images: string[] = [];
+    raw.forEach((image, i) => {
+      const at = `spec.matchImages[${i}]`;
+      if (typeof image !== 'string') return void c.string(image, at);
+      if (image.length < 1 || image.length > 512) c.add(at, 'match-image', `a matchImages entry is 1 to 512 characters, got ${image.length}`);
+      else if (image === '*') c.add(at, 'match-image', 'global wildcard \'*\' is not allowed');
+      else if (!MATCH_IMAGE.test(image)) c.add(at, 'match-image', `${quote(image, 100)}: invalid matchImages value, must be a valid fully qualified domain name in lowercase with optional wildcard, port, and path`);
+      else if (images.includes(image)) c.add(at, 'duplicate-entry', `${quote(image, 100)} is listed twice (the list is a set)`);
+      images.push(image);
+    });
+    spec.matchImages = images;
   }
   if (!metadata || !c.ok) return undefined;
-  return { apiVersion: CONFIG_API_VERSION, kind: KIND_CRIO_CREDENTIAL_PROVIDER_CONFIG, metadata, ...(spec ? { spec } : {}) };
+  return { apiVersion: CONFIG_API_VERSION, kind: KIND_CRIO_CREDENTIAL_PROVIDER_CONFIG, metadata, spec };
 }
 
 /** credentialProviderWithTag: a provider's fields in MCO's struct, and which it leaves out when empty. */
 type Provider = Record<string, unknown> & { name: string; matchImages: string[] | null };
 
 /**
- * credProviderConfigObject: the base file read into MCO's struct (apiVersion and kind defaulted,
- * each provider's known fields kept, defaultCacheDuration as Go writes a duration). Throws,
- * naming what is wrong, where Go's unmarshalling fails.
+ * credProviderConfigObject: the base file read into MCO's struct as ghodss/yaml reads it (YAML
+ * 1.1, through JSON into Go types): apiVersion and kind defaulted, each provider's known fields
+ * kept, defaultCacheDuration as Go writes a duration. Throws, naming the field, where Go's
+ * unmarshalling fails (a value of another type).
  */
 function readCredentialProviderConfig(text: string | undefined): { apiVersion: string; kind: string; providers: Provider[] } {
   const out = { apiVersion: 'kubelet.config.k8s.io/v1', kind: 'CredentialProviderConfig', providers: [] as Provider[] };
   if (text === undefined || text.trim() === '') return out;
-  const raw: unknown = parseYaml(text);
+  const raw: unknown = parseYaml(text, { version: '1.1' });
   if (raw === null || raw === undefined) return out;
   if (!isRecord(raw)) throw new Error('the credential provider config is not a mapping');
-  if (typeof raw.apiVersion === 'string') out.apiVersion = raw.apiVersion;
-  if (typeof raw.kind === 'string') out.kind = raw.kind;
+  const str = (v: unknown, field: string): string => {
+    if (v === undefined || v === null) return '';
+    if (typeof v !== 'string') throw new Error(`${field} must be a string, got ${JSON.stringify(v)}`);
+    return v;
+  };
+  const strings = (v: unknown, field: string): string[] | null => {
+    if (v === undefined || v === null) return null;
+    if (!Array.isArray(v)) throw new Error(`${field} must be a list, got ${JSON.stringify(v)}`);
+    return v.map((x, i) => str(x, `${field}[${i}]`));
+  };
+  if (raw.apiVersion !== undefined && raw.apiVersion !== null) out.apiVersion = str(raw.apiVersion, 'apiVersion');
+  if (raw.kind !== undefined && raw.kind !== null) out.kind = str(raw.kind, 'kind');
   if (raw.providers !== undefined && raw.providers !== null && !Array.isArray(raw.providers)) throw new Error('providers must be a list');
-  for (const p of (raw.providers ?? []) as unknown[]) {
-    if (!isRecord(p)) throw new Error('each provider must be a mapping');
-    const provider: Provider = { name: String(p.name ?? ''), matchImages: Array.isArray(p.matchImages) ? p.matchImages.map(String) : null };
+  ((raw.providers ?? []) as unknown[]).forEach((p, i) => {
+    const f = `providers[${i}]`;
+    if (!isRecord(p)) throw new Error(`${f} must be a mapping`);
+    const provider: Provider = { name: str(p.name, `${f}.name`), matchImages: strings(p.matchImages, `${f}.matchImages`) };
     if (p.defaultCacheDuration !== undefined && p.defaultCacheDuration !== null) {
-      const d = parseGoDuration(String(p.defaultCacheDuration));
-      if ('error' in d) throw new Error(`provider ${p.name}: defaultCacheDuration: ${d.error}`);
+      const d = parseGoDuration(str(p.defaultCacheDuration, `${f}.defaultCacheDuration`));
+      if ('error' in d) throw new Error(`${f}.defaultCacheDuration: ${d.error}`);
       provider.defaultCacheDuration = formatGoDuration(d.ns);
     }
-    provider.apiVersion = String(p.apiVersion ?? '');
-    if (Array.isArray(p.args) && p.args.length) provider.args = p.args.map(String);
-    if (Array.isArray(p.env) && p.env.length) provider.env = p.env.filter(isRecord).map((e) => ({ name: String(e.name ?? ''), value: String(e.value ?? '') }));
-    if (isRecord(p.tokenAttributes)) {
+    provider.apiVersion = str(p.apiVersion, `${f}.apiVersion`);
+    const args = strings(p.args, `${f}.args`);
+    if (args?.length) provider.args = args;
+    if (p.env !== undefined && p.env !== null) {
+      if (!Array.isArray(p.env)) throw new Error(`${f}.env must be a list`);
+      const env = p.env.map((e, j) => {
+        if (!isRecord(e)) throw new Error(`${f}.env[${j}] must be a mapping`);
+        return { name: str(e.name, `${f}.env[${j}].name`), value: str(e.value, `${f}.env[${j}].value`) };
+      });
+      if (env.length) provider.env = env;
+    }
+    if (p.tokenAttributes !== undefined && p.tokenAttributes !== null) {
       const t = p.tokenAttributes;
+      if (!isRecord(t)) throw new Error(`${f}.tokenAttributes must be a mapping`);
+      if (t.requireServiceAccount !== undefined && t.requireServiceAccount !== null && typeof t.requireServiceAccount !== 'boolean') throw new Error(`${f}.tokenAttributes.requireServiceAccount must be true or false`);
+      const required = strings(t.requiredServiceAccountAnnotationKeys, `${f}.tokenAttributes.requiredServiceAccountAnnotationKeys`);
+      const optional = strings(t.optionalServiceAccountAnnotationKeys, `${f}.tokenAttributes.optionalServiceAccountAnnotationKeys`);
       provider.tokenAttributes = {
-        serviceAccountTokenAudience: String(t.serviceAccountTokenAudience ?? ''),
-        cacheType: String(t.cacheType ?? ''),
+        serviceAccountTokenAudience: str(t.serviceAccountTokenAudience, `${f}.tokenAttributes.serviceAccountTokenAudience`),
+        cacheType: str(t.cacheType, `${f}.tokenAttributes.cacheType`),
         requireServiceAccount: typeof t.requireServiceAccount === 'boolean' ? t.requireServiceAccount : null,
-        ...(Array.isArray(t.requiredServiceAccountAnnotationKeys) && t.requiredServiceAccountAnnotationKeys.length ? { requiredServiceAccountAnnotationKeys: t.requiredServiceAccountAnnotationKeys.map(String) } : {}),
-        ...(Array.isArray(t.optionalServiceAccountAnnotationKeys) && t.optionalServiceAccountAnnotationKeys.length ? { optionalServiceAccountAnnotationKeys: t.optionalServiceAccountAnnotationKeys.map(String) } : {}),
+        ...(required?.length ? { requiredServiceAccountAnnotationKeys: required } : {}),
+        ...(optional?.length ? { optionalServiceAccountAnnotationKeys: optional } : {}),
       };
     }
     out.providers.push(provider);
-  }
+  });
   return out;
 }
 
@@ -157,7 +187,13 @@ export function generateCredentialProviderFiles(cfg: CrioCredentialProviderConfi
   const path = platformPath ?? GENERIC_CREDENTIAL_PROVIDER_CONFIG_PATH;
   const images = cfg.spec?.matchImages ?? [];
   if (images.length === 0) return { files: [], overlapped: [] };
-  const { yaml, overlapped } = updateCredentialProviderConfig(platformPath ? platformFiles.get(platformPath) : undefined, images);
+  let result: ReturnType<typeof updateCredentialProviderConfig>;
+  try {
+    result = updateCredentialProviderConfig(platformPath ? platformFiles.get(platformPath) : undefined, images);
+  } catch (err) {
+    throw new Error(`${path}: ${(err as Error).message.split('\n')[0]}`);
+  }
+  const { yaml, overlapped } = result;
   if (yaml === undefined) return { files: [], overlapped };
   const files: GeneratedFile[] = [{ path, contents: yaml }];
   if (path === GENERIC_CREDENTIAL_PROVIDER_CONFIG_PATH) files.push({ path: KUBELET_CRIO_CREDENTIAL_PROVIDER_DROPIN_PATH, contents: kubeletDropIn(path) });

@@ -62,6 +62,8 @@ export interface GeneratedConfigsInput {
 export interface SourceCondition {
   type: string;
   status: 'True' | 'False';
+  /** metav1.Condition's reason, on the kinds whose conditions have one (CRIOCredentialProviderConfig). */
+  reason?: string;
   message: string;
 }
 
@@ -88,11 +90,16 @@ export function isGeneratedConfig(mc: MachineConfig): boolean {
 export function sourceConditions(kind: string, problems: Problem[], overlapped: readonly string[] = []): SourceCondition[] {
   const message = problems.length === 0 ? 'Success' : `Error: ${problems.map((p) => p.message).join('; ')}`;
   if (kind === KIND_CRIO_CREDENTIAL_PROVIDER_CONFIG) {
-    // wrapErrorWithCRIOCredentialProviderConfigCondition: Validated, then MachineConfigRendered.
+    // wrapErrorWithCRIOCredentialProviderConfigCondition, as syncCRIOCredentialProviderConfig sets
+    // them: on a failure only MachineConfigRendered, with its own message (no "Error:" prefix);
+    // otherwise Validated (False when images overlap), then MachineConfigRendered.
+    if (problems.length > 0) {
+      return [{ type: 'MachineConfigRendered', status: 'False', reason: 'MachineConfigRenderingFailed', message: `could not generate CRIOCredentialProvider Ignition config: ${problems.map((p) => p.message).join('; ')}` }];
+    }
     const validated: SourceCondition = overlapped.length
-      ? { type: 'Validated', status: 'False', message: `CRIOCredentialProviderConfig has one or multiple entries that overlap with the original credential provider config. Skip rendering entries: [${overlapped.join(' ')}].` }
-      : { type: 'Validated', status: 'True', message: 'Success' };
-    return [validated, { type: 'MachineConfigRendered', status: problems.length === 0 ? 'True' : 'False', message }];
+      ? { type: 'Validated', status: 'False', reason: 'ConfigurationPartiallyApplied', message: `CRIOCredentialProviderConfig has one or multiple entries that overlap with the original credential provider config. Skip rendering entries: [${overlapped.join(' ')}].` }
+      : { type: 'Validated', status: 'True', reason: 'Succeeded', message: 'Success' };
+    return [validated, { type: 'MachineConfigRendered', status: 'True', reason: 'MachineConfigRenderingSucceeded', message: 'Success' }];
   }
   const legacy: SourceCondition = { type: problems.length === 0 ? 'Success' : 'Failure', status: 'True', message };
   if (kind === KIND_KUBELET_CONFIG) return [{ type: 'Accepted', status: problems.length === 0 ? 'True' : 'False', message }, legacy];
@@ -275,7 +282,8 @@ export function desiredGeneratedConfigs(input: GeneratedConfigsInput): Generated
         for (const image of overlapped) if (!status.overlapped.includes(image)) status.overlapped.push(image);
         status.wanted.push(generatedMachineConfig(`97-${pool.metadata.name}-generated-credentialproviderconfig`, pool.metadata.name, files, [ownerRef(CONFIG_API_VERSION, KIND_CRIO_CREDENTIAL_PROVIDER_CONFIG, credentialProvider.metadata.name, false)]));
       } catch (err) {
-        status.problems.push({ object: `${KIND_CRIO_CREDENTIAL_PROVIDER_CONFIG}/${credentialProvider.metadata.name}`, field: 'spec', rule: 'base-config-syntax', message: `could not generate CRIOCredentialProvider Ignition config for pool ${pool.metadata.name}: ${(err as Error).message}` });
+        // The pool's own credential provider config is what is broken, not this object's spec.
+        status.problems.push({ object: `${KIND_CRIO_CREDENTIAL_PROVIDER_CONFIG}/${credentialProvider.metadata.name}`, field: 'spec', rule: 'base-config-syntax', message: `pool ${pool.metadata.name}'s ${(err as Error).message}` });
       }
     }
   }

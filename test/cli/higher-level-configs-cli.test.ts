@@ -105,6 +105,15 @@ test('a ClusterImagePolicy through the binary: apply, get clusterimagepolicy, -o
   assert.equal((await mcctl('delete', 'clusterimagepolicy', 'signed')).stdout, 'clusterimagepolicy/signed deleted\n');
 });
 
+test('get criocredentialproviderconfig shows the outcome by its reason: the first condition that is False, else the last', async () => {
+  const file = join(dir, 'crio-cp.yaml');
+  writeFileSync(file, 'apiVersion: config.openshift.io/v1\nkind: CRIOCredentialProviderConfig\nmetadata: {name: cluster}\nspec:\n  matchImages: [quay.io]\n');
+  const applied = await mcctl('apply', '-f', file);
+  assert.equal(applied.status, 0, applied.stderr);
+  assert.match((await mcctl('get', 'criocredentialproviderconfig')).stdout, /^cluster +MachineConfigRenderingSucceeded +97-master-generated-credentialproviderconfig,97-worker-generated-credentialproviderconfig /m);
+  assert.equal((await mcctl('delete', 'criocredentialproviderconfig', 'cluster')).status, 0);
+});
+
 test('describe machineconfiguration cluster lists MCO\'s built-in policies, and an applied entry over them', async () => {
   const builtins = await mcctl('describe', 'machineconfiguration', 'cluster');
   assert.equal(builtins.status, 0, builtins.stderr);

@@ -202,10 +202,29 @@ test('a CRIOCredentialProviderConfig becomes 97-<pool>-generated-credentialprovi
   assert.match(fileOf(mc, '/etc/kubernetes/credential-providers/generic-credential-provider.yaml')!, /^ {2}matchImages:\n {2}- quay\.io\n {2}- registry\.example\.com:5000\n {2}name: crio-credential-provider$/m);
   assert.deepEqual(mc.metadata.ownerReferences.map((o: { kind: string; name: string }) => `${o.kind}/${o.name}`), ['CRIOCredentialProviderConfig/cluster']);
   assert.ok((await renderedSources('master')).includes('97-master-generated-credentialproviderconfig'));
-  assert.deepEqual((await sources('CRIOCredentialProviderConfig'))[0].conditions, [{ type: 'Validated', status: 'True', message: 'Success' }, { type: 'MachineConfigRendered', status: 'True', message: 'Success' }]);
+  assert.deepEqual((await sources('CRIOCredentialProviderConfig'))[0].conditions, [
+    { type: 'Validated', status: 'True', reason: 'Succeeded', message: 'Success' },
+    { type: 'MachineConfigRendered', status: 'True', reason: 'MachineConfigRenderingSucceeded', message: 'Success' },
+  ]);
+
+  // A pool whose configs carry the platform's file (here GCP's): it is edited, the images another
+  // provider covers are left out and named; a broken one is a MachineConfigRendered=False.
+  const gcr = '/etc/kubernetes/credential-providers/gcr-credential-provider.yaml';
+  const platform = (text: string) => mcDoc('01-worker-credential-provider', 'worker', { config: ign('3.4.0', { storage: { files: [fileEntry(gcr, text)] } }) });
+  await apply(platform('apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n  - name: gcr-credential-provider\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n    matchImages: ["gcr.io", "*.gcr.io"]\n    defaultCacheDuration: "1m"\n'), credentialProvider({ matchImages: ['quay.io', 'gcr.io'] }));
+  const edited = await getMc('97-worker-generated-credentialproviderconfig');
+  assert.deepEqual(edited.spec.config.storage.files.map((f: { path: string }) => f.path), [gcr]);
+  assert.deepEqual(parseYaml(fileOf(edited, gcr)!).providers.map((p: { name: string; matchImages: string[] }) => `${p.name}: ${p.matchImages.join(',')}`), ['gcr-credential-provider: gcr.io,*.gcr.io', 'crio-credential-provider: quay.io']);
+  assert.deepEqual((await sources('CRIOCredentialProviderConfig'))[0].conditions[0], { type: 'Validated', status: 'False', reason: 'ConfigurationPartiallyApplied', message: 'CRIOCredentialProviderConfig has one or multiple entries that overlap with the original credential provider config. Skip rendering entries: [gcr.io].' });
+  await apply(platform('providers: not-a-list\n'));
+  const [broken] = await sources('CRIOCredentialProviderConfig');
+  assert.deepEqual(broken.conditions.map((c: { type: string; status: string }) => `${c.type}=${c.status}`), ['MachineConfigRendered=False']);
+  assert.match(broken.conditions[0].message, /^could not generate CRIOCredentialProvider Ignition config: pool worker's \/etc\/kubernetes\/credential-providers\/gcr-credential-provider\.yaml: providers must be a list$/);
+  assert.deepEqual(await getMc('97-worker-generated-credentialproviderconfig'), edited, 'the config in place stays');
+  await del('MachineConfig', '01-worker-credential-provider');
 
   // No images: MCO still writes the config, with no file.
-  await apply(credentialProvider());
+  await apply(credentialProvider({}));
   assert.deepEqual((await getMc('97-worker-generated-credentialproviderconfig')).spec.config.storage.files, []);
   await del('CRIOCredentialProviderConfig', 'cluster');
   assert.ok(!(await mcNames()).some((n) => n.endsWith('-generated-credentialproviderconfig')));

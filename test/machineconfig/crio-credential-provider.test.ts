@@ -85,15 +85,25 @@ test('a pool without a platform file gets the generic file and the kubelet drop-
   assert.deepEqual(generateCredentialProviderFiles(cfg(['gcr.io']), new Map([[gcr, GCR]])), { files: [], overlapped: ['gcr.io'] });
 });
 
-test('the CRD\'s rules: the singleton cluster, 1 to 50 images, no global wildcard, lowercase hosts', () => {
+test('the base file is read as Go reads it: YAML 1.1, a value of another type refused naming it', () => {
+  const yes = updateCredentialProviderConfig(`${GCR_WITH_CRIO.replace('requireServiceAccount: false', 'requireServiceAccount: yes')}`, ['myhost.com']).yaml!;
+  assert.equal(parse(yes).providers[1].tokenAttributes.requireServiceAccount, true, 'yes is true in YAML 1.1');
+  assert.throws(() => updateCredentialProviderConfig('providers:\n  - name: x\n    matchImages: quay.io\n', ['a.io']), /providers\[0\]\.matchImages must be a list/);
+  assert.throws(() => updateCredentialProviderConfig('providers:\n  - name: x\n    env: [1]\n', ['a.io']), /providers\[0\]\.env\[0\] must be a mapping/);
+});
+
+test('the CRD\'s rules: the singleton cluster, a spec, 1 to 50 images, each once, no global wildcard, lowercase hosts', () => {
   const problems = (doc: Record<string, unknown>) => {
     const c = new ProblemCollector('CRIOCredentialProviderConfig/x');
     parseCrioCredentialProviderConfig({ apiVersion: 'config.openshift.io/v1', kind: 'CRIOCredentialProviderConfig', metadata: { name: 'cluster' }, ...doc }, c);
     return c.problems.map((p) => [p.field, p.rule]);
   };
   assert.deepEqual(problems({ spec: { matchImages: ['quay.io', '*.example.io', 'registry.example.com:5000/team'] } }), []);
-  assert.deepEqual(problems({}), [], 'spec is optional');
-  assert.deepEqual(problems({ metadata: { name: 'other' } }), [['metadata.name', 'cluster-name']]);
+  assert.deepEqual(problems({}), [['spec', 'required']]);
+  assert.deepEqual(problems({ spec: {} }), [], 'an empty spec is a spec');
+  assert.deepEqual(problems({ spec: { matchImages: ['quay.io', 'quay.io'] } }), [['spec.matchImages[1]', 'duplicate-entry']]);
+  assert.deepEqual(problems({ spec: { matchImages: [1, 'a..b'] } }), [['spec.matchImages[0]', 'type'], ['spec.matchImages[1]', 'match-image']], 'each problem names its own entry');
+  assert.deepEqual(problems({ metadata: { name: 'other' }, spec: {} }), [['metadata.name', 'cluster-name']]);
   assert.deepEqual(problems({ spec: { matchImages: [] } }), [['spec.matchImages', 'match-images']]);
   assert.deepEqual(problems({ spec: { matchImages: ['*', 'Quay.io'] } }), [['spec.matchImages[0]', 'match-image'], ['spec.matchImages[1]', 'match-image']]);
 });
