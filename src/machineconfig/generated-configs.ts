@@ -23,7 +23,7 @@ import { configsForPool } from './pool-membership.ts';
 import type { ProblemCollector } from './problem-collector.ts';
 import { decodeRegistriesConf, generateRegistriesFiles, POLICY_JSON_PATH, REGISTRIES_CONF_PATH, registriesProblems, type GeneratedFile, type LocatedMirrorRule } from './registries-config.ts';
 import { mergeSpecs } from './render.ts';
-import type { MachineConfig, MachineConfigPool, OwnerReference } from './types.ts';
+import type { MachineConfig, MachineConfigPool, ObjectMeta, OwnerReference } from './types.ts';
 
 /** ctrlcommon.GeneratedByControllerVersionAnnotationKey, which MCO sets on every generated config. */
 export const GENERATED_BY_ANNOTATION = 'machineconfiguration.openshift.io/generated-by-controller-version';
@@ -148,21 +148,19 @@ function problemsOf(err: unknown): Problem[] {
 /**
  * The sigstore attachments file, after policy.json as registriesConfigIgnition lists it, made from
  * the registries.conf just generated (the scopes alone when there is none). A scope whose mirrors
- * make no valid reference fails the registries config, naming the ClusterImagePolicy.
+ * make no valid reference fails the registries config, naming the first policy with that scope.
  */
 function addSigstoreRegistries(files: GeneratedFile[], scopes: string[], policies: readonly ClusterImagePolicy[]): void {
   const registries = files.find((f) => f.path === REGISTRIES_CONF_PATH);
-  let yaml: string | undefined;
-  try {
-    yaml = sigstoreRegistriesYaml(scopes, registries ? decodeRegistriesConf(registries.contents) : undefined);
-  } catch (err) {
-    const culprit = policies.find((p) => p.spec.scopes.some((scope) => (err as Error).message.includes(`scope ${scope} `))) ?? policies[0]!;
-    throw new GenerateConfigError([{ object: `${KIND_CLUSTER_IMAGE_POLICY}/${culprit.metadata.name}`, field: 'spec.scopes', rule: 'image-policy-mirrors', message: (err as Error).message }]);
-  }
+  const objectOf = (scope: string): string => `${KIND_CLUSTER_IMAGE_POLICY}/${policies.find((p) => p.spec.scopes.includes(scope))!.metadata.name}`;
+  const yaml = sigstoreRegistriesYaml(scopes, registries ? decodeRegistriesConf(registries.contents) : undefined, objectOf);
   if (yaml === undefined) return;
   const at = files.findIndex((f) => f.path === POLICY_JSON_PATH);
   files.splice(at + 1, 0, { path: SIGSTORE_REGISTRIES_PATH, contents: yaml });
 }
+
+/** Objects in name order, as MCO's listers give them. */
+const byName = (a: { metadata: ObjectMeta }, b: { metadata: ObjectMeta }): number => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0);
 
 /** builtInLabelKey in MCO's container runtime config controller. */
 const MCO_BUILT_IN_LABEL = 'machineconfiguration.openshift.io/mco-built-in';
@@ -227,7 +225,7 @@ export function desiredGeneratedConfigs(input: GeneratedConfigsInput): Generated
   const imagePolicies = input.clusterImagePolicies ?? [];
   if (input.image || input.mirrorSets.length > 0 || imagePolicies.length > 0) {
     const imageObject = `${KIND_IMAGE}/${CLUSTER_IMAGE}`;
-    const sorted = [...input.mirrorSets].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
+    const sorted = [...input.mirrorSets].sort(byName);
     const byKind = (kind: string): MirrorSetObject[] => sorted.filter((m) => m.kind === kind);
     const located: LocatedMirrorRule[] = [];
     for (const m of sorted) {
@@ -236,7 +234,7 @@ export function desiredGeneratedConfigs(input: GeneratedConfigsInput): Generated
     }
     const sources = input.image?.spec.registrySources ?? {};
     // Without the Image config, the other registries sources hold what they make together.
-    const others = [...sorted, ...[...imagePolicies].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0))];
+    const others = [...sorted, ...[...imagePolicies].sort(byName)];
     const owners = input.image
       ? [ownerRef(CONFIG_API_VERSION, KIND_IMAGE, CLUSTER_IMAGE, true)]
       : others.map((m) => ownerRef(m.apiVersion, m.kind, m.metadata.name, false));

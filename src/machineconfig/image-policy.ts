@@ -12,6 +12,7 @@
 // store): Apply refuses it and says so.
 
 import { quote } from './control-characters.ts';
+import { GenerateConfigError } from './errors.ts';
 import { stringifyGoYaml } from './go-yaml.ts';
 import { checkApi, CONFIG_API_VERSION } from './image-config.ts';
 import { parseObjectMeta } from './object-meta.ts';
@@ -414,10 +415,10 @@ function addScopeMirrors(scopes: Set<string>, scope: string, reg: Registry | und
 /**
  * generateSigstoreRegistriesdConfig: sigstore-registries.yaml, which has every policy scope, and
  * every mirror its images may be pulled from (found in the generated `registries` config), read
- * sigstore attachments; undefined when there is no scope. Throws, naming the scope, where MCO's
- * generation fails (a mirror that makes no valid reference).
+ * sigstore attachments; undefined when there is no scope. Throws a GenerateConfigError naming
+ * `objectOf(scope)` where MCO's generation fails (a mirror that makes no valid reference).
  */
-export function sigstoreRegistriesYaml(policyScopes: readonly string[], registries: RegistriesConf | undefined): string | undefined {
+export function sigstoreRegistriesYaml(policyScopes: readonly string[], registries: RegistriesConf | undefined, objectOf: (scope: string) => string = () => KIND_CLUSTER_IMAGE_POLICY): string | undefined {
   if (policyScopes.length === 0) return undefined;
   const loaded = registries ? loadedRegistries(registries) : undefined;
   const scopes = new Set<string>();
@@ -431,7 +432,7 @@ export function sigstoreRegistriesYaml(policyScopes: readonly string[], registri
         if (scope !== policyScope && scopeIsNestedInsideScope(scope, policyScope)) addScopeMirrors(scopes, scope, findRegistry(loaded, scope));
       }
     } catch (err) {
-      throw new Error(`error adding clusterimagepolicy scope ${policyScope} relevant mirrors: ${(err as Error).message}`);
+      throw new GenerateConfigError([{ object: objectOf(policyScope), field: 'spec.scopes', rule: 'image-policy-mirrors', message: `error adding clusterimagepolicy scope ${policyScope} relevant mirrors: ${(err as Error).message}` }]);
     }
   }
   // ghodss/yaml: through JSON, then yaml.v2 (its key order and quoting).

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parse as parseYaml } from 'yaml';
 import { clusterScopePolicies, parseClusterImagePolicy, sigstoreRegistriesYaml, sigstoreRequirement, type ClusterImagePolicy, type SigstorePolicy } from '../../src/machineconfig/image-policy.ts';
+import { GenerateConfigError } from '../../src/machineconfig/errors.ts';
 import { ProblemCollector } from '../../src/machineconfig/problem-collector.ts';
 import { decodeRegistriesConf, generateRegistriesFiles, scopePolicyConflict, updatePolicyJson, type MirrorRule } from '../../src/machineconfig/registries-config.ts';
 
@@ -139,6 +140,13 @@ test('FindRegistry as sysregistriesv2 loads the file: one registry per prefix, s
   ].join('\n'));
   // "*.example.com" sorts before "a.example.com" and is as long, so it is the registry found.
   assert.equal(sigstoreRegistriesYaml(['a.example.com/app'], conf), 'docker:\n  a.example.com/app:\n    use-sigstore-attachments: true\n  wild.mirror/x/app:\n    use-sigstore-attachments: true\n');
+});
+
+test('a mirror that makes no canonical reference fails the file, naming the policy of the scope (MCO\'s generation fails there too)', () => {
+  const conf = decodeRegistriesConf('unqualified-search-registries = []\n[[registry]]\n  location = "quay.io/team"\n  [[registry.mirror]]\n    location = "mirror/team"\n');
+  assert.throws(() => sigstoreRegistriesYaml(['quay.io/team'], conf, (scope) => `ClusterImagePolicy/for-${scope.split('/')[1]}`), (err: unknown) =>
+    err instanceof GenerateConfigError && err.problems[0]!.object === 'ClusterImagePolicy/for-team' && err.problems[0]!.rule === 'image-policy-mirrors' &&
+    /error adding clusterimagepolicy scope quay\.io\/team relevant mirrors: mirror\/team@sha256:a+: repository name must be canonical/.test(err.problems[0]!.message));
 });
 
 // ---- the CRD's rules ---------------------------------------------------------------------------
