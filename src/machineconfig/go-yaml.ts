@@ -1,14 +1,21 @@
 // YAML as MCO's Go writes it: sigs.k8s.io/yaml and ghodss/yaml marshal to JSON, then write that
-// with yaml.v2 (kubelet.conf through EncodeKubeletConfig, sigstore-registries.yaml). Two of
-// yaml.v2's choices differ from the yaml package's defaults, and a file that differs by a byte is
-// a change a node applies (a kubelet.conf change reboots it):
+// with yaml.v2 (kubelet.conf through EncodeKubeletConfig, sigstore-registries.yaml, the kubelet's
+// credential provider config). A file that differs by a byte is a change a node applies (a
+// kubelet.conf change reboots it), so yaml.v2's choices are followed where they differ from the
+// yaml package's:
 // - map keys in yaml.v2's order (sorter.go keyList.Less): numbers in keys by value
 //   ("mirror9" before "mirror10"), and a letter after any other character;
-// - strings quoted only where needed: double quotes for one that would read back as another
-//   type under YAML 1.1 ("0", "yes", "1:20"), single quotes where a plain scalar cannot be
-//   written ("*.example.com"), a literal block for one with a newline.
+// - quoting (encode.go stringv, emitterc.go analyze_scalar): double quotes for a string that
+//   would read back as another type in YAML 1.1 (resolve.go: "0", "yes", "1:20", a date) or that
+//   holds a tab or a control character, single quotes ("''" inside) where plain cannot be
+//   written ("*.example.com", "it's: x"), a literal block for a multi-line string;
+// - lines folded at a space past column 80 in plain and single-quoted values (emitterc.go
+//   write_plain_scalar and write_single_quoted_scalar).
+// Checked against yaml.v2 v2.4.0 itself (test/fixtures/go-yaml: outputs it wrote). Not followed:
+// characters outside the BMP (yaml.v2 escapes them, "\U0001F642"), and the escapes inside double
+// quotes of a multi-line string with a line that ends in a space.
 
-import { Document, isScalar, parse, Scalar, visit, type Pair } from 'yaml';
+import { Document, isScalar, Scalar, visit, type Pair } from 'yaml';
 
 const isLetter = (c: string): boolean => /\p{L}/u.test(c);
 const isDigit = (c: string | undefined): boolean => c !== undefined && /\p{Nd}/u.test(c);
@@ -51,33 +58,169 @@ export function goYamlKeyCompare(a: string, b: string): number {
   return goYamlKeyLess(a, b) ? -1 : goYamlKeyLess(b, a) ? 1 : 0;
 }
 
-/** Whether yaml.v2 would resolve `s`, written plain, to something other than a string. */
+/** resolve.go resolveMap: the plain scalars that are bools, nulls, special floats or a merge key. */
+const RESOLVE_MAP = new Set([
+  'y', 'Y', 'yes', 'Yes', 'YES', 'true', 'True', 'TRUE', 'on', 'On', 'ON',
+  'n', 'N', 'no', 'No', 'NO', 'false', 'False', 'FALSE', 'off', 'Off', 'OFF',
+  '', '~', 'null', 'Null', 'NULL', '.nan', '.NaN', '.NAN', '.inf', '.Inf', '.INF', '+.inf', '+.Inf', '+.INF', '-.inf', '-.Inf', '-.INF', '<<',
+]);
+const YAML_STYLE_FLOAT = /^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$/;
+const BASE60_FLOAT = /^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$/;
+/** Go's strconv.ParseFloat syntax (decimal and hexadecimal, inf and nan). */
+const GO_FLOAT = /^[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?\d+|inf|infinity|nan)$/i;
+
+/** strconv.ParseInt(s, 0, 64) or ParseUint(s, 0, 64) succeeds: Go's integer literal within 64 bits. */
+function parsesAsGoInt(s: string): boolean {
+  const m = /^([+-]?)(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$/.exec(s);
+  if (!m) return false;
+  const digits = m[2]!;
+  const value = /^0[0-7]+$/.test(digits) ? BigInt(`0o${digits.slice(1)}`) : BigInt(digits);
+  return m[1] === '-' ? value <= 1n << 63n : value <= (1n << 64n) - 1n;
+}
+
+/** parseTimestamp: YYYY-M-D, with a time after "T", "t" or " " (a zone only after T or t). */
+function parsesAsTimestamp(s: string): boolean {
+  const m = /^(\d{4})-(\d{1,2})-(\d{1,2})(?:([Tt])(\d{1,2}):(\d{1,2}):(\d{1,2})(\.\d+)?(Z|[+-]\d{2}:\d{2})| (\d{1,2}):(\d{1,2}):(\d{1,2})(\.\d+)?)?$/.exec(s);
+  if (!m) return false;
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (month < 1 || month > 12 || day < 1 || day > new Date(Date.UTC(year, month, 0)).getUTCDate()) return false;
+  const [h, min, sec] = m[4] ? [m[5], m[6], m[7]] : [m[10] ?? '0', m[11] ?? '0', m[12] ?? '0'];
+  return Number(h) < 24 && Number(min) < 60 && Number(sec) < 60;
+}
+
+/**
+ * Whether yaml.v2 writes `s` quoted because, plain, it would read back as another type: its
+ * resolve() (a bool, null, number or timestamp in YAML 1.1) or isBase60Float ("1:20").
+ */
 function readsAsOtherType(s: string): boolean {
-  if (s === '') return true; // null in YAML 1.1; yaml.v2 writes "" for the empty string
-  try {
-    const v: unknown = parse(s, { version: '1.1' });
-    return v === null || typeof v === 'number' || typeof v === 'boolean' || v instanceof Date;
-  } catch {
-    return false;
+  if (s === '') return true;
+  // resolve() looks a scalar up only when its first character hints at another type ("<<" does not).
+  const c = s[0]!;
+  if (!/[-+0-9yYnNtTfFoO~.]/.test(c)) return false;
+  if (RESOLVE_MAP.has(s)) return true;
+  if (c === '.') return GO_FLOAT.test(s);
+  if (c === '+' || c === '-' || (c >= '0' && c <= '9')) {
+    if (BASE60_FLOAT.test(s)) return true;
+    if (parsesAsTimestamp(s)) return true;
+    const plain = s.replaceAll('_', '');
+    if (parsesAsGoInt(plain)) return true;
+    if (YAML_STYLE_FLOAT.test(plain)) return true;
+    if (/^-?0[bB][01]+$/.test(plain)) return true;
   }
+  return false;
+}
+
+/** yaml.v2's best_width: plain and single-quoted values fold at a space once a line is past it. */
+const BEST_WIDTH = 80;
+
+/**
+ * yaml_emitter_write_plain_scalar and write_single_quoted_scalar's line breaks, on a line the yaml
+ * package wrote unfolded: at the first space of a run, not followed by another, once the column
+ * is past 80, the space becomes a new line indented two past the key (or the sequence dash) the
+ * value belongs to. Keys, double-quoted and block values are left as they are, as yaml.v2 leaves
+ * them (it folds double-quoted ones too, but only values that read as another type are double
+ * quoted here, and those are short).
+ */
+/**
+ * A double-quoted scalar as yaml.v2 writes it: the yaml package double-quotes a string with a "'"
+ * in it where yaml.v2, which asks for double quotes only for strings that read as another type,
+ * single-quotes it ("''" for each "'"). One with an escape (a tab, say) needs double quotes.
+ */
+function requoted(scalar: string): string {
+  const inner = scalar.slice(1, -1);
+  if (inner.includes('\\') || readsAsOtherType(inner)) return scalar;
+  return `'${inner.replaceAll("'", "''")}'`;
+}
+
+function foldLine(unfolded: string): string {
+  let line = unfolded;
+  let pos = 0;
+  while (line[pos] === ' ') pos++;
+  let owner = pos;
+  while (line.startsWith('- ', pos)) {
+    owner = pos;
+    pos += 2;
+  }
+  let valueStart = pos;
+  const quote = line[pos];
+  if (quote === "'" || quote === '"') {
+    // A quoted key ('*.x': ...), or a quoted value of a sequence item.
+    let end = pos + 1;
+    while (end < line.length && !(line[end] === quote && !(quote === "'" && line[end + 1] === "'") && !(quote === '"' && line[end - 1] === '\\'))) end += quote === "'" && line[end] === "'" ? 2 : 1;
+    if (line[end + 1] === ':' && end + 2 === line.length) {
+      // A key whose value is a block below it.
+      return line.slice(0, pos) + (quote === '"' ? requoted(line.slice(pos, end + 1)) : line.slice(pos, end + 1)) + ':';
+    }
+    if (line.startsWith(': ', end + 1)) {
+      const key = quote === '"' ? requoted(line.slice(pos, end + 1)) : line.slice(pos, end + 1);
+      line = line.slice(0, pos) + key + line.slice(end + 1);
+      owner = pos;
+      valueStart = pos + key.length + 2;
+    }
+  } else {
+    const colon = line.indexOf(': ', pos);
+    if (colon >= 0) {
+      owner = pos;
+      valueStart = colon + 2;
+    } else if (line.endsWith(':')) return line;
+  }
+  if (line[valueStart] === '"') line = line.slice(0, valueStart) + requoted(line.slice(valueStart));
+  const value = [...line.slice(valueStart)];
+  const single = value[0] === "'";
+  if (value.length === 0 || (!single && /^["|>{[]/.test(value[0]!))) return line;
+  const chars = single ? [...line.slice(valueStart + 1, -1).replaceAll("''", "'")] : value;
+  const indent = ' '.repeat(owner + 2);
+  let column = [...line.slice(0, valueStart)].length + (single ? 1 : 0);
+  let out = line.slice(0, valueStart) + (single ? "'" : '');
+  let spaces = false;
+  chars.forEach((c, i) => {
+    if (c === ' ') {
+      const inner = !single || (i > 0 && i < chars.length - 1);
+      if (!spaces && column > BEST_WIDTH && chars[i + 1] !== ' ' && inner) {
+        out += `\n${indent}`;
+        column = indent.length;
+      } else {
+        out += c;
+        column++;
+      }
+      spaces = true;
+    } else {
+      out += single && c === "'" ? "''" : c;
+      column += single && c === "'" ? 2 : 1;
+      spaces = false;
+    }
+  });
+  return single ? `${out}'` : out;
 }
 
 /** `value` (JSON-like) as yaml.v2 writes it after a JSON round trip. */
 export function stringifyGoYaml(value: unknown): string {
   const keyOf = (p: Pair): string => String(isScalar(p.key) ? p.key.value : p.key);
   // Keys are ordered as the nodes are made, so the order goes to the Document, not to toString.
-  const doc = new Document(value, { version: '1.1', sortMapEntries: (a, b) => goYamlKeyCompare(keyOf(a), keyOf(b)) });
+  const doc = new Document(value, { version: '1.2', sortMapEntries: (a, b) => goYamlKeyCompare(keyOf(a), keyOf(b)) });
   visit(doc, {
     Scalar(_key, node: Scalar) {
       if (typeof node.value !== 'string') return;
-      if (node.value.includes('\n')) node.type = Scalar.BLOCK_LITERAL;
+      // yaml.v2's analyze_scalar: a character it does not print (a tab, a control character) or
+      // a line that ends in a space rules out every style but double quotes.
+      if (/[\u0000-\u0009\u000b-\u001f\u007f]/.test(node.value) || node.value.includes(' \n')) node.type = Scalar.QUOTE_DOUBLE;
+      else if (node.value.includes('\n')) node.type = Scalar.BLOCK_LITERAL;
       else if (readsAsOtherType(node.value)) node.type = Scalar.QUOTE_DOUBLE;
       else node.type = Scalar.PLAIN;
     },
   });
-  return doc.toString({
+  const text = doc.toString({
     singleQuote: true, // where a plain scalar cannot be written, yaml.v2 single-quotes
     indentSeq: false,
     lineWidth: 0,
   });
+  // Lines of block scalars (literal values) are left alone: they follow a line ending in "|" or
+  // "|-", indented deeper than it.
+  let blockIndent = -1;
+  return text.split('\n').map((line) => {
+    const indent = line.length - line.trimStart().length;
+    if (blockIndent >= 0 && (indent >= blockIndent || line === '')) return line;
+    blockIndent = /: [|>][-+]?$|^ *(- )+[|>][-+]?$/.test(line) ? indent + 1 : -1;
+    return foldLine(line);
+  }).join('\n');
 }

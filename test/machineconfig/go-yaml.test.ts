@@ -1,8 +1,10 @@
 // YAML written as MCO's Go writes it (yaml.v2 behind sigs.k8s.io/yaml and ghodss/yaml): the key
 // order of yaml.v2's sorter.go, checked against the string keys of yaml.v2's TestSortedOutput,
-// and its quoting.
+// its quoting and its folding, checked against outputs yaml.v2 itself wrote (test/fixtures/go-yaml).
 
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { parse } from 'yaml';
 import { goYamlKeyCompare, stringifyGoYaml } from '../../src/machineconfig/go-yaml.ts';
@@ -22,4 +24,11 @@ test('strings quoted as yaml.v2 quotes them, and the text reads back as the valu
     'wildcard: \'*.example.com\'', '"yes": "yes"', 'zero: "0"', '',
   ].join('\n'));
   assert.deepEqual(parse(text, { version: '1.1' }), value);
+});
+
+test('every document of the yaml.v2 fixture is written byte for byte as yaml.v2 wrote it (quoting, key order, folding at column 80)', () => {
+  const cases = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/go-yaml/yaml-v2-outputs.json'), 'utf8')) as { json: string; yaml: string }[];
+  assert.ok(cases.length >= 51);
+  const differing = cases.filter((c) => stringifyGoYaml(JSON.parse(c.json)) !== c.yaml).map((c) => c.json.slice(0, 80));
+  assert.deepEqual(differing, []);
 });
