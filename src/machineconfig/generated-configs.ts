@@ -21,7 +21,7 @@ import { clusterScopePolicies, KIND_CLUSTER_IMAGE_POLICY, parseClusterImagePolic
 import { generateKubeletFiles, parseKubeletConfig, KIND_KUBELET_CONFIG, KUBELET_CONF_PATH, managedKey, poolsSelectedBy, type KubeletConfig, type NamedSource } from './kubelet-config.ts';
 import { configsForPool } from './pool-membership.ts';
 import type { ProblemCollector } from './problem-collector.ts';
-import { decodeRegistriesConf, generateRegistriesFiles, POLICY_JSON_PATH, REGISTRIES_CONF_PATH, registriesProblems, type GeneratedFile, type LocatedMirrorRule } from './registries-config.ts';
+import { compare, decodeRegistriesConf, generateRegistriesFiles, POLICY_JSON_PATH, REGISTRIES_CONF_PATH, registriesProblems, type GeneratedFile, type LocatedMirrorRule } from './registries-config.ts';
 import { mergeSpecs } from './render.ts';
 import type { MachineConfig, MachineConfigPool, ObjectMeta, OwnerReference } from './types.ts';
 
@@ -160,7 +160,7 @@ function addSigstoreRegistries(files: GeneratedFile[], scopes: string[], policie
 }
 
 /** Objects in name order, as MCO's listers give them. */
-const byName = (a: { metadata: ObjectMeta }, b: { metadata: ObjectMeta }): number => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0);
+const byName = (a: { metadata: ObjectMeta }, b: { metadata: ObjectMeta }): number => compare(a.metadata.name, b.metadata.name);
 
 /** builtInLabelKey in MCO's container runtime config controller. */
 const MCO_BUILT_IN_LABEL = 'machineconfiguration.openshift.io/mco-built-in';

@@ -17,7 +17,7 @@ import { stringifyGoYaml } from './go-yaml.ts';
 import { checkApi, CONFIG_API_VERSION } from './image-config.ts';
 import { parseObjectMeta } from './object-meta.ts';
 import { isRecord, type ProblemCollector } from './problem-collector.ts';
-import { MIRROR_BY_DIGEST_ONLY, MIRROR_BY_TAG_ONLY, type PolicyRequirement, type RegistriesConf, type Registry, type RegistryEndpoint, scopeIsNestedInsideScope } from './registries-config.ts';
+import { compare, MIRROR_BY_DIGEST_ONLY, MIRROR_BY_TAG_ONLY, type PolicyRequirement, type RegistriesConf, type Registry, type RegistryEndpoint, scopeIsNestedInsideScope } from './registries-config.ts';
 import type { ObjectMeta } from './types.ts';
 
 export const KIND_CLUSTER_IMAGE_POLICY = 'ClusterImagePolicy';
@@ -346,11 +346,8 @@ const prefixOf = (r: Registry): string => r.prefix || r.location;
 function loadedRegistries(conf: RegistriesConf): Registry[] {
   const byPrefix = new Map<string, Registry>();
   for (const r of conf.registries ?? []) if (!byPrefix.has(prefixOf(r))) byPrefix.set(prefixOf(r), r);
-  return [...byPrefix.keys()].sort(byteOrder).map((p) => byPrefix.get(p)!);
+  return [...byPrefix.keys()].sort(compare).map((p) => byPrefix.get(p)!);
 }
-
-/** Go's string order: by bytes (UTF-16 code units order ASCII the same). */
-const byteOrder = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** FindRegistry: the registry with the longest prefix matching `ref`, the first of equals. */
 function findRegistry(registries: readonly Registry[], ref: string): Registry | undefined {

@@ -151,7 +151,8 @@ export function encodeRegistriesConf(conf: RegistriesConf): string {
   return encodeToml(doc);
 }
 
-function compare(a: string, b: string): number {
+/** Go's string order (sort.Strings): by bytes, which UTF-16 code units order alike for ASCII. */
+export function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
