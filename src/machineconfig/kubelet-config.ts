@@ -179,7 +179,8 @@ export function generateKubeletFiles(kc: KubeletConfig, pool: MachineConfigPool,
   }
   let parsed: unknown;
   try {
-    parsed = parseYaml(baseKubeletConf!);
+    // DecodeKubeletConfig reads YAML through sigs.k8s.io/yaml, which is YAML 1.1 (yaml.v2).
+    parsed = parseYaml(baseKubeletConf!, { version: '1.1' });
     if (!isRecord(parsed)) throw new Error('not a mapping');
   } catch (err) {
     return fail('spec', 'base-config-syntax', `the pool's ${KUBELET_CONF_PATH} is not a KubeletConfiguration: ${(err as Error).message.split('\n')[0]}`);

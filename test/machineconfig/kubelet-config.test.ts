@@ -177,3 +177,9 @@ test('getManagedKubeletConfigKey: the first config for a pool has no suffix, lat
   const full = { name: 'e', selector: sel, annotations: { 'machineconfiguration.openshift.io/mc-name-suffix': '9' } };
   assert.throws(() => managedKey(worker, 'kubelet', d, [a, full, d], owned), (e: unknown) => e instanceof GenerateConfigError && e.problems[0]!.rule === 'max-configs-per-pool');
 });
+
+test('the pool\'s kubelet.conf is read as YAML 1.1, as sigs.k8s.io/yaml reads it (yes is true)', () => {
+  const { kc } = parse({ kubeletConfig: { maxPods: 300 } });
+  const conf = parseYaml(generateKubeletFiles(kc!, worker, `${BASE}rotateCertificates: yes\n`).at(-1)!.contents);
+  assert.equal(conf.rotateCertificates, true);
+});
