@@ -50,6 +50,19 @@ const target = async () => (await call(c, c.status.getPool.bind(c.status), { nam
 const history = async (cl = c) => (await call(cl, cl.status.getNodeHistory.bind(cl.status), { name: NODE }, 'history')).updates;
 const cli = (...args: string[]) => runCliAsync([...args, '-s', server.address, '--pki-dir', server.pki.dir]);
 const names = (u: UpdateRecord__Output) => u.phases.map((p) => p.name);
+/** This node's events as `<type> <reason>: <message>`, the most recent `limit` (0: all). */
+const eventLines = async (limit = 0) => (await call(c, c.status.listEvents.bind(c.status), { node: NODE, pool: '', limit }, 'events')).events.map((e) => `${e.type} ${e.reason}: ${e.message}`);
+/**
+ * Waits until the leader has recorded what `seen` looks for. Events are derived by comparing what
+ * the leader's cache shows from one pass to the next (passes are paced up to a second apart under
+ * load): a state that is fixed the moment a test reads it can be gone before a pass saw it, so a
+ * test that fixes a failure waits for its Warning first, as an operator would.
+ */
+async function untilEvents(what: string, seen: (lines: string[]) => boolean, limit = 0): Promise<void> {
+  for (const end = Date.now() + 10_000; !seen(await eventLines(limit)); await new Promise((r) => setTimeout(r, 100))) {
+    assert.ok(Date.now() < end, `no ${what} within 10 s; the events:\n${(await eventLines(limit)).join('\n')}`);
+  }
+}
 
 before(async () => {
   if (skip) return;
@@ -131,6 +144,7 @@ test('a failing update: a Degraded record naming the step; the fix is a new Done
   assert.equal(names(failed).at(-1), 'actions', 'the step that failed is the last phase');
   assert.ok(failed.endedUnixMs > 0);
 
+  await untilEvents('Degraded event', (lines) => lines.some((e) => /^Warning Degraded: .*actions: unit broken\.service/.test(e)));
   await call(c, c.config.delete.bind(c.config), { kind: 'MachineConfig', name: '70-fail' }, 'delete');
   const want = await target();
   await untilNode(c, [host], NODE, (n) => n.status!.currentConfig === want && n.status!.state === 'Done', 30_000);
@@ -253,13 +267,10 @@ test('drift: a Warning when a managed file is edited, Degraded, and Recovered af
   const { writeFileSync } = await import('node:fs');
   writeFileSync(`${host.root}/etc/demo/motd`, 'edited by hand');
   await untilNode(c, [host], NODE, (n) => n.status!.state === 'Degraded' && n.status!.drift.length > 0, 20_000);
+  await untilEvents('DriftDetected and Degraded events', (lines) => lines.some((e) => e.startsWith('Warning DriftDetected: ')) && lines.some((e) => e.startsWith('Warning Degraded: drift: ')));
   await call(c, c.config.reapplyNode.bind(c.config), { name: NODE }, 'reapply');
   await untilNode(c, [host], NODE, (n) => n.status!.state === 'Done' && host.file('etc/demo/motd') === 'hello', 20_000);
-  const reasons = async () => (await call(c, c.status.listEvents.bind(c.status), { node: NODE, pool: '', limit: 4 }, 'events')).events.map((e) => `${e.type} ${e.reason}`);
-  for (const end = Date.now() + 10_000; !(await reasons()).includes('Normal Recovered'); ) {
-    assert.ok(Date.now() < end, `no Recovered event: ${await reasons()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await untilEvents('Recovered event among the last 4', (lines) => lines.some((e) => e.startsWith('Normal Recovered: ')), 4);
   const events = (await call(c, c.status.listEvents.bind(c.status), { node: NODE, pool: '', limit: 0 }, 'events')).events;
   const drift = events.findIndex((e) => e.reason === 'DriftDetected');
   assert.ok(drift >= 0, events.map((e) => e.reason).join(' '));
