@@ -12,7 +12,9 @@
 // - the agent's phases reach the store at most once per status batch, so a phase that came and
 //   went between two batches would be missed by comparing phase fields; the agent's update
 //   timeline (currentUpdate/lastUpdate) lists every phase with its start, so no phase is lost
-//   and each event carries the time the agent gave it.
+//   and each event carries the time the agent gave it. Node states (Degraded, drift) are compared
+//   as they are: one that comes and goes between two passes (paced at most a second apart) makes
+//   no event, but an update's failure is in its timeline's result and always gives UpdateFailed.
 // A new leader starts from what the cache shows when it takes over and reports only changes
 // after that: a failover costs the events of its few seconds, never a duplicate of old ones.
 //
