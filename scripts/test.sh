@@ -184,13 +184,15 @@ wrap() {
 }
 
 # lane NAME CONCURRENCY NICE ENTRY... : one node --test run over the entries; its wall time.
+# A test that hangs fails after 5 minutes, named (the slowest passes in about 50 s), instead of
+# holding the run until CI's limit stops it with no word on which test it was.
 lane() {
   local name=$1 concurrency=$2 niceness=$3; shift 3
   [ $# -gt 0 ] || return 0
   local files rc; mapfile -t files < <(wrap "$name" "$@")
   local start=$SECONDS
   MCPLANE_TEST_PASS=$name nice -n "$niceness" node --import tsx --import ./scripts/test/no-child-coverage.mjs \
-    --test --test-force-exit --test-concurrency="$concurrency" \
+    --test --test-force-exit --test-timeout=300000 --test-concurrency="$concurrency" \
     --test-reporter=spec --test-reporter-destination=stdout \
     --test-reporter=./scripts/test/reporter.mjs --test-reporter-destination="$RUN_DIR/reporter-$name.out" \
     "${files[@]}" && rc=0 || rc=1
