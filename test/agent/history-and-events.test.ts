@@ -157,6 +157,10 @@ test('a failing update: a Degraded record naming the step; the fix is a new Done
   })();
   assert.equal(fixed.result, 'Done');
   assert.equal(fixed.toConfig, want);
+  // The next test reads the events: the history is written as reports arrive, the events by the
+  // leader's next pass.
+  await untilEvents(`Recovered and UpdateDone -> ${want} events`, (lines) => lines.some((e) => e.startsWith(`Normal Recovered: the node is Done again on ${want}`))
+    && lines.some((e) => e.startsWith('Normal UpdateDone: ') && e.includes(`-> ${want} `)));
 });
 
 test('mcctl get events --node lists assigned, phase and done events in order, with the failure as Warnings', { skip }, async () => {

@@ -79,6 +79,12 @@ test('a 0600 file that drifts: Degraded, naming the file and its mode, with no h
   assert.ok(host.logs.some((l) => l.includes('managed files changed outside the agent') && l.includes('/etc/token')), 'the drift is logged');
   assert.deepEqual(leakedHex(host.logs.join('\n'), hashes), [], 'no hash of the secret in the agent\'s log');
   assert.deepEqual(leakedHex(JSON.stringify(node.status), hashes), [], 'no hash of the secret in the node status');
+  // The leader's event pass follows the status by up to a second: wait for its Warnings, or the
+  // check for hashes below would pass on an empty list.
+  await eventually(async () => {
+    const { events } = await call(bed.c, bed.c.status.listEvents.bind(bed.c.status), { node: NODE, pool: '', limit: 0 }, 'events');
+    return ['DriftDetected', 'Degraded'].every((reason) => events.some((e) => e.reason === reason && e.message.includes('/etc/token')));
+  }, 10_000, 'DriftDetected and Degraded events naming /etc/token');
   const events = await runCliAsync(['get', 'events', '--node', NODE, '-o', 'json', '-s', bed.server.address, '--pki-dir', bed.server.pki.dir]);
   assert.equal(events.status, 0, events.stderr);
   assert.match(events.stdout, /\/etc\/token/);

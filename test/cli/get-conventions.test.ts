@@ -142,7 +142,9 @@ test('get -w prints the table, then one row per change, in order, never repeatin
     agents[2]!.report({ state: 'Working', phase: 'apply' }); // n3 is not selected
     await pause();
     n1!.report({ state: 'Working', phase: 'reboot' });
-    await pause();
+    // A batch keeps only a node's latest report: on a loaded machine a late flush would take
+    // reboot and Done together, and no watcher could see reboot. The row is what is tested.
+    await until(() => lines.some((l) => /^n1\s+worker\s+Working\s+reboot/.test(l)));
     n1!.report({ state: 'Done', phase: 'done', reason: '' });
     await until(() => lines.filter((l) => l.startsWith('n1 ')).length >= 4);
     await new Promise((r) => setTimeout(r, 300));

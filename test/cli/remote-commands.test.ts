@@ -77,12 +77,18 @@ test('describe pool and node show conditions, reasons and the node detail', asyn
   assert.match(pool.stdout, /Updating\s+(True|False)\s+\w+/);
   assert.match(pool.stdout, /cli-node/);
   agent.report({ state: 'Degraded', phase: 'apply', reason: 'apply: file /etc/chrony.conf: EROFS: read-only file system' });
-  await new Promise((r) => setTimeout(r, 100));
-  const node = await mcctl('describe', 'node', 'cli-node');
+  // The report is stored in the next status batch and the pool's conditions by the leader's next
+  // pass, up to a second later under load: each is polled, bounded.
+  const described = async (args: string[], re: RegExp) => {
+    let out = '';
+    for (const deadline = Date.now() + 15_000; Date.now() < deadline && !re.test(out); await new Promise((r) => setTimeout(r, 50))) out = (await mcctl('describe', ...args)).stdout;
+    return out;
+  };
+  const node = { stdout: await described(['node', 'cli-node'], /^State:\s+Degraded$/m) };
   assert.match(node.stdout, /^State:\s+Degraded$/m);
   assert.match(node.stdout, /^Reason:\s+apply: file \/etc\/chrony\.conf: EROFS: read-only file system$/m);
   assert.match(node.stdout, /topology\.kubernetes\.io\/zone=z1/);
-  const poolAfter = await mcctl('describe', 'pool', 'worker');
+  const poolAfter = { stdout: await described(['pool', 'worker'], /NodeDegraded\s+True/) };
   assert.match(poolAfter.stdout, /NodeDegraded\s+True\s+NodesDegraded.*cli-node \(Degraded: apply: file \/etc\/chrony\.conf/);
   agent.report({ state: 'Done', phase: 'done', reason: '' });
 });

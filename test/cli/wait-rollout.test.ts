@@ -62,11 +62,16 @@ function startCli(args: string[], pty = false) {
   return { child, out, exited, until };
 }
 
-async function moveThrough(agent: SimulatedAgent, target: string, phases: string[]): Promise<void> {
+/**
+ * Reports each phase and waits until mcctl showed it: the server stores a node's reports in
+ * batches that keep only the latest, so phases sent a fixed pause apart can merge on a loaded
+ * machine and the display would never show the first.
+ */
+async function moveThrough(agent: SimulatedAgent, target: string, phases: string[], cli: { until: (re: RegExp) => Promise<void> }): Promise<void> {
   await agent.waitFor(() => agent.lastAssignment?.renderedConfig === target);
   for (const phase of phases) {
     agent.report({ desiredConfig: target, state: 'Working', phase });
-    await new Promise((r) => setTimeout(r, 150));
+    await cli.until(new RegExp(`${agent.options.name}: ${phase}`));
   }
 }
 
@@ -75,11 +80,12 @@ test('wait --for=condition=Updated shows progress, then exits 0 when the pool is
   const cli = startCli(['wait', 'pool/worker', '--for=condition=Updated', '--timeout=30s']);
   await cli.until(/0\/2 nodes updated/);
   const [w1, w2] = agents as [SimulatedAgent, SimulatedAgent];
-  await moveThrough(w1, target, ['apply', 'reboot']);
-  await cli.until(/w1: reboot/);
+  await moveThrough(w1, target, ['apply', 'reboot'], cli);
   w1.report({ currentConfig: target, state: 'Done', phase: 'done' });
-  await moveThrough(w2, target, ['apply']);
-  await cli.until(/w2: apply/);
+  // The count comes from the pool's status, which the leader writes in passes that may come up to
+  // a second apart: w2 finishing within one would take the count from 0/2 to 2/2.
+  await cli.until(/1\/2 nodes updated/);
+  await moveThrough(w2, target, ['apply'], cli);
   w2.report({ currentConfig: target, state: 'Done', phase: 'done' });
   assert.equal(await cli.exited, 0, cli.out.stderr);
   const lines = cli.out.stdout.trimEnd().split('\n');
@@ -96,7 +102,7 @@ test('rollout status exits non-zero with the node and its reason when a node deg
   const cli = startCli(['rollout', 'status', 'pool/worker']);
   await cli.until(/0\/2 nodes updated/);
   const w1 = agents[0]!;
-  await moveThrough(w1, target, ['apply']);
+  await moveThrough(w1, target, ['apply'], cli);
   w1.report({ state: 'Degraded', phase: 'apply', reason: 'apply: file /etc/61-degrade: EROFS: read-only file system' });
   assert.equal(await cli.exited, 1);
   assert.match(cli.out.stderr, /error: pool\/worker will not become Updated without help:\n {2}- node w1 is Degraded: apply: file \/etc\/61-degrade: EROFS: read-only file system/);
@@ -121,9 +127,10 @@ test('on a terminal, rollout status redraws the display in place', async () => {
   const target = await applyWorkerFile('62-tty', 'three');
   const cli = startCli(['rollout', 'status', 'pool/worker', '--timeout', '30s'], true);
   await cli.until(/nodes updated to/);
-  for (const agent of agents) {
-    await moveThrough(agent, target, ['apply', 'reboot']);
+  for (const [i, agent] of agents.entries()) {
+    await moveThrough(agent, target, ['apply', 'reboot'], cli);
     agent.report({ currentConfig: target, state: 'Done', phase: 'done', reason: '' });
+    if (i === 0) await cli.until(/1\/2 nodes updated/); // see the first test
   }
   assert.equal(await cli.exited, 0, cli.out.stdout + cli.out.stderr);
   // Cursor up to the start of the previous display ("ESC[nF"), then clear below ("ESC[J").

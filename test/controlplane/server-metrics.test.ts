@@ -41,9 +41,26 @@ test('/metrics: MCO\'s pool counts equal the pool status, node states, agents, p
   await eventually(() => agents.every((a) => a.status.currentConfig === first && a.status.state === 'Done'), 20_000, 'first config');
   const appliesBefore = sample(await scrape(url), 'mcplane_update_phase_duration_seconds_count', { phase: 'apply' }) ?? 0;
   const applySumBefore = sample(await scrape(url), 'mcplane_update_phase_duration_seconds_sum', { phase: 'apply' }) ?? 0;
+  // The rollout below is driven by hand, one node at a time (~250 ms in apply each), so that it is
+  // surely under way while the ETA is scraped: left to run by itself on a loaded machine, it
+  // could end between two scrapes.
+  for (const a of agents) a.options.autoDone = false;
   await apply(karg('a=1'));
+  const target = (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get')).status!.configuration;
+  const nextAssigned = async (): Promise<SimulatedAgent> => {
+    let next: SimulatedAgent | undefined;
+    await eventually(() => (next = agents.find((a) => a.lastAssignment?.renderedConfig === target && a.status.currentConfig !== target)) !== undefined, 20_000, 'the next node assigned');
+    return next!;
+  };
+  const update = async (a: SimulatedAgent): Promise<void> => {
+    a.report({ desiredConfig: target, state: 'Working', phase: 'apply' });
+    await new Promise((r) => setTimeout(r, 250));
+    a.report({ currentConfig: target, desiredConfig: target, state: 'Done', phase: 'done' });
+  };
+  await update(await nextAssigned());
+  const second = await nextAssigned();
 
-  // While the rollout runs (one node at a time, each ~250 ms): once one node is done, an ETA.
+  // While the rollout runs (one node done, the next assigned): an ETA.
   let eta: number | undefined;
   await eventually(async () => {
     const m = await scrape(url);
@@ -52,8 +69,9 @@ test('/metrics: MCO\'s pool counts equal the pool status, node states, agents, p
     return eta !== undefined && updated < 3;
   }, 20_000, 'an ETA during the rollout');
   assert.ok(eta! > 0 && eta! < 30, `ETA ${eta} s for at most 3 nodes of ~0.25 s each`);
+  await update(second);
+  await update(await nextAssigned());
 
-  const target = (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get')).status!.configuration;
   await eventually(() => agents.every((a) => a.status.currentConfig === target && a.status.state === 'Done'), 20_000, 'rollout');
   await eventually(async () => sample(await scrape(url), 'mco_updated_machine_count', { pool: 'worker' }) === 3, 10_000, 'counts scraped');
 
