@@ -79,8 +79,9 @@ export function parseContainerRuntimeConfig(doc: Record<string, unknown>, c: Pro
       const v = raw[key];
       if (v === undefined || v === null) return undefined;
       const q = typeof v === 'string' || typeof v === 'number' ? parseQuantity(v) : undefined;
-      if (!q) c.add(`${f}.${key}`, 'quantity', `${JSON.stringify(v)} is not a quantity such as 10G or 512Mi`);
-      return q;
+      if (q && !('error' in q)) return q;
+      c.add(`${f}.${key}`, 'quantity', `${JSON.stringify(v)} is not a quantity such as 10G or 512Mi${q ? ` (${q.error})` : ''}`);
+      return undefined;
     };
     const logSizeMax = quantity('logSizeMax');
     if (logSizeMax) {
@@ -200,7 +201,8 @@ export function generateContainerRuntimeFiles(cfg: ContainerRuntimeConfig, baseS
   const ctr = cfg.spec.containerRuntimeConfig ?? {};
   const files: GeneratedFile[] = [];
   // needsStorageUpdate (with AdditionalStorageConfig on): which field asks for storage.conf.
-  const storageField = ctr.overlaySize && ctr.overlaySize.value !== 0 ? 'overlaySize' : ctr.additionalLayerStores?.length ? 'additionalLayerStores' : ctr.additionalImageStores?.length ? 'additionalImageStores' : undefined;
+  // IsZero(); a quantity stored before `zero` was kept has only its value to go by.
+  const storageField = ctr.overlaySize && !(ctr.overlaySize.zero ?? ctr.overlaySize.value === 0) ? 'overlaySize' : ctr.additionalLayerStores?.length ? 'additionalLayerStores' : ctr.additionalImageStores?.length ? 'additionalImageStores' : undefined;
   if (storageField) {
     const field = `spec.containerRuntimeConfig.${storageField}`;
     if (baseStorageConf === undefined) {

@@ -14,7 +14,7 @@
 
 import { formatGoDuration, parseGoDuration } from './go-duration.ts';
 import { isRecord, type ProblemCollector } from './problem-collector.ts';
-import { quantityText } from './quantity.ts';
+import { parseQuantity } from './quantity.ts';
 
 /** A Go type as encoding/json treats it. */
 type GoType =
@@ -252,7 +252,8 @@ function decodeValue(type: GoType, v: unknown, path: string, ctx: DecodeContext)
     }
     case 'quantity': {
       if (typeof v !== 'string' && typeof v !== 'number') return refuse();
-      return quantityText(v) ?? refuse();
+      const q = parseQuantity(v);
+      return 'error' in q ? refuse(`${JSON.stringify(v)} (${q.error})`) : q.text;
     }
     case 'map': {
       if (!isRecord(v)) return refuse();

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { generateContainerRuntimeFiles, parseContainerRuntimeConfig, updateStorageConfig } from '../../src/machineconfig/container-runtime-config.ts';
-import { parseQuantity } from '../../src/machineconfig/quantity.ts';
+import { parseQuantity, type Quantity } from '../../src/machineconfig/quantity.ts';
 import { ProblemCollector } from '../../src/machineconfig/problem-collector.ts';
 import { parseToml } from '../../src/machineconfig/toml.ts';
 
@@ -49,7 +49,7 @@ test('TestUpdateStorageConfigAdditionalStores: layer stores get :ref (never twic
   const options = (changes: Parameters<typeof updateStorageConfig>[1]) => (parseToml(updateStorageConfig(base, changes)) as { storage: { options: unknown } }).storage.options;
   assert.deepEqual(options({ additionalLayerStores: [{ path: '/var/lib/stargz-store' }, { path: '/mnt/nfs-layers' }] }), { additionalimagestores: ['/old'], additionallayerstores: ['/var/lib/stargz-store:ref', '/mnt/nfs-layers:ref'] });
   assert.deepEqual(options({ additionalImageStores: [{ path: '/mnt/nfs-images' }, { path: '/mnt/ssd-images' }] }), { additionalimagestores: ['/mnt/nfs-images', '/mnt/ssd-images'] });
-  assert.deepEqual(options({ overlaySize: parseQuantity('10G')!, additionalLayerStores: [{ path: '/var/lib/stargz-store' }], additionalImageStores: [{ path: '/mnt/nfs-images' }] }), { additionalimagestores: ['/mnt/nfs-images'], additionallayerstores: ['/var/lib/stargz-store:ref'], size: '10G' });
+  assert.deepEqual(options({ overlaySize: parseQuantity('10G') as Quantity, additionalLayerStores: [{ path: '/var/lib/stargz-store' }], additionalImageStores: [{ path: '/mnt/nfs-images' }] }), { additionalimagestores: ['/mnt/nfs-images'], additionallayerstores: ['/var/lib/stargz-store:ref'], size: '10G' });
   assert.deepEqual(options({ additionalLayerStores: [{ path: '/var/lib/stargz-store/store:ref' }] }), { additionalimagestores: ['/old'], additionallayerstores: ['/var/lib/stargz-store/store:ref'] });
 
   // Through the generator: stores alone ask for storage.conf (needsStorageUpdate), and the
@@ -74,9 +74,19 @@ test('the store lists\' CRD bounds: 1 to 5 layer stores, 1 to 10 image and artif
   ]);
 });
 
-test('resource.Quantity: bytes rounded up and the canonical text', () => {
-  assert.deepEqual(parseQuantity('10G'), { value: 10_000_000_000, text: '10G' });
-  assert.deepEqual(parseQuantity('1024Mi'), { value: 2 ** 30, text: '1Gi' });
-  assert.deepEqual(parseQuantity('1.5G'), { value: 1_500_000_000, text: '1500M' });
-  assert.equal(parseQuantity('ten'), undefined);
+test('quantities are written as Go writes them: overlaySize as String(), logSizeMax as Value(); a bad one names Go\'s reason', () => {
+  const base = '[storage]\ndriver = "overlay"\n[storage.options]\n';
+  const { cfg, c } = parse({ overlaySize: '1.15Gi', logSizeMax: '10.5Ki' });
+  assert.deepEqual(c.problems, []);
+  const files = generateContainerRuntimeFiles(cfg!, base);
+  // 1.15Gi is no whole number of bytes: Go writes it exactly, in milli (test/fixtures/go-quantity).
+  assert.match(files[0]!.contents, /^\s*size = "1234803097600m"$/m);
+  assert.match(files.find((f) => f.path.endsWith('logSizeMax'))!.contents, /^\s*log_size_max = 10752$/m);
+  // needsStorageUpdate asks IsZero(), the size line Value(): past int64, "12E" has a Value() of 0,
+  // so storage.conf is written again without a size, as MCO writes it.
+  const past = generateContainerRuntimeFiles(parse({ overlaySize: '12E' }).cfg!, base);
+  assert.deepEqual(past.map((f) => f.path), ['/etc/containers/storage.conf']);
+  assert.doesNotMatch(past[0]!.contents, /size/);
+  const bad = parse({ overlaySize: '1i' }).c.problems;
+  assert.deepEqual(bad.map((p) => `${p.field} ${p.rule} ${p.message}`), ['spec.containerRuntimeConfig.overlaySize quantity "1i" is not a quantity such as 10G or 512Mi (unable to parse quantity\'s suffix)']);
 });

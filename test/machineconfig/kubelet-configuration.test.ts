@@ -92,9 +92,9 @@ test('a struct given twice (two keys that fold to it) is one struct, as Go decod
   assert.deepEqual(value.authentication, { x509: { clientCAFile: '/ca' }, webhook: { enabled: true } });
 });
 
-test('quantities: Go\'s canonical form for whole SI and binary values, a fraction or an exponent as written', () => {
-  const { value, c } = decode({ reservedMemory: [{ numaNode: 0, limits: { memory: '1024Mi', a: '1.5G', b: '500m', d: '1e3', e: 1073741824 } }] });
+test('quantities: what Go\'s Quantity writes back (canonical, or the input where its fast path keeps it)', () => {
+  const { value, c } = decode({ reservedMemory: [{ numaNode: 0, limits: { memory: '1024Mi', a: '1.5G', b: '500m', d: '1e3', e: 1073741824, f: '1.15Gi', g: '1e14', h: '+1Gi', i: 1.5 } }] });
   assert.equal(c.ok, true, JSON.stringify(c.problems));
-  assert.deepEqual((value.reservedMemory as { limits: unknown }[])[0]!.limits, { memory: '1Gi', a: '1500M', b: '500m', d: '1e3', e: '1073741824' });
+  assert.deepEqual((value.reservedMemory as { limits: unknown }[])[0]!.limits, { memory: '1Gi', a: '1500M', b: '500m', d: '1e3', e: '1073741824', f: '1234803097600m', g: '100e12', h: '+1Gi', i: '1500m' });
   assert.deepEqual(decode({ reservedMemory: [{ numaNode: 0, limits: { memory: 'lots' } }] }).c.problems.map((p) => p.rule), ['kubelet-config-type']);
 });
