@@ -11,11 +11,12 @@
 //   written ("*.example.com", "it's: x"), a literal block for a multi-line string;
 // - lines folded at a space past column 80 in plain and single-quoted values (emitterc.go
 //   write_plain_scalar and write_single_quoted_scalar).
-// Checked against yaml.v2 v2.4.0 itself (test/fixtures/go-yaml: outputs it wrote). Not followed:
-// characters outside the BMP (yaml.v2 escapes them, "\U0001F642"), and the escapes inside double
-// quotes of a multi-line string with a line that ends in a space.
+// - double quotes with yaml.v2's escapes (emitterc.go write_double_quoted_scalar) for a string
+//   with a character it does not print: a control character, a tab, U+FEFF, U+FFFE/U+FFFF, or
+//   anything outside the BMP ("\U0001F642"); folded at column 80 as well.
+// Checked against yaml.v2 v2.4.0 itself (test/fixtures/go-yaml: outputs it wrote).
 
-import { Document, isScalar, Scalar, visit, type Pair } from 'yaml';
+import { Document, isScalar, parse, Scalar, visit, type Pair } from 'yaml';
 
 const isLetter = (c: string): boolean => /\p{L}/u.test(c);
 const isDigit = (c: string | undefined): boolean => c !== undefined && /\p{Nd}/u.test(c);
@@ -121,12 +122,71 @@ const BEST_WIDTH = 80;
  * them (it folds double-quoted ones too, but only values that read as another type are double
  * quoted here, and those are short).
  */
+/** yaml.v2's is_printable, per code point: what it writes as it is. */
+function isPrintable(cp: number): boolean {
+  return cp === 0x0a || (cp >= 0x20 && cp <= 0x7e) || (cp >= 0xa0 && cp <= 0xd7ff) || (cp >= 0xe000 && cp <= 0xfffd && cp !== 0xfeff);
+}
+
+/** A string yaml.v2's analyze_scalar finds special characters in: it can only double-quote it. */
+function hasUnprintable(value: string): boolean {
+  for (const c of value) if (!isPrintable(c.codePointAt(0)!)) return true;
+  return false;
+}
+
+const NAMED_ESCAPES = new Map<number, string>([[0x00, '0'], [0x07, 'a'], [0x08, 'b'], [0x09, 't'], [0x0a, 'n'], [0x0b, 'v'], [0x0c, 'f'], [0x0d, 'r'], [0x1b, 'e'], [0x22, '"'], [0x5c, '\\'], [0x85, 'N'], [0xa0, '_'], [0x2028, 'L'], [0x2029, 'P']]);
+const isBreak = (cp: number): boolean => cp === 0x0a || cp === 0x0d || cp === 0x85 || cp === 0x2028 || cp === 0x2029;
+
+/**
+ * yaml_emitter_write_double_quoted_scalar: `value` written from `column`, continuation lines at
+ * `indent`; folded at a space past column 80 when `allowBreaks` (a value, not a key). Its is_bom
+ * looks at the start of the value whatever the position, so after a leading U+FEFF every
+ * character is escaped, as yaml.v2 does.
+ */
+function writeDoubleQuoted(value: string, column: number, indent: string, allowBreaks: boolean): string {
+  const chars = [...value];
+  const bom = value.startsWith('\ufeff');
+  let out = '"';
+  let col = column + 1;
+  let spaces = false;
+  chars.forEach((c, i) => {
+    const cp = c.codePointAt(0)!;
+    if (bom || !isPrintable(cp) || isBreak(cp) || c === '"' || c === '\\') {
+      const named = NAMED_ESCAPES.get(cp);
+      const [letter, digits] = cp <= 0xff ? ['x', 2] : cp <= 0xffff ? ['u', 4] : ['U', 8];
+      const escape = `\\${named ?? letter + cp.toString(16).toUpperCase().padStart(digits as number, '0')}`;
+      out += escape;
+      col += escape.length;
+      spaces = false;
+    } else if (c === ' ') {
+      if (allowBreaks && !spaces && col > BEST_WIDTH && i > 0 && i < chars.length - 1) {
+        out += `\n${indent}`;
+        col = indent.length;
+        if (chars[i + 1] === ' ') {
+          out += '\\';
+          col++;
+        }
+      } else {
+        out += c;
+        col++;
+      }
+      spaces = true;
+    } else {
+      out += c;
+      col++;
+      spaces = false;
+    }
+  });
+  return `${out}"`;
+}
+
 /**
  * A double-quoted scalar as yaml.v2 writes it: the yaml package double-quotes a string with a "'"
  * in it where yaml.v2, which asks for double quotes only for strings that read as another type,
  * single-quotes it ("''" for each "'"). One with an escape (a tab, say) needs double quotes.
  */
-function requoted(scalar: string): string {
+function requoted(scalar: string, column: number, indent: string, allowBreaks: boolean): string {
+  const value = parse(scalar, { version: '1.2' }) as string;
+  if (hasUnprintable(value) || value.includes(' \n')) return writeDoubleQuoted(value, column, indent, allowBreaks);
   const inner = scalar.slice(1, -1);
   if (inner.includes('\\') || readsAsOtherType(inner)) return scalar;
   return `'${inner.replaceAll("'", "''")}'`;
@@ -146,13 +206,19 @@ function foldLine(unfolded: string): string {
   if (quote === "'" || quote === '"') {
     // A quoted key ('*.x': ...), or a quoted value of a sequence item.
     let end = pos + 1;
-    while (end < line.length && !(line[end] === quote && !(quote === "'" && line[end + 1] === "'") && !(quote === '"' && line[end - 1] === '\\'))) end += quote === "'" && line[end] === "'" ? 2 : 1;
+    while (end < line.length) {
+      if (quote === '"' && line[end] === '\\') end += 2; // an escape: \" does not end it
+      else if (line[end] !== quote) end++;
+      else if (quote === "'" && line[end + 1] === "'") end += 2;
+      else break;
+    }
+    // A key is a simple key to yaml.v2: written on its line, never folded.
+    const key = quote === '"' ? requoted(line.slice(pos, end + 1), [...line.slice(0, pos)].length, '', false) : line.slice(pos, end + 1);
     if (line[end + 1] === ':' && end + 2 === line.length) {
       // A key whose value is a block below it.
-      return line.slice(0, pos) + (quote === '"' ? requoted(line.slice(pos, end + 1)) : line.slice(pos, end + 1)) + ':';
+      return line.slice(0, pos) + key + ':';
     }
     if (line.startsWith(': ', end + 1)) {
-      const key = quote === '"' ? requoted(line.slice(pos, end + 1)) : line.slice(pos, end + 1);
       line = line.slice(0, pos) + key + line.slice(end + 1);
       owner = pos;
       valueStart = pos + key.length + 2;
@@ -164,7 +230,7 @@ function foldLine(unfolded: string): string {
       valueStart = colon + 2;
     } else if (line.endsWith(':')) return line;
   }
-  if (line[valueStart] === '"') line = line.slice(0, valueStart) + requoted(line.slice(valueStart));
+  if (line[valueStart] === '"') line = line.slice(0, valueStart) + requoted(line.slice(valueStart), [...line.slice(0, valueStart)].length, ' '.repeat(owner + 2), true);
   const value = [...line.slice(valueStart)];
   const single = value[0] === "'";
   if (value.length === 0 || (!single && /^["|>{[]/.test(value[0]!))) return line;
@@ -203,7 +269,7 @@ export function stringifyGoYaml(value: unknown): string {
       if (typeof node.value !== 'string') return;
       // yaml.v2's analyze_scalar: a character it does not print (a tab, a control character) or
       // a line that ends in a space rules out every style but double quotes.
-      if (/[\u0000-\u0009\u000b-\u001f\u007f]/.test(node.value) || node.value.includes(' \n')) node.type = Scalar.QUOTE_DOUBLE;
+      if (hasUnprintable(node.value) || node.value.includes(' \n')) node.type = Scalar.QUOTE_DOUBLE;
       else if (node.value.includes('\n')) node.type = Scalar.BLOCK_LITERAL;
       else if (readsAsOtherType(node.value)) node.type = Scalar.QUOTE_DOUBLE;
       else node.type = Scalar.PLAIN;
