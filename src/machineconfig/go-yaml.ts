@@ -14,7 +14,11 @@
 // - double quotes with yaml.v2's escapes (emitterc.go write_double_quoted_scalar) for a string
 //   with a character it does not print: a control character, a tab, U+FEFF, U+FFFE/U+FFFF, or
 //   anything outside the BMP ("\U0001F642"); folded at column 80 as well.
-// Checked against yaml.v2 v2.4.0 itself (test/fixtures/go-yaml: outputs it wrote).
+// Checked against yaml.v2 v2.4.0 itself (test/fixtures/go-yaml: outputs it wrote). Not followed,
+// found by fuzzing against yaml.v2 and left because no config MCO writes has them: a key with a
+// line break or over 128 characters (yaml.v2 writes an explicit "? key"), a value with U+2028 or
+// U+2029 (it single-quotes it and writes the separator as a break), and a block value that starts
+// with a line break or a space (it adds an indentation indicator, "|2-").
 
 import { Document, isScalar, parse, Scalar, visit, type Pair } from 'yaml';
 
@@ -114,14 +118,6 @@ function readsAsOtherType(s: string): boolean {
 /** yaml.v2's best_width: plain and single-quoted values fold at a space once a line is past it. */
 const BEST_WIDTH = 80;
 
-/**
- * yaml_emitter_write_plain_scalar and write_single_quoted_scalar's line breaks, on a line the yaml
- * package wrote unfolded: at the first space of a run, not followed by another, once the column
- * is past 80, the space becomes a new line indented two past the key (or the sequence dash) the
- * value belongs to. Keys, double-quoted and block values are left as they are, as yaml.v2 leaves
- * them (it folds double-quoted ones too, but only values that read as another type are double
- * quoted here, and those are short).
- */
 /** yaml.v2's is_printable, per code point: what it writes as it is. */
 function isPrintable(cp: number): boolean {
   return cp === 0x0a || (cp >= 0x20 && cp <= 0x7e) || (cp >= 0xa0 && cp <= 0xd7ff) || (cp >= 0xe000 && cp <= 0xfffd && cp !== 0xfeff);
@@ -152,8 +148,8 @@ function writeDoubleQuoted(value: string, column: number, indent: string, allowB
     const cp = c.codePointAt(0)!;
     if (bom || !isPrintable(cp) || isBreak(cp) || c === '"' || c === '\\') {
       const named = NAMED_ESCAPES.get(cp);
-      const [letter, digits] = cp <= 0xff ? ['x', 2] : cp <= 0xffff ? ['u', 4] : ['U', 8];
-      const escape = `\\${named ?? letter + cp.toString(16).toUpperCase().padStart(digits as number, '0')}`;
+      const [letter, digits]: [string, number] = cp <= 0xff ? ['x', 2] : cp <= 0xffff ? ['u', 4] : ['U', 8];
+      const escape = `\\${named ?? letter + cp.toString(16).toUpperCase().padStart(digits, '0')}`;
       out += escape;
       col += escape.length;
       spaces = false;
@@ -185,13 +181,25 @@ function writeDoubleQuoted(value: string, column: number, indent: string, allowB
  * single-quotes it ("''" for each "'"). One with an escape (a tab, say) needs double quotes.
  */
 function requoted(scalar: string, column: number, indent: string, allowBreaks: boolean): string {
-  const value = parse(scalar, { version: '1.2' }) as string;
+  let value: string;
+  try {
+    value = parse(scalar, { version: '1.2' }) as string;
+  } catch {
+    return scalar; // not one whole scalar (the yaml package's line was not what is expected here)
+  }
   if (hasUnprintable(value) || value.includes(' \n')) return writeDoubleQuoted(value, column, indent, allowBreaks);
   const inner = scalar.slice(1, -1);
   if (inner.includes('\\') || readsAsOtherType(inner)) return scalar;
   return `'${inner.replaceAll("'", "''")}'`;
 }
 
+/**
+ * yaml_emitter_write_plain_scalar and write_single_quoted_scalar's line breaks, on a line the yaml
+ * package wrote unfolded: at the first space of a run, not followed by another, once the column
+ * is past 80, the space becomes a new line indented two past the key (or the sequence dash) the
+ * value belongs to. A double-quoted key or value is written again by writeDoubleQuoted (values
+ * folded the same way); block values are left as they are.
+ */
 function foldLine(unfolded: string): string {
   let line = unfolded;
   let pos = 0;
@@ -279,6 +287,8 @@ export function stringifyGoYaml(value: unknown): string {
     singleQuote: true, // where a plain scalar cannot be written, yaml.v2 single-quotes
     indentSeq: false,
     lineWidth: 0,
+    // Every double-quoted scalar on one line, whatever its length, for requoted to read back.
+    doubleQuotedMinMultiLineLength: Number.POSITIVE_INFINITY,
   });
   // Lines of block scalars (literal values) are left alone: they follow a line ending in "|" or
   // "|-", indented deeper than it.
