@@ -9,7 +9,7 @@
 // test/fixtures/go-quantity/ holds what Go's own code printed for each case the tests check.
 
 /** How a quantity was written, which decides the suffix family of its canonical form. */
-export type QuantityFormat = 'DecimalSI' | 'BinarySI' | 'DecimalExponent';
+type QuantityFormat = 'DecimalSI' | 'BinarySI' | 'DecimalExponent';
 
 /** A parsed resource.Quantity. */
 export interface Quantity {
@@ -22,7 +22,6 @@ export interface Quantity {
    * Absent from quantities stored inside a ContainerRuntimeConfig before it was kept.
    */
   zero?: boolean;
-  format: QuantityFormat;
 }
 
 /** Why ParseQuantity refused a string, in Go's words. */
@@ -31,16 +30,29 @@ export const QUANTITY_SUFFIX_ERROR = "unable to parse quantity's suffix";
 export const QUANTITY_NUMERIC_ERROR = 'unable to parse numeric part of quantity';
 
 /**
- * The amount as Go holds it: unscaled * 10^exponent, either as the int64Amount of the fast path
- * or as an inf.Dec. The two round differently in Value(), so which one Go made is kept.
+ * Refused here though Go takes them, each because Go's own arithmetic gives up there or the
+ * value could not reach Go as written: a string so long that BigInt work on it would hold the
+ * server for seconds, an exponent near int32's end (Go wraps it, or loops for billions of
+ * steps), and an integer past 2^53, which YAML reading may already have rounded.
  */
+const MAX_QUANTITY_LENGTH = 1000;
+const MAX_EXPONENT = 2 ** 31 - 2 ** 12; // room for 1,000 fraction digits and the canonical form's shifts
+
+/** The amount as Go holds it: unscaled * 10^exponent. */
 interface Amount {
   unscaled: bigint;
   exponent: number;
+  /** An inf.Dec (the slow path) rather than the fast path's int64Amount: they round differently in Value(). */
   dec: boolean;
   /** An inf.Dec that ParseQuantity rounded: Go holds it at scale 9, which decides its wrapping. */
   scale9?: boolean;
 }
+
+/**
+ * strings.TrimSpace as UnmarshalJSON applies it to the JSON text: only the spaces Go's
+ * encoding/json writes as they are (a tab, a newline or U+2028 is an escape there, and stays).
+ */
+const GO_JSON_SPACE = /^[ \u0085\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+|[ \u0085\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+$/g;
 
 const INT64_MAX = 2n ** 63n - 1n;
 const int64 = (x: bigint): bigint => BigInt.asIntN(64, x);
@@ -52,15 +64,20 @@ const BINARY_BY_EXPONENT = new Map(Object.entries(BINARY_SUFFIXES).map(([s, e]) 
 
 /** resource.ParseQuantity after UnmarshalJSON's trim: the quantity, or Go's error message. */
 export function parseQuantity(raw: string | number): Quantity | { error: string } {
-  const str = String(raw).trim();
+  if (typeof raw === 'number' && Number.isInteger(raw) && !Number.isSafeInteger(raw)) {
+    return { error: `${raw} is past 2^53, where a number may already have been rounded as the YAML was read; write the quantity as a string` };
+  }
+  const str = String(raw).replace(GO_JSON_SPACE, '');
+  if (str.length > MAX_QUANTITY_LENGTH) return { error: `a quantity of ${str.length} characters is refused (at most ${MAX_QUANTITY_LENGTH})` };
   if (str === '') return { error: QUANTITY_FORMAT_ERROR };
-  if (str === '0') return { text: '0', value: 0, zero: true, format: 'DecimalSI' };
+  if (str === '0') return { text: '0', value: 0, zero: true };
   const parts = scan(str);
   if ('error' in parts) return parts;
   const { positive, value, num, denom, suffix } = parts;
   const meaning = interpretSuffix(suffix);
   if (!meaning) return { error: QUANTITY_SUFFIX_ERROR };
   const { base, exponent } = meaning;
+  if (Math.abs(exponent) > MAX_EXPONENT) return { error: `the exponent ${exponent} is refused: beyond ±${MAX_EXPONENT}, Go's int32 arithmetic wraps it` };
   let format = meaning.format;
 
   // The fast path: an int64 that holds the number exactly.
@@ -96,7 +113,8 @@ export function parseQuantity(raw: string | number): Quantity | { error: string 
     }
   }
 
-  // The slow path: an inf.Dec, rounded up to a billionth and capped.
+  // The slow path: an inf.Dec, rounded up to a billionth and capped. inf's SetString wants a digit.
+  if (!/\d/.test(value)) return { error: QUANTITY_NUMERIC_ERROR };
   const [whole, fraction = ''] = value.replace(/^[+-]/, '').split('.');
   let unscaled = BigInt(`${whole || '0'}${fraction}`);
   let exp = -fraction.length;
@@ -121,11 +139,11 @@ export function parseQuantity(raw: string | number): Quantity | { error: string 
     scale9 = false;
   }
   if (format === 'BinarySI' && unscaled !== 0n && compare({ unscaled, exponent: exp }, 1n) < 0) format = 'DecimalSI';
-  return quantity({ unscaled: str.startsWith('-') ? -unscaled : unscaled, exponent: exp, dec: true, scale9 }, format, undefined);
+  return quantity({ unscaled: positive ? unscaled : -unscaled, exponent: exp, dec: true, scale9 }, format, undefined);
 }
 
 function quantity(amount: Amount, format: QuantityFormat, text: string | undefined): Quantity {
-  return { text: text ?? canonical(amount, format), value: Number(valueOf(amount)), zero: amount.unscaled === 0n, format };
+  return { text: text ?? canonical(amount, format), value: Number(valueOf(amount)), zero: amount.unscaled === 0n };
 }
 
 /** parseQuantityString: sign, digits, fraction, suffix; Go's format error for anything else. */

@@ -17,6 +17,7 @@ test('every case: String(), Value() and the error are what Go printed', () => {
   for (const c of cases) {
     const raw = JSON.parse(c.json) as string | number | null;
     if (raw === null) continue; // null is the zero Quantity before ParseQuantity is reached
+    if (typeof raw === 'number' && !Number.isSafeInteger(raw) && Number.isInteger(raw)) continue; // refused on purpose: see below
     checked++;
     const q = parseQuantity(raw);
     const got = 'error' in q ? `error ${q.error}` : `${q.text} = ${q.value}`;
@@ -47,4 +48,19 @@ test('exponents far out of range cost nothing: no number of two billion digits i
     assert.ok(!('error' in q), raw);
   }
   assert.ok(process.hrtime.bigint() - started < 1_000_000_000n);
+});
+
+test('refused where Go\'s own arithmetic gives up or the value cannot reach it as written, each with its reason', () => {
+  const error = (raw: string | number) => { const q = parseQuantity(raw); return 'error' in q ? q.error : `accepted as ${q.text}`; };
+  // A length at which BigInt work would hold the server for seconds (Go takes it, slowly).
+  assert.equal(error(`1${'0'.repeat(100_000)}`), 'a quantity of 100001 characters is refused (at most 1000)');
+  assert.doesNotMatch(error(`1${'0'.repeat(999)}`), /refused/);
+  // Near int32's end Go wraps the exponent (or loops for billions of steps).
+  assert.match(error('1e2147483000'), /^the exponent 2147483000 is refused: beyond ±2147479552, Go's int32 arithmetic wraps it$/);
+  // An integer YAML has read into a double past 2^53 may already be another number.
+  assert.match(error(9007199254740993), /^9007199254740992 is past 2\^53, where a number may already have been rounded as the YAML was read; write the quantity as a string$/);
+  // Go trims the spaces its JSON writes as they are, not a newline or a tab, which it escapes.
+  assert.equal(error('\u00a01Gi '), 'accepted as 1Gi');
+  assert.match(error('1Gi\n'), /^quantities must match the regular expression/);
+  assert.equal(error('-Pi'), 'unable to parse numeric part of quantity');
 });
