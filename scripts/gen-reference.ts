@@ -29,7 +29,7 @@ const AGENT_KEYS: Record<string, string> = {
   servers: 'a list of HOST:PORT, tried in turn: when the stream to one is lost the agent reconnects to the next',
   tls: '`{ca, cert, key}`: the CA certificate and this node\'s certificate and key files (required unless insecure)',
   insecure: 'plaintext gRPC to a loopback server (development only)',
-  enrollment: '`{url, tokenFile}`: enroll at first start with a single-use token (the bootstrap endpoint writes it)',
+  enrollment: '`{url, tokenFile}`: enroll at first start with a single-use token (the bootstrap endpoint writes it); or `{url, pool, pollSeconds}`: ask to join the pool at `/enrollment-requests` and poll (every 10 s) until `mcctl approve enrollment` or an auto-approve rule decides',
   nodeName: 'the node\'s name, a DNS subdomain (default: the host name, lowercased)',
   labels: 'labels the agent reports at registration; they describe the host and never choose a pool',
   paths: 'where the host\'s files are (the `paths.*` keys below)',

@@ -91,6 +91,7 @@ SERIAL=(
   test/agent/drift-and-failures.test.ts           # drift reported within 2 s
   test/agent/dbus-deadlines.test.ts               # D-Bus call deadlines against a frozen manager
   test/agent/watchdog.test.ts                     # the watchdog starves on a step deadline
+  test/agent/enrollment-wait-systemd.test.ts      # the agent's first poll within TimeoutStartSec=5
   test/agent/health-gate.test.ts                  # health checks' timeouts and intervals
   test/agent/health-gate-crash.test.ts
   test/packaging/demo.test.ts                     # every process gone within 5 s of Ctrl-C

@@ -20,7 +20,12 @@ export interface AgentConfig {
   tls: { ca: string; cert: string; key: string } | null;
   /** Plaintext gRPC to a loopback server (development only). */
   insecure: boolean;
-  enrollment: { url: string; tokenFile: string } | null;
+  /**
+   * How a host without a certificate gets one: with the single-use token a bootstrap host was
+   * given (POST url, the server's /enroll), or by asking to join a pool and waiting for an
+   * operator or an auto-approve rule (POST url, the server's /enrollment-requests, then polling).
+   */
+  enrollment: { url: string; tokenFile: string } | { url: string; pool: string; pollSeconds: number } | null;
   nodeName: string;
   labels: Record<string, string>;
   paths: {
@@ -60,6 +65,7 @@ export const DEFAULT_METRICS_LISTEN = '127.0.0.1:9624';
 
 /** The keys agent.yaml accepts (also listed in docs/reference/flags.md, generated from these). */
 export const PATH_KEYS = ['root', 'unitDir', 'stateDir', 'sshKeysDir', 'bootIdFile', 'kernelCmdlineFile'];
+const ENROLLMENT_KEYS = ['url', 'tokenFile', 'pool', 'pollSeconds'];
 export const KNOWN_KEYS = ['server', 'servers', 'tls', 'insecure', 'enrollment', 'nodeName', 'labels', 'paths', 'systemdBus', 'rpmOstree', 'reboot', 'drift', 'heartbeatSeconds', 'logLevel', 'jobTimeoutSeconds', 'dbusTimeoutSeconds', 'rpmOstreeTimeoutSeconds', 'stepTimeoutSeconds', 'metrics'];
 
 export const DEFAULT_CONFIG_PATH = '/etc/mcplane/agent.yaml';
@@ -147,7 +153,16 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
   if (!tls && !insecure) fail('tls', 'required (ca, cert, key); plaintext needs insecure: true and a loopback server');
   if (tls && (!tls.ca || !tls.cert || !tls.key)) fail('tls', 'ca, cert and key are all required');
   let enrollment: AgentConfig['enrollment'] = null;
-  if (r.enrollment) enrollment = { url: str(r.enrollment.url, 'enrollment.url', ''), tokenFile: host(str(r.enrollment.tokenFile, 'enrollment.tokenFile', '')) };
+  if (r.enrollment) {
+    for (const key of Object.keys(r.enrollment)) if (!ENROLLMENT_KEYS.includes(key)) fail(`enrollment.${key}`, `unknown field (expected one of: ${ENROLLMENT_KEYS.join(', ')})`);
+    const url = str(r.enrollment.url, 'enrollment.url', '');
+    if (!/^https:\/\/[^/]/.test(url)) fail('enrollment.url', 'required: the bootstrap endpoint, https://HOST:22623/enroll (with tokenFile) or https://HOST:22623/enrollment-requests (with pool)');
+    const tokenFile = str(r.enrollment.tokenFile, 'enrollment.tokenFile', '');
+    const pool = str(r.enrollment.pool, 'enrollment.pool', '');
+    if (Boolean(tokenFile) === Boolean(pool)) fail('enrollment', 'give tokenFile (the single-use token a bootstrap host gets) or pool (ask to join it and wait for approval), one of them');
+    if (tokenFile && r.enrollment.pollSeconds !== undefined) fail('enrollment.pollSeconds', 'only with pool: a token enrolls at once');
+    enrollment = tokenFile ? { url, tokenFile: host(tokenFile) } : { url, pool, pollSeconds: num(r.enrollment.pollSeconds, 'enrollment.pollSeconds', 10) };
+  }
   for (const key of Object.keys(r.paths ?? {})) if (!PATH_KEYS.includes(key)) fail(`paths.${key}`, `unknown field (expected one of: ${PATH_KEYS.join(', ')})`);
   const labels: Record<string, string> = {};
   for (const [k, v] of Object.entries(r.labels ?? {})) {

@@ -78,7 +78,8 @@ export class Agent {
     });
   }
 
-  static async start(config: AgentConfig, log: Logger): Promise<Agent> {
+  /** `onEnrollmentWait`: told, each poll, that the host waits for its request to join to be decided. */
+  static async start(config: AgentConfig, log: Logger, hooks: { onEnrollmentWait?: (status: string) => void } = {}): Promise<Agent> {
     const agent = new Agent(config, log);
     try {
       await agent.#systemd.subscribe();
@@ -94,7 +95,7 @@ export class Agent {
     // Finish or undo whatever a crash or reboot interrupted before talking to anyone.
     agent.engine.resumeAfterRestart();
     if (!agent.journal.state.pending && agent.journal.state.currentSpec) agent.#watchDrift();
-    await enrollIfNeeded(config, log);
+    await enrollIfNeeded(config, log, hooks.onEnrollmentWait ? { onWaiting: hooks.onEnrollmentWait } : {});
     // A renewal a restart interrupted is finished (or dropped) before the files are read.
     if (config.tls) recoverCertificateFiles(config.tls, log);
     if (config.tls) agent.metrics.certificateFile(config.tls.cert, config.nodeName);

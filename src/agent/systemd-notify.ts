@@ -22,6 +22,11 @@ export class SystemdNotify {
     execFile('systemd-notify', [`--pid=${process.pid}`, ...args], () => undefined);
   }
 
+  /** Before READY=1: the start goes on for `ms` more from now (EXTEND_TIMEOUT_USEC), and why. */
+  extendStart(status: string, ms: number): void {
+    this.#send(`--status=${status}`, `EXTEND_TIMEOUT_USEC=${ms * 1000}`);
+  }
+
   /** READY=1; with WATCHDOG_USEC set, feeds the watchdog while `stuck()` says nothing. */
   ready(status: string, stuck: () => string | undefined = () => undefined): void {
     this.#send('--ready', `--status=${status}`);

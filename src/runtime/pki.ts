@@ -133,14 +133,15 @@ export function signNodeCertificate(ca: KeyPairPem, csrPem: string, node: string
   return signCertificateRequest(ca, csrPem, { commonName: node, organization: ROLE_NODE, organizationalUnit: pool, usage: 'client' });
 }
 
-export async function createCertificateRequest(commonName: string): Promise<{ csrPem: string; keyPem: string }> {
-  const keys = await generateKeys();
+/** A CSR for CN=<commonName> with a new key, or with `keyPem` (the same request id as before). */
+export async function createCertificateRequest(commonName: string, keyPem?: string): Promise<{ csrPem: string; keyPem: string }> {
+  const keys = keyPem === undefined ? await generateKeys() : await keyPairOf(keyPem);
   const csr = await x509.Pkcs10CertificateRequestGenerator.create({
     name: `CN=${escapeDn(commonName)}`,
     keys,
     signingAlgorithm: SIGNING_ALGORITHM,
   });
-  return { csrPem: csr.toString('pem'), keyPem: await exportKey(keys.privateKey) };
+  return { csrPem: csr.toString('pem'), keyPem: keyPem ?? await exportKey(keys.privateKey) };
 }
 
 /** The identity in a peer certificate as grpc-js and node:tls hand it over (DER or PEM). */
@@ -269,6 +270,12 @@ async function generateKeys(): Promise<CryptoKeyPair> {
 async function exportKey(key: CryptoKey): Promise<string> {
   const der = await webcrypto.subtle.exportKey('pkcs8', key);
   return x509.PemConverter.encode(der, 'PRIVATE KEY');
+}
+
+/** A key pair from a PKCS#8 private key: a request made again with the key it was made with. */
+async function keyPairOf(pem: string): Promise<CryptoKeyPair> {
+  const spki = createPublicKey(pem).export({ type: 'spki', format: 'der' });
+  return { privateKey: await importKey(pem), publicKey: await webcrypto.subtle.importKey('spki', spki, KEY_ALGORITHM, true, ['verify']) };
 }
 
 async function importKey(pem: string): Promise<CryptoKey> {

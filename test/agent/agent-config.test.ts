@@ -66,7 +66,7 @@ test('--root moves every path the config names (state, units, SSH keys, boot id,
   }, 'agent.yaml', '/img');
   assert.deepEqual(c.paths, { root: '/img', stateDir: '/img/var/lib/alt', unitDir: '/img/etc/systemd/alt', sshKeysDir: '/img/var/home/core/.ssh/authorized_keys.d', bootIdFile: '/img/run/boot_id', kernelCmdlineFile: '/img/run/cmdline' });
   assert.deepEqual(c.tls, { ca: '/img/etc/mcplane/ca.crt', cert: '/img/etc/mcplane/node.crt', key: '/img/etc/mcplane/node.key' });
-  assert.equal(c.enrollment!.tokenFile, '/img/etc/mcplane/token');
+  assert.deepEqual(c.enrollment, { url: 'https://mcplane:22623', tokenFile: '/img/etc/mcplane/token' });
   assert.equal(c.rpmOstree, '/usr/bin/rpm-ostree');
   assert.deepEqual(c.reboot, { method: 'command', command: ['/usr/bin/systemctl', 'reboot'] });
   // The running kernel's boot id and command line unless the config names files; paths.root moves too.
@@ -91,4 +91,19 @@ test('several control plane addresses: server "a:1,b:2" or servers: [..]; server
     [{ ...rest, servers: ['a:1', 7] }, /agent.yaml: servers\[1\]: 7 is not HOST:PORT/],
   ];
   for (const [raw, message] of cases) assert.throws(() => parseAgentConfig(raw, 'agent.yaml'), message, JSON.stringify(raw));
+});
+
+test('enrollment: a token file, or a pool to ask to join; never both, never neither, and an https URL', () => {
+  const tls = { ca: '/etc/mcplane/ca.crt', cert: '/etc/mcplane/node.crt', key: '/etc/mcplane/node.key' };
+  const url = 'https://mcplane.example.com:22623/enrollment-requests';
+  assert.deepEqual(parseAgentConfig({ ...minimal, tls, enrollment: { url, pool: 'worker' } }, 'agent.yaml').enrollment, { url, pool: 'worker', pollSeconds: 10 });
+  assert.deepEqual(parseAgentConfig({ ...minimal, tls, enrollment: { url, pool: 'worker', pollSeconds: 2 } }, 'agent.yaml').enrollment, { url, pool: 'worker', pollSeconds: 2 });
+  const bad = (enrollment: unknown) => () => parseAgentConfig({ ...minimal, tls, enrollment }, 'agent.yaml');
+  assert.throws(bad({ url, pool: 'worker', tokenFile: '/t' }), /agent\.yaml: enrollment: give tokenFile .* or pool .*, one of them/);
+  assert.throws(bad({ url }), /enrollment: give tokenFile/);
+  assert.throws(bad({ url: 'http://mcplane:22623/enroll', tokenFile: '/t' }), /enrollment\.url: required: the bootstrap endpoint, https:/);
+  assert.throws(bad({ pool: 'worker' }), /enrollment\.url: required/);
+  assert.throws(bad({ url, pool: 'worker', labels: {} }), /enrollment\.labels: unknown field \(expected one of: url, tokenFile, pool, pollSeconds\)/);
+  assert.throws(bad({ url, tokenFile: '/t', pollSeconds: 2 }), /enrollment\.pollSeconds: only with pool/);
+  assert.throws(bad({ url, pool: 'worker', pollSeconds: 0 }), /enrollment\.pollSeconds: must be a positive number/);
 });

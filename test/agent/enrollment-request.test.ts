@@ -1,0 +1,118 @@
+// The agent's side of enrollment approval: a host with no token asks to join a pool and waits
+// until an operator decides (mcctl approve/deny enrollment) or an auto-approve rule does. Against
+// the real bootstrap endpoint over HTTPS, with the real mcctl.
+
+import assert from 'node:assert/strict';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { parseAgentConfig } from '../../src/agent/agent-config.ts';
+import { enrollIfNeeded } from '../../src/agent/enrollment.ts';
+import { call } from '../../src/cli/client/call.ts';
+import { ConfigurationError } from '../../src/machineconfig/index.ts';
+import { createLogger } from '../../src/runtime/logger.ts';
+import { identityOf } from '../../src/runtime/pki.ts';
+import { poolYaml } from '../helpers/manifests.ts';
+import { runCliAsync } from '../helpers/run-cli.ts';
+import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+
+let server: TestServer;
+const log = createLogger({ name: 'enrollment-test', level: 'silent' });
+before(async () => {
+  server = await startTestServer({
+    bootstrap: {
+      issueRate: { burst: 1000, perMinute: 1000 }, failureRate: { burst: 1000, perMinute: 1000 }, requestRate: { burst: 1000, perMinute: 1000 },
+      autoApprove: [{ pool: 'worker', nodeNamePattern: 'edge-*' }],
+    },
+  });
+  const c = server.admin();
+  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'infra.yaml', text: poolYaml('infra') }], dryRun: false }, 'apply');
+});
+after(() => server.close());
+
+const cli = (...args: string[]) => runCliAsync(['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null', ...args]);
+
+/** An agent config that asks to join `pool` as `node`, with its TLS files in a new directory. */
+function asking(node: string, pool: string, dir = mkdtempSync(join(tmpdir(), `ask-${node}-`))) {
+  const config = parseAgentConfig({
+    server: server.address, nodeName: node, labels: { rack: 'r7' },
+    tls: { ca: join(server.pki.dir, 'ca.crt'), cert: join(dir, 'node.crt'), key: join(dir, 'node.key') },
+    enrollment: { url: `https://localhost:${server.handle.bootstrapPort}/enrollment-requests`, pool },
+  }, 'agent.yaml');
+  return { config, dir };
+}
+
+async function until<T>(what: string, get: () => Promise<T | undefined>): Promise<T> {
+  for (const end = Date.now() + 15_000; ; await new Promise((r) => setTimeout(r, 50))) {
+    const v = await get();
+    if (v !== undefined) return v;
+    assert.ok(Date.now() < end, `no ${what} within 15 s`);
+  }
+}
+
+/** The rows of mcctl get enrollments for `node`. */
+async function requestsOf(node: string): Promise<string[]> {
+  const r = await cli('get', 'enrollments');
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout.split('\n').filter((l) => l.split(/\s+/)[1] === node);
+}
+
+test('asks, waits through a restart with the same key (one request), and takes the certificate mcctl approve gives', async () => {
+  const { config, dir } = asking('ask-1', 'infra');
+  const waiting: string[] = [];
+  const first = new AbortController();
+  const asked = enrollIfNeeded(config, log, { pollMs: 50, signal: first.signal, onWaiting: (s) => waiting.push(s) }).then(() => undefined, (e: unknown) => e);
+  await until('pending request', async () => ((await requestsOf('ask-1')).some((l) => /\sPending\s/.test(l)) ? true : undefined));
+  // The key is on disk before the request is made, readable by root alone; no certificate yet.
+  assert.equal(statSync(config.tls!.key).mode & 0o777, 0o600);
+  assert.equal(existsSync(config.tls!.cert), false);
+  await until('a waiting status', async () => (waiting.length > 0 ? true : undefined));
+  assert.equal(waiting[0], 'waiting for approval to join pool infra: mcctl approve enrollment ask-1');
+
+  // The agent is stopped while it waits, and started again: it polls the same request.
+  first.abort();
+  assert.equal((await asked as Error).name, 'AbortError');
+  const again = enrollIfNeeded(asking('ask-1', 'infra', dir).config, log, { pollMs: 50 });
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal((await requestsOf('ask-1')).length, 1, 'one request: the same key asked again');
+
+  const approved = await cli('approve', 'enrollment', 'ask-1');
+  assert.equal(approved.status, 0, approved.stderr);
+  await again;
+  const cert = readFileSync(config.tls!.cert);
+  assert.deepEqual(identityOf(cert), { commonName: 'ask-1', organization: 'mcplane:nodes', organizationalUnit: 'infra' });
+  assert.ok(new X509Certificate(cert).checkPrivateKey(createPrivateKey(readFileSync(config.tls!.key))), 'the certificate is for the key kept on disk');
+  // A host that has its certificate asks nothing.
+  await enrollIfNeeded(config, log, { pollMs: 50 });
+});
+
+test('denied: the wait ends with an error that names the node, the pool and the operator\'s reason', async () => {
+  const { config } = asking('ask-2', 'infra');
+  // Settled into a value at once: the rejection comes while the test is busy with mcctl.
+  const asked = enrollIfNeeded(config, log, { pollMs: 50 }).then(() => undefined, (err: unknown) => err);
+  await until('pending request', async () => ((await requestsOf('ask-2')).length > 0 ? true : undefined));
+  const denied = await cli('deny', 'enrollment', 'ask-2', '--reason', 'not one of our racks');
+  assert.equal(denied.status, 0, denied.stderr);
+  const err = await asked;
+  assert.ok(err instanceof ConfigurationError, String(err));
+  assert.match(err.message, /^the request of node ask-2 to join pool infra was denied: not one of our racks \(request [0-9a-f]{64}; it is asked again with the same key once the decision expires\)$/);
+  assert.equal(existsSync(config.tls!.cert), false);
+});
+
+test('a host an auto-approve rule matches gets its certificate at once; a refused request is an error, not a wait', async () => {
+  const { config } = asking('edge-7', 'worker');
+  await enrollIfNeeded(config, log, { pollMs: 50 });
+  assert.deepEqual(identityOf(readFileSync(config.tls!.cert)), { commonName: 'edge-7', organization: 'mcplane:nodes', organizationalUnit: 'worker' });
+
+  // The same key asking under another name: 409, which waiting would not change.
+  const { config: renamed } = asking('ask-3', 'infra');
+  const { config: other } = asking('ask-4', 'infra', join(renamed.tls!.key, '..'));
+  const stop = new AbortController();
+  const pending = enrollIfNeeded(renamed, log, { pollMs: 50, signal: stop.signal }).then(() => undefined, (e: unknown) => e);
+  await until('pending request', async () => ((await requestsOf('ask-3')).length > 0 ? true : undefined));
+  await assert.rejects(enrollIfNeeded(other, log, { pollMs: 50 }), /^ConfigurationError: the request of node ask-4 to join pool infra was refused: this key already asked to join as ask-3 in pool infra/);
+  stop.abort();
+  assert.equal((await pending as Error).name, 'AbortError');
+});
