@@ -116,3 +116,34 @@ test('a host an auto-approve rule matches gets its certificate at once; a refuse
   stop.abort();
   assert.equal((await pending as Error).name, 'AbortError');
 });
+
+test('a full queue (503 with Retry-After) is waited out, not an error: the request is made once a slot is free', async () => {
+  const full = await startTestServer({ bootstrap: { failureRate: { burst: 1000, perMinute: 1000 }, requestRate: { burst: 1000, perMinute: 1000 }, maxPendingRequests: 1 } });
+  try {
+    const ask = (node: string, dir = mkdtempSync(join(tmpdir(), `ask-${node}-`))) => parseAgentConfig({
+      server: full.address, nodeName: node,
+      tls: { ca: join(full.pki.dir, 'ca.crt'), cert: join(dir, 'node.crt'), key: join(dir, 'node.key') },
+      enrollment: { url: `https://localhost:${full.handle.bootstrapPort}/enrollment-requests`, pool: 'worker' },
+    }, 'agent.yaml');
+    const fullCli = (...args: string[]) => runCliAsync(['--server', full.address, '--pki-dir', full.pki.dir, '--config', '/dev/null', ...args]);
+    const first = enrollIfNeeded(ask('first-in-line'), log, { pollMs: 50 });
+    for (const end = Date.now() + 15_000; !/first-in-line\s+worker\s+Pending/.test((await fullCli('get', 'enrollments')).stdout); await new Promise((r) => setTimeout(r, 50))) {
+      assert.ok(Date.now() < end, 'the first request was not made');
+    }
+    // The server asks for 600 s; the test caps the wait at 100 ms, as an agent caps it at 10 min.
+    const secondConfig = ask('second-in-line');
+    const second = enrollIfNeeded(secondConfig, log, { pollMs: 50, maxRetryAfterMs: 100 });
+    await new Promise((r) => setTimeout(r, 500));
+    assert.doesNotMatch((await fullCli('get', 'enrollments')).stdout, /second-in-line/, 'no room for a second pending request');
+    assert.equal((await fullCli('approve', 'enrollment', 'first-in-line')).status, 0);
+    await first;
+    for (const end = Date.now() + 15_000; !/second-in-line\s+worker\s+Pending/.test((await fullCli('get', 'enrollments')).stdout); await new Promise((r) => setTimeout(r, 50))) {
+      assert.ok(Date.now() < end, 'the second request was not made once the first was decided');
+    }
+    assert.equal((await fullCli('approve', 'enrollment', 'second-in-line')).status, 0);
+    await second;
+    assert.equal(identityOf(readFileSync(secondConfig.tls!.cert)).commonName, 'second-in-line');
+  } finally {
+    await full.close();
+  }
+});
