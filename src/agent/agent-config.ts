@@ -65,6 +65,7 @@ export const DEFAULT_METRICS_LISTEN = '127.0.0.1:9624';
 
 /** The keys agent.yaml accepts (also listed in docs/reference/flags.md, generated from these). */
 export const PATH_KEYS = ['root', 'unitDir', 'stateDir', 'sshKeysDir', 'bootIdFile', 'kernelCmdlineFile'];
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 const ENROLLMENT_KEYS = ['url', 'tokenFile', 'pool', 'pollSeconds'];
 export const KNOWN_KEYS = ['server', 'servers', 'tls', 'insecure', 'enrollment', 'nodeName', 'labels', 'paths', 'systemdBus', 'rpmOstree', 'reboot', 'drift', 'heartbeatSeconds', 'logLevel', 'jobTimeoutSeconds', 'dbusTimeoutSeconds', 'rpmOstreeTimeoutSeconds', 'stepTimeoutSeconds', 'metrics'];
 
@@ -161,7 +162,10 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
     const pool = str(r.enrollment.pool, 'enrollment.pool', '');
     if (Boolean(tokenFile) === Boolean(pool)) fail('enrollment', 'give tokenFile (the single-use token a bootstrap host gets) or pool (ask to join it and wait for approval), one of them');
     if (tokenFile && r.enrollment.pollSeconds !== undefined) fail('enrollment.pollSeconds', 'only with pool: a token enrolls at once');
-    enrollment = tokenFile ? { url, tokenFile: host(tokenFile) } : { url, pool, pollSeconds: num(r.enrollment.pollSeconds, 'enrollment.pollSeconds', 10) };
+    if (pool && !DNS_SUBDOMAIN.test(pool)) fail('enrollment.pool', `"${pool}" is not a pool name (a DNS subdomain: lowercase letters, digits, "-", ".")`);
+    const pollSeconds = num(r.enrollment.pollSeconds, 'enrollment.pollSeconds', 10);
+    if (pollSeconds < 0.1 || pollSeconds > 300) fail('enrollment.pollSeconds', 'must be between 0.1 and 300');
+    enrollment = tokenFile ? { url, tokenFile: host(tokenFile) } : { url, pool, pollSeconds };
   }
   for (const key of Object.keys(r.paths ?? {})) if (!PATH_KEYS.includes(key)) fail(`paths.${key}`, `unknown field (expected one of: ${PATH_KEYS.join(', ')})`);
   const labels: Record<string, string> = {};
@@ -179,7 +183,7 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
     fail('reboot.method', 'must be logind or command');
   }
   const nodeName = str(r.nodeName, 'nodeName', hostname().toLowerCase());
-  if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(nodeName)) fail('nodeName', `"${nodeName}" is not a DNS subdomain (lowercase letters, digits, "-", ".")`);
+  if (!DNS_SUBDOMAIN.test(nodeName)) fail('nodeName', `"${nodeName}" is not a DNS subdomain (lowercase letters, digits, "-", ".")`);
   return {
     server: servers.join(','),
     servers,

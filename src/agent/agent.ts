@@ -78,8 +78,8 @@ export class Agent {
     });
   }
 
-  /** `onEnrollmentWait`: told, each poll, that the host waits for its request to join to be decided. */
-  static async start(config: AgentConfig, log: Logger, hooks: { onEnrollmentWait?: (status: string) => void } = {}): Promise<Agent> {
+  /** `onEnrollmentWait`: told, before each wait, what the host waits for to join and how long until it says more. */
+  static async start(config: AgentConfig, log: Logger, hooks: { onEnrollmentWait?: (status: string, forMs: number) => void } = {}): Promise<Agent> {
     const agent = new Agent(config, log);
     try {
       await agent.#systemd.subscribe();

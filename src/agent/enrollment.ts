@@ -9,7 +9,11 @@
 //   The request's id is the hash of the host's public key, so the key is kept on disk before
 //   the request is made: an agent restarted while it waits polls the same request instead of
 //   asking again as a stranger.
+// While it asks, the agent never exits on an answer: a denial, a refusal, a certificate it cannot
+// use or an endpoint that is away are logged, named in the unit's status, and asked about again
+// later (Restart=on-failure would otherwise start it every 5 s for as long as the answer stands).
 
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -23,19 +27,31 @@ export interface EnrollmentOptions {
   retryMs?: number;
   /** Wait between polls of a request that waits for an operator (default: enrollment.pollSeconds). */
   pollMs?: number;
+  /** Wait before asking again after a denial or a refusal (default 5 minutes). */
+  refusedRetryMs?: number;
   /** The longest wait a server's Retry-After is followed for. */
   maxRetryAfterMs?: number;
   /** Ends the wait (the agent is stopping). */
   signal?: AbortSignal;
-  /** Told what the host waits for, each poll (the agent tells systemd, which extends its start). */
-  onWaiting?: (status: string) => void;
+  /**
+   * Told, before each wait, what the host waits for and how long until it next says something:
+   * the agent extends systemd's start timeout by that much (EXTEND_TIMEOUT_USEC counts from now).
+   */
+  onWaiting?: (status: string, forMs: number) => void;
 }
 
 interface Answer {
   status: number;
   retryAfterMs: number | undefined;
-  body: { id?: string; state?: string; reason?: string; certificate?: string; error?: string };
+  body: { id?: unknown; nodeName?: unknown; pool?: unknown; state?: unknown; reason?: unknown; certificate?: unknown; error?: unknown };
 }
+
+/** A request to the bootstrap endpoint gives up after this long. */
+const REQUEST_TIMEOUT_MS = 30_000;
+/** An answer longer than this is not one the endpoint gives. */
+const MAX_ANSWER_BYTES = 1 << 20;
+/** No wait is shorter, whatever Retry-After says: a server answering 0 must not be hammered. */
+const MIN_WAIT_MS = 1000;
 
 export async function enrollIfNeeded(config: AgentConfig, log: Logger, options: EnrollmentOptions = {}): Promise<void> {
   if (!config.tls || existsSync(config.tls.cert)) return;
@@ -62,14 +78,14 @@ async function enrollWithToken(config: AgentConfig, enrollment: { url: string; t
       await sleep(retryMs, undefined, { signal });
       continue;
     }
-    if (answer.status === 200 && answer.body.certificate) {
+    if (answer.status === 200 && typeof answer.body.certificate === 'string') {
       writeFileAtomic(tls.key, keyPem, { mode: 0o600 });
       writeFileAtomic(tls.cert, answer.body.certificate, { mode: 0o644 });
       log.info({ node: config.nodeName }, 'enrolled: node certificate received');
       return;
     }
     // 4xx will not get better by waiting: the token is used, expired, or the name is taken.
-    const why = answer.body.error ?? `HTTP ${answer.status}`;
+    const why = typeof answer.body.error === 'string' ? answer.body.error : `HTTP ${answer.status}`;
     if (answer.status >= 400 && answer.status < 500) throw new ConfigurationError(`enrollment refused: ${why}`);
     log.warn({ attempt, err: why, retryInMs: retryMs }, 'enrollment failed; retrying');
     await sleep(retryMs, undefined, { signal });
@@ -77,79 +93,149 @@ async function enrollWithToken(config: AgentConfig, enrollment: { url: string; t
 }
 
 async function askToJoin(config: AgentConfig, enrollment: { url: string; pool: string; pollSeconds: number }, log: Logger, options: EnrollmentOptions): Promise<void> {
-  const { retryMs = 5000, pollMs = enrollment.pollSeconds * 1000, maxRetryAfterMs = 10 * 60_000, signal, onWaiting } = options;
+  const { retryMs = 5000, pollMs = enrollment.pollSeconds * 1000, refusedRetryMs = 5 * 60_000, maxRetryAfterMs = 10 * 60_000, signal, onWaiting } = options;
   const tls = config.tls!;
+  const node = config.nodeName;
+  const { pool } = enrollment;
   const ca = readFileSync(tls.ca);
-  const { createCertificateRequest } = await import('../runtime/pki.ts');
+  const { certificateRequestKeyId, createCertificateRequest, issuerIn } = await import('../runtime/pki.ts');
   const kept = existsSync(tls.key) ? readFileSync(tls.key, 'utf8') : undefined;
-  const { csrPem, keyPem } = await createCertificateRequest(config.nodeName, kept);
+  let request: { csrPem: string; keyPem: string };
+  try {
+    request = await createCertificateRequest(node, kept);
+  } catch (err) {
+    throw new ConfigurationError(`${tls.key} is not a P-256 private key in PKCS#8 PEM, which a request to join is made with (${(err as Error).message}); delete it (and ${tls.cert} if it exists) to ask with a new key`);
+  }
+  const { csrPem, keyPem } = request;
   if (kept === undefined) writeFileAtomic(tls.key, keyPem, { mode: 0o600 });
+  // The server names the request by the hash of the key: known here, so a restart polls it.
+  const id = await certificateRequestKeyId(csrPem);
   const url = enrollment.url.replace(/\/+$/, '');
-  const what = { node: config.nodeName, pool: enrollment.pool };
+  const what = { node, pool, id };
   const labels = Object.keys(config.labels).length > 0 ? { labels: config.labels } : {};
-  let id: string | undefined;
-  for (let attempt = 1; ; attempt++) {
+  const approve = `mcctl approve enrollment ${node}`;
+  /** Says why, extends systemd's start past the wait and the next request, then waits. */
+  let status = `asking to join pool ${pool}`;
+  const wait = async (ms: number, now: string): Promise<void> => {
+    const waitMs = Math.max(ms, Math.min(MIN_WAIT_MS, pollMs));
+    status = now;
+    onWaiting?.(status, waitMs + REQUEST_TIMEOUT_MS + 30_000);
+    await sleep(waitMs, undefined, { signal });
+  };
+  let asked = kept !== undefined; // a kept key may have a request standing: look before asking
+  let reported = '';
+  /** Logs a problem once per distinct answer, not once per poll. */
+  const report = (level: 'info' | 'warn' | 'error', message: string, fields: object = {}): void => {
+    if (reported === message) return;
+    reported = message;
+    log[level]({ ...what, ...fields }, message);
+  };
+  for (;;) {
     signal?.throwIfAborted();
+    // Covers this request (and a second one, after a 404), whatever the last wait covered.
+    onWaiting?.(status, 2 * REQUEST_TIMEOUT_MS + 30_000);
     let answer: Answer;
     try {
-      answer = id === undefined
-        ? await send('POST', url, ca, { nodeName: config.nodeName, pool: enrollment.pool, csr: csrPem, ...labels })
-        : await send('GET', `${url}/${id}`, ca);
+      answer = asked ? await send('GET', `${url}/${id}`, ca) : await send('POST', url, ca, { nodeName: node, pool, csr: csrPem, ...labels });
     } catch (err) {
-      log.warn({ ...what, attempt, err: (err as Error).message, retryInMs: retryMs }, 'cannot reach the bootstrap endpoint to ask to join; retrying');
-      await sleep(retryMs, undefined, { signal });
+      report('warn', 'cannot reach the bootstrap endpoint to ask to join; retrying', { err: (err as Error).message, retryInMs: retryMs });
+      await wait(retryMs, `cannot reach ${url}: ${(err as Error).message}; retrying`);
       continue;
     }
-    const { status, body } = answer;
-    if (status === 200 && body.state === 'Approved' && body.certificate) {
-      writeFileAtomic(tls.cert, body.certificate, { mode: 0o644 });
-      log.info({ ...what, id }, 'enrollment request approved: node certificate received');
-      return;
+    const { body } = answer;
+    const code = answer.status;
+    const why = typeof body.error === 'string' ? body.error : `HTTP ${code}`;
+    if (code === 404 && asked) {
+      // Never made, or expired before a decision: asked (again) with the same key.
+      asked = false;
+      continue;
     }
-    if (status === 200 && body.state === 'Denied') {
-      throw new ConfigurationError(`the request of node ${config.nodeName} to join pool ${enrollment.pool} was denied: ${body.reason || 'no reason given'} (request ${id ?? body.id}; it is asked again with the same key once the decision expires)`);
+    if ((code === 200 || code === 202) && body.id !== undefined && body.id !== id) {
+      report('error', 'the bootstrap endpoint answered about another request; asking again later', { answered: String(body.id).slice(0, 64) });
+      await wait(refusedRetryMs, `the endpoint answered about another request; asking again in ${Math.round(refusedRetryMs / 1000)} s`);
+      continue;
     }
-    if (status === 202 || (status === 200 && body.state === 'Approved')) {
-      // Pending, or approved by a replica that cannot sign (the next poll is signed).
-      if (id === undefined) {
-        id = body.id;
-        log.info({ ...what, id }, `asked to join; waiting for an operator: mcctl approve enrollment ${config.nodeName}`);
+    if ((code === 200 || code === 202) && (body.nodeName !== node || body.pool !== pool)) {
+      // This key's request stands under another name or pool (the config changed since it asked).
+      const standing = `this key already asked to join as ${String(body.nodeName)} in pool ${String(body.pool)}`;
+      report('error', `the request to join pool ${pool} was refused: ${standing}; asking again later`);
+      await wait(refusedRetryMs, `refused: ${standing}; asking again in ${Math.round(refusedRetryMs / 1000)} s (delete ${tls.key} to ask with a new key)`);
+      continue;
+    }
+    asked ||= code === 200 || code === 202;
+    if (code === 200 && body.state === 'Approved' && body.certificate !== undefined) {
+      const problem = unusableCertificate(body.certificate, keyPem, ca, node, pool, issuerIn);
+      if (!problem) {
+        writeFileAtomic(tls.cert, body.certificate as string, { mode: 0o644 });
+        log.info(what, 'enrollment request approved: node certificate received');
+        return;
       }
-      onWaiting?.(`waiting for approval to join pool ${enrollment.pool}: mcctl approve enrollment ${config.nodeName}`);
-      await sleep(pollMs, undefined, { signal });
+      report('error', 'the approved certificate cannot be used; asking again later', { problem });
+      await wait(refusedRetryMs, `the approved certificate cannot be used (${problem}); asking again in ${Math.round(refusedRetryMs / 1000)} s`);
       continue;
     }
-    if (status === 404 && id !== undefined) {
-      log.warn({ ...what, id }, 'the enrollment request expired before a decision; asking again with the same key');
-      id = undefined;
+    if (code === 200 && body.state === 'Denied') {
+      const reason = typeof body.reason === 'string' && body.reason ? body.reason : 'no reason given';
+      report('error', `the request to join pool ${pool} was denied: ${reason}; asked again once the decision expires (delete ${tls.key} to ask as a new host)`);
+      await wait(Math.max(pollMs, refusedRetryMs), `denied: ${reason}`);
       continue;
     }
-    const why = body.error ?? `HTTP ${status}`;
-    if (status === 429 || status >= 500) {
-      const wait = Math.min(answer.retryAfterMs ?? retryMs, maxRetryAfterMs);
-      log.warn({ ...what, attempt, status, err: why, retryInMs: wait }, 'the bootstrap endpoint cannot take the enrollment request now; retrying');
-      await sleep(wait, undefined, { signal });
+    if (code === 202 || (code === 200 && body.state === 'Approved')) {
+      // Pending, or approved by a replica that cannot sign (the next poll is signed).
+      report('info', `asked to join; waiting for an operator: ${approve}`);
+      await wait(pollMs, `waiting for approval to join pool ${pool}: ${approve}`);
       continue;
     }
-    // 400 (a bad name or pool), 409 (this key asked under another name, or the name is taken):
-    // asking again will not change the answer.
-    throw new ConfigurationError(`the request of node ${config.nodeName} to join pool ${enrollment.pool} was refused: ${why}`);
+    if (code === 429 || code >= 500) {
+      const retryIn = Math.min(Math.max(answer.retryAfterMs ?? retryMs, MIN_WAIT_MS), maxRetryAfterMs);
+      report('warn', 'the bootstrap endpoint cannot take the request to join now; retrying', { status: code, err: why, retryInMs: retryIn });
+      await wait(retryIn, `the endpoint cannot take the request now (${why}); retrying`);
+      continue;
+    }
+    // 400 (a name or pool the server refuses), 409 (this key asked under another name, or the
+    // name is taken): asked again later, in case what stands in the way is gone by then.
+    report('error', `the request to join pool ${pool} was refused: ${why}; asking again later`, { status: code });
+    asked = false;
+    await wait(refusedRetryMs, `refused: ${why}; asking again in ${Math.round(refusedRetryMs / 1000)} s`);
   }
+}
+
+/** Why a certificate the endpoint sent cannot be this host's, or '' when it can. */
+function unusableCertificate(certificate: unknown, keyPem: string, ca: Buffer, node: string, pool: string, issuerIn: (cert: string, bundle: string) => string | undefined): string {
+  if (typeof certificate !== 'string') return 'the answer has no certificate';
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(certificate);
+  } catch {
+    return 'it is not a certificate';
+  }
+  const subject = cert.subject.split('\n');
+  if (!cert.checkPrivateKey(createPrivateKey(keyPem))) return 'it is not for the key this host asked with';
+  if (!subject.includes(`CN=${node}`) || !subject.includes(`OU=${pool}`)) return `it names ${subject.join(', ')}, not CN=${node}, OU=${pool}`;
+  if (!issuerIn(certificate, ca.toString())) return 'the cluster CA did not issue it';
+  return '';
 }
 
 /** One JSON request to the bootstrap endpoint, trusting only the cluster's CA. */
 function send(method: 'GET' | 'POST', url: string, ca: Buffer, body?: unknown): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const u = new URL(url);
-    const req = request({ host: u.hostname, port: u.port, path: u.pathname, method, ca, headers: { 'content-type': 'application/json' }, timeout: 30_000 }, (res) => {
+    // The URL object itself: an IPv6 literal's brackets are the URL's, not the host name's.
+    const req = request(new URL(url), { method, ca, headers: { 'content-type': 'application/json' }, timeout: REQUEST_TIMEOUT_MS }, (res) => {
       let text = '';
       res.setEncoding('utf8');
-      res.on('data', (d: string) => { text += d; });
+      res.on('data', (d: string) => {
+        text += d;
+        if (text.length > MAX_ANSWER_BYTES) req.destroy(new Error(`an answer of more than ${MAX_ANSWER_BYTES} bytes`));
+      });
       res.on('end', () => {
-        let json: Answer['body'] = {};
+        let json: unknown;
         try { json = JSON.parse(text); } catch { /* the status says enough */ }
         const retryAfter = Number(res.headers['retry-after']);
-        resolve({ status: res.statusCode ?? 0, retryAfterMs: Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter * 1000 : undefined, body: json });
+        resolve({
+          status: res.statusCode ?? 0,
+          retryAfterMs: res.headers['retry-after'] && Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined,
+          body: typeof json === 'object' && json !== null && !Array.isArray(json) ? json as Answer['body'] : {},
+        });
       });
     });
     req.on('timeout', () => req.destroy(new Error('timed out')));

@@ -27,9 +27,9 @@ export async function main(argv: string[]): Promise<void> {
   const config = loadAgentConfig(opts.config, opts.root);
   const log = createLogger({ name: 'mcplane-agent', level: config.logLevel });
   const notify = new SystemdNotify(log);
-  // A host that asks to join may wait hours for an operator: each poll extends systemd's start
-  // timeout (TimeoutStartSec) by a minute, and the unit's status says what it waits for.
-  const agent = await Agent.start(config, log, { onEnrollmentWait: (status) => notify.extendStart(status, 60_000) });
+  // A host that asks to join may wait hours for an operator: each wait extends systemd's start
+  // timeout (TimeoutStartSec) past itself and the next request, and the unit's status says why.
+  const agent = await Agent.start(config, log, { onEnrollmentWait: (status, forMs) => notify.extendStart(status, forMs) });
   notify.ready(`node ${config.nodeName}, server ${config.server}`, () => agent.engine.stuck());
   log.info({ node: config.nodeName, server: config.server, version: VERSION }, 'mcplane-agent started');
   onStopSignal(async (signal) => {

@@ -106,4 +106,6 @@ test('enrollment: a token file, or a pool to ask to join; never both, never neit
   assert.throws(bad({ url, pool: 'worker', labels: {} }), /enrollment\.labels: unknown field \(expected one of: url, tokenFile, pool, pollSeconds\)/);
   assert.throws(bad({ url, tokenFile: '/t', pollSeconds: 2 }), /enrollment\.pollSeconds: only with pool/);
   assert.throws(bad({ url, pool: 'worker', pollSeconds: 0 }), /enrollment\.pollSeconds: must be a positive number/);
+  assert.throws(bad({ url, pool: 'worker', pollSeconds: 3_000_000 }), /enrollment\.pollSeconds: must be between 0\.1 and 300/);
+  assert.throws(bad({ url, pool: 'Worker Pool' }), /enrollment\.pool: "Worker Pool" is not a pool name/);
 });

@@ -67,10 +67,12 @@ test('no token: the agent asks to join, waits for mcctl approve enrollment, then
   }));
   await host.startFromRoot();
   const cli = (...args: string[]) => runCliAsync(['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null', ...args]);
-  for (const end = Date.now() + 30_000; !/^\S+\s+asks-to-join\s+worker\s+Pending\s/m.test((await cli('get', 'enrollments')).stdout); await new Promise((r) => setTimeout(r, 100))) {
-    assert.ok(Date.now() < end, `no pending request\n${host.logs.slice(-10).join('\n')}`);
+  // The agent logs that it waits once the server has answered, which is after the request is stored.
+  const waiting = () => host.logs.some((l) => l.includes('asked to join; waiting for an operator: mcctl approve enrollment asks-to-join'));
+  for (const end = Date.now() + 30_000; !waiting(); await new Promise((r) => setTimeout(r, 100))) {
+    assert.ok(Date.now() < end, `the agent does not say it waits\n${host.logs.slice(-10).join('\n')}`);
   }
-  assert.ok(host.logs.some((l) => l.includes('asked to join; waiting for an operator: mcctl approve enrollment asks-to-join')), host.logs.join('\n'));
+  assert.match((await cli('get', 'enrollments')).stdout, /^\S+\s+asks-to-join\s+worker\s+Pending\s/m);
   const approved = await cli('approve', 'enrollment', 'asks-to-join');
   assert.equal(approved.status, 0, approved.stderr);
 
