@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -196,4 +196,12 @@ test('a certificate that is not for this host (another key) is not written; the 
   } finally {
     standIn.close();
   }
+});
+
+test('a kept key file that is not a usable key stops the agent with an error naming the file and what to do', async () => {
+  const { config } = asking('ask-6', 'infra');
+  writeFileSync(config.tls!.key, 'not a key\n', { mode: 0o600 });
+  await assert.rejects(enrollIfNeeded(config, log, { pollMs: 50 }), (err: Error) => err.name === 'ConfigurationError'
+    && err.message.startsWith(`${config.tls!.key} is not a P-256 private key in PKCS#8 PEM, which a request to join is made with (`)
+    && err.message.endsWith(`); delete it (and ${config.tls!.cert} if it exists) to ask with a new key`));
 });
