@@ -9,9 +9,10 @@
 //   The request's id is the hash of the host's public key, so the key is kept on disk before
 //   the request is made: an agent restarted while it waits polls the same request instead of
 //   asking again as a stranger.
-// While it asks, the agent never exits on an answer: a denial, a refusal, a certificate it cannot
-// use or an endpoint that is away are logged, named in the unit's status, and asked about again
-// later (Restart=on-failure would otherwise start it every 5 s for as long as the answer stands).
+// Either way the agent never exits on an answer: a denial, a refusal (a used token), a certificate
+// it cannot use or an endpoint that is away are logged, named in the unit's status, and asked
+// about again later (Restart=on-failure would otherwise start it every 5 s for as long as the
+// answer stands).
 
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
@@ -52,6 +53,8 @@ const REQUEST_TIMEOUT_MS = 30_000;
 const MAX_ANSWER_BYTES = 1 << 20;
 /** No wait is shorter, whatever Retry-After says: a server answering 0 must not be hammered. */
 const MIN_WAIT_MS = 1000;
+/** A wait as the status says it: whole seconds, at least one. */
+const seconds = (ms: number): number => Math.max(1, Math.round(ms / 1000));
 
 export async function enrollIfNeeded(config: AgentConfig, log: Logger, options: EnrollmentOptions = {}): Promise<void> {
   if (!config.tls || existsSync(config.tls.cert)) return;
@@ -62,38 +65,94 @@ export async function enrollIfNeeded(config: AgentConfig, log: Logger, options: 
   return askToJoin(config, config.enrollment, log, options);
 }
 
-async function enrollWithToken(config: AgentConfig, enrollment: { url: string; tokenFile: string }, log: Logger, { retryMs = 5000, signal }: EnrollmentOptions): Promise<void> {
+async function enrollWithToken(config: AgentConfig, enrollment: { url: string; tokenFile: string }, log: Logger, options: EnrollmentOptions): Promise<void> {
+  const { retryMs = 5000, refusedRetryMs = 5 * 60_000, maxRetryAfterMs = 10 * 60_000 } = options;
   const tls = config.tls!;
-  const token = readFileSync(enrollment.tokenFile, 'utf8').trim();
+  const node = config.nodeName;
   const ca = readFileSync(tls.ca);
   // Loaded only here: the X.509 library is the largest thing the agent would otherwise keep.
-  const { createCertificateRequest } = await import('../runtime/pki.ts');
-  const { csrPem, keyPem } = await createCertificateRequest(config.nodeName);
-  for (let attempt = 1; ; attempt++) {
-    let answer: Answer;
+  const { createCertificateRequest, issuerIn } = await import('../runtime/pki.ts');
+  const { csrPem, keyPem } = await createCertificateRequest(node);
+  const { wait, report, say } = waiter(options, log, { node }, `enrolling with the token in ${enrollment.tokenFile}`);
+  const retryLater = `asking again in ${seconds(refusedRetryMs)} s`;
+  for (;;) {
+    options.signal?.throwIfAborted();
+    // Read on each attempt: a used or expired token is mended by writing a new one into the file.
+    let token: string;
     try {
-      answer = await send('POST', enrollment.url, ca, { token, nodeName: config.nodeName, csr: csrPem });
+      token = readFileSync(enrollment.tokenFile, 'utf8').trim();
     } catch (err) {
-      log.warn({ attempt, err: (err as Error).message, retryInMs: retryMs }, 'enrollment failed; retrying');
-      await sleep(retryMs, undefined, { signal });
+      report('error', `cannot read the enrollment token: ${(err as Error).message}; ${retryLater}`);
+      await wait(refusedRetryMs, `cannot read the enrollment token ${enrollment.tokenFile}; ${retryLater}`);
       continue;
     }
-    if (answer.status === 200 && typeof answer.body.certificate === 'string') {
-      writeFileAtomic(tls.key, keyPem, { mode: 0o600 });
-      writeFileAtomic(tls.cert, answer.body.certificate, { mode: 0o644 });
-      log.info({ node: config.nodeName }, 'enrolled: node certificate received');
-      return;
+    say();
+    let answer: Answer;
+    try {
+      answer = await send('POST', enrollment.url, ca, { token, nodeName: node, csr: csrPem });
+    } catch (err) {
+      report('warn', 'enrollment failed; retrying', { err: (err as Error).message, retryInMs: retryMs });
+      await wait(retryMs, `cannot reach ${enrollment.url}: ${(err as Error).message}; retrying`);
+      continue;
     }
-    // 4xx will not get better by waiting: the token is used, expired, or the name is taken.
-    const why = typeof answer.body.error === 'string' ? answer.body.error : `HTTP ${answer.status}`;
-    if (answer.status >= 400 && answer.status < 500) throw new ConfigurationError(`enrollment refused: ${why}`);
-    log.warn({ attempt, err: why, retryInMs: retryMs }, 'enrollment failed; retrying');
-    await sleep(retryMs, undefined, { signal });
+    const code = answer.status;
+    const why = typeof answer.body.error === 'string' ? answer.body.error : `HTTP ${code}`;
+    if (code === 200) {
+      // The token names the pool; the certificate must still be for this key and node, by the CA.
+      const problem = unusableCertificate(answer.body.certificate, keyPem, ca, node, undefined, issuerIn);
+      if (!problem) {
+        writeFileAtomic(tls.key, keyPem, { mode: 0o600 });
+        writeFileAtomic(tls.cert, answer.body.certificate as string, { mode: 0o644 });
+        log.info({ node }, 'enrolled: node certificate received');
+        return;
+      }
+      report('error', 'the enrolled certificate cannot be used; asking again later', { problem });
+      await wait(refusedRetryMs, `the enrolled certificate cannot be used (${problem}); ${retryLater}`);
+      continue;
+    }
+    if (code === 429 || code >= 500) {
+      const retryIn = Math.min(Math.max(answer.retryAfterMs ?? retryMs, MIN_WAIT_MS), maxRetryAfterMs);
+      report('warn', 'enrollment failed; retrying', { status: code, err: why, retryInMs: retryIn });
+      await wait(retryIn, `the endpoint cannot enroll now (${why}); retrying`);
+      continue;
+    }
+    // 4xx: the token is used, expired or wrong, or the name is taken. Waiting alone will not
+    // mend that, but a new token in the file will, without a restart (under Restart=on-failure an
+    // exit here meant a start every 5 s).
+    report('error', `enrollment refused: ${why}; ${retryLater} (write a new token to ${enrollment.tokenFile})`, { status: code });
+    await wait(refusedRetryMs, `refused: ${why}; ${retryLater}`);
   }
 }
 
+/**
+ * The waiting both ways share: `wait` names the wait in the unit's status and extends systemd's
+ * start past it and the next request, `report` logs a problem once per distinct message (not once
+ * per attempt), and `say` extends the start over a request about to be made.
+ */
+function waiter(options: EnrollmentOptions, log: Logger, what: object, first: string) {
+  const { signal, onWaiting } = options;
+  let status = first;
+  let reported = '';
+  return {
+    say(): void {
+      onWaiting?.(status, 2 * REQUEST_TIMEOUT_MS + 30_000);
+    },
+    async wait(ms: number, now: string): Promise<void> {
+      const waitMs = Math.max(ms, Math.min(MIN_WAIT_MS, options.pollMs ?? MIN_WAIT_MS));
+      status = now;
+      onWaiting?.(status, waitMs + REQUEST_TIMEOUT_MS + 30_000);
+      await sleep(waitMs, undefined, { signal });
+    },
+    report(level: 'info' | 'warn' | 'error', message: string, fields: object = {}): void {
+      if (reported === message) return;
+      reported = message;
+      log[level]({ ...what, ...fields }, message);
+    },
+  };
+}
+
 async function askToJoin(config: AgentConfig, enrollment: { url: string; pool: string; pollSeconds: number }, log: Logger, options: EnrollmentOptions): Promise<void> {
-  const { retryMs = 5000, pollMs = enrollment.pollSeconds * 1000, refusedRetryMs = 5 * 60_000, maxRetryAfterMs = 10 * 60_000, signal, onWaiting } = options;
+  const { retryMs = 5000, pollMs = enrollment.pollSeconds * 1000, refusedRetryMs = 5 * 60_000, maxRetryAfterMs = 10 * 60_000, signal } = options;
   const tls = config.tls!;
   const node = config.nodeName;
   const { pool } = enrollment;
@@ -114,26 +173,12 @@ async function askToJoin(config: AgentConfig, enrollment: { url: string; pool: s
   const what = { node, pool, id };
   const labels = Object.keys(config.labels).length > 0 ? { labels: config.labels } : {};
   const approve = `mcctl approve enrollment ${node}`;
-  /** Says why, extends systemd's start past the wait and the next request, then waits. */
-  let status = `asking to join pool ${pool}`;
-  const wait = async (ms: number, now: string): Promise<void> => {
-    const waitMs = Math.max(ms, Math.min(MIN_WAIT_MS, pollMs));
-    status = now;
-    onWaiting?.(status, waitMs + REQUEST_TIMEOUT_MS + 30_000);
-    await sleep(waitMs, undefined, { signal });
-  };
+  const { wait, report, say } = waiter({ ...options, pollMs }, log, what, `asking to join pool ${pool}`);
   let asked = kept !== undefined; // a kept key may have a request standing: look before asking
-  let reported = '';
-  /** Logs a problem once per distinct answer, not once per poll. */
-  const report = (level: 'info' | 'warn' | 'error', message: string, fields: object = {}): void => {
-    if (reported === message) return;
-    reported = message;
-    log[level]({ ...what, ...fields }, message);
-  };
   for (;;) {
     signal?.throwIfAborted();
     // Covers this request (and a second one, after a 404), whatever the last wait covered.
-    onWaiting?.(status, 2 * REQUEST_TIMEOUT_MS + 30_000);
+    say();
     let answer: Answer;
     try {
       answer = asked ? await send('GET', `${url}/${id}`, ca) : await send('POST', url, ca, { nodeName: node, pool, csr: csrPem, ...labels });
@@ -152,14 +197,14 @@ async function askToJoin(config: AgentConfig, enrollment: { url: string; pool: s
     }
     if ((code === 200 || code === 202) && body.id !== undefined && body.id !== id) {
       report('error', 'the bootstrap endpoint answered about another request; asking again later', { answered: String(body.id).slice(0, 64) });
-      await wait(refusedRetryMs, `the endpoint answered about another request; asking again in ${Math.round(refusedRetryMs / 1000)} s`);
+      await wait(refusedRetryMs, `the endpoint answered about another request; asking again in ${seconds(refusedRetryMs)} s`);
       continue;
     }
     if ((code === 200 || code === 202) && (body.nodeName !== node || body.pool !== pool)) {
       // This key's request stands under another name or pool (the config changed since it asked).
       const standing = `this key already asked to join as ${String(body.nodeName)} in pool ${String(body.pool)}`;
       report('error', `the request to join pool ${pool} was refused: ${standing}; asking again later`);
-      await wait(refusedRetryMs, `refused: ${standing}; asking again in ${Math.round(refusedRetryMs / 1000)} s (delete ${tls.key} to ask with a new key)`);
+      await wait(refusedRetryMs, `refused: ${standing}; asking again in ${seconds(refusedRetryMs)} s (delete ${tls.key} to ask with a new key)`);
       continue;
     }
     asked ||= code === 200 || code === 202;
@@ -171,7 +216,7 @@ async function askToJoin(config: AgentConfig, enrollment: { url: string; pool: s
         return;
       }
       report('error', 'the approved certificate cannot be used; asking again later', { problem });
-      await wait(refusedRetryMs, `the approved certificate cannot be used (${problem}); asking again in ${Math.round(refusedRetryMs / 1000)} s`);
+      await wait(refusedRetryMs, `the approved certificate cannot be used (${problem}); asking again in ${seconds(refusedRetryMs)} s`);
       continue;
     }
     if (code === 200 && body.state === 'Denied') {
@@ -196,12 +241,12 @@ async function askToJoin(config: AgentConfig, enrollment: { url: string; pool: s
     // name is taken): asked again later, in case what stands in the way is gone by then.
     report('error', `the request to join pool ${pool} was refused: ${why}; asking again later`, { status: code });
     asked = false;
-    await wait(refusedRetryMs, `refused: ${why}; asking again in ${Math.round(refusedRetryMs / 1000)} s`);
+    await wait(refusedRetryMs, `refused: ${why}; asking again in ${seconds(refusedRetryMs)} s`);
   }
 }
 
 /** Why a certificate the endpoint sent cannot be this host's, or '' when it can. */
-function unusableCertificate(certificate: unknown, keyPem: string, ca: Buffer, node: string, pool: string, issuerIn: (cert: string, bundle: string) => string | undefined): string {
+function unusableCertificate(certificate: unknown, keyPem: string, ca: Buffer, node: string, pool: string | undefined, issuerIn: (cert: string, bundle: string) => string | undefined): string {
   if (typeof certificate !== 'string') return 'the answer has no certificate';
   let cert: X509Certificate;
   try {
@@ -211,7 +256,7 @@ function unusableCertificate(certificate: unknown, keyPem: string, ca: Buffer, n
   }
   const subject = cert.subject.split('\n');
   if (!cert.checkPrivateKey(createPrivateKey(keyPem))) return 'it is not for the key this host asked with';
-  if (!subject.includes(`CN=${node}`) || !subject.includes(`OU=${pool}`)) return `it names ${subject.join(', ')}, not CN=${node}, OU=${pool}`;
+  if (!subject.includes(`CN=${node}`) || (pool !== undefined && !subject.includes(`OU=${pool}`))) return `it names ${subject.join(', ')}, not CN=${node}${pool === undefined ? '' : `, OU=${pool}`}`;
   if (!issuerIn(certificate, ca.toString())) return 'the cluster CA did not issue it';
   return '';
 }
