@@ -16,9 +16,8 @@
 //   anything outside the BMP ("\U0001F642"); folded at column 80 as well.
 // Checked against yaml.v2 v2.4.0 itself (test/fixtures/go-yaml: outputs it wrote). Not followed,
 // found by fuzzing against yaml.v2 and left because no config MCO writes has them: a key with a
-// line break or over 128 characters (yaml.v2 writes an explicit "? key"), a value with U+2028 or
-// U+2029 (it single-quotes it and writes the separator as a break), and a block value that starts
-// with a line break or a space (it adds an indentation indicator, "|2-").
+// line break or over 128 characters (yaml.v2 writes an explicit "? key"), and a value with U+2028
+// or U+2029 (it single-quotes it and writes the separator as a break).
 
 import { Document, isScalar, parse, Scalar, visit, type Pair } from 'yaml';
 
@@ -292,11 +291,29 @@ export function stringifyGoYaml(value: unknown): string {
   });
   // Lines of block scalars (literal values) are left alone: they follow a line ending in "|" or
   // "|-", indented deeper than it.
+  const lines = text.split('\n');
   let blockIndent = -1;
-  return text.split('\n').map((line) => {
+  return lines.map((line, i) => {
     const indent = line.length - line.trimStart().length;
-    if (blockIndent >= 0 && (indent >= blockIndent || line === '')) return line;
-    blockIndent = /: [|>][-+]?$|^ *(- )+[|>][-+]?$/.test(line) ? indent + 1 : -1;
+    if (blockIndent >= 0 && (indent >= blockIndent || line === '')) {
+      // A value that starts with a line break: the yaml package writes its leading empty lines
+      // as indentation alone (its indentation is read from them); yaml.v2 writes them empty and
+      // says the indentation in the header instead (below).
+      return leadingBlankLine(lines, i) ? '' : line;
+    }
+    blockIndent = /: [|>]\d?[-+]?$|^ *(- )+[|>]\d?[-+]?$/.test(line) ? indent + 1 : -1;
+    // yaml_emitter_write_block_scalar_hints: an indentation indicator of best_indent (2) when the
+    // value starts with a line break (the yaml package writes one itself when it starts with a space).
+    if (blockIndent >= 0 && /^ +$/.test(lines[i + 1] ?? '')) return line.replace(/\|([-+]?)$/, '|2$1');
     return foldLine(line);
   }).join('\n');
+}
+
+/** Whether lines[i] is one of the blank lines a block scalar starts with (only spaces, up to its header). */
+function leadingBlankLine(lines: readonly string[], i: number): boolean {
+  for (let j = i; j >= 0; j--) {
+    if (/[|>]\d?[-+]?$/.test(lines[j]!) && !/^ *$/.test(lines[j]!)) return true;
+    if (!/^ +$/.test(lines[j]!)) return false;
+  }
+  return false;
 }
