@@ -14,7 +14,6 @@
 // about again later (Restart=on-failure would otherwise start it every 5 s for as long as the
 // answer stands).
 
-import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -66,15 +65,13 @@ export async function enrollIfNeeded(config: AgentConfig, log: Logger, options: 
 }
 
 async function enrollWithToken(config: AgentConfig, enrollment: { url: string; tokenFile: string }, log: Logger, options: EnrollmentOptions): Promise<void> {
-  const { retryMs = 5000, refusedRetryMs = 5 * 60_000, maxRetryAfterMs = 10 * 60_000 } = options;
   const tls = config.tls!;
   const node = config.nodeName;
   const ca = readFileSync(tls.ca);
   // Loaded only here: the X.509 library is the largest thing the agent would otherwise keep.
-  const { createCertificateRequest, issuerIn } = await import('../runtime/pki.ts');
+  const { certificateProblem, createCertificateRequest } = await import('../runtime/pki.ts');
   const { csrPem, keyPem } = await createCertificateRequest(node);
-  const { wait, report, say } = waiter(options, log, { node }, `enrolling with the token in ${enrollment.tokenFile}`);
-  const retryLater = `asking again in ${seconds(refusedRetryMs)} s`;
+  const { wait, report, say, retryMs, refusedRetryMs, retryLater, retryIn } = waiter(options, log, { node }, `enrolling with the token in ${enrollment.tokenFile}`);
   for (;;) {
     options.signal?.throwIfAborted();
     // Read on each attempt: a used or expired token is mended by writing a new one into the file.
@@ -99,7 +96,7 @@ async function enrollWithToken(config: AgentConfig, enrollment: { url: string; t
     const why = typeof answer.body.error === 'string' ? answer.body.error : `HTTP ${code}`;
     if (code === 200) {
       // The token names the pool; the certificate must still be for this key and node, by the CA.
-      const problem = unusableCertificate(answer.body.certificate, keyPem, ca, node, undefined, issuerIn);
+      const problem = certificateProblem(answer.body.certificate, keyPem, ca.toString(), node);
       if (!problem) {
         writeFileAtomic(tls.key, keyPem, { mode: 0o600 });
         writeFileAtomic(tls.cert, answer.body.certificate as string, { mode: 0o644 });
@@ -111,9 +108,9 @@ async function enrollWithToken(config: AgentConfig, enrollment: { url: string; t
       continue;
     }
     if (code === 429 || code >= 500) {
-      const retryIn = Math.min(Math.max(answer.retryAfterMs ?? retryMs, MIN_WAIT_MS), maxRetryAfterMs);
-      report('warn', 'enrollment failed; retrying', { status: code, err: why, retryInMs: retryIn });
-      await wait(retryIn, `the endpoint cannot enroll now (${why}); retrying`);
+      const ms = retryIn(answer);
+      report('warn', 'enrollment failed; retrying', { status: code, err: why, retryInMs: ms });
+      await wait(ms, `the endpoint cannot enroll now (${why}); retrying`);
       continue;
     }
     // 4xx: the token is used, expired or wrong, or the name is taken. Waiting alone will not
@@ -127,13 +124,20 @@ async function enrollWithToken(config: AgentConfig, enrollment: { url: string; t
 /**
  * The waiting both ways share: `wait` names the wait in the unit's status and extends systemd's
  * start past it and the next request, `report` logs a problem once per distinct message (not once
- * per attempt), and `say` extends the start over a request about to be made.
+ * per attempt), `say` extends the start over a request about to be made, and `retryIn` is how
+ * long a busy endpoint's Retry-After is followed (at least a second, at most maxRetryAfterMs).
  */
 function waiter(options: EnrollmentOptions, log: Logger, what: object, first: string) {
-  const { signal, onWaiting } = options;
+  const { signal, onWaiting, retryMs = 5000, refusedRetryMs = 5 * 60_000, maxRetryAfterMs = 10 * 60_000 } = options;
   let status = first;
   let reported = '';
   return {
+    retryMs,
+    refusedRetryMs,
+    retryLater: `asking again in ${seconds(refusedRetryMs)} s`,
+    retryIn(answer: Answer): number {
+      return Math.min(Math.max(answer.retryAfterMs ?? retryMs, MIN_WAIT_MS), maxRetryAfterMs);
+    },
     say(): void {
       onWaiting?.(status, 2 * REQUEST_TIMEOUT_MS + 30_000);
     },
@@ -152,12 +156,12 @@ function waiter(options: EnrollmentOptions, log: Logger, what: object, first: st
 }
 
 async function askToJoin(config: AgentConfig, enrollment: { url: string; pool: string; pollSeconds: number }, log: Logger, options: EnrollmentOptions): Promise<void> {
-  const { retryMs = 5000, pollMs = enrollment.pollSeconds * 1000, refusedRetryMs = 5 * 60_000, maxRetryAfterMs = 10 * 60_000, signal } = options;
+  const { pollMs = enrollment.pollSeconds * 1000, signal } = options;
   const tls = config.tls!;
   const node = config.nodeName;
   const { pool } = enrollment;
   const ca = readFileSync(tls.ca);
-  const { certificateRequestKeyId, createCertificateRequest, issuerIn } = await import('../runtime/pki.ts');
+  const { certificateProblem, certificateRequestKeyId, createCertificateRequest } = await import('../runtime/pki.ts');
   const kept = existsSync(tls.key) ? readFileSync(tls.key, 'utf8') : undefined;
   let request: { csrPem: string; keyPem: string };
   try {
@@ -173,7 +177,7 @@ async function askToJoin(config: AgentConfig, enrollment: { url: string; pool: s
   const what = { node, pool, id };
   const labels = Object.keys(config.labels).length > 0 ? { labels: config.labels } : {};
   const approve = `mcctl approve enrollment ${node}`;
-  const { wait, report, say } = waiter({ ...options, pollMs }, log, what, `asking to join pool ${pool}`);
+  const { wait, report, say, retryMs, refusedRetryMs, retryLater, retryIn } = waiter({ ...options, pollMs }, log, what, `asking to join pool ${pool}`);
   let asked = kept !== undefined; // a kept key may have a request standing: look before asking
   for (;;) {
     signal?.throwIfAborted();
@@ -197,26 +201,26 @@ async function askToJoin(config: AgentConfig, enrollment: { url: string; pool: s
     }
     if ((code === 200 || code === 202) && body.id !== undefined && body.id !== id) {
       report('error', 'the bootstrap endpoint answered about another request; asking again later', { answered: String(body.id).slice(0, 64) });
-      await wait(refusedRetryMs, `the endpoint answered about another request; asking again in ${seconds(refusedRetryMs)} s`);
+      await wait(refusedRetryMs, `the endpoint answered about another request; ${retryLater}`);
       continue;
     }
     if ((code === 200 || code === 202) && (body.nodeName !== node || body.pool !== pool)) {
       // This key's request stands under another name or pool (the config changed since it asked).
       const standing = `this key already asked to join as ${String(body.nodeName)} in pool ${String(body.pool)}`;
       report('error', `the request to join pool ${pool} was refused: ${standing}; asking again later`);
-      await wait(refusedRetryMs, `refused: ${standing}; asking again in ${seconds(refusedRetryMs)} s (delete ${tls.key} to ask with a new key)`);
+      await wait(refusedRetryMs, `refused: ${standing}; ${retryLater} (delete ${tls.key} to ask with a new key)`);
       continue;
     }
     asked ||= code === 200 || code === 202;
     if (code === 200 && body.state === 'Approved' && body.certificate !== undefined) {
-      const problem = unusableCertificate(body.certificate, keyPem, ca, node, pool, issuerIn);
+      const problem = certificateProblem(body.certificate, keyPem, ca.toString(), node, pool);
       if (!problem) {
         writeFileAtomic(tls.cert, body.certificate as string, { mode: 0o644 });
         log.info(what, 'enrollment request approved: node certificate received');
         return;
       }
       report('error', 'the approved certificate cannot be used; asking again later', { problem });
-      await wait(refusedRetryMs, `the approved certificate cannot be used (${problem}); asking again in ${seconds(refusedRetryMs)} s`);
+      await wait(refusedRetryMs, `the approved certificate cannot be used (${problem}); ${retryLater}`);
       continue;
     }
     if (code === 200 && body.state === 'Denied') {
@@ -232,33 +236,17 @@ async function askToJoin(config: AgentConfig, enrollment: { url: string; pool: s
       continue;
     }
     if (code === 429 || code >= 500) {
-      const retryIn = Math.min(Math.max(answer.retryAfterMs ?? retryMs, MIN_WAIT_MS), maxRetryAfterMs);
-      report('warn', 'the bootstrap endpoint cannot take the request to join now; retrying', { status: code, err: why, retryInMs: retryIn });
-      await wait(retryIn, `the endpoint cannot take the request now (${why}); retrying`);
+      const ms = retryIn(answer);
+      report('warn', 'the bootstrap endpoint cannot take the request to join now; retrying', { status: code, err: why, retryInMs: ms });
+      await wait(ms, `the endpoint cannot take the request now (${why}); retrying`);
       continue;
     }
     // 400 (a name or pool the server refuses), 409 (this key asked under another name, or the
     // name is taken): asked again later, in case what stands in the way is gone by then.
     report('error', `the request to join pool ${pool} was refused: ${why}; asking again later`, { status: code });
     asked = false;
-    await wait(refusedRetryMs, `refused: ${why}; asking again in ${seconds(refusedRetryMs)} s`);
+    await wait(refusedRetryMs, `refused: ${why}; ${retryLater}`);
   }
-}
-
-/** Why a certificate the endpoint sent cannot be this host's, or '' when it can. */
-function unusableCertificate(certificate: unknown, keyPem: string, ca: Buffer, node: string, pool: string | undefined, issuerIn: (cert: string, bundle: string) => string | undefined): string {
-  if (typeof certificate !== 'string') return 'the answer has no certificate';
-  let cert: X509Certificate;
-  try {
-    cert = new X509Certificate(certificate);
-  } catch {
-    return 'it is not a certificate';
-  }
-  const subject = cert.subject.split('\n');
-  if (!cert.checkPrivateKey(createPrivateKey(keyPem))) return 'it is not for the key this host asked with';
-  if (!subject.includes(`CN=${node}`) || (pool !== undefined && !subject.includes(`OU=${pool}`))) return `it names ${subject.join(', ')}, not CN=${node}${pool === undefined ? '' : `, OU=${pool}`}`;
-  if (!issuerIn(certificate, ca.toString())) return 'the cluster CA did not issue it';
-  return '';
 }
 
 /** One JSON request to the bootstrap endpoint, trusting only the cluster's CA. */

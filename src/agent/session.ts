@@ -292,7 +292,7 @@ export class AgentSession {
     let retryMs: number | undefined;
     try {
       // Loaded only here: the X.509 library is the largest thing the agent would otherwise keep.
-      const { createCertificateRequest, issuerIn } = await import('../runtime/pki.ts');
+      const { certificateProblem, createCertificateRequest } = await import('../runtime/pki.ts');
       const { csrPem, keyPem } = await createCertificateRequest(this.#o.nodeName);
       const answer = new Promise<Issued>((resolve, reject) => {
         this.#pendingRenewal = { resolve, reject };
@@ -318,10 +318,7 @@ export class AgentSession {
         }
         return;
       }
-      const cert = new X509Certificate(issued.certificatePem);
-      const problem = !cert.checkPrivateKey(createPrivateKey(keyPem)) ? 'it is not for the key the agent sent'
-        : !cert.subject.split('\n').includes(`CN=${this.#o.nodeName}`) ? `it names ${cert.subject.replaceAll('\n', ', ')}`
-          : !issuerIn(issued.certificatePem, issued.caBundlePem) ? 'no CA in the bundle sent with it issued it' : '';
+      const problem = certificateProblem(issued.certificatePem, keyPem, issued.caBundlePem, this.#o.nodeName);
       if (problem) {
         this.#renewalFailures++;
         retryMs = 60_000;
@@ -329,6 +326,7 @@ export class AgentSession {
         return;
       }
       storeRenewedCertificate(files, { key: keyPem, cert: issued.certificatePem, ca: issued.caBundlePem });
+      const cert = new X509Certificate(issued.certificatePem);
       this.#renewalFailures = 0;
       this.renewals++;
       this.#useTls({ ca: Buffer.from(issued.caBundlePem), cert: Buffer.from(issued.certificatePem), key: Buffer.from(keyPem) });

@@ -218,6 +218,26 @@ export function issuerIn(certPem: string | Buffer, bundlePem: string): string | 
   });
 }
 
+/**
+ * Why `certificate` cannot be the identity of `node` (and of `pool`, when given) holding
+ * `keyPem`, issued by a CA of `caBundlePem`; '' when it can. An agent takes no certificate that
+ * fails this, from enrollment or from a renewal: written, it would be the key pair it starts with.
+ */
+export function certificateProblem(certificate: unknown, keyPem: string, caBundlePem: string, node: string, pool?: string): string {
+  if (typeof certificate !== 'string') return 'the answer has no certificate';
+  let cert: NodeX509Certificate;
+  try {
+    cert = new NodeX509Certificate(certificate);
+  } catch {
+    return 'it is not a certificate';
+  }
+  const subject = cert.subject.split('\n');
+  if (!cert.checkPrivateKey(createPrivateKey(keyPem))) return 'it is not for the key this host asked with';
+  if (!subject.includes(`CN=${node}`) || (pool !== undefined && !subject.includes(`OU=${pool}`))) return `it names ${subject.join(', ')}, not CN=${node}${pool === undefined ? '' : `, OU=${pool}`}`;
+  if (!issuerIn(certificate, caBundlePem)) return 'no CA it is checked against issued it';
+  return '';
+}
+
 /** Validity of a certificate, Unix milliseconds, and when its holder should renew it (2/3 in). */
 export function certificateValidity(certPem: string | Buffer): { notBefore: number; notAfter: number; renewAt: number; issuer: string; subject: string } {
   const cert = new NodeX509Certificate(certPem);
