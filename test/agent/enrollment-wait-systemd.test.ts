@@ -5,12 +5,13 @@
 // timeout of 5 s; without the extensions systemd would fail and restart it.
 
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
-import { programArgs, REPO_ROOT, runCliAsync } from '../helpers/run-cli.ts';
+import { installAgentUnit } from '../helpers/agent-unit.ts';
+import { programArgs, runCliAsync } from '../helpers/run-cli.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
@@ -40,20 +41,7 @@ test('waiting for approval outlasts TimeoutStartSec: the start is extended each 
   config.tls = { ca: join(server.pki.dir, 'ca.crt'), cert: join(host.dir, 'node.crt'), key: join(host.dir, 'node.key') };
   await host.start();
   await host.kill(); // its config stays; systemd runs the agent from here on
-  writeFileSync(join(systemd.unitDir, UNIT), `[Unit]
-Description=mcplane agent waiting for approval, under test
-[Service]
-Type=notify
-NotifyAccess=all
-TimeoutStartSec=5
-Restart=on-failure
-RestartSec=1
-WorkingDirectory=${REPO_ROOT}
-StandardOutput=append:${join(host.dir, 'agent.log')}
-StandardError=append:${join(host.dir, 'agent.log')}
-ExecStart=${[process.execPath, ...programArgs('mcplane-agent')].join(' ')} --config ${host.configPath}
-`);
-  assert.equal(systemd.systemctl('daemon-reload').status, 0);
+  installAgentUnit(systemd, host, UNIT, { description: 'mcplane agent waiting for approval, under test', program: [process.execPath, ...programArgs('mcplane-agent')], service: ['TimeoutStartSec=5'] });
   // Starting waits until the unit is ready: not here, so without blocking.
   assert.equal(systemd.systemctl('start', '--no-block', UNIT).status, 0);
   await new Promise((r) => setTimeout(r, 11_000)); // two start timeouts and more

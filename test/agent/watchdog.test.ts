@@ -5,14 +5,14 @@
 // cause, and, since the hung command never returns, systemd must restart the agent.
 
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
-import { REPO_ROOT } from '../helpers/run-cli.ts';
+import { installAgentUnit } from '../helpers/agent-unit.ts';
 import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
 import { poolYaml } from '../helpers/manifests.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
@@ -57,20 +57,7 @@ test('an update stuck past its step deadline: Degraded naming step, object and c
   await host.start();
   await untilNode(c, [host], 'wd', (n) => n.status!.currentConfig === first && n.status!.state === 'Done');
   await host.kill(); // keep its config and journal; systemd runs the agent from here on
-  writeFileSync(join(systemd.unitDir, UNIT), `[Unit]
-Description=mcplane agent under test
-[Service]
-Type=notify
-NotifyAccess=all
-WatchdogSec=4
-Restart=on-failure
-RestartSec=1
-WorkingDirectory=${REPO_ROOT}
-StandardOutput=append:${join(host.dir, 'agent.log')}
-StandardError=append:${join(host.dir, 'agent.log')}
-ExecStart=${process.execPath} --import tsx src/agent/main.ts --config ${host.configPath}
-`);
-  assert.equal(systemd.systemctl('daemon-reload').status, 0);
+  installAgentUnit(systemd, host, UNIT, { description: 'mcplane agent under test', program: [process.execPath, '--import', 'tsx', 'src/agent/main.ts'], service: ['WatchdogSec=4'] });
   const start = systemd.systemctl('start', UNIT);
   assert.equal(start.status, 0, start.stderr);
   assert.equal(show('NRestarts'), '0');
