@@ -122,8 +122,12 @@ function isPrintable(cp: number): boolean {
   return cp === 0x0a || (cp >= 0x20 && cp <= 0x7e) || (cp >= 0xa0 && cp <= 0xd7ff) || (cp >= 0xe000 && cp <= 0xfffd && cp !== 0xfeff);
 }
 
-/** A string yaml.v2's analyze_scalar finds special characters in: it can only double-quote it. */
-function hasUnprintable(value: string): boolean {
+/**
+ * A string yaml.v2's analyze_scalar allows only double quotes for: one with a character it does
+ * not print (special_characters), or a line that ends in a space (space_break).
+ */
+function onlyDoubleQuoted(value: string): boolean {
+  if (value.includes(' \n')) return true;
   for (const c of value) if (!isPrintable(c.codePointAt(0)!)) return true;
   return false;
 }
@@ -175,9 +179,10 @@ function writeDoubleQuoted(value: string, column: number, indent: string, allowB
 }
 
 /**
- * A double-quoted scalar as yaml.v2 writes it: the yaml package double-quotes a string with a "'"
- * in it where yaml.v2, which asks for double quotes only for strings that read as another type,
- * single-quotes it ("''" for each "'"). One with an escape (a tab, say) needs double quotes.
+ * A double-quoted scalar as yaml.v2 writes it: one only double quotes can hold is written again
+ * by writeDoubleQuoted (yaml.v2's escapes and folding); otherwise the yaml package double-quotes
+ * a string with a "'" in it where yaml.v2, which asks for double quotes only for strings that read
+ * as another type, single-quotes it ("''" for each "'").
  */
 function requoted(scalar: string, column: number, indent: string, allowBreaks: boolean): string {
   let value: string;
@@ -186,7 +191,7 @@ function requoted(scalar: string, column: number, indent: string, allowBreaks: b
   } catch {
     return scalar; // not one whole scalar (the yaml package's line was not what is expected here)
   }
-  if (hasUnprintable(value) || value.includes(' \n')) return writeDoubleQuoted(value, column, indent, allowBreaks);
+  if (onlyDoubleQuoted(value)) return writeDoubleQuoted(value, column, indent, allowBreaks);
   const inner = scalar.slice(1, -1);
   if (inner.includes('\\') || readsAsOtherType(inner)) return scalar;
   return `'${inner.replaceAll("'", "''")}'`;
@@ -274,9 +279,7 @@ export function stringifyGoYaml(value: unknown): string {
   visit(doc, {
     Scalar(_key, node: Scalar) {
       if (typeof node.value !== 'string') return;
-      // yaml.v2's analyze_scalar: a character it does not print (a tab, a control character) or
-      // a line that ends in a space rules out every style but double quotes.
-      if (hasUnprintable(node.value) || node.value.includes(' \n')) node.type = Scalar.QUOTE_DOUBLE;
+      if (onlyDoubleQuoted(node.value)) node.type = Scalar.QUOTE_DOUBLE;
       else if (node.value.includes('\n')) node.type = Scalar.BLOCK_LITERAL;
       else if (readsAsOtherType(node.value)) node.type = Scalar.QUOTE_DOUBLE;
       else node.type = Scalar.PLAIN;

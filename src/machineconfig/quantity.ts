@@ -25,9 +25,9 @@ export interface Quantity {
 }
 
 /** Why ParseQuantity refused a string, in Go's words. */
-export const QUANTITY_FORMAT_ERROR = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
-export const QUANTITY_SUFFIX_ERROR = "unable to parse quantity's suffix";
-export const QUANTITY_NUMERIC_ERROR = 'unable to parse numeric part of quantity';
+const QUANTITY_FORMAT_ERROR = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+const QUANTITY_SUFFIX_ERROR = "unable to parse quantity's suffix";
+const QUANTITY_NUMERIC_ERROR = 'unable to parse numeric part of quantity';
 
 /**
  * Refused here though Go takes them, each because Go's own arithmetic gives up there or the
