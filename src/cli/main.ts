@@ -329,10 +329,11 @@ export function buildProgram(io: Io): Command {
     .argument('<name>')
     .option('--pki-dir <dir>', 'the directory mcctl pki init wrote')
     .option('--pool <pool>', 'the pool the node is bound to: it joins that role and cannot claim another (like Kubernetes\' NodeRestriction)', 'worker')
-    .action(async (name: string, opts: { pkiDir?: string; pool: string }) => {
+    .option('--generation <n>', 'the node name\'s certificate generation (0 until the node is first revoked or deleted; the refusal of an older one names the current)', '0')
+    .action(async (name: string, opts: { pkiDir?: string; pool: string; generation: string }) => {
       const dir = opts.pkiDir ?? program.opts<ConnectionFlags>().pkiDir;
       if (!dir) throw new ConfigurationError('mcctl pki node needs --pki-dir DIR, the directory mcctl pki init wrote');
-      write(await (await commands.pki()).pkiNodeCommand(dir, name, opts.pool));
+      write(await (await commands.pki()).pkiNodeCommand(dir, name, opts.pool, opts.generation));
     });
   pki.command('replica').description('issue an mcplane-server replica\'s etcd client certificate (O=mcplane:replicas, CN=mcplane-replica@NAME) from an existing CA')
     .argument('<name>')

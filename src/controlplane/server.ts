@@ -193,12 +193,18 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       // The gauge follows what new handshakes are served: the material read last.
       const metrics = cp.metrics;
       metrics.servesWith(reloading.material);
-      reloading.onChange((material) => metrics.servesWith(material));
+      // Streams are held to the CAs new handshakes trust: a CA retired ends what it signed.
+      const sessions = cp.sessions;
+      sessions.trust(reloading.material.ca.toString());
+      reloading.onChange((material) => {
+        metrics.servesWith(material);
+        sessions.trust(material.ca.toString());
+      });
     }
     if (signingCa) {
       const ca = signingCa;
       cp.sessions.signer = {
-        sign: (csr, node, pool) => signNodeCertificate(ca, csr, node, pool),
+        sign: (csr, node, pool, generation) => signNodeCertificate(ca, csr, node, pool, generation),
         bundle: () => ca.certPem,
       };
     }

@@ -91,6 +91,11 @@ export interface IssueOptions {
   organization?: string;
   /** For a node: the pool it is bound to. */
   organizationalUnit?: string;
+  /**
+   * For a node: the certificate generation of its name when issued (see NODE_GENERATION_ATTRIBUTE);
+   * 0 (the default) writes none, as every certificate made before generations did.
+   */
+  generation?: number;
   /** Server certificates: DNS names and IP addresses the server answers on. */
   hosts?: string[];
   usage: 'server' | 'client';
@@ -129,9 +134,19 @@ export async function certificateRequestKeyId(csrPem: string): Promise<string> {
  * A node's certificate from its CSR: O=mcplane:nodes, OU=<pool> (the binding to its pool),
  * CN=<node>. Enrollment, approved enrollment requests and renewals all sign through this.
  */
-export function signNodeCertificate(ca: KeyPairPem, csrPem: string, node: string, pool: string): Promise<string> {
-  return signCertificateRequest(ca, csrPem, { commonName: node, organization: ROLE_NODE, organizationalUnit: pool, usage: 'client' });
+export function signNodeCertificate(ca: KeyPairPem, csrPem: string, node: string, pool: string, generation: number): Promise<string> {
+  return signCertificateRequest(ca, csrPem, { commonName: node, organization: ROLE_NODE, organizationalUnit: pool, generation, usage: 'client' });
 }
+
+/**
+ * The subject attribute that carries a node certificate's generation: X.520's
+ * generationQualifier (2.5.4.44), printed by OpenSSL and node:crypto under that name. A node
+ * name's generation rises with each `mcctl node revoke` and `mcctl delete node`, and the
+ * control plane refuses every certificate of an older one: a revoke then covers every
+ * certificate ever issued for the name (renewals included), not only the one bound last.
+ */
+const NODE_GENERATION_OID = '2.5.4.44';
+const NODE_GENERATION_ATTRIBUTE = 'generationQualifier';
 
 /** A CSR for CN=<commonName> with a new key, or with `keyPem` (the same request id as before). */
 export async function createCertificateRequest(commonName: string, keyPem?: string): Promise<{ csrPem: string; keyPem: string }> {
@@ -172,6 +187,8 @@ export interface CertificateBinding {
   serial: string;
   /** Unix milliseconds. */
   notAfter: number;
+  /** The node name's generation it was issued at; absent for 0 (NODE_GENERATION_ATTRIBUTE). */
+  generation?: number;
 }
 
 export function certificateBinding(certificate: Buffer | string): CertificateBinding {
@@ -179,11 +196,54 @@ export function certificateBinding(certificate: Buffer | string): CertificateBin
 }
 
 function bindingIn(cert: NodeX509Certificate): CertificateBinding {
+  const generation = generationIn(cert.subject);
   return {
     sha256: cert.fingerprint256.replaceAll(':', '').toLowerCase(),
     serial: cert.serialNumber.toLowerCase(),
     notAfter: Date.parse(cert.validTo),
+    ...(generation ? { generation } : {}),
   };
+}
+
+/** The generation a subject carries: 0 without the attribute, -1 (older than any) when malformed. */
+function generationIn(subject: string): number {
+  const text = parseDn(subject)[NODE_GENERATION_ATTRIBUTE];
+  if (text === undefined) return 0;
+  return /^(0|[1-9][0-9]{0,14})$/.test(text) ? Number(text) : -1;
+}
+
+/** The generation of a node certificate's binding (0 when it carries none). */
+export function generationOf(binding: Pick<CertificateBinding, 'generation'>): number {
+  return binding.generation ?? 0;
+}
+
+/** A CA of a trust bundle, parsed once: streams are checked against it at every registration. */
+export interface TrustedCa {
+  /** SHA-256 of the CA certificate (hex). */
+  fingerprint: string;
+  certificate: NodeX509Certificate;
+}
+
+/** The CAs of a trust bundle. */
+export function trustedCas(bundlePem: string): TrustedCa[] {
+  return splitPemBundle(bundlePem).map((pem) => {
+    const certificate = new NodeX509Certificate(pem);
+    return { fingerprint: fingerprintOf(certificate), certificate };
+  });
+}
+
+/**
+ * The fingerprint of the CA among `cas` that issued `certificate`, by name and key identifier
+ * (no signature check: TLS checked that at the handshake); undefined when none did. A stream is
+ * ended when its issuer leaves the trust bundle.
+ */
+export function issuerAmong(certificate: Buffer | string, cas: readonly TrustedCa[]): string | undefined {
+  const cert = new NodeX509Certificate(certificate);
+  return cas.find((ca) => cert.checkIssued(ca.certificate))?.fingerprint;
+}
+
+function fingerprintOf(cert: NodeX509Certificate): string {
+  return cert.fingerprint256.replaceAll(':', '').toLowerCase();
 }
 
 /** Whether `certPem` was signed by `caPem` and is valid now. */
@@ -255,6 +315,10 @@ async function signPublicKey(ca: KeyPairPem, publicKey: CryptoKey, options: Issu
   const subject = [`CN=${escapeDn(options.commonName)}`];
   if (options.organizationalUnit) subject.push(`OU=${escapeDn(options.organizationalUnit)}`);
   if (options.organization) subject.push(`O=${escapeDn(options.organization)}`);
+  if (options.generation) {
+    if (!Number.isSafeInteger(options.generation) || options.generation < 0) throw new Error(`a certificate generation is a whole number >= 0, not ${options.generation}`);
+    subject.push(`${NODE_GENERATION_OID}=${options.generation}`);
+  }
   const extensions: x509.Extension[] = [
     new x509.BasicConstraintsExtension(false, undefined, true),
     new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyAgreement, true),

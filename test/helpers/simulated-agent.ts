@@ -99,6 +99,11 @@ export class SimulatedAgent {
     return this.#tls.cert.toString();
   }
 
+  /** The key of that certificate (PEM). */
+  get keyPem(): string {
+    return this.#tls.key.toString();
+  }
+
   /**
    * Asks for a new certificate over the open stream, then opens a stream with it to the same
    * replica; the old one is ended by the server once the new one has registered.
@@ -108,7 +113,11 @@ export class SimulatedAgent {
     return this.#renewing;
   }
 
-  async #renew(): Promise<void> {
+  /**
+   * Asks for a new certificate over the open stream and keeps the stream as it is (an agent that
+   * never switches, or a thief holding several generations of a node's certificates).
+   */
+  async requestCertificate(): Promise<{ certificatePem: string; caBundlePem: string; keyPem: string }> {
     const stream = this.#stream;
     if (!stream) throw new Error(`${this.options.name}: not connected`);
     const { csrPem, keyPem } = await createCertificateRequest(this.options.name);
@@ -117,7 +126,11 @@ export class SimulatedAgent {
       setTimeout(() => reject(new Error(`${this.options.name}: no answer to the renewal within 10 s`)), 10_000).unref();
     });
     stream.write({ renew: { csrPem } });
-    const issued = await answer;
+    return { ...(await answer), keyPem };
+  }
+
+  async #renew(): Promise<void> {
+    const { keyPem, ...issued } = await this.requestCertificate();
     this.#tls = { ca: Buffer.from(issued.caBundlePem), cert: Buffer.from(issued.certificatePem), key: Buffer.from(keyPem) };
     if (this.options.writeRenewed) {
       writeFileSync(this.options.tls.key, keyPem);

@@ -8,8 +8,11 @@ import { createCertificateAuthority, issueCertificate, ROLE_ADMIN, ROLE_NODE, ty
 export interface TestPki {
   dir: string;
   ca: KeyPairPem;
-  /** Files for a node certificate bound to `pool` (default worker), issued on first use. */
-  node(name: string, pool?: string): Promise<{ ca: string; cert: string; key: string }>;
+  /**
+   * Files for a node certificate bound to `pool` (default worker), issued on first use, at the
+   * node name's certificate `generation` (default 0, as `mcctl pki node` without --generation).
+   */
+  node(name: string, pool?: string, generation?: number): Promise<{ ca: string; cert: string; key: string }>;
   /**
    * Files for a fresh node certificate living `lifetimeMs` (rotation tests), in a directory of its
    * own: the agent overwrites them when it renews.
@@ -35,8 +38,8 @@ export function testPki(): Promise<TestPki> {
     // One token per built-in pool, as `mcctl pki init` writes them: each serves its pool only.
     writeFileSync(join(dir, 'bootstrap-token'), 'worker:test-bootstrap-token\nmaster:test-master-bootstrap-token\n');
     const issued = new Map<string, Promise<void>>();
-    const client = async (base: string, commonName: string, organization: string, signer = ca, organizationalUnit?: string) => {
-      if (!issued.has(base)) issued.set(base, issueCertificate(signer, { commonName, organization, usage: 'client', ...(organizationalUnit ? { organizationalUnit } : {}) }).then((p) => write(base, p)));
+    const client = async (base: string, commonName: string, organization: string, signer = ca, organizationalUnit?: string, generation = 0) => {
+      if (!issued.has(base)) issued.set(base, issueCertificate(signer, { commonName, organization, usage: 'client', generation, ...(organizationalUnit ? { organizationalUnit } : {}) }).then((p) => write(base, p)));
       await issued.get(base);
       return { ca: join(dir, 'ca.crt'), cert: join(dir, `${base}.crt`), key: join(dir, `${base}.key`) };
     };
@@ -49,7 +52,7 @@ export function testPki(): Promise<TestPki> {
       writeFileSync(files.key, pair.keyPem, { mode: 0o600 });
       return files;
     };
-    return { dir, ca, client, shortLivedNode, node: (name: string, pool = 'worker') => client(`node-${name}-${pool}`, name, ROLE_NODE, ca, pool) };
+    return { dir, ca, client, shortLivedNode, node: (name: string, pool = 'worker', generation = 0) => client(`node-${name}-${pool}${generation ? `-g${generation}` : ''}`, name, ROLE_NODE, ca, pool, generation) };
   })();
   return cached;
 }

@@ -20,8 +20,8 @@ export async function tokenCreateCommand(c: Clients, opts: { pool: string; ttl?:
 }
 
 export async function revokeCommand(c: Clients, name: string): Promise<string> {
-  const { serial } = await call(c, c.identity.revokeNode.bind(c.identity), { name }, `revoke node ${name}`);
-  return `node/${name}: certificate ${serial} revoked; its agent is disconnected and refused on every replica (a new certificate for ${name} binds it again)\n`;
+  const { serial, generation } = await call(c, c.identity.revokeNode.bind(c.identity), { name }, `revoke node ${name}`);
+  return `node/${name}: certificate ${serial} revoked, and every certificate issued for ${name} before generation ${generation}; its agent is disconnected and refused on every replica (enroll the host again, or mcctl pki node ${name} --generation ${generation}, to bind it again)\n`;
 }
 
 /** `mcctl approve enrollment NAME`: NAME is the node name of one pending request, or its id. */

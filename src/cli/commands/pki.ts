@@ -50,18 +50,19 @@ export async function pkiInitCommand(dir: string, hosts: string[], nodes: string
 }
 
 /** A node credential bound to `pool`: the node joins that pool's role and cannot claim another. */
-export async function pkiNodeCommand(dir: string, name: string, pool = WORKER_POOL): Promise<string> {
-  return (await issueNode(dir, readCa(dir), name, pool)) + '\n';
+export async function pkiNodeCommand(dir: string, name: string, pool = WORKER_POOL, generation = '0'): Promise<string> {
+  if (!/^(0|[1-9][0-9]{0,14})$/.test(generation)) throw new ConfigurationError(`--generation "${generation}" must be a whole number >= 0 (the node name's certificate generation)`);
+  return (await issueNode(dir, readCa(dir), name, pool, Number(generation))) + '\n';
 }
 
-async function issueNode(dir: string, ca: KeyPairPem, name: string, pool: string): Promise<string> {
+async function issueNode(dir: string, ca: KeyPairPem, name: string, pool: string, generation = 0): Promise<string> {
   if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(name)) throw new ConfigurationError(`node name "${name}" must be a DNS subdomain (lowercase letters, digits, "-", ".")`);
   if (RESERVED_NODE_NAMES.has(name)) throw new ConfigurationError(`node name "${name}" is reserved: it is etcd's administrator user, which a node certificate must never map to`);
   if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(pool)) throw new ConfigurationError(`pool name "${pool}" must be a DNS subdomain (lowercase letters, digits, "-", ".")`);
   const nodesDir = join(dir, 'nodes');
   mkdirSync(nodesDir, { recursive: true, mode: 0o700 });
-  writePair(nodesDir, name, await issueCertificate(ca, { commonName: name, organization: ROLE_NODE, organizationalUnit: pool, usage: 'client' }));
-  return `wrote ${nodesDir}/${name}.crt, ${name}.key   node credentials (O=${ROLE_NODE}, OU=${pool}, CN=${name}): bound to pool ${pool}`;
+  writePair(nodesDir, name, await issueCertificate(ca, { commonName: name, organization: ROLE_NODE, organizationalUnit: pool, generation, usage: 'client' }));
+  return `wrote ${nodesDir}/${name}.crt, ${name}.key   node credentials (O=${ROLE_NODE}, OU=${pool}, CN=${name}${generation ? `, generation ${generation}` : ''}): bound to pool ${pool}`;
 }
 
 /**

@@ -72,7 +72,7 @@ export function agentService(agents: AgentEntry, auth: Authorizer, log: Logger):
           await agents.registerNode({
             nodeName,
             labels: reg.labels,
-            ...(certified ? { boundPool: certified.pool, certificate: certified.certificate } : {}),
+            ...(certified ? { boundPool: certified.pool, certificate: certified.certificate, certificateDer: certified.der } : {}),
             bootId: reg.bootId,
             agentVersion: reg.agentVersion,
             status: statusFromWire(reg.status, reg.bootId, reg.agentVersion),

@@ -25,6 +25,8 @@ export interface CertifiedNode {
   pool: string;
   /** The certificate itself: a node record is bound to exactly one. */
   certificate: CertificateBinding;
+  /** Its DER: which CA issued it decides how long its stream may stay open (a CA retired). */
+  der: Buffer;
 }
 
 export function createAuthorizer(tls: boolean): Authorizer {
@@ -55,7 +57,7 @@ export function createAuthorizer(tls: boolean): Authorizer {
         throw new PermissionDeniedError(`certificate ${describe(id)} is not a node certificate (O=${ROLE_NODE}, CN=<node name>)`);
       }
       // Certificates made before pools were bound carry no OU: they stay workers.
-      return { name: id.commonName, pool: id.organizationalUnit || WORKER_POOL, certificate: binding };
+      return { name: id.commonName, pool: id.organizationalUnit || WORKER_POOL, certificate: binding, der: raw };
     },
   };
 }

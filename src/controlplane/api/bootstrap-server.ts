@@ -223,7 +223,7 @@ export function startBootstrapServer({ cache, store }: ApiReads, replica: Pick<S
     try {
       // The certificate binds the node to the pool it enrolled for (OU): it joins that role and
       // cannot claim another, whatever its agent.yaml says.
-      certificate = await signNodeCertificate(options.ca, csr, nodeName, stored.value.pool);
+      certificate = await signNodeCertificate(options.ca, csr, nodeName, stored.value.pool, cache.nodeGeneration(nodeName));
     } catch (err) {
       return fail(req, res, token, 400, `the certificate request is not valid: ${(err as Error).message}`);
     }
@@ -306,7 +306,7 @@ export function startBootstrapServer({ cache, store }: ApiReads, replica: Pick<S
     // An expired request of the same key not yet collected is replaced.
     const ops: WriteOp[] = [{ type: 'put', kind: 'EnrollmentRequest', name: id, value: record, expectedVersion: existing ? existing.resourceVersion : null }];
     if (rule && autoApproved) {
-      const certificate = await signer.signNode(csr, nodeName, pool);
+      const certificate = await signer.signNode(csr, nodeName, pool, cache.nodeGeneration(nodeName));
       record = { ...record, state: 'Approved', decidedBy: `auto-approve rule ${describeRule(rule)}`, decidedAt: now, certificate, expiresAt: now + DECIDED_ENROLLMENT_REQUEST_TTL_MS };
       ops[0] = { ...ops[0]!, value: record } as WriteOp;
       ops.push({ type: 'put', kind: 'Node', name: nodeName, expectedVersion: null, value: enrolledNodeRecord(cache, pool, certificate) });
@@ -358,7 +358,7 @@ export function startBootstrapServer({ cache, store }: ApiReads, replica: Pick<S
       });
       return { name: stored.name, value };
     }
-    const certificate = await signer.signNode(r.csr, r.nodeName, r.pool);
+    const certificate = await signer.signNode(r.csr, r.nodeName, r.pool, cache.nodeGeneration(r.nodeName));
     const value: EnrollmentRequestRecord = { ...r, certificate };
     try {
       const { revision } = await store.commit([

@@ -34,7 +34,7 @@ import { generatedConfigsFor, generatedConfigWrites } from '../controllers/gener
 import type { Clock } from '../replica/clock.ts';
 import { DELETED_WITH_NODE } from '../store/kinds.ts';
 import type { Store, StoredKind, StoredObject, WriteOp } from '../store/store.ts';
-import type { NodeHistoryRecord, NodeRecordValue, PoolResumeRecord, ReapplyRequestRecord, RevokedCertificateRecord } from '../store/stored-records.ts';
+import type { NodeGenerationRecord, NodeHistoryRecord, NodeRecordValue, PoolResumeRecord, ReapplyRequestRecord, RevokedCertificateRecord } from '../store/stored-records.ts';
 
 export interface AppliedObject {
   kind: string;
@@ -280,31 +280,46 @@ export class ConfigCommands {
   }
 
   /**
-   * Revokes the certificate a node is bound to: refused by every replica from this commit on, its
-   * open stream ended at once wherever it is. The node stays listed, disconnected; the next
-   * certificate the CA issues for its name (an enrollment after `delete node`, or `mcctl pki
-   * node`) binds it again.
+   * Revokes every certificate issued for the node so far: the one it is bound to is listed as
+   * revoked, and the name's generation rises, so the certificates it renewed from (and any other
+   * older one) are refused too. Every replica ends the node's open streams at once. The node stays
+   * listed, disconnected; the next certificate the CA issues for its name at the new generation
+   * (an enrollment, or `mcctl pki node NAME --generation G`) binds it again.
    */
-  async revokeNode(name: string, requestedBy: string): Promise<{ serial: string }> {
+  async revokeNode(name: string, requestedBy: string): Promise<{ serial: string; generation: number }> {
     const record = this.#cache.nodeRecords.get(name);
     if (!record) throw new NotFoundError('Node', name);
     const bound = record.value.certificate;
     if (!bound) throw new PreconditionFailedError(`Node/${name} is bound to no certificate (it has not registered over TLS since it was enrolled); nothing to revoke. To retire it: mcctl delete node ${name}`);
-    const { certificate: _revoked, ...rest } = record.value;
+    const { certificate: _revoked, previousCertificate: _previous, ...rest } = record.value;
     const { revision } = await this.#store.commit([
       ...this.#revocation(name, record.value, requestedBy, 'revoked'),
       { type: 'put', kind: 'Node', name, value: rest, expectedVersion: record.resourceVersion, createdAt: record.createdAt },
     ]);
     await this.#cache.waitForRevision(revision);
-    this.log.warn({ node: name, serial: bound.serial, requestedBy }, 'node certificate revoked');
-    return { serial: bound.serial };
+    const generation = this.#cache.nodeGeneration(name);
+    this.log.warn({ node: name, serial: bound.serial, generation, requestedBy }, 'node certificate revoked');
+    return { serial: bound.serial, generation };
   }
 
+  /**
+   * The writes that take a node's certificates away: its bound one listed as revoked (what
+   * operators read, by serial), and the name's generation raised (what refuses every older
+   * certificate, including the ones it renewed from). The generation record is checked by
+   * version, so two revocations at once raise it once each, never to the same number.
+   */
   #revocation(name: string, record: NodeRecordValue, requestedBy: string, reason: RevokedCertificateRecord['reason']): WriteOp[] {
+    const now = Date.now();
+    const ops: WriteOp[] = [];
     const bound = record.certificate;
-    if (!bound || this.#cache.revokedCertificates.has(bound.sha256)) return [];
-    const value: RevokedCertificateRecord = { node: name, serial: bound.serial, notAfter: bound.notAfter, revokedAt: Date.now(), revokedBy: requestedBy, reason };
-    return [{ type: 'put', kind: 'RevokedCertificate', name: bound.sha256, value, expectedVersion: null }];
+    if (bound && !this.#cache.revokedCertificates.has(bound.sha256)) {
+      const value: RevokedCertificateRecord = { node: name, serial: bound.serial, notAfter: bound.notAfter, revokedAt: now, revokedBy: requestedBy, reason };
+      ops.push({ type: 'put', kind: 'RevokedCertificate', name: bound.sha256, value, expectedVersion: null });
+    }
+    const current = this.#cache.nodeGenerations.get(name);
+    const raised: NodeGenerationRecord = { generation: (current?.value.generation ?? 0) + 1, raisedAt: now, raisedBy: requestedBy, reason };
+    ops.push({ type: 'put', kind: 'NodeGeneration', name, value: raised, ...(current ? { createdAt: current.createdAt, expectedVersion: current.resourceVersion } : { expectedVersion: null }) });
+    return ops;
   }
 
   /**

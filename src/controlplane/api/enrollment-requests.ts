@@ -77,8 +77,11 @@ export function autoApproveRuleFor(rules: readonly AutoApproveRule[], pool: stri
 export interface CertificateSigner {
   /** The CA certificate (PEM), for the host to verify the server with. */
   readonly caPem: string;
-  /** A client certificate for the request's key: O=mcplane:nodes, OU=<pool>, CN=<nodeName>. */
-  signNode(csrPem: string, nodeName: string, pool: string): Promise<string>;
+  /**
+   * A client certificate for the request's key: O=mcplane:nodes, OU=<pool>, CN=<nodeName>, at the
+   * node name's current certificate generation (ClusterCache.nodeGeneration).
+   */
+  signNode(csrPem: string, nodeName: string, pool: string, generation: number): Promise<string>;
 }
 
 export function caSigner(ca: KeyPairPem): CertificateSigner {
@@ -86,7 +89,7 @@ export function caSigner(ca: KeyPairPem): CertificateSigner {
     caPem: ca.certPem,
     // The certificate binds the node to the pool it asked for (OU): it joins that role and cannot
     // claim another, whatever its agent.yaml says.
-    signNode: (csrPem, nodeName, pool) => signNodeCertificate(ca, csrPem, nodeName, pool),
+    signNode: (csrPem, nodeName, pool, generation) => signNodeCertificate(ca, csrPem, nodeName, pool, generation),
   };
 }
 
@@ -156,7 +159,7 @@ export async function approveEnrollmentRequest(ctx: DecisionContext, name: strin
   const r = stored.value;
   if (!ctx.cache.pools.has(r.pool)) throw new PreconditionFailedError(`EnrollmentRequest/${stored.name} asks to join MachineConfigPool/${r.pool}, which does not exist; create the pool or deny the request`);
   if (ctx.cache.nodeRecords.has(r.nodeName)) throw nameTaken(r.nodeName);
-  const certificate = ctx.signer ? await ctx.signer.signNode(r.csr, r.nodeName, r.pool) : undefined;
+  const certificate = ctx.signer ? await ctx.signer.signNode(r.csr, r.nodeName, r.pool, ctx.cache.nodeGeneration(r.nodeName)) : undefined;
   const value: EnrollmentRequestRecord = { ...r, state: 'Approved', decidedBy, decidedAt: now, expiresAt: now + DECIDED_ENROLLMENT_REQUEST_TTL_MS, ...(certificate ? { certificate } : {}) };
   const ops: WriteOp[] = [
     { type: 'put', kind: 'EnrollmentRequest', name: stored.name, value, expectedVersion: stored.resourceVersion, createdAt: stored.createdAt },

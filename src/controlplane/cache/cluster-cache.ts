@@ -39,7 +39,7 @@ import {
   type PoolStatusRecord,
   type ReapplyRequestRecord,
   type ReplicaRecord,
-  type RevokedCertificateRecord,
+  type RevokedCertificateRecord, type NodeGenerationRecord,
   type StoredRendered,
 } from '../store/stored-records.ts';
 
@@ -147,6 +147,10 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
   get enrollmentRequests(): ReadonlyMap<string, StoredObject<EnrollmentRequestRecord>> { return this.#map('EnrollmentRequest'); }
   /** Keyed by the certificate's SHA-256 fingerprint. */
   get revokedCertificates(): ReadonlyMap<string, StoredObject<RevokedCertificateRecord>> { return this.#map('RevokedCertificate'); }
+  /** Keyed by node name; a name without one is at generation 0. */
+  get nodeGenerations(): ReadonlyMap<string, StoredObject<NodeGenerationRecord>> { return this.#map('NodeGeneration'); }
+  /** The certificate generation node certificates for `node` are issued at, and accepted from. */
+  nodeGeneration(node: string): number { return this.nodeGenerations.get(node)?.value.generation ?? 0; }
   /** With --kubernetes-source: the cluster objects the leader could not take, and why. */
   get kubernetesSource(): StoredObject<KubernetesSourceRecord> | undefined { return this.#map<KubernetesSourceRecord>('KubernetesSource').get(KUBERNETES_SOURCE_KEY); }
 

@@ -18,6 +18,8 @@ export interface NodeRegistration {
   boundPool?: string;
   /** The client certificate the stream was opened with; absent in plaintext mode. */
   certificate?: CertificateBinding;
+  /** The same certificate's DER (which CA issued it). */
+  certificateDer?: Buffer;
   bootId: string;
   agentVersion: string;
   status: NodeStatus;
@@ -42,7 +44,7 @@ export class AgentEntry {
   async registerNode(reg: NodeRegistration, stream: AgentStream): Promise<LocalSession> {
     const status = sanitizeStatus(reg.status);
     const isNew = !this.#cache.nodeRecords.has(reg.nodeName);
-    const session = await this.#sessions.open({ nodeName: reg.nodeName, labels: reg.labels, ...(reg.boundPool ? { boundPool: reg.boundPool } : {}), ...(reg.certificate ? { certificate: reg.certificate } : {}), bootId: reg.bootId, status }, stream);
+    const session = await this.#sessions.open({ nodeName: reg.nodeName, labels: reg.labels, ...(reg.boundPool ? { boundPool: reg.boundPool } : {}), ...(reg.certificate ? { certificate: reg.certificate } : {}), ...(reg.certificateDer ? { certificateDer: reg.certificateDer } : {}), bootId: reg.bootId, status }, stream);
     // The leader decides the pool; the answer here is the same rule applied to what this
     // replica sees now, for the agent's log.
     const membership = poolFor(this.#cache, reg.nodeName, this.#cache.nodes.get(reg.nodeName)?.poolLabels ?? {});

@@ -10,7 +10,7 @@
 import { admitNodeLabels, ConflictError, labelsForPool, PermissionDeniedError, PreconditionFailedError, RateLimitedError, StoreUnavailableError, type Labels, type NodeStatus } from '../../machineconfig/index.ts';
 import type { ServerMessage } from '../../runtime/generated/mcplane/v1/ServerMessage.ts';
 import type { Logger } from '../../runtime/logger.ts';
-import { certificateBinding, type CertificateBinding } from '../../runtime/pki.ts';
+import { certificateBinding, generationOf, issuerAmong, trustedCas, type CertificateBinding, type TrustedCa } from '../../runtime/pki.ts';
 import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
 import { NodeHistoryWriter } from './node-history-writer.ts';
 import { NodeStatusWriter } from './node-status-writer.ts';
@@ -37,18 +37,36 @@ export interface LocalSession {
   lastAssignment?: string;
   /** The agent's latest report: the cache may not show it yet when the stream ends. */
   lastStatus: NodeStatus;
-  /** The SHA-256 fingerprint of the certificate the stream was opened with (TLS only). */
-  certificate?: string;
+  /** The certificate the stream was opened with (TLS only): what keeps the stream open. */
+  certificate?: SessionCredential;
   /** A newer stream of the same node is registering here: this one ends when it has. */
   superseded?: boolean;
 }
+
+/**
+ * What a stream's certificate must go on satisfying for the stream to stay open, checked when
+ * it opens and again whenever any of it changes, on every replica: not revoked (sha256), of
+ * the node name's current generation, not expired (notAfter: the session's deadline), and issued
+ * by a CA the replica still trusts (issuer, the CA's fingerprint).
+ */
+export interface SessionCredential {
+  sha256: string;
+  serial: string;
+  generation: number;
+  notAfter: number;
+  /** The issuing CA's fingerprint; absent when the replica was given no trust bundle to check. */
+  issuer?: string;
+}
+
+/** The longest a deadline timer is set for: Node's timers overflow past 2^31 - 1 ms (24.8 days). */
+const MAX_TIMER_MS = 3_600_000;
 
 /**
  * Signs node certificates at renewal: a replica that holds the CA key (--ca-key, or ca.key in
  * --pki-dir). Others answer renewals with an error and the agent asks again later or elsewhere.
  */
 export interface NodeCertificateSigner {
-  sign(csrPem: string, node: string, pool: string): Promise<string>;
+  sign(csrPem: string, node: string, pool: string, generation: number): Promise<string>;
   /** Every CA this server trusts now: the agent's trust bundle from the renewal on. */
   bundle(): string;
 }
@@ -61,6 +79,8 @@ export interface SessionOpening {
   boundPool?: string;
   /** The client certificate the stream was opened with; absent in plaintext mode. */
   certificate?: CertificateBinding;
+  /** The same certificate's DER: which CA issued it. */
+  certificateDer?: Buffer;
   bootId: string;
   status: NodeStatus;
 }
@@ -84,6 +104,10 @@ export class AgentSessions {
   readonly #renewals = new RateLimiter(RENEWAL_RATE);
   /** Set by the server when this replica can sign (it holds the CA key). */
   signer: NodeCertificateSigner | undefined;
+  /** The CAs this replica's TLS trusts now (trust()); undefined: not checked (plaintext, tests). */
+  #trusted: { cas: readonly TrustedCa[]; fingerprints: ReadonlySet<string> } | undefined;
+  /** Ends the streams whose certificate expired (armed for the earliest one). */
+  #deadline: { at: number; timer: NodeJS.Timeout } | undefined;
   readonly writer: NodeStatusWriter;
   /** Finished updates into each node's NodeHistory, fenced like the status. */
   readonly history: NodeHistoryWriter;
@@ -124,10 +148,12 @@ export class AgentSessions {
     const now = Date.now();
     const record = this.cache.nodeRecords.get(name);
     const ops: WriteOp[] = [];
+    let credential: SessionCredential | undefined;
     if (opening.certificate) {
+      credential = this.#credential(name, opening.certificate, opening.certificateDer);
       this.#refuseCertificate(name, opening.certificate, record?.value);
-      // The check makes a revocation committed meanwhile, on any replica, win over this session.
-      ops.push({ type: 'check', kind: 'RevokedCertificate', name: opening.certificate.sha256, expectedVersion: null });
+      // The checks make a revocation committed meanwhile, on any replica, win over this session.
+      ops.push(...this.#revocationChecks(name, opening.certificate));
     }
     const value = this.#admit(opening, record?.value);
     if (!record || JSON.stringify(value) !== JSON.stringify(record.value)) {
@@ -164,8 +190,9 @@ export class AgentSessions {
       this.log.info({ node: name }, 'node reconnected; closing its previous stream');
       previous.stream.end();
     }
-    const local: LocalSession = { node: name, stream, epoch, lastStatus: opening.status, ...(opening.certificate ? { certificate: opening.certificate.sha256 } : {}) };
+    const local: LocalSession = { node: name, stream, epoch, lastStatus: opening.status, ...(credential ? { certificate: credential } : {}) };
     this.#local.set(name, local);
+    if (credential) this.#armDeadline(credential.notAfter);
     // An update that finished while the agent was away (or before a crash here) is stored now.
     this.history.offer(name, epoch, opening.status.lastUpdate);
     return local;
@@ -195,8 +222,15 @@ export class AgentSessions {
     return value;
   }
 
-  /** Refuses a revoked certificate, or one other than the certificate the node is bound to. */
+  /**
+   * Refuses a revoked or expired certificate, one of an older generation than the node name's
+   * (a revoke or delete raised it: every certificate issued before is out, renewals included),
+   * or one other than the certificate the node is bound to.
+   */
   #refuseCertificate(name: string, presented: CertificateBinding, existing: NodeRecordValue | undefined): void {
+    const stale = this.#staleGeneration(name, presented);
+    if (stale) throw new PermissionDeniedError(`${stale}; the host must enroll again`);
+    if (presented.notAfter <= Date.now()) throw new PermissionDeniedError(`the certificate for node ${name} (serial ${presented.serial}) expired at ${new Date(presented.notAfter).toISOString()}`);
     const revoked = this.cache.revokedCertificates.get(presented.sha256);
     if (revoked) {
       throw new PermissionDeniedError(`the certificate for node ${name} (serial ${presented.serial}) was ${revoked.value.reason === 'deleted' ? 'revoked when the node was deleted' : 'revoked'} at ${new Date(revoked.value.revokedAt).toISOString()} by ${revoked.value.revokedBy}; the host must enroll again`);
@@ -206,6 +240,77 @@ export class AgentSessions {
       this.log.warn({ node: name, presented: presented.serial, bound: bound.serial }, 'node presented a certificate other than the one it is bound to');
       throw new PermissionDeniedError(`Node/${name} is bound to another certificate (serial ${bound.serial}, expires ${new Date(bound.notAfter).toISOString()}); this one (serial ${presented.serial}) is refused. A re-installed host: mcctl delete node ${name}, then enroll it again`);
     }
+  }
+
+  /** Why a certificate's generation is too old for the node name now; '' when it is current. */
+  #staleGeneration(name: string, certificate: Pick<CertificateBinding, 'serial' | 'generation'>): string {
+    const current = this.cache.nodeGenerations.get(name);
+    const generation = generationOf(certificate);
+    if (!current || generation >= current.value.generation) return '';
+    const { value } = current;
+    return `the certificate for node ${name} (serial ${certificate.serial}) is of generation ${generation}; every certificate of node ${name} before generation ${value.generation} was ${value.reason === 'deleted' ? 'revoked when the node was deleted' : 'revoked'} at ${new Date(value.raisedAt).toISOString()} by ${value.raisedBy}`;
+  }
+
+  /** The store checks a registration or renewal commits with: not revoked, generation unchanged. */
+  #revocationChecks(name: string, presented: CertificateBinding): WriteOp[] {
+    const generation = this.cache.nodeGenerations.get(name);
+    return [
+      { type: 'check', kind: 'RevokedCertificate', name: presented.sha256, expectedVersion: null },
+      { type: 'check', kind: 'NodeGeneration', name, expectedVersion: generation?.resourceVersion ?? null },
+    ];
+  }
+
+  /** What a stream's certificate is held to while it is open (see SessionCredential). */
+  #credential(name: string, certificate: CertificateBinding, der: Buffer | undefined): SessionCredential {
+    const credential: SessionCredential = { sha256: certificate.sha256, serial: certificate.serial, generation: generationOf(certificate), notAfter: certificate.notAfter };
+    if (this.#trusted && der) {
+      const issuer = issuerAmong(der, this.#trusted.cas);
+      // TLS checked the chain against the bundle of its handshake; a reload since may have
+      // retired that CA.
+      if (!issuer) throw new PermissionDeniedError(`the certificate for node ${name} (serial ${certificate.serial}) was issued by a CA this server no longer trusts; the host must enroll again`);
+      credential.issuer = issuer;
+    }
+    return credential;
+  }
+
+  /**
+   * The CAs this replica trusts from now on (its TLS material, read at start and at each
+   * reload). A stream whose certificate's CA left the bundle ends at once, as a handshake with it
+   * would now fail: a CA retired because its key leaked cuts off what it signed.
+   */
+  trust(bundlePem: string): void {
+    const cas = trustedCas(bundlePem);
+    this.#trusted = { cas, fingerprints: new Set(cas.map((ca) => ca.fingerprint)) };
+    for (const local of [...this.#local.values()]) {
+      const issuer = local.certificate?.issuer;
+      if (issuer === undefined || this.#trusted.fingerprints.has(issuer)) continue;
+      this.#endForCause(local, `the CA that issued the certificate of node ${local.node} (serial ${local.certificate!.serial}) is no longer trusted`);
+    }
+  }
+
+  /** Sets the deadline timer for `at` if nothing earlier is armed. */
+  #armDeadline(at: number): void {
+    if (this.#deadline && this.#deadline.at <= at) return;
+    if (this.#deadline) clearTimeout(this.#deadline.timer);
+    const timer = setTimeout(() => {
+      this.#deadline = undefined;
+      this.#endExpired();
+    }, Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now())));
+    timer.unref();
+    this.#deadline = { at, timer };
+  }
+
+  /** Ends the streams whose certificate expired; re-arms for the next one. */
+  #endExpired(): void {
+    const now = Date.now();
+    let next = Infinity;
+    for (const local of [...this.#local.values()]) {
+      const notAfter = local.certificate?.notAfter;
+      if (notAfter === undefined) continue;
+      if (notAfter <= now) this.#endForCause(local, `the certificate of node ${local.node} (serial ${local.certificate!.serial}) expired at ${new Date(notAfter).toISOString()}`);
+      else next = Math.min(next, notAfter);
+    }
+    if (next !== Infinity) this.#armDeadline(next);
   }
 
   /**
@@ -225,14 +330,18 @@ export class AgentSessions {
     const record = this.cache.nodeRecords.get(node);
     if (!record) throw new PermissionDeniedError(`Node/${node} was deleted; the host must enroll again`);
     this.#refuseCertificate(node, presented, record.value);
-    const certificatePem = await this.signer.sign(csrPem, node, pool);
+    if (local.certificate?.issuer && this.#trusted && !this.#trusted.fingerprints.has(local.certificate.issuer)) {
+      throw new PermissionDeniedError(`the CA that issued the certificate of node ${node} (serial ${presented.serial}) is no longer trusted; the host must enroll again`);
+    }
+    const checks = this.#revocationChecks(node, presented);
+    const certificatePem = await this.signer.sign(csrPem, node, pool, this.cache.nodeGeneration(node));
     const issued = certificateBinding(certificatePem);
     // The certificate this stream was opened with becomes the previous one: a renewal the agent
     // never stored (its answer was lost) leaves nothing behind that could connect.
     const value: NodeRecordValue = { ...record.value, certificate: issued, previousCertificate: presented };
     const { revision } = await this.cache.store.commit([
       { type: 'put', kind: 'Node', name: node, value, createdAt: record.createdAt, expectedVersion: record.resourceVersion },
-      { type: 'check', kind: 'RevokedCertificate', name: presented.sha256, expectedVersion: null },
+      ...checks,
     ]);
     await this.cache.waitForRevision(revision);
     this.log.info({ node, serial: issued.serial, notAfter: new Date(issued.notAfter).toISOString(), previous: presented.serial }, 'node certificate renewed');
@@ -253,6 +362,27 @@ export class AgentSessions {
     const local = this.#local.get(node);
     if (!local || local.stream !== stream) return false;
     this.#local.delete(node);
+    await this.#endSession(local);
+    return true;
+  }
+
+  /**
+   * Ends a stream whose credential no longer holds (revoked, deleted, expired, its CA retired),
+   * telling the agent why, and its session with it: the node is shown disconnected and the
+   * rollout stops counting it as reachable at once, not when this replica's lease ends.
+   */
+  #endForCause(local: LocalSession, why: string): void {
+    if (this.#local.get(local.node) !== local) return;
+    this.log.warn({ node: local.node }, `${why}; ending its stream`);
+    this.#local.delete(local.node);
+    local.stream.end(new PermissionDeniedError(`${why}; the host must enroll again`));
+    // A deleted node's records went with it: a status written now would bring one back.
+    if (this.cache.nodeRecords.has(local.node)) void this.#endSession(local);
+  }
+
+  /** Removes a session record this replica wrote, with the session's last report as the status. */
+  async #endSession(local: LocalSession): Promise<void> {
+    const node = local.node;
     await this.writer.flush();
     // The session ends, and "last seen" becomes the moment it did (a connected node's agent
     // sends heartbeats, which are not written: the open session is what says it is there). The
@@ -266,7 +396,6 @@ export class AgentSessions {
       .catch((err: unknown) => {
         if (!(err instanceof ConflictError)) this.log.warn({ err, node }, 'could not remove the session record; it ends with this replica\'s lease');
       });
-    return true;
   }
 
   send(node: string, message: ServerMessage): boolean {
@@ -283,7 +412,7 @@ export class AgentSessions {
   }
 
   #onChange(change: CacheChange): void {
-    if (change.resync || change.changed.has('Node') || change.changed.has('RevokedCertificate')) this.#endRevoked(change);
+    if (change.resync || change.changed.has('Node') || change.changed.has('RevokedCertificate') || change.changed.has('NodeGeneration')) this.#endRevoked(change);
     const names = change.resync ? [...this.#local.keys()] : [...(change.changed.get('AgentSession') ?? [])];
     for (const node of names) {
       const local = this.#local.get(node);
@@ -303,19 +432,20 @@ export class AgentSessions {
    * away must not keep an open stream (and with it the node's configs and secrets).
    */
   #endRevoked(change: CacheChange): void {
-    const names = change.resync || change.changed.has('RevokedCertificate') ? [...this.#local.keys()] : [...(change.changed.get('Node') ?? [])];
+    const names = change.resync || change.changed.has('RevokedCertificate')
+      ? [...this.#local.keys()]
+      : [...new Set([...(change.changed.get('Node') ?? []), ...(change.changed.get('NodeGeneration') ?? [])])];
     for (const node of names) {
       const local = this.#local.get(node);
       if (!local) continue;
       const record = this.cache.nodeRecords.get(node);
+      const held = local.certificate;
       let why: string | undefined;
       if (!record) why = `Node/${node} was deleted`;
-      else if (local.certificate && this.cache.revokedCertificates.has(local.certificate)) why = `the certificate of node ${node} was revoked`;
-      else if (local.certificate && record.value.certificate && record.value.certificate.sha256 !== local.certificate && record.value.previousCertificate?.sha256 !== local.certificate && !local.superseded) why = `Node/${node} is bound to another certificate now`;
-      if (!why) continue;
-      this.log.warn({ node }, `${why}; ending its stream`);
-      this.#local.delete(node);
-      local.stream.end(new PermissionDeniedError(`${why}; the host must enroll again`));
+      else if (held && this.cache.revokedCertificates.has(held.sha256)) why = `the certificate of node ${node} was revoked`;
+      else if (held && this.#staleGeneration(node, held)) why = this.#staleGeneration(node, held);
+      else if (held && record.value.certificate && record.value.certificate.sha256 !== held.sha256 && record.value.previousCertificate?.sha256 !== held.sha256 && !local.superseded) why = `Node/${node} is bound to another certificate now`;
+      if (why) this.#endForCause(local, why);
     }
   }
 

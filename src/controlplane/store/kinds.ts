@@ -32,6 +32,8 @@ export const KINDS = {
   EnrollmentToken: { writer: 'bootstrap endpoint', holds: 'a one-time enrollment token (read when used, not cached)', cached: false },
   BootstrapToken: { writer: 'operator', holds: 'a pool-scoped bootstrap token (mcctl pki token create), under its public id', cached: true },
   RevokedCertificate: { writer: 'operator', holds: 'a certificate no replica accepts any more (mcctl node revoke, mcctl delete node)', cached: true },
+  // Not deleted with its node: it is what keeps a deleted node's older certificates out.
+  NodeGeneration: { writer: 'operator', holds: 'a node name\'s certificate generation, raised by mcctl node revoke and mcctl delete node: certificates of an older one are refused', cached: true },
   NodeHistory: { writer: 'stream holder', holds: 'a node\'s last updates (bounded), fenced by the session epoch; read when asked for', cached: false, deletedWithNode: true },
   Event: { writer: 'leader', holds: 'what happened (mcctl get events), bounded and expiring', cached: true },
   NodeDrain: { writer: 'leader', holds: 'a drain in progress on a Kubernetes Node, so a new leader resumes it', cached: true, nodeView: true },

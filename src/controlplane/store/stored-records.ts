@@ -5,6 +5,7 @@
 
 import type { SourceKind } from '../../machineconfig/generated-configs.ts';
 import type { DriftPolicy, Labels, NodeStatus, PoolStatus, Problem, RenderedConfig, RolloutState, UpdateRecord } from '../../machineconfig/index.ts';
+import type { CertificateBinding } from '../../runtime/pki.ts';
 
 export type StoredRendered = Omit<RenderedConfig, 'specJson'>;
 
@@ -40,12 +41,27 @@ export interface NodeRecordValue {
    */
   reportedLabels?: Labels;
   /** The one certificate this node may connect with (enrollment, or its first registration). */
-  certificate?: { sha256: string; serial: string; notAfter: number };
+  certificate?: CertificateBinding;
   /**
    * The certificate the node renewed from, still accepted until the agent registers with the
    * new one (its stream switches over without a gap) or it expires.
    */
-  previousCertificate?: { sha256: string; serial: string; notAfter: number };
+  previousCertificate?: CertificateBinding;
+}
+
+/**
+ * A node name's certificate generation, under the node's name. Every node certificate carries
+ * the generation it was issued at (pki.ts); `mcctl node revoke` and `mcctl delete node` raise
+ * it, and every replica refuses, and ends the streams of, certificates of an older generation.
+ * A node's trust is then one number that holds for every certificate ever issued for the name,
+ * where a revoked fingerprint covers only the one certificate it names. No record: generation 0.
+ * Kept after the node is deleted (that is when it matters most); one small record per name.
+ */
+export interface NodeGenerationRecord {
+  generation: number;
+  raisedAt: number;
+  raisedBy: string;
+  reason: 'revoked' | 'deleted';
 }
 
 /**
