@@ -12,7 +12,8 @@ import { startReplicaSet, type ReplicaSet } from '../helpers/replica-set.ts';
 import { SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { testPki, type TestPki } from '../helpers/test-pki.ts';
 
-const LIFETIME_MS = 6000;
+// 9 s: a stream ends with its certificate, so a renewal (at 6 s) has 3 s to land even on a loaded machine.
+const LIFETIME_MS = 9000;
 let pki: TestPki;
 let etcd: EtcdCluster;
 let set: ReplicaSet;
