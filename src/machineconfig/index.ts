@@ -20,7 +20,7 @@ export { admitNodeLabels, configsForPool, kubeletMaySetLabel, labelProblem, isCu
 export { ProblemCollector } from './problem-collector.ts';
 export { boundDetails, boundProblems, PROBLEMS_TRAILER_BUDGET, STATUS_DETAILS_BUDGET, type BoundedProblems } from './problem-budget.ts';
 export { mergeSpecs, renderPool, renderedConfigJson, renderedConfigManifest, renderedConfigName } from './render.ts';
-export { agentVersionProblem, boundNodeStatus, MAX_AGENT_VERSION_CHARS, MAX_DRIFT_ENTRIES, MAX_NODE_LABELS, MAX_REASON_CHARS, registrationProblems } from './node-status-limits.ts';
+export { admitNodeStatus, agentVersionProblem, boundNodeStatus, MAX_AGENT_VERSION_CHARS, MAX_DRIFT_ENTRIES, MAX_NODE_LABELS, MAX_REASON_CHARS, registrationProblems } from './node-status-limits.ts';
 export { escapeControlCharacters } from './control-characters.ts';
 export { isDegraded, isReady, isUpdated, unavailableReason } from './node-availability.ts';
 export { computePoolStatus, conditionOf, DEFAULT_DRAIN_STALLED_AFTER_MS, formatDuration, type DrainInProgress, type PoolStatusInput } from './pool-status.ts';

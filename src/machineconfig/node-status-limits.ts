@@ -6,7 +6,7 @@
 import { quote } from './control-characters.ts';
 import type { Problem } from './errors.ts';
 import { labelProblem } from './pool-membership.ts';
-import type { Drift, NodeStatus, OsStatus } from './types.ts';
+import type { Drift, NodeState, NodeStatus, OsStatus } from './types.ts';
 import { boundUpdateRecord } from './update-record.ts';
 
 /** A reason is a sentence or a short stack of them; MCO's are rarely above a few hundred bytes. */
@@ -81,6 +81,24 @@ function labelSyntaxProblem(key: string, value: unknown): string | undefined {
   if (CONTROL.test(key)) return `label key ${quote(key, 60)}: must be a DNS subdomain prefix and a name of letters, digits, "-", "_" or "."`;
   if (CONTROL.test(value)) return `label ${quote(key, 60)}: value ${quote(value, 60)} must be empty or letters, digits, "-", "_" or "."`;
   return labelProblem(key, value);
+}
+
+const NODE_STATES: ReadonlySet<string> = new Set<NodeState>(['Done', 'Working', 'Degraded', 'Unreconcilable', 'RolledBack']);
+
+/**
+ * What the control plane takes of an agent's report, the one admission step every report (the
+ * registration's and each later one) passes through: every field within its limit, and a state
+ * outside the protocol's made Degraded, quoting what the agent said.
+ */
+export function admitNodeStatus(reported: NodeStatus): NodeStatus {
+  const status = boundNodeStatus(reported);
+  if (NODE_STATES.has(status.state)) return status;
+  // Bounded again: the quoted state comes on top of a reason that may already be at its limit.
+  return boundNodeStatus({
+    ...status,
+    state: 'Degraded',
+    reason: `agent reported unknown state ${JSON.stringify(status.state)}${status.reason ? `: ${status.reason}` : ''}`,
+  });
 }
 
 /** The status with every field within its limit; a cut is marked where it happened. */

@@ -2,7 +2,7 @@
 // client certificate names; after that the stream speaks only for that node.
 
 import type { ServerDuplexStream, ServiceError } from '@grpc/grpc-js';
-import { agentVersionProblem, boundNodeStatus, InvalidDocumentError, McplaneError, PermissionDeniedError, RateLimitedError, registrationProblems, type NodeStatus } from '../../machineconfig/index.ts';
+import { agentVersionProblem, InvalidDocumentError, McplaneError, PermissionDeniedError, RateLimitedError, registrationProblems, type NodeStatus } from '../../machineconfig/index.ts';
 import type { AgentMessage__Output } from '../../runtime/generated/mcplane/v1/AgentMessage.ts';
 import type { AgentServiceHandlers } from '../../runtime/generated/mcplane/v1/AgentService.ts';
 import type { NodeStatus__Output } from '../../runtime/generated/mcplane/v1/NodeStatus.ts';
@@ -122,8 +122,12 @@ export function agentService(agents: AgentEntry, auth: Authorizer, log: Logger):
   };
 }
 
+/**
+ * The report as the protocol's defaults fill it in; admitted (bounded, its state checked) by the
+ * agent entry, the one place every report passes.
+ */
 function statusFromWire(s: NodeStatus__Output | null, bootId = '', agentVersion = ''): NodeStatus {
-  return boundNodeStatus({
+  return {
     currentConfig: s?.currentConfig ?? '',
     desiredConfig: s?.desiredConfig ?? '',
     state: (s?.state || 'Done') as NodeStatus['state'],
@@ -134,8 +138,8 @@ function statusFromWire(s: NodeStatus__Output | null, bootId = '', agentVersion 
     bootId: s?.bootId || bootId,
     agentVersion: s?.agentVersion || agentVersion,
     lastDisruption: s?.lastDisruption ?? '',
-    // Checked field by field (types, lengths) by boundNodeStatus, like the rest.
+    // Checked field by field (types, lengths) on admission, like the rest.
     currentUpdate: (s?.currentUpdate ?? null) as NodeStatus['currentUpdate'],
     lastUpdate: (s?.lastUpdate ?? null) as NodeStatus['lastUpdate'],
-  });
+  };
 }

@@ -1,8 +1,8 @@
 // Where an agent's stream enters the control plane: register, report, renew a certificate,
 // disconnect. What an agent sends is trusted to say who it is (its certificate, checked by the
-// service), not to be well-formed: every status passes through one sanitizer here.
+// service), not to be well-formed: every status is admitted here (admitNodeStatus), once.
 
-import type { NodeState, NodeStatus } from '../../machineconfig/index.ts';
+import { admitNodeStatus, type NodeStatus } from '../../machineconfig/index.ts';
 import type { CertificateBinding } from '../../runtime/pki.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { ClusterCache } from '../cache/cluster-cache.ts';
@@ -25,8 +25,6 @@ export interface NodeRegistration {
   status: NodeStatus;
 }
 
-const NODE_STATES: readonly NodeState[] = ['Done', 'Working', 'Degraded', 'Unreconcilable', 'RolledBack'];
-
 export class AgentEntry {
   readonly #cache: ClusterCache;
   readonly #sessions: AgentSessions;
@@ -42,7 +40,7 @@ export class AgentEntry {
   }
 
   async registerNode(reg: NodeRegistration, stream: AgentStream): Promise<LocalSession> {
-    const status = sanitizeStatus(reg.status);
+    const status = admitNodeStatus(reg.status);
     const isNew = !this.#cache.nodeRecords.has(reg.nodeName);
     const session = await this.#sessions.open({ nodeName: reg.nodeName, labels: reg.labels, ...(reg.boundPool ? { boundPool: reg.boundPool } : {}), ...(reg.certificate ? { certificate: reg.certificate } : {}), ...(reg.certificateDer ? { certificateDer: reg.certificateDer } : {}), bootId: reg.bootId, status }, stream);
     // The leader decides the pool; the answer here is the same rule applied to what this
@@ -57,7 +55,7 @@ export class AgentEntry {
   }
 
   reportStatus(nodeName: string, status: NodeStatus): void {
-    const clean = sanitizeStatus(status);
+    const clean = admitNodeStatus(status);
     // Timed only while this replica holds the node's stream (as the report is stored only then).
     if (this.#sessions.get(nodeName)) this.#phases.report(nodeName, clean, true);
     this.#sessions.report(nodeName, clean);
@@ -71,14 +69,4 @@ export class AgentEntry {
   async disconnect(nodeName: string, stream: AgentStream): Promise<void> {
     if (await this.#sessions.close(nodeName, stream)) this.log.info({ node: nodeName }, 'node disconnected');
   }
-}
-
-/** A state outside the protocol's makes the node Degraded, with what the agent said. */
-function sanitizeStatus(status: NodeStatus): NodeStatus {
-  if (NODE_STATES.includes(status.state)) return status;
-  return {
-    ...status,
-    state: 'Degraded',
-    reason: `agent reported unknown state ${JSON.stringify(status.state)}${status.reason ? `: ${status.reason}` : ''}`,
-  };
 }

@@ -7,7 +7,7 @@
 // A node that reconnects replaces its old stream, here or on another replica: the replica
 // that sees its session taken over ends its own stream.
 
-import { admitNodeLabels, ConflictError, labelsForPool, PermissionDeniedError, PreconditionFailedError, RateLimitedError, StoreUnavailableError, type Labels, type NodeStatus } from '../../machineconfig/index.ts';
+import { admitNodeLabels, labelsForPool, PermissionDeniedError, PreconditionFailedError, RateLimitedError, StoreUnavailableError, type Labels, type NodeStatus } from '../../machineconfig/index.ts';
 import type { ServerMessage } from '../../runtime/generated/mcplane/v1/ServerMessage.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { certificateBinding, generationOf, issuerAmong, trustedCas, type CertificateBinding, type TrustedCa } from '../../runtime/pki.ts';
@@ -19,7 +19,7 @@ import type { PreEncoded } from '../../runtime/pre-encoded.ts';
 import type { Replica } from '../replica/replica.ts';
 import { GroupCommit } from '../store/group-commit.ts';
 import type { WriteOp } from '../store/store.ts';
-import type { AgentSessionRecord, NodeRecordValue, NodeStatusRecord } from '../store/stored-records.ts';
+import type { AgentSessionRecord, NodeRecordValue } from '../store/stored-records.ts';
 
 export interface AgentStream {
   /** A message, or one encoded once for many streams (an assignment: see assignment-dispatcher). */
@@ -165,8 +165,7 @@ export class AgentSessions {
       // Unchanged, but the binding it was checked against must still hold when this commits.
       ops.push({ type: 'check', kind: 'Node', name, expectedVersion: record.resourceVersion });
     }
-    const status = this.cache.nodeStatuses.get(name);
-    ops.push({ type: 'put', kind: 'NodeStatus', name, value: { status: opening.status, lastSeen: now } satisfies NodeStatusRecord, ...(status ? { createdAt: status.createdAt } : {}) });
+    ops.push(this.writer.opening(name, opening.status, now));
     const session: AgentSessionRecord = { replica: this.replica.name, since: now, bootId: opening.bootId };
     ops.push({ type: 'put', kind: 'AgentSession', name, value: session, lease: lease.id });
     // A stream of the same node opened here with a renewed certificate takes over from the one
@@ -381,21 +380,8 @@ export class AgentSessions {
   }
 
   /** Removes a session record this replica wrote, with the session's last report as the status. */
-  async #endSession(local: LocalSession): Promise<void> {
-    const node = local.node;
-    await this.writer.flush();
-    // The session ends, and "last seen" becomes the moment it did (a connected node's agent
-    // sends heartbeats, which are not written: the open session is what says it is there). The
-    // status is the session's own last report: the flushed write may not be in the cache yet,
-    // and the cached one would write an older report back over it.
-    const stored = this.cache.nodeStatuses.get(node);
-    await this.cache.store.commit([
-      { type: 'delete', kind: 'AgentSession', name: node, expectedVersion: local.epoch },
-      { type: 'put', kind: 'NodeStatus', name: node, value: { status: local.lastStatus, lastSeen: Date.now() } satisfies NodeStatusRecord, ...(stored ? { createdAt: stored.createdAt } : {}) },
-    ])
-      .catch((err: unknown) => {
-        if (!(err instanceof ConflictError)) this.log.warn({ err, node }, 'could not remove the session record; it ends with this replica\'s lease');
-      });
+  #endSession(local: LocalSession): Promise<void> {
+    return this.writer.ending(local.node, local.epoch, local.lastStatus);
   }
 
   send(node: string, message: ServerMessage): boolean {

@@ -1,3 +1,6 @@
+// The one writer of NodeStatus records: a session's first report (part of the registration's
+// commit), every report after it, and the last one when the session ends.
+//
 // Agents report often, so their reports are written in batches: every few milliseconds, all the
 // reports that arrived, each fenced by its session's epoch, within the store's limits per
 // commit. A batch that fails on one stale session is retried node by node, so one node that
@@ -31,6 +34,33 @@ export class NodeStatusWriter {
     private readonly onStale: (node: string, epoch: string) => void,
   ) {}
 
+  /** The write of a session's first report, for the commit that opens the session. */
+  opening(node: string, status: NodeStatus, at: number): WriteOp {
+    return this.#put(node, status, at);
+  }
+
+  /**
+   * Ends a session this replica opened: its record removed and its last report stored, "last
+   * seen" the moment it ended (a connected node's heartbeats are not written: the open session
+   * is what says it is there). The last report is the session's own: a batch flushed just before
+   * may not be in the cache yet, and the cached one would write an older report back over it.
+   * A session replaced meanwhile (another stream of the node) is left to its holder.
+   */
+  async ending(node: string, epoch: string, lastStatus: NodeStatus): Promise<void> {
+    await this.flush();
+    await this.cache.store.commit([
+      { type: 'delete', kind: 'AgentSession', name: node, expectedVersion: epoch },
+      this.#put(node, lastStatus, Date.now()),
+    ]).catch((err: unknown) => {
+      if (!(err instanceof ConflictError)) this.log.warn({ err, node }, 'could not remove the session record; it ends with this replica\'s lease');
+    });
+  }
+
+  #put(node: string, status: NodeStatus, lastSeen: number): WriteOp {
+    const existing = this.cache.nodeStatuses.get(node);
+    return { type: 'put', kind: 'NodeStatus', name: node, value: { status, lastSeen } satisfies NodeStatusRecord, ...(existing ? { createdAt: existing.createdAt } : {}) };
+  }
+
   enqueue(node: string, epoch: string, status: NodeStatus): void {
     this.#pending.set(node, { epoch, status, at: Date.now() });
     this.#timer ??= setTimeout(() => void this.flush(), FLUSH_INTERVAL_MS);
@@ -52,9 +82,8 @@ export class NodeStatusWriter {
   async #write(entries: [string, Pending][], retryAlone: boolean): Promise<void> {
     const ops: WriteOp[] = [];
     for (const [node, p] of entries) {
-      const existing = this.cache.nodeStatuses.get(node);
       ops.push({ type: 'check', kind: 'AgentSession', name: node, expectedVersion: p.epoch });
-      ops.push({ type: 'put', kind: 'NodeStatus', name: node, value: { status: p.status, lastSeen: p.at } satisfies NodeStatusRecord, ...(existing ? { createdAt: existing.createdAt } : {}) });
+      ops.push(this.#put(node, p.status, p.at));
     }
     try {
       await this.cache.store.commit(ops);
