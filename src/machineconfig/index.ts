@@ -12,7 +12,8 @@ export { formatSelector, isEmptySelector, matchesSelector } from './label-select
 export { parseMachineConfig } from './machine-config.ts';
 export { parseMachineConfiguration } from './machine-configuration.ts';
 export { mergeDisruptionPolicies, policyEntryOrigin } from './disruption-policy-merge.ts';
-export { defaultPools, parseAssignedDisruptionPolicy, parseAssignedDriftPolicy, parseMachineConfigPool, resolveMaxUnavailable } from './machine-config-pool.ts';
+export { defaultPools, parseAssignedDisruptionPolicy, parseAssignedDriftPolicy, parseMachineConfigPool } from './machine-config-pool.ts';
+export { resolveMaxUnavailable } from './max-unavailable.ts';
 export { parseDocuments, parseManifests, readDocuments, type ParsedManifests, type RawDocument } from './manifest.ts';
 export { MAX_APPLY_YAML_ANCHORS, MAX_APPLY_YAML_NODES, MAX_APPLY_YAML_TOKENS, YamlBudget } from './yaml-expansion.ts';
 export { managedPathViolation, isUnder } from './paths.ts';
@@ -24,14 +25,15 @@ export { agentVersionProblem, boundNodeStatus, MAX_AGENT_VERSION_CHARS, MAX_DRIF
 export { escapeControlCharacters } from './control-characters.ts';
 export { isDegraded, isReady, isUpdated, unavailableReason } from './node-availability.ts';
 export { computePoolStatus, conditionOf, DEFAULT_DRAIN_STALLED_AFTER_MS, formatDuration, type DrainInProgress, type PoolStatusInput } from './pool-status.ts';
-export { decideRollout, rolloutOrder, type RolloutDecision, type RolloutSafetyInput } from './rollout.ts';
+export { decideRollout, type RolloutDecision, type RolloutSafetyInput } from './rollout.ts';
 export { unselectedConfigs } from './unselected-configs.ts';
 export { applyWarnings } from './apply-warnings.ts';
 export { appendToHistory, boundUpdateRecord, endPhase, enterPhase, finishUpdate, MAX_HISTORY_UPDATES, MAX_UPDATE_PHASES, startUpdate, typicalUpdate, withPhase, type TypicalUpdate, type UpdatePhase, type UpdateRecord, type UpdateResult } from './update-record.ts';
 export { generatedFromImported, isRenderedConfigName, manifestFromClusterObject, RENDERED_PREFIX, SOURCE_RESOURCES, type ClusterKind } from './cluster-object.ts';
-export { formatWait, formatWaitChangesIn, isKnownTimeZone, waitsForWindow, windowState, type MaintenanceWindow, type MaintenanceWindowScope, type WindowState } from './maintenance-window.ts';
-export { budgetGroupOf, type DisruptionBudget } from './disruption-budget.ts';
+export { formatWait, formatWaitChangesIn, isKnownTimeZone, waitsForWindow, windowState, type WindowState } from './maintenance-window.ts';
+export { budgetGroupOf } from './disruption-budget.ts';
 export { isDisruptive, type RolloutContext } from './rollout.ts';
+export { rolloutOrder } from './rollout-order.ts';
 export { previewRollout, type NodeSchedule } from './rollout-preview.ts';
 export { durationMs } from './duration.ts';
 export { parseHealthCheck, parseRolloutPolicy } from './rollout-policy.ts';

@@ -77,3 +77,31 @@ test('src/controlplane/api: services take the parts they use (api-access.ts), no
   // api-access.ts names the commands by ControlPlane's method signatures; no service imports it.
   assert.deepEqual(reaching, ['controlplane/api/api-access.ts']);
 });
+
+/** The import cycles of `edges`: each as its files in order, the first one repeated last. */
+function cycles(edges: [string, string][]): string[][] {
+  const next = new Map<string, string[]>();
+  for (const [from, to] of edges) next.set(from, [...(next.get(from) ?? []), to]);
+  const found: string[][] = [];
+  const done = new Set<string>();
+  const path: string[] = [];
+  const visit = (file: string): void => {
+    const at = path.indexOf(file);
+    if (at !== -1) {
+      found.push([...path.slice(at), file]);
+      return;
+    }
+    if (done.has(file)) return;
+    path.push(file);
+    for (const to of next.get(file) ?? []) visit(to);
+    path.pop();
+    done.add(file);
+  };
+  for (const file of next.keys()) visit(file);
+  return found;
+}
+
+test('src/machineconfig has no import cycles, type imports included', () => {
+  const inside = imports().filter(([from, to]) => top(from) === 'machineconfig' && top(to) === 'machineconfig');
+  assert.deepEqual(cycles(inside).map((c) => c.join(' -> ')), []);
+});
