@@ -28,6 +28,7 @@ export { computePoolStatus, conditionOf, DEFAULT_DRAIN_STALLED_AFTER_MS, formatD
 export { decideRollout, type RolloutDecision, type RolloutSafetyInput } from './rollout.ts';
 export { unselectedConfigs } from './unselected-configs.ts';
 export { applyWarnings } from './apply-warnings.ts';
+export { parseApplyRequest, type ApplyRequest } from './apply-request.ts';
 export { appendToHistory, boundUpdateRecord, endPhase, enterPhase, finishUpdate, MAX_HISTORY_UPDATES, MAX_UPDATE_PHASES, startUpdate, typicalUpdate, withPhase, type TypicalUpdate, type UpdatePhase, type UpdateRecord, type UpdateResult } from './update-record.ts';
 export { generatedFromImported, isRenderedConfigName, manifestFromClusterObject, RENDERED_PREFIX, SOURCE_RESOURCES, type ClusterKind } from './cluster-object.ts';
 export { formatWait, formatWaitChangesIn, isKnownTimeZone, waitsForWindow, windowState, type WindowState } from './maintenance-window.ts';

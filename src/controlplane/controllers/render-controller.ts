@@ -7,12 +7,12 @@
 import { configsForPool, ConflictError, RenderError, renderPool, sha256Hex } from '../../machineconfig/index.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
+import { poolStatusFor } from '../cache/pool-status-now.ts';
 import { referencedConfigs } from '../cache/referenced-configs.ts';
 import { systemClock, type Clock } from '../replica/clock.ts';
 import type { KeyedController } from './reconciler.ts';
 import type { LeaderWriter } from '../replica/leader-writer.ts';
 import type { ServerMetrics } from '../metrics/server-metrics.ts';
-import { poolStatusFor } from './pool-status-controller.ts';
 import { opBytes } from '../store/store-limits.ts';
 import { STORE_LIMITS, type WriteOp } from '../store/store.ts';
 import type { PoolStatusRecord, StoredRendered } from '../store/stored-records.ts';
