@@ -21,12 +21,13 @@ import {
   type ApplyRequest,
   type MachineConfig,
   type MachineConfigPool,
+  type MachineConfiguration,
   type Problem,
   type UpdateRecord,
 } from '../../machineconfig/index.ts';
 import { isSourceKind, SOURCE_KINDS } from '../../machineconfig/generated-configs.ts';
 import type { Logger } from '../../runtime/logger.ts';
-import { previewApply, type ApplyPreview } from '../cache/apply-preview.ts';
+import { previewApply, type AppliedDocuments, type ApplyPreview } from '../cache/apply-preview.ts';
 import type { ClusterCache } from '../cache/cluster-cache.ts';
 import { generatedConfigsFor, generatedConfigWrites } from '../cache/generated-config-plan.ts';
 import type { Clock } from '../replica/clock.ts';
@@ -90,23 +91,34 @@ export class ConfigCommands {
       ops.push({ type: 'put', kind, name, value, expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}) });
       return true;
     };
+    /** What changes, for the preview: an object identical to the stored one previews nothing. */
+    const changed = { configs: [] as MachineConfig[], pools: [] as MachineConfigPool[], machineConfigurations: [] as MachineConfiguration[] };
     for (const mc of request.configs) {
       const existing = this.#cache.configs.get(mc.metadata.name);
-      if (put('MachineConfig', mc.metadata.name, mc, existing)) touchedConfigs.push(mc, ...(existing ? [existing.value] : []));
+      if (!put('MachineConfig', mc.metadata.name, mc, existing)) continue;
+      touchedConfigs.push(mc, ...(existing ? [existing.value] : []));
+      changed.configs.push(mc);
     }
     for (const pool of request.pools) {
-      if (put('MachineConfigPool', pool.metadata.name, pool, this.#cache.pools.get(pool.metadata.name))) touchedPools.add(pool.metadata.name);
+      if (!put('MachineConfigPool', pool.metadata.name, pool, this.#cache.pools.get(pool.metadata.name))) continue;
+      touchedPools.add(pool.metadata.name);
+      changed.pools.push(pool);
     }
     // Nothing renders from a MachineConfiguration: the dispatchers re-send every assignment with
     // the new policy.
-    for (const mcfg of request.machineConfigurations) put('MachineConfiguration', mcfg.metadata.name, mcfg, this.#cache.machineConfiguration);
+    for (const mcfg of request.machineConfigurations) {
+      if (put('MachineConfiguration', mcfg.metadata.name, mcfg, this.#cache.machineConfiguration)) changed.machineConfigurations.push(mcfg);
+    }
     // The leader's generated-config controller makes MachineConfigs of these (or reports why not):
     // the pools whose generated configs change are waited for like the others, and a dry run
     // previews those configs as the MachineConfigs they are.
     for (const source of request.sources) put(source.kind, source.metadata.name, source, this.#cache.sourcesOf(source.kind).get(source.metadata.name));
     const generated = request.sources.length > 0 ? generatedConfigWrites(this.#cache, generatedConfigsFor(this.#cache, request.sources).configs) : { ops: [], changed: [] };
     touchedConfigs.push(...generated.changed);
-    if (dryRun) return { objects: results, preview: await this.#preview(request, generated.ops) };
+    if (dryRun) {
+      for (const op of generated.ops) if (op.type === 'put') changed.configs.push(op.value as MachineConfig);
+      return { objects: results, preview: await this.#preview(changed) };
+    }
     if (ops.length === 0) return { objects: results };
     const { revision } = await this.#store.commit(ops).catch((err: unknown) => {
       // All or nothing means one transaction, and a transaction has etcd's limits.
@@ -121,10 +133,8 @@ export class ConfigCommands {
     return { objects: results };
   }
 
-  /** The dry-run preview of `request`, with the generated configs it would write (`generated`). */
-  async #preview(request: ApplyRequest, generated: readonly WriteOp[]): Promise<ApplyPreview> {
-    const configs = [...request.configs];
-    for (const op of generated) if (op.type === 'put') configs.push(op.value as MachineConfig);
+  /** The dry-run preview of what an Apply changes (`applied`: its generated configs among them). */
+  async #preview(applied: AppliedDocuments): Promise<ApplyPreview> {
     // What updates take, from the histories of up to PREVIEW_HISTORY_SAMPLE nodes per pool, read
     // when asked: a history is up to 20 updates with their phases, and a median needs no more.
     const sample: string[] = [];
@@ -142,7 +152,7 @@ export class ConfigCommands {
       const records = await Promise.all(names.map((name) => this.#store.get<NodeHistoryRecord>('NodeHistory', name)));
       names.forEach((name, j) => history.set(name, records[j]?.value.updates ?? []));
     }
-    return previewApply(this.#cache, { ...request, configs }, this.#clock.now(), history);
+    return previewApply(this.#cache, applied, this.#clock.now(), history);
   }
 
   async delete(kind: string, name: string, requestedBy = 'unknown'): Promise<void> {
