@@ -40,13 +40,13 @@ export function configService({ cache }: ApiReads, commands: ConfigCommands, aut
         renderedConfigs: [...cache.rendered.values()]
           .filter((r) => !req.pool || r.value.pool === req.pool)
           .sort((a, b) => a.value.pool.localeCompare(b.value.pool) || b.createdAt - a.createdAt)
-          .map((r) => renderedToWire(r, references, false)),
+          .map((r) => renderedToWire(r, references)),
       };
     }),
     GetRenderedConfig: admin((req: { name: string }) => {
       const stored = cache.rendered.get(req.name);
       if (!stored) throw new NotFoundError('RenderedConfig', req.name);
-      return renderedToWire(stored, referencedConfigs(cache), true);
+      return renderedToWire(stored, referencedConfigs(cache), cache.renderedConfig(req.name)!.specJson);
     }),
     SetPoolPaused: admin(async (req: { name: string; paused: boolean }) => {
       await commands.setPoolPaused(req.name, req.paused);
