@@ -4,7 +4,7 @@
 
 import { isUpdated } from './node-availability.ts';
 import { durationMs } from './duration.ts';
-import { rolloutOrder } from './rollout.ts';
+import { rolloutOrder } from './rollout-order.ts';
 import type { MachineConfigPool, NodeRecord } from './types.ts';
 
 const PERCENT = /^(\d+)%$/;

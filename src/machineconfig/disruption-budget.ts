@@ -3,16 +3,9 @@
 // share the values of the `groupBy` labels, e.g. one rack or one site) may be unavailable at once,
 // so a rollout never takes a whole rack down even when the pool's budget would allow it.
 
-import { resolveMaxUnavailable } from './machine-config-pool.ts';
+import { resolveMaxUnavailable } from './max-unavailable.ts';
 import { join, type ProblemCollector } from './problem-collector.ts';
-import type { NodeRecord } from './types.ts';
-
-export interface DisruptionBudget {
-  /** Label keys; nodes with the same values for all of them form one group. */
-  groupBy: string[];
-  /** An integer or a percentage of the group's nodes (rounded down, at least 1). */
-  maxUnavailable: number | string;
-}
+import type { DisruptionBudget, NodeRecord } from './types.ts';
 
 const PERCENT = /^(\d+)%$/;
 

@@ -84,7 +84,9 @@ export function parseKubeletConfig(doc: Record<string, unknown>, c: ProblemColle
   if (raw) {
     // Stored as given, so that it reads back as applied; checked, as MCO checks it, decoded.
     out.kubeletConfig = raw;
-    const kc = decodeKubeletConfiguration(raw, c, 'spec.kubeletConfig').value;
+    const { value: kc, ignored } = decodeKubeletConfiguration(raw, c, 'spec.kubeletConfig');
+    // Kept in the stored object, as applied; left out of kubelet.conf without a word from MCO.
+    for (const key of ignored) c.warn(`${c.object}: spec.kubeletConfig.${key} is not a KubeletConfiguration field, so it is left out of kubelet.conf (as MCO leaves it out); check its spelling`);
     for (const r of REFUSED_FIELDS) {
       if (r.isSet(kc)) c.add(`spec.kubeletConfig.${r.field}`, 'kubelet-field-refused', `KubeletConfiguration: ${r.field.replace('memorySwap.', '')} is not allowed to be set, but contains: ${JSON.stringify(r.field === 'memorySwap.swapBehavior' ? (kc.memorySwap as Record<string, unknown>).swapBehavior : kc[r.field])}`);
     }

@@ -9,7 +9,7 @@ import {
 import { parseDisruptionBudget } from './disruption-budget.ts';
 import { MAX_POLICY_ACTIONS, parseDisruptionPolicyEntries, unitName } from './disruption-policy-entries.ts';
 import { parseLabelSelector } from './label-selector.ts';
-import { parseMaintenanceWindows, WINDOW_SCOPES, type MaintenanceWindowScope } from './maintenance-window.ts';
+import { parseMaintenanceWindows, WINDOW_SCOPES } from './maintenance-window.ts';
 import { checkApiVersion, parseObjectMeta } from './object-meta.ts';
 import { nameAnnotationFields, withPoolSpecAnnotation } from './pool-spec-annotation.ts';
 import { join, ProblemCollector } from './problem-collector.ts';
@@ -22,6 +22,7 @@ import type {
   DriftPolicy,
   MachineConfigPool,
   MachineConfigPoolSpec,
+  MaintenanceWindowScope,
   PoolDrainPolicy,
 } from './types.ts';
 
@@ -117,15 +118,6 @@ function parseMaxUnavailable(raw: unknown, c: ProblemCollector): number | string
   }
   c.add('spec.maxUnavailable', 'max-unavailable', `maxUnavailable must be a whole number or a percentage from 0% to 100%, got ${JSON.stringify(raw)}`);
   return 1;
-}
-
-/**
- * How many nodes of `machineCount` may be updating at once: an integer as given, a percentage
- * rounded down, and at least 1 either way (MCO's rule, so a rollout always makes progress).
- */
-export function resolveMaxUnavailable(value: number | string, machineCount: number): number {
-  const n = typeof value === 'number' ? value : Math.floor((Number(PERCENT.exec(value)?.[1] ?? 0) * machineCount) / 100);
-  return Math.max(1, n);
 }
 
 /**

@@ -8,19 +8,8 @@
 import { Cron } from 'croner';
 import { durationMs } from './duration.ts';
 import { join, type ProblemCollector } from './problem-collector.ts';
-import type { MachineConfigPoolSpec } from './types.ts';
+import type { MachineConfigPoolSpec, MaintenanceWindow, MaintenanceWindowScope } from './types.ts';
 
-export interface MaintenanceWindow {
-  /** Five-field cron: minute hour day-of-month month day-of-week. */
-  schedule: string;
-  /** As written: "2h", "90m", "1h30m". */
-  duration: string;
-  /** IANA time zone the schedule is read in, e.g. "Europe/Berlin"; default "UTC". */
-  timeZone: string;
-}
-
-/** Which updates wait for a window: only those that drain or reboot (default), or every one. */
-export type MaintenanceWindowScope = 'Disruptive' | 'All';
 export const WINDOW_SCOPES: readonly MaintenanceWindowScope[] = ['Disruptive', 'All'];
 
 /** Every reconcile evaluates every window: a pool needs a handful, not thousands. */

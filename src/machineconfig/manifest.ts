@@ -28,6 +28,8 @@ export interface ParsedManifests {
   /** KubeletConfigs, ContainerRuntimeConfigs, Image/cluster and the mirror sets (generated-configs.ts). */
   sources: SourceObject[];
   problems: Problem[];
+  /** What the valid documents hold that is most likely not meant (ProblemCollector.warnings). */
+  warnings: string[];
 }
 
 /**
@@ -115,7 +117,7 @@ function parseText(text: string, sourceName: string, problems: Problem[], budget
 
 /** Validates raw documents as MachineConfigs, MachineConfigPools and MachineConfiguration/cluster, collecting every problem. */
 export function parseDocuments(documents: RawDocument[]): ParsedManifests {
-  const out: ParsedManifests = { configs: [], pools: [], machineConfigurations: [], sources: [], problems: [] };
+  const out: ParsedManifests = { configs: [], pools: [], machineConfigurations: [], sources: [], problems: [], warnings: [] };
   const seen = new Map<string, string>();
   const budget = applyBudget();
   for (const { source, value } of documents) {
@@ -144,6 +146,7 @@ export function parseDocuments(documents: RawDocument[]): ParsedManifests {
       c.add('kind', 'unknown-kind', `kind ${JSON.stringify(value.kind ?? null)} is not ${KIND_MACHINE_CONFIG}, ${KIND_MACHINE_CONFIG_POOL}, ${KIND_MACHINE_CONFIGURATION} or one of ${SOURCE_KINDS.join(', ')}`);
     }
     out.problems.push(...c.problems);
+    if (c.ok) out.warnings.push(...c.warnings);
   }
   return out;
 }

@@ -3,7 +3,7 @@
 
 import { formatProblem, type Problem } from './errors.ts';
 import { isDegraded, isReady, isUpdated, unavailableReason } from './node-availability.ts';
-import { resolveMaxUnavailable } from './machine-config-pool.ts';
+import { resolveMaxUnavailable } from './max-unavailable.ts';
 import { formatWait, windowState } from './maintenance-window.ts';
 import { describeHalt, type RolloutHalt } from './rollout-failures.ts';
 import type { Condition, ConditionStatus, MachineConfigPool, NodeRecord, PoolStatus } from './types.ts';

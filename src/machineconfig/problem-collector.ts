@@ -10,8 +10,14 @@ type Json = unknown;
  */
 export class ProblemCollector {
   readonly problems: Problem[] = [];
+  /** What is valid and yet most likely not what the author meant: Apply answers with these. */
+  readonly warnings: string[] = [];
 
   constructor(readonly object: string, readonly source?: string) {}
+
+  warn(message: string): void {
+    this.warnings.push(message);
+  }
 
   add(field: string, rule: string, message: string): void {
     const p: Problem = { object: this.object, field, rule, message };

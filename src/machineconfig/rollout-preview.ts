@@ -5,7 +5,8 @@
 // Each batch takes `batchMs` (what the pool's recent updates took): a batch that would start after
 // its window closed waits for the next one, as the rollout makes it.
 
-import { decideRollout, isDisruptive, rolloutOrder, type RolloutContext } from './rollout.ts';
+import { decideRollout, isDisruptive, type RolloutContext } from './rollout.ts';
+import { rolloutOrder } from './rollout-order.ts';
 import type { RolloutState } from './rollout-failures.ts';
 import { waitsForWindow, windowState } from './maintenance-window.ts';
 import type { MachineConfigPool, NodeRecord } from './types.ts';

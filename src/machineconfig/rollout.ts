@@ -1,13 +1,13 @@
 // Which nodes of a pool receive the pool's target config next (MCO's node controller).
 
-import { ZONE_LABEL } from './constants.ts';
-import { resolveMaxUnavailable } from './machine-config-pool.ts';
+import { resolveMaxUnavailable } from './max-unavailable.ts';
 import { isDegraded, unavailableReason } from './node-availability.ts';
 import { canaryGate, type CanaryGate } from './canary.ts';
 import type { UpdateAction } from './config-diff.ts';
 import { GroupBudget } from './disruption-budget.ts';
 import { waitsForWindow, windowState } from './maintenance-window.ts';
 import { activeHalt, effectiveTarget, type RolloutState } from './rollout-failures.ts';
+import { rolloutOrder } from './rollout-order.ts';
 import type { MachineConfigPool, NodeRecord } from './types.ts';
 
 /** What decisions read besides the pool and its nodes: the time, what each update costs, and the leader's rollout bookkeeping. */
@@ -112,10 +112,3 @@ export function decideRollout(pool: MachineConfigPool, renderedTarget: string, n
   };
 }
 
-export function rolloutOrder(a: NodeRecord, b: NodeRecord): number {
-  const za = a.labels[ZONE_LABEL] ?? '';
-  const zb = b.labels[ZONE_LABEL] ?? '';
-  if (za !== zb) return za < zb ? -1 : 1;
-  if (a.registeredAt !== b.registeredAt) return a.registeredAt - b.registeredAt;
-  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
-}

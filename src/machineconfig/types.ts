@@ -2,8 +2,6 @@
 // one to one; mcplane's additions are marked as such.
 
 import type { KernelType } from './constants.ts';
-import type { DisruptionBudget } from './disruption-budget.ts';
-import type { MaintenanceWindow, MaintenanceWindowScope } from './maintenance-window.ts';
 
 export type Labels = Record<string, string>;
 
@@ -147,6 +145,27 @@ export interface DisruptionPolicy {
   units?: { name: string; actions: DisruptionAction[] }[];
   /** SSH key changes; MCO's default is none. */
   sshkey?: { actions: DisruptionAction[] };
+}
+
+/** mcplane addition: a recurring time in which drains and reboots may start (maintenance-window.ts). */
+export interface MaintenanceWindow {
+  /** Five-field cron: minute hour day-of-month month day-of-week. */
+  schedule: string;
+  /** As written: "2h", "90m", "1h30m". */
+  duration: string;
+  /** IANA time zone the schedule is read in, e.g. "Europe/Berlin"; default "UTC". */
+  timeZone: string;
+}
+
+/** Which updates wait for a window: only those that drain or reboot (default), or every one. */
+export type MaintenanceWindowScope = 'Disruptive' | 'All';
+
+/** mcplane addition: a budget per group of nodes (disruption-budget.ts). */
+export interface DisruptionBudget {
+  /** Label keys; nodes with the same values for all of them form one group. */
+  groupBy: string[];
+  /** An integer or a percentage of the group's nodes (rounded down, at least 1). */
+  maxUnavailable: number | string;
 }
 
 /** mcplane addition: what the agent does when a managed file changes behind its back. */

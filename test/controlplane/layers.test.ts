@@ -77,3 +77,60 @@ test('src/controlplane/api: services take the parts they use (api-access.ts), no
   // api-access.ts names the commands by ControlPlane's method signatures; no service imports it.
   assert.deepEqual(reaching, ['controlplane/api/api-access.ts']);
 });
+
+/** The import cycles of `edges`: each as its files in order, the first one repeated last. */
+function cycles(edges: [string, string][]): string[][] {
+  const next = new Map<string, string[]>();
+  for (const [from, to] of edges) next.set(from, [...(next.get(from) ?? []), to]);
+  const found: string[][] = [];
+  const done = new Set<string>();
+  const path: string[] = [];
+  const visit = (file: string): void => {
+    const at = path.indexOf(file);
+    if (at !== -1) {
+      found.push([...path.slice(at), file]);
+      return;
+    }
+    if (done.has(file)) return;
+    path.push(file);
+    for (const to of next.get(file) ?? []) visit(to);
+    path.pop();
+    done.add(file);
+  };
+  for (const file of next.keys()) visit(file);
+  return found;
+}
+
+test('src/machineconfig has no import cycles, type imports included', () => {
+  const inside = imports().filter(([from, to]) => top(from) === 'machineconfig' && top(to) === 'machineconfig');
+  assert.deepEqual(cycles(inside).map((c) => c.join(' -> ')), []);
+});
+
+test('src/controlplane: the API imports no controller, and no controller imports another', () => {
+  // What a controller and the API both need (what the generator wants, a pool's status now) is
+  // computed from the cache, and lives in cache/: a controller is the leader's writer alone.
+  const controllerFile = (path: string): boolean => /^controlplane\/controllers\/.*-controller\.ts$/.test(path);
+  const wrong = imports().filter(([from, to]) =>
+    (from.startsWith('controlplane/api/') && to.startsWith('controlplane/controllers/')) ||
+    (controllerFile(from) && controllerFile(to)));
+  assert.deepEqual(wrong.map(([f, t]) => `${f} -> ${t}`), []);
+});
+
+test("an Apply's manifests are read in one place, once per request", () => {
+  /** The files of src/ whose code calls `name`, each with how many times. */
+  const callers = (name: string): string[] => {
+    const found: string[] = [];
+    for (const entry of readdirSync(SRC, { recursive: true, withFileTypes: true })) {
+      if (!entry.isFile() || !entry.name.endsWith('.ts')) continue;
+      const file = join(entry.parentPath, entry.name);
+      const calls = readFileSync(file, 'utf8').split('\n').filter((line) => !/^\s*(\/\/|\*)/.test(line) && !/\bfunction\s/.test(line))
+        .join('\n').match(new RegExp(`\\b${name}\\(`, 'g'))?.length ?? 0;
+      if (calls) found.push(`${relative(SRC, file)} (${calls})`);
+    }
+    return found.sort();
+  };
+  // The server reads YAML text in parseApplyRequest alone (the CLI reads its files itself); the
+  // Apply handler calls it once, and stores, warns and previews from what it returns.
+  assert.deepEqual(callers('readDocuments').filter((f) => !f.startsWith('cli/')), ['machineconfig/apply-request.ts (1)', 'machineconfig/manifest.ts (1)']);
+  assert.deepEqual(callers('parseApplyRequest'), ['controlplane/api/config-service.ts (1)']);
+});

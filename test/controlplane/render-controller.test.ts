@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { afterEach, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
-import { RENDERED_HISTORY } from '../../src/controlplane/controllers/render-controller.ts';
+import { RENDERED_HISTORY, renderedConfigPut } from '../../src/controlplane/controllers/render-controller.ts';
+import { defaultPools, parseManifests, renderPool, sha256Hex } from '../../src/machineconfig/index.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
@@ -115,4 +116,18 @@ test('an Apply too large for one transaction is refused whole, saying why and wh
   });
   const { machineConfigs } = await call(c, c.config.listMachineConfigs.bind(c.config), {}, 'list');
   assert.deepEqual(machineConfigs.map((m) => m.name).filter((n) => /^50-[abc]$/.test(n)), [], 'nothing of it stored');
+});
+
+test("a rendered config is stored as the text its render hashed: byte for byte what JSON.stringify gives its value", () => {
+  const { configs, problems } = parseManifests([
+    karg('10-karg', '"quote\\"d", "ünï"'),
+    `apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata: {name: 20-file, labels: {machineconfiguration.openshift.io/role: worker}}\nspec: {config: {ignition: {version: 3.4.0}, storage: {files: [{path: /etc/a, mode: 0644, contents: {source: "data:,%E2%9C%93%0A"}}]}}}\n`,
+  ].map((m) => (typeof m === 'string' ? m : m.text)).join('---\n'));
+  assert.deepEqual(problems, []);
+  const rendered = renderPool(defaultPools().find((p) => p.metadata.name === 'worker')!, configs);
+  const op = renderedConfigPut(rendered);
+  assert.equal(op.json, JSON.stringify(op.value), 'the stored bytes do not change');
+  assert.ok(!('specJson' in (op.value as object)), 'the record holds the spec once');
+  assert.ok(op.json!.includes(`"spec":${rendered.specJson},`), 'the text the render made');
+  assert.equal(sha256Hex(rendered.specJson).slice(0, 32), rendered.hash);
 });

@@ -147,6 +147,14 @@ for (const backend of BACKENDS) {
       assert.deepEqual((await store.list(['Node'])).items, []);
     });
 
+    withStore("a put that brings its value's JSON text stores that text, not the value serialized again", async ({ store }) => {
+      // The writer vouches that `json` is its value's text (a rendered config's spec, serialized
+      // once by the render); a text that differs shows which of the two the store wrote.
+      await store.commit([put('RenderedConfig', 'r', { spec: 'as-object' }, { json: '{"spec":"as-text"}' })]);
+      assert.deepEqual((await store.get('RenderedConfig', 'r'))!.value, { spec: 'as-text' });
+      assert.deepEqual((await store.list(['RenderedConfig'])).items[0]!.value, { spec: 'as-text' });
+    });
+
     withStore('createdAt: new objects get the commit time, updates keep it, an op can set it', async ({ store }) => {
       const before = Date.now();
       const [created] = (await store.commit([put('Node', 'n', 1)])).objects;

@@ -13,24 +13,23 @@ import {
   MASTER_POOL,
   NodeNotConnectedError,
   NotFoundError,
-  parseDocuments,
   PermissionDeniedError,
   PreconditionFailedError,
-  readDocuments,
   StoreLimitError,
   StoreUnavailableError,
   WORKER_POOL,
-  YamlBudget,
+  type ApplyRequest,
   type MachineConfig,
   type MachineConfigPool,
+  type MachineConfiguration,
   type Problem,
   type UpdateRecord,
 } from '../../machineconfig/index.ts';
 import { isSourceKind, SOURCE_KINDS } from '../../machineconfig/generated-configs.ts';
 import type { Logger } from '../../runtime/logger.ts';
-import { previewApply, type ApplyPreview } from '../cache/apply-preview.ts';
+import { previewApply, type AppliedDocuments, type ApplyPreview } from '../cache/apply-preview.ts';
 import type { ClusterCache } from '../cache/cluster-cache.ts';
-import { generatedConfigsFor, generatedConfigWrites } from '../controllers/generated-config-controller.ts';
+import { generatedConfigsFor, generatedConfigWrites } from '../cache/generated-config-plan.ts';
 import type { Clock } from '../replica/clock.ts';
 import { DELETED_WITH_NODE } from '../store/kinds.ts';
 import type { Store, StoredKind, StoredObject, WriteOp } from '../store/store.ts';
@@ -73,25 +72,12 @@ export class ConfigCommands {
   }
 
   /**
-   * Validates every document first; stores all of them or none, in one commit. Answers once the
-   * commit is durable and the leader has rendered the pools it touched (seen through the watch).
+   * Stores every object of the request or none, in one commit. Answers once the commit is durable
+   * and the leader has rendered the pools it touched (seen through the watch); a dry run stores
+   * nothing and answers with the preview instead.
    */
-  async apply(manifests: { source: string; text: string }[], dryRun = false): Promise<AppliedObject[]> {
-    const problems: Problem[] = [];
-    // One budget for every text: what the request's YAML may cost is bounded as a whole.
-    const yamlBudget = new YamlBudget();
-    const documents = manifests.flatMap(({ source, text }) => {
-      const read = readDocuments(text, source, yamlBudget);
-      problems.push(...read.problems);
-      return read.documents;
-    });
-    const parsed = parseDocuments(documents);
-    problems.push(...parsed.problems);
-    if (problems.length) throw new InvalidDocumentError(problems);
-    this.#refuseInSourceMode([...parsed.configs.map((c) => `MachineConfig/${c.metadata.name}`), ...parsed.pools.map((p) => `MachineConfigPool/${p.metadata.name}`), ...parsed.sources.map((o) => `${o.kind}/${o.metadata.name}`)], 'applied');
-    if (documents.length === 0) {
-      throw new InvalidDocumentError([{ object: 'request', field: 'manifests', rule: 'required', message: 'no documents to apply' }]);
-    }
+  async apply(request: ApplyRequest, dryRun = false): Promise<{ objects: AppliedObject[]; preview?: ApplyPreview }> {
+    this.#refuseInSourceMode([...request.configs.map((c) => `MachineConfig/${c.metadata.name}`), ...request.pools.map((p) => `MachineConfigPool/${p.metadata.name}`), ...request.sources.map((o) => `${o.kind}/${o.metadata.name}`)], 'applied');
 
     const ops: WriteOp[] = [];
     const results: AppliedObject[] = [];
@@ -105,23 +91,35 @@ export class ConfigCommands {
       ops.push({ type: 'put', kind, name, value, expectedVersion: existing?.resourceVersion ?? null, ...(existing ? { createdAt: existing.createdAt } : {}) });
       return true;
     };
-    for (const mc of parsed.configs) {
+    /** What changes, for the preview: an object identical to the stored one previews nothing. */
+    const changed = { configs: [] as MachineConfig[], pools: [] as MachineConfigPool[], machineConfigurations: [] as MachineConfiguration[] };
+    for (const mc of request.configs) {
       const existing = this.#cache.configs.get(mc.metadata.name);
-      if (put('MachineConfig', mc.metadata.name, mc, existing)) touchedConfigs.push(mc, ...(existing ? [existing.value] : []));
+      if (!put('MachineConfig', mc.metadata.name, mc, existing)) continue;
+      touchedConfigs.push(mc, ...(existing ? [existing.value] : []));
+      changed.configs.push(mc);
     }
-    for (const pool of parsed.pools) {
-      if (put('MachineConfigPool', pool.metadata.name, pool, this.#cache.pools.get(pool.metadata.name))) touchedPools.add(pool.metadata.name);
+    for (const pool of request.pools) {
+      if (!put('MachineConfigPool', pool.metadata.name, pool, this.#cache.pools.get(pool.metadata.name))) continue;
+      touchedPools.add(pool.metadata.name);
+      changed.pools.push(pool);
     }
     // Nothing renders from a MachineConfiguration: the dispatchers re-send every assignment with
     // the new policy.
-    for (const mcfg of parsed.machineConfigurations) put('MachineConfiguration', mcfg.metadata.name, mcfg, this.#cache.machineConfiguration);
-    // The leader's generated-config controller makes MachineConfigs of these (or reports why not).
-    for (const source of parsed.sources) put(source.kind, source.metadata.name, source, this.#cache.sourcesOf(source.kind).get(source.metadata.name));
-    if (parsed.sources.length > 0) {
-      // The pools whose generated configs this Apply changes: waited for like the others.
-      touchedConfigs.push(...generatedConfigWrites(this.#cache, generatedConfigsFor(this.#cache, parsed.sources).configs).changed);
+    for (const mcfg of request.machineConfigurations) {
+      if (put('MachineConfiguration', mcfg.metadata.name, mcfg, this.#cache.machineConfiguration)) changed.machineConfigurations.push(mcfg);
     }
-    if (dryRun || ops.length === 0) return results;
+    // The leader's generated-config controller makes MachineConfigs of these (or reports why not):
+    // the pools whose generated configs change are waited for like the others, and a dry run
+    // previews those configs as the MachineConfigs they are.
+    for (const source of request.sources) put(source.kind, source.metadata.name, source, this.#cache.sourcesOf(source.kind).get(source.metadata.name));
+    const generated = request.sources.length > 0 ? generatedConfigWrites(this.#cache, generatedConfigsFor(this.#cache, request.sources).configs) : { ops: [], changed: [] };
+    touchedConfigs.push(...generated.changed);
+    if (dryRun) {
+      for (const op of generated.ops) if (op.type === 'put') changed.configs.push(op.value as MachineConfig);
+      return { objects: results, preview: await this.#preview(changed) };
+    }
+    if (ops.length === 0) return { objects: results };
     const { revision } = await this.#store.commit(ops).catch((err: unknown) => {
       // All or nothing means one transaction, and a transaction has etcd's limits.
       if (err instanceof StoreLimitError) {
@@ -130,19 +128,13 @@ export class ConfigCommands {
       throw err;
     });
     this.log.info({ objects: results.filter((r) => r.action !== 'unchanged') }, 'applied');
-    for (const name of this.#poolsSelecting(touchedConfigs, parsed.pools)) touchedPools.add(name);
+    for (const name of this.#poolsSelecting(touchedConfigs, request.pools)) touchedPools.add(name);
     await this.#waitForRender(touchedPools, revision);
-    return results;
+    return { objects: results };
   }
 
-  /** The dry-run preview of `manifests` (valid ones: call apply with dryRun first). */
-  async previewApply(manifests: { source: string; text: string }[]): Promise<ApplyPreview> {
-    const parsed = parseDocuments(manifests.flatMap(({ source, text }) => readDocuments(text, source).documents));
-    if (parsed.sources.length > 0) {
-      // KubeletConfigs, mirror sets and the like preview as the MachineConfigs they would generate.
-      const { ops } = generatedConfigWrites(this.#cache, generatedConfigsFor(this.#cache, parsed.sources).configs);
-      for (const op of ops) if (op.type === 'put') parsed.configs.push(op.value as MachineConfig);
-    }
+  /** The dry-run preview of what an Apply changes (`applied`: its generated configs among them). */
+  async #preview(applied: AppliedDocuments): Promise<ApplyPreview> {
     // What updates take, from the histories of up to PREVIEW_HISTORY_SAMPLE nodes per pool, read
     // when asked: a history is up to 20 updates with their phases, and a median needs no more.
     const sample: string[] = [];
@@ -160,7 +152,7 @@ export class ConfigCommands {
       const records = await Promise.all(names.map((name) => this.#store.get<NodeHistoryRecord>('NodeHistory', name)));
       names.forEach((name, j) => history.set(name, records[j]?.value.updates ?? []));
     }
-    return previewApply(this.#cache, parsed, this.#clock.now(), history);
+    return previewApply(this.#cache, applied, this.#clock.now(), history);
   }
 
   async delete(kind: string, name: string, requestedBy = 'unknown'): Promise<void> {

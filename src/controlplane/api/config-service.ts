@@ -1,9 +1,9 @@
-import { applyWarnings, NotFoundError } from '../../machineconfig/index.ts';
+import { applyWarnings, NotFoundError, parseApplyRequest } from '../../machineconfig/index.ts';
 import type { ConfigServiceHandlers } from '../../runtime/generated/mcplane/v1/ConfigService.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { ApiReads, ConfigCommands } from './api-access.ts';
 import { referencedConfigs } from '../cache/referenced-configs.ts';
-import { generatedConfigsFor } from '../controllers/generated-config-controller.ts';
+import { generatedConfigsFor } from '../cache/generated-config-plan.ts';
 import { InvalidDocumentError } from '../../machineconfig/index.ts';
 import { isSourceKind, SOURCE_KINDS } from '../../machineconfig/generated-configs.ts';
 import type { Authorizer } from './authorization.ts';
@@ -16,12 +16,12 @@ export function configService({ cache }: ApiReads, commands: ConfigCommands, aut
     return fn(req, auth.identify(call)?.commonName ?? 'local');
   });
   return {
-    Apply: admin(async (req: { manifests: { source: string; text: string }[]; dryRun: boolean }) => ({
-      objects: await commands.apply(req.manifests, req.dryRun),
-      warnings: applyWarnings(req.manifests, [...cache.pools.values()].map((p) => p.value)),
-      // Only valid documents get here (apply threw otherwise), so the preview can render them.
-      ...(req.dryRun ? await commands.previewApply(req.manifests) : {}),
-    })),
+    Apply: admin(async (req: { manifests: { source: string; text: string }[]; dryRun: boolean }) => {
+      // Read once: what is stored, warned of and previewed are the same objects.
+      const request = parseApplyRequest(req.manifests);
+      const { objects, preview } = await commands.apply(request, req.dryRun);
+      return { objects, warnings: applyWarnings(request, [...cache.pools.values()].map((p) => p.value)), ...preview };
+    }),
     Delete: admin(async (req: { kind: string; name: string }, who) => {
       await commands.delete(req.kind, req.name, who);
       return {};
@@ -40,13 +40,13 @@ export function configService({ cache }: ApiReads, commands: ConfigCommands, aut
         renderedConfigs: [...cache.rendered.values()]
           .filter((r) => !req.pool || r.value.pool === req.pool)
           .sort((a, b) => a.value.pool.localeCompare(b.value.pool) || b.createdAt - a.createdAt)
-          .map((r) => renderedToWire(r, references, false)),
+          .map((r) => renderedToWire(r, references)),
       };
     }),
     GetRenderedConfig: admin((req: { name: string }) => {
       const stored = cache.rendered.get(req.name);
       if (!stored) throw new NotFoundError('RenderedConfig', req.name);
-      return renderedToWire(stored, referencedConfigs(cache), true);
+      return renderedToWire(stored, referencedConfigs(cache), cache.renderedConfig(req.name)!.specJson);
     }),
     SetPoolPaused: admin(async (req: { name: string; paused: boolean }) => {
       await commands.setPoolPaused(req.name, req.paused);

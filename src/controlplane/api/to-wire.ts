@@ -70,12 +70,15 @@ export function machineConfigToWire(stored: StoredObject<DomainMachineConfig>): 
   };
 }
 
-/** `references` is RenderController.referencedConfigs(), computed once per request. */
-export function renderedToWire(stored: StoredObject<StoredRendered>, references: Map<string, string[]>, withSpec: boolean): RenderedConfig {
+/**
+ * `references` is referencedConfigs(cache), computed once per request; `specJson` the spec's text
+ * as the cache keeps it for the agents (ClusterCache.renderedConfig), or '' in a list.
+ */
+export function renderedToWire(stored: StoredObject<StoredRendered>, references: Map<string, string[]>, specJson = ''): RenderedConfig {
   return {
     name: stored.name,
     pool: stored.value.pool,
-    specJson: withSpec ? JSON.stringify(stored.value.spec) : '',
+    specJson,
     sources: stored.value.sources,
     creationTimeUnixMs: stored.createdAt,
     referencedBy: references.get(stored.name) ?? [],

@@ -5,7 +5,6 @@
 // what it shows is what then happens.
 
 import {
-  canonicalJson,
   configsForPool,
   diffSpecs,
   formatWait,
@@ -85,18 +84,12 @@ export interface AppliedDocuments {
 }
 
 /**
- * `history` is each node's stored update history (NodeHistory): what recent updates took is
+ * `applied` holds the documents that change what is stored (those Apply reports created or
+ * configured: one identical to the stored object previews nothing), the generated configs among
+ * them. `history` is each node's stored update history (NodeHistory): what recent updates took is
  * what the preview takes each batch to last, so batches spill into later windows as they would.
  */
-export function previewApply(cache: ClusterCache, request: AppliedDocuments, now: number, history: ReadonlyMap<string, readonly UpdateRecord[]> = new Map()): ApplyPreview {
-  // Documents identical to what is stored change nothing, and preview nothing (as apply reports
-  // them unchanged).
-  const same = (a: unknown, b: unknown): boolean => b !== undefined && canonicalJson(a) === canonicalJson(b);
-  const applied: AppliedDocuments = {
-    configs: request.configs.filter((mc) => !same(mc, cache.configs.get(mc.metadata.name)?.value)),
-    pools: request.pools.filter((p) => !same(p, cache.pools.get(p.metadata.name)?.value)),
-    machineConfigurations: request.machineConfigurations.filter((m) => !same(m, cache.machineConfiguration?.value)),
-  };
+export function previewApply(cache: ClusterCache, applied: AppliedDocuments, now: number, history: ReadonlyMap<string, readonly UpdateRecord[]> = new Map()): ApplyPreview {
   const configs = new Map([...cache.configs].map(([name, o]) => [name, o.value]));
   for (const mc of applied.configs) configs.set(mc.metadata.name, mc);
   const pools = new Map([...cache.pools].map(([name, o]) => [name, o.value]));

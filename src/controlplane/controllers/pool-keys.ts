@@ -32,7 +32,7 @@ export class PoolKeys {
     const pools = new Set<string>();
     for (const kind of POOL_KINDS) for (const name of change.changed.get(kind) ?? []) pools.add(name);
     for (const name of change.changed.get('RenderedConfig') ?? []) {
-      const pool = this.cache.renderedConfig(name)?.pool;
+      const pool = this.cache.rendered.get(name)?.value.pool;
       if (pool) pools.add(pool);
     }
     for (const kind of NODE_KINDS) {

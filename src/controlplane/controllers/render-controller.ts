@@ -4,17 +4,17 @@
 // on its last good config and keeps the problems for RenderDegraded. Rendered configs are garbage-collected, but never one a node's current or
 // desired config names: MCO strands nodes when it deletes those.
 
-import { configsForPool, ConflictError, RenderError, renderPool, sha256Hex } from '../../machineconfig/index.ts';
+import { configsForPool, ConflictError, RenderError, renderPool, sha256Hex, type RenderedConfig } from '../../machineconfig/index.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
+import { poolStatusFor } from '../cache/pool-status-now.ts';
 import { referencedConfigs } from '../cache/referenced-configs.ts';
 import { systemClock, type Clock } from '../replica/clock.ts';
 import type { KeyedController } from './reconciler.ts';
 import type { LeaderWriter } from '../replica/leader-writer.ts';
 import type { ServerMetrics } from '../metrics/server-metrics.ts';
-import { poolStatusFor } from './pool-status-controller.ts';
 import { opBytes } from '../store/store-limits.ts';
-import { STORE_LIMITS, type WriteOp } from '../store/store.ts';
+import { STORE_LIMITS, type PutOp, type WriteOp } from '../store/store.ts';
 import type { PoolStatusRecord, StoredRendered } from '../store/stored-records.ts';
 
 /** Rendered configs kept per pool beyond the referenced ones, newest first. */
@@ -78,8 +78,7 @@ export class RenderController implements KeyedController<string> {
     const elapsed = (): number => (performance.now() - started) / 1000;
     try {
       const rendered = renderPool(pool, configValues);
-      const { specJson: _json, ...value } = rendered;
-      const op: WriteOp = { type: 'put', kind: 'RenderedConfig', name: rendered.name, value: value satisfies StoredRendered };
+      const op = renderedConfigPut(rendered);
       const exists = this.cache.rendered.has(rendered.name);
       if (!exists) checkRenderedSize(name, op);
       this.metrics?.observeRender(elapsed(), true);
@@ -142,6 +141,18 @@ export class RenderController implements KeyedController<string> {
       await this.writer.commitEach(ops, signal);
     }
   }
+}
+
+/**
+ * The write that stores a rendered config. Its text is made around the spec's text that the
+ * render made and hashed (specJson), so the size checks and the store take that text rather than
+ * serializing megabytes again; it is the text JSON.stringify gives for the value, byte for byte.
+ */
+export function renderedConfigPut(rendered: RenderedConfig): PutOp {
+  const { name, pool, hash, spec, sources } = rendered;
+  const value: StoredRendered = { name, pool, hash, spec, sources };
+  const json = `${JSON.stringify({ name, pool, hash }).slice(0, -1)},"spec":${rendered.specJson},"sources":${JSON.stringify(sources)}}`;
+  return { type: 'put', kind: 'RenderedConfig', name, value, json };
 }
 
 /**

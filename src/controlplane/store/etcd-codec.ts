@@ -61,8 +61,9 @@ export class EtcdKeys {
   }
 }
 
-export function encodeEnvelope(value: unknown, createdAt: number): Buffer {
-  return Buffer.from(JSON.stringify({ createdAt, value } satisfies Envelope));
+/** The stored bytes: JSON.stringify({ createdAt, value }), around the value's JSON text as given. */
+export function encodeEnvelope(valueJson: string, createdAt: number): Buffer {
+  return Buffer.from(`{"createdAt":${JSON.stringify(createdAt)},"value":${valueJson}}`);
 }
 
 export function decodeEnvelope(raw: Buffer): Envelope {

@@ -23,7 +23,7 @@ import { EtcdLeaseThread } from './etcd-lease-thread.ts';
 import type { Compare, KeyValue, LeaseGrantResponse, RangeResponse, RequestOp, StatusResponse, TxnResponse } from './etcd-proto.ts';
 import { EtcdWatch } from './etcd-watch.ts';
 import { checkCommitLimits } from './store-limits.ts';
-import { STORE_LIMITS, type CommitResult, type Lease, type ListResult, type PutOp, type Store, type StoredKind, type StoredObject, type WatchHandlers, type WriteOp } from './store.ts';
+import { putJson, STORE_LIMITS, type CommitResult, type Lease, type ListResult, type PutOp, type Store, type StoredKind, type StoredObject, type WatchHandlers, type WriteOp } from './store.ts';
 
 export interface EtcdStoreOptions {
   /** Client endpoints of the etcd members, host:port. */
@@ -228,7 +228,7 @@ export class EtcdStore implements Store {
         if (op.type === 'put') {
           const createdAt = op.createdAt ?? current.get(key.toString())?.createdAt ?? now;
           createdAts.push(createdAt);
-          success.push({ request_put: { key, value: encodeEnvelope(op.value, createdAt), lease: op.lease ?? '0' } });
+          success.push({ request_put: { key, value: encodeEnvelope(putJson(op), createdAt), lease: op.lease ?? '0' } });
         } else if (op.type === 'delete') {
           success.push({ request_delete_range: { key } });
         }

@@ -17,7 +17,7 @@ import { ConflictError, StoreLimitError } from '../../machineconfig/index.ts';
 import { turnIfDue } from '../../runtime/turn-budget.ts';
 import { checkCommitLimits } from './store-limits.ts';
 import { WatchFanout } from './watch-fanout.ts';
-import type { ChangeEvent, CommitResult, Lease, ListResult, Store, StoredKind, StoredObject, WatchHandlers, WriteOp } from './store.ts';
+import { putJson, type ChangeEvent, type CommitResult, type Lease, type ListResult, type Store, type StoredKind, type StoredObject, type WatchHandlers, type WriteOp } from './store.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS objects (
@@ -122,7 +122,7 @@ export class SqliteStore implements Store {
         const current = currents[i];
         if (op.type === 'put') {
           const createdAt = op.createdAt ?? current?.created_at ?? now;
-          this.#stmt.upsert.run(op.kind, op.name, JSON.stringify(op.value), revision, createdAt, op.lease ?? null);
+          this.#stmt.upsert.run(op.kind, op.name, putJson(op), revision, createdAt, op.lease ?? null);
           const object: StoredObject = { kind: op.kind, name: op.name, value: op.value, resourceVersion: String(revision), createdAt };
           if (op.lease !== undefined) object.lease = op.lease;
           events.push({ type: 'put', object });

@@ -3,12 +3,12 @@
 // (etcd itself answers only "too many operations in txn request").
 
 import { StoreLimitError } from '../../machineconfig/index.ts';
-import { STORE_LIMITS, type WriteOp } from './store.ts';
+import { putJson, STORE_LIMITS, type WriteOp } from './store.ts';
 
 /** Bytes etcd counts for an op: the key and the serialized value, near enough. */
 export function opBytes(op: WriteOp): number {
   const key = op.kind.length + op.name.length + 16;
-  return op.type === 'put' ? key + Buffer.byteLength(JSON.stringify(op.value)) + 32 : key;
+  return op.type === 'put' ? key + Buffer.byteLength(putJson(op)) + 32 : key;
 }
 
 export function checkCommitLimits(ops: readonly WriteOp[]): void {

@@ -34,6 +34,17 @@ export interface PutOp {
   createdAt?: number;
   /** Attach the object to this lease: it is deleted when the lease ends. */
   lease?: string;
+  /**
+   * JSON.stringify(value), when the writer has that text already: a rendered config's spec is
+   * megabytes, and the render made its text once (RenderedConfig.specJson). The size checks and
+   * the backends write this rather than serializing the value again.
+   */
+  json?: string;
+}
+
+/** The text a put stores: its value as JSON. */
+export function putJson(op: PutOp): string {
+  return op.json ?? JSON.stringify(op.value);
 }
 
 export interface DeleteOp {
