@@ -71,7 +71,7 @@ test('new requests are bounded per network (a /24) and in all, not only per addr
 });
 
 test('a request its host stops polling expires; a host that keeps polling keeps its place and is approved', async () => {
-  const s = await server({ requestRate: { burst: 1000, perMinute: 1000 }, requestIdleTtlMs: 1500 }, 200);
+  const s = await server({ requestRate: { burst: 1000, perMinute: 1000 }, requestIdleTtlMs: 3000 }, 200);
   for (let i = 0; i < 5; i++) assert.equal((await requestEnrollment(s, `abandoned-${i}`, 'worker')).status, 202);
   const real = await requestEnrollment(s, 'real-host', 'worker');
   // The host polls every 300 ms, as an agent does every pollSeconds, until it is answered.
@@ -85,8 +85,9 @@ test('a request its host stops polling expires; a host that keeps polling keeps 
       else await new Promise((r) => setTimeout(r, 300));
     }
   })();
-  await new Promise((r) => setTimeout(r, 3500));
-  await eventually(() => states(s).every((r) => !r.nodeName.startsWith('abandoned-')), 3000, 'the unpolled requests deleted');
+  // Past the idle TTL: the polled request lives on, the others go.
+  await new Promise((r) => setTimeout(r, 4500));
+  await eventually(() => states(s).every((r) => !r.nodeName.startsWith('abandoned-')), 5000, 'the unpolled requests deleted');
   assert.deepEqual(states(s).map((r) => [r.nodeName, r.state]), [['real-host', 'Pending']]);
   const approved = await cli(s, 'approve', 'enrollment', 'real-host');
   assert.equal(approved.status, 0, approved.stderr);

@@ -60,7 +60,7 @@ test('auto-approvals hold places in the capped queue until their hosts connect',
 });
 
 test('an auto-approved node that never connects is deleted with its request, its certificate revoked; one that connected stays; auto-approvals are rate-limited', async () => {
-  const server = await startTestServer({ bootstrap: { autoApprove: AUTO, requestIdleTtlMs: 1500, requestTotalRate: { burst: 5, perMinute: 1 } }, tokenSweepMs: 200 });
+  const server = await startTestServer({ bootstrap: { autoApprove: AUTO, requestIdleTtlMs: 4000, requestTotalRate: { burst: 5, perMinute: 1 } }, tokenSweepMs: 200 });
   closing.push(() => server.close());
   const cache = server.handle.controlPlane.cache;
   const ghost = await requestEnrollment(server, 'edge-ghost', 'worker');
@@ -69,7 +69,8 @@ test('an auto-approved node that never connects is deleted with its request, its
   const agent = new SimulatedAgent({ address: server.address, tls: credentialsFrom(server, 'edge-kept', kept.body.certificate, kept.keyPem), name: 'edge-kept' });
   await agent.connect();
   closing.push(() => agent.close());
-  await eventually(() => !cache.nodeRecords.has('edge-ghost'), 5000, 'the never-connected node deleted');
+  await eventually(() => cache.nodeRecords.get('edge-kept')?.value.registered === true, 4000, 'edge-kept registered before its request expired');
+  await eventually(() => !cache.nodeRecords.has('edge-ghost'), 10_000, 'the never-connected node deleted');
   assert.ok(cache.revokedCertificates.has(certificateBinding(ghost.body.certificate).sha256), 'its certificate is revoked');
   assert.ok(cache.nodeRecords.has('edge-kept'), 'the connected one stays');
   assert.equal(cache.enrollmentRequests.has(ghost.body.id), false, 'the request went with it');

@@ -34,7 +34,7 @@ async function enroll(token: string, nodeName: string) {
   return bootstrapFetch(server, '/enroll', { method: 'POST', body: { token, nodeName, csr: csrPem } });
 }
 
-test('after mcctl delete token ID, the enrollment tokens it minted are refused, and collected', async () => {
+test('after mcctl delete token ID, the enrollment tokens it minted are refused', async () => {
   const created = await createToken();
   const [a, b] = [await enrollmentTokenFrom(created.token), await enrollmentTokenFrom(created.token)];
   // The control: while the bootstrap token lives, its enrollment tokens enroll.
@@ -59,7 +59,7 @@ test('the leader collects the enrollment tokens of a deleted bootstrap token, an
     assert.equal(await stored(), 3);
     await call(sc, sc.identity.deleteBootstrapToken.bind(sc.identity), { id: created.info!.id }, 'delete token');
     await eventually(async () => (await stored()) === 1, 5000, 'the deleted token\'s enrollment tokens collected');
-    assert.ok(swept.logs.some((l) => l.includes('deleted expired enrollment tokens (or those whose bootstrap token is gone)')));
+    await eventually(() => swept.logs.some((l) => l.includes('deleted expired enrollment tokens (or those whose bootstrap token is gone)')), 2000, 'the sweep logged');
   } finally {
     await swept.close();
   }

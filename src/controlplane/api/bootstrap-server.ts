@@ -590,6 +590,9 @@ function readJson(req: IncomingMessage): Promise<{ ok: true; value: unknown } | 
     };
     req.on('data', onData);
     req.once('error', (err) => resolve({ ok: false, status: 400, error: `the body could not be read: ${err.message}` }));
+    // A client gone mid-body: nothing to answer, but the handler must not wait for ever (after
+    // 'end' this changes nothing: the first answer stands).
+    req.once('close', () => resolve({ ok: false, status: 400, error: 'the body was cut short' }));
     req.once('end', () => {
       if (size > MAX_ENROLLMENT_BODY_BYTES) return resolve(tooLarge);
       try {
