@@ -68,14 +68,10 @@ function sameSecret(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** Which pool a presented bootstrap token serves; undefined when it serves none (or expired). */
-export function bootstrapTokenPool(presented: string, staticTokens: readonly StaticBootstrapToken[], cache: ClusterCache, now = Date.now()): string | undefined {
-  return validBootstrapToken(presented, staticTokens, cache, now)?.pool;
-}
-
 /**
  * The pool a presented bootstrap token serves and a reference to the token, which the enrollment
  * tokens it mints keep: a stored token's id, or `file:<SHA-256>` for one from the token file.
+ * Undefined when it serves none (unknown, deleted or expired).
  */
 export function validBootstrapToken(presented: string, staticTokens: readonly StaticBootstrapToken[], cache: ClusterCache, now = Date.now()): { pool: string; ref: string } | undefined {
   // Every static token is compared, so the time taken does not say which one nearly matched.
