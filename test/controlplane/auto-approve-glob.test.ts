@@ -62,8 +62,9 @@ test('a pathological name against a five-star rule is answered at once, and the 
   const took = performance.now() - started;
   assert.equal(asked.status, 202, JSON.stringify(asked.body));
   assert.equal(asked.body.state, 'Pending', 'no rule matched: it waits for an operator');
-  // Generous (a TLS handshake and a store write): the old matcher took tens of seconds.
-  assert.ok(took < 1000, `answered in ${Math.round(took)} ms`);
+  // Generous (a TLS handshake and a store write on a shared, loaded machine): the old matcher
+  // took 82 s on an idle one, 207 s while this suite's neighbours ran.
+  assert.ok(took < 5000, `answered in ${Math.round(took)} ms`);
   // The rule still approves what it names.
   const real = await requestEnrollment(server, 'edge-a-b-c-d-e-x', 'worker');
   assert.equal(real.body.state, 'Approved', JSON.stringify(real.body));
