@@ -109,6 +109,8 @@ ETCD=(
   test/controlplane/config-api.test.ts            # apply/delete: transactions, resource versions
   test/controlplane/input-limits.test.ts          # size limits vs etcd's request size
   test/controlplane/enrollment-tokens.test.ts     # tokens stored, swept, used once
+  test/controlplane/enrollment-token-lifetime.test.ts # tokens swept with their bootstrap token
+  test/controlplane/enrollment-phantoms.test.ts   # a never-connected node deleted, fenced, with its request
   test/controlplane/bootstrap-endpoint.test.ts    # enrollment through the store
   test/controlplane/bootstrap-token-scope.test.ts # stored bootstrap tokens, read through the cache
   test/controlplane/certificate-revocation.test.ts # revocations and bindings checked in the commit

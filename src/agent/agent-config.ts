@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { parse } from 'yaml';
-import { ConfigurationError } from '../machineconfig/index.ts';
+import { ConfigurationError, nodeNameProblem } from '../machineconfig/index.ts';
 import { isLoopbackHost } from '../runtime/tls.ts';
 
 export interface AgentConfig {
@@ -183,7 +183,8 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
     fail('reboot.method', 'must be logind or command');
   }
   const nodeName = str(r.nodeName, 'nodeName', hostname().toLowerCase());
-  if (!DNS_SUBDOMAIN.test(nodeName)) fail('nodeName', `"${nodeName}" is not a DNS subdomain (lowercase letters, digits, "-", ".")`);
+  const nameProblem = nodeNameProblem(nodeName);
+  if (nameProblem) fail('nodeName', nameProblem);
   return {
     server: servers.join(','),
     servers,

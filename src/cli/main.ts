@@ -313,11 +313,13 @@ export function buildProgram(io: Io): Command {
     .argument('<resource>', 'enrollment')
     .argument('<name>', 'the node name of one pending request, or the request\'s ID (or 8+ characters of it)')
     .action(async (resource: string, name: string) => withClients(async (c) => (await commands.identity()).approveEnrollmentCommand(c, resource, name)));
-  connectionOptions(program.command('deny')).description('deny a host\'s enrollment request: it gets no certificate, and is told why')
+  connectionOptions(program.command('deny')).description('deny a host\'s enrollment request, or every pending one: it gets no certificate, and is told why')
     .argument('<resource>', 'enrollment')
-    .argument('<name>', 'the node name of one pending request, or the request\'s ID (or 8+ characters of it)')
+    .argument('[name]', 'the node name of one pending request, or the request\'s ID (or 8+ characters of it)')
     .option('--reason <text>', 'what the host is told')
-    .action(async (resource: string, name: string, opts: { reason?: string }) => withClients(async (c) => (await commands.identity()).denyEnrollmentCommand(c, resource, name, opts.reason)));
+    .option('--all-pending', 'deny every pending request (after a flood of requests to join)')
+    .option('--from <cidr>', 'with --all-pending: only those from client addresses in this network, e.g. 192.0.2.0/24')
+    .action(async (resource: string, name: string | undefined, opts: { reason?: string; allPending?: boolean; from?: string }) => withClients(async (c) => (await commands.identity()).denyEnrollmentCommand(c, resource, name, opts)));
 
   const pki = program.command('pki').description('certificates for a first install');
   pki.command('init').description('create a CA, server, admin and optional node certificates, and a bootstrap token')

@@ -71,6 +71,13 @@ export interface ServerOptions {
     maxPendingRequests?: number;
     /** How long an enrollment request waits for a decision (default 24 h; tests shorten it). */
     requestTtlMs?: number;
+    /** Refusals logged per client address (tests raise it). */
+    refusalLogRate?: RateLimit;
+    /** Enrollment requests per network and in all (tests change them). */
+    requestNetworkRate?: RateLimit;
+    requestTotalRate?: RateLimit;
+    /** How long a request lives unpolled, and an auto-approved host has to connect (default 15 min; tests shorten it). */
+    requestIdleTtlMs?: number;
   };
   /** How often the leader deletes expired enrollment tokens (default 10 min). */
   tokenSweepMs?: number;
@@ -252,6 +259,10 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
         ...(options.bootstrap.requestRate ? { requestRate: options.bootstrap.requestRate } : {}),
         ...(options.bootstrap.maxPendingRequests ? { maxPendingRequests: options.bootstrap.maxPendingRequests } : {}),
         ...(options.bootstrap.requestTtlMs ? { requestTtlMs: options.bootstrap.requestTtlMs } : {}),
+        ...(options.bootstrap.refusalLogRate ? { refusalLogRate: options.bootstrap.refusalLogRate } : {}),
+        ...(options.bootstrap.requestNetworkRate ? { requestNetworkRate: options.bootstrap.requestNetworkRate } : {}),
+        ...(options.bootstrap.requestTotalRate ? { requestTotalRate: options.bootstrap.requestTotalRate } : {}),
+        ...(options.bootstrap.requestIdleTtlMs ? { requestIdleTtlMs: options.bootstrap.requestIdleTtlMs } : {}),
       }, b.host.replace(/^\[|\]$/g, ''), b.port, log);
     }
     for (const rule of options.bootstrap?.autoApprove ?? []) {

@@ -59,3 +59,21 @@ export class RateLimiter {
     }
   }
 }
+
+/**
+ * The network a client address is counted in, for limits one client must not dodge by using its
+ * neighbours' addresses: an IPv4 /24 (an IPv4-mapped IPv6 address too), an IPv6 /64 (what one
+ * host or one site is usually given). Anything else is its own network.
+ */
+export function sourceNetwork(address: string): string {
+  const v4 = /^(?:::ffff:)?(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.\d{1,3}$/i.exec(address);
+  if (v4) return `${v4[1]}.${v4[2]}.${v4[3]}.0/24`;
+  const bare = address.replace(/%.*$/, '').toLowerCase();
+  if (!/^[0-9a-f:.]+$/.test(bare) || !bare.includes(':')) return address;
+  const halves = bare.split('::');
+  if (halves.length > 2) return address;
+  const head = halves[0] ? halves[0].split(':') : [];
+  const tail = halves.length === 2 && halves[1] ? halves[1].split(':') : [];
+  const groups = halves.length === 2 ? [...head, ...Array<string>(Math.max(0, 8 - head.length - tail.length)).fill('0'), ...tail] : head;
+  return `${groups.slice(0, 4).map((g) => (parseInt(g, 16) || 0).toString(16)).join(':')}::/64`;
+}

@@ -143,7 +143,7 @@ test('a full queue (503 with Retry-After) is waited out, not an error: the reque
     for (const end = Date.now() + 15_000; !/first-in-line\s+worker\s+Pending/.test((await fullCli('get', 'enrollments')).stdout); await new Promise((r) => setTimeout(r, 50))) {
       assert.ok(Date.now() < end, 'the first request was not made');
     }
-    // The server asks for 600 s; the test caps the wait at 100 ms, as an agent caps it at 10 min.
+    // The server asks for up to 60 s; the test caps the wait at 100 ms, as an agent caps it at 10 min.
     const secondConfig = ask('second-in-line');
     const second = enrollIfNeeded(secondConfig, log, { pollMs: 50, maxRetryAfterMs: 100 });
     await new Promise((r) => setTimeout(r, 500));

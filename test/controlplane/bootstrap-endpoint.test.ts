@@ -17,8 +17,8 @@ let server: TestServer;
 let ca: Buffer;
 before(async () => {
   // Many config requests (and refusals) from one address here: the issuing and failure rate
-  // limits have tests of their own.
-  server = await startTestServer({ bootstrap: { issueRate: { burst: 1000, perMinute: 1000 }, failureRate: { burst: 1000, perMinute: 1000 } } });
+  // limits, and the refusal log's budget, have tests of their own.
+  server = await startTestServer({ bootstrap: { issueRate: { burst: 1000, perMinute: 1000 }, failureRate: { burst: 1000, perMinute: 1000 }, refusalLogRate: { burst: 1000, perMinute: 1000 } } });
   ca = readFileSync(join(server.pki.dir, 'ca.crt'));
 });
 after(() => server.close());

@@ -14,17 +14,21 @@ export interface BootstrapResponse {
   body: any;
 }
 
-export function bootstrapFetch(server: TestServer, path: string, options: { token?: string; method?: string; body?: unknown } = {}): Promise<BootstrapResponse> {
+/**
+ * One request to the bootstrap endpoint. `localAddress` sends it from another loopback address
+ * (127.0.0.0/8 is all this host's), as a client elsewhere would; `rawBody` sends bytes as they are.
+ */
+export function bootstrapFetch(server: TestServer, path: string, options: { token?: string; method?: string; body?: unknown; rawBody?: string | Buffer; localAddress?: string } = {}): Promise<BootstrapResponse> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = {};
     if (options.token) headers.authorization = `Bearer ${options.token}`;
-    const req = request({ host: '127.0.0.1', port: server.handle.bootstrapPort, path, method: options.method ?? 'GET', ca: readFileSync(join(server.pki.dir, 'ca.crt')), servername: 'localhost', headers }, (res) => {
+    const req = request({ host: '127.0.0.1', port: server.handle.bootstrapPort, path, method: options.method ?? 'GET', ca: readFileSync(join(server.pki.dir, 'ca.crt')), servername: 'localhost', headers, ...(options.localAddress ? { localAddress: options.localAddress } : {}) }, (res) => {
       let text = '';
       res.on('data', (d) => { text += d; });
       res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text ? JSON.parse(text) : undefined }));
     });
     req.on('error', reject);
-    req.end(options.body === undefined ? undefined : JSON.stringify(options.body));
+    req.end(options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body)));
   });
 }
 
@@ -54,9 +58,9 @@ export async function enrollHost(server: TestServer, pool: string, bootstrapToke
  * A host with no bootstrap token asking to join: POST /enrollment-requests with a CSR for a new
  * key. Returns the answer and the key (only its holder can use the certificate an approval gives).
  */
-export async function requestEnrollment(server: TestServer, nodeName: string, pool: string, options: { labels?: Record<string, string>; key?: { csrPem: string; keyPem: string } } = {}): Promise<BootstrapResponse & { csrPem: string; keyPem: string }> {
+export async function requestEnrollment(server: TestServer, nodeName: string, pool: string, options: { labels?: Record<string, string>; key?: { csrPem: string; keyPem: string }; localAddress?: string } = {}): Promise<BootstrapResponse & { csrPem: string; keyPem: string }> {
   const key = options.key ?? await createCertificateRequest(nodeName);
-  const res = await bootstrapFetch(server, '/enrollment-requests', { method: 'POST', body: { nodeName, pool, csr: key.csrPem, ...(options.labels ? { labels: options.labels } : {}) } });
+  const res = await bootstrapFetch(server, '/enrollment-requests', { method: 'POST', body: { nodeName, pool, csr: key.csrPem, ...(options.labels ? { labels: options.labels } : {}) }, ...(options.localAddress ? { localAddress: options.localAddress } : {}) });
   return { ...res, csrPem: key.csrPem, keyPem: key.keyPem };
 }
 

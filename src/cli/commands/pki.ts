@@ -5,7 +5,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { ConfigurationError, MASTER_POOL, WORKER_POOL } from '../../machineconfig/index.ts';
+import { ConfigurationError, MASTER_POOL, nodeNameProblem, WORKER_POOL } from '../../machineconfig/index.ts';
 import { createCertificateAuthority, issueCertificate, issuerIn, REPLICA_CN_PREFIX, RESERVED_NODE_NAMES, ROLE_ADMIN, ROLE_NODE, ROLE_REPLICA, signerCertificate, splitPemBundle, type KeyPairPem } from '../../runtime/pki.ts';
 
 function writePair(dir: string, base: string, pair: KeyPairPem): void {
@@ -56,7 +56,8 @@ export async function pkiNodeCommand(dir: string, name: string, pool = WORKER_PO
 }
 
 async function issueNode(dir: string, ca: KeyPairPem, name: string, pool: string, generation = 0): Promise<string> {
-  if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(name)) throw new ConfigurationError(`node name "${name}" must be a DNS subdomain (lowercase letters, digits, "-", ".")`);
+  const nameProblem = nodeNameProblem(name);
+  if (nameProblem) throw new ConfigurationError(`node name ${nameProblem}`);
   if (RESERVED_NODE_NAMES.has(name)) throw new ConfigurationError(`node name "${name}" is reserved: it is etcd's administrator user, which a node certificate must never map to`);
   if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(pool)) throw new ConfigurationError(`pool name "${pool}" must be a DNS subdomain (lowercase letters, digits, "-", ".")`);
   const nodesDir = join(dir, 'nodes');

@@ -2,7 +2,7 @@
 // client certificate names; after that the stream speaks only for that node.
 
 import type { ServerDuplexStream, ServiceError } from '@grpc/grpc-js';
-import { agentVersionProblem, InvalidDocumentError, McplaneError, PermissionDeniedError, RateLimitedError, registrationProblems, type NodeStatus } from '../../machineconfig/index.ts';
+import { agentVersionProblem, InvalidDocumentError, NODE_NAME_RULE, nodeNameProblem, McplaneError, PermissionDeniedError, RateLimitedError, registrationProblems, type NodeStatus } from '../../machineconfig/index.ts';
 import type { AgentMessage__Output } from '../../runtime/generated/mcplane/v1/AgentMessage.ts';
 import type { AgentServiceHandlers } from '../../runtime/generated/mcplane/v1/AgentService.ts';
 import type { NodeStatus__Output } from '../../runtime/generated/mcplane/v1/NodeStatus.ts';
@@ -12,8 +12,6 @@ import type { AgentStream } from '../sessions/agent-sessions.ts';
 import type { AgentEntry } from './api-access.ts';
 import type { Authorizer, CertifiedNode } from './authorization.ts';
 import { toServiceError } from './status-errors.ts';
-
-const NODE_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 
 export function agentService(agents: AgentEntry, auth: Authorizer, log: Logger): AgentServiceHandlers {
   return {
@@ -54,8 +52,9 @@ export function agentService(agents: AgentEntry, auth: Authorizer, log: Logger):
         if (closed) return;
         if (message.register) {
           const reg = message.register;
-          if (!NODE_NAME.test(reg.nodeName)) {
-            throw new InvalidDocumentError([{ object: `Node/${reg.nodeName || '<unnamed>'}`, field: 'register.nodeName', rule: 'name-format', message: 'a node name must be a DNS subdomain: lowercase letters, digits, "-" and "."' }]);
+          const nameProblem = nodeNameProblem(reg.nodeName);
+          if (nameProblem) {
+            throw new InvalidDocumentError([{ object: `Node/${reg.nodeName.slice(0, 253) || '<unnamed>'}`, field: 'register.nodeName', rule: NODE_NAME_RULE, message: nameProblem }]);
           }
           if (certified !== undefined && reg.nodeName !== certified.name) {
             log.warn({ certificate: certified.name, claimed: reg.nodeName }, 'node tried to register under another name');

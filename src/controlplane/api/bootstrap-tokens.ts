@@ -68,18 +68,23 @@ function sameSecret(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** Which pool a presented bootstrap token serves; undefined when it serves none (or expired). */
-export function bootstrapTokenPool(presented: string, staticTokens: readonly StaticBootstrapToken[], cache: ClusterCache, now = Date.now()): string | undefined {
+/**
+ * The pool a presented bootstrap token serves and a reference to the token, which the enrollment
+ * tokens it mints keep: a stored token's id, or `file:<SHA-256>` for one from the token file.
+ * Undefined when it serves none (unknown, deleted or expired).
+ */
+export function validBootstrapToken(presented: string, staticTokens: readonly StaticBootstrapToken[], cache: ClusterCache, now = Date.now()): { pool: string; ref: string } | undefined {
   // Every static token is compared, so the time taken does not say which one nearly matched.
   let pool: string | undefined;
   for (const t of staticTokens) if (sameSecret(t.token, presented)) pool ??= t.pool;
-  if (pool) return pool;
+  if (pool) return { pool, ref: `file:${sha256(presented)}` };
   const dot = presented.indexOf('.');
   if (dot < 0) return undefined;
-  const stored = cache.bootstrapTokens.get(presented.slice(0, dot));
+  const id = presented.slice(0, dot);
+  const stored = cache.bootstrapTokens.get(id);
   if (!stored || !sameSecret(stored.value.secretHash, sha256(presented))) return undefined;
   if (stored.value.expiresAt !== undefined && stored.value.expiresAt <= now) return undefined;
-  return stored.value.pool;
+  return { pool: stored.value.pool, ref: id };
 }
 
 /** A new stored token for `pool`: the record to store and the token, shown once. */

@@ -32,8 +32,9 @@ import type { ClusterCache } from '../cache/cluster-cache.ts';
 import { generatedConfigsFor, generatedConfigWrites } from '../cache/generated-config-plan.ts';
 import type { Clock } from '../replica/clock.ts';
 import { DELETED_WITH_NODE } from '../store/kinds.ts';
+import { revocationWrites } from '../cache/node-revocation.ts';
 import type { Store, StoredKind, StoredObject, WriteOp } from '../store/store.ts';
-import type { NodeGenerationRecord, NodeHistoryRecord, NodeRecordValue, PoolResumeRecord, ReapplyRequestRecord, RevokedCertificateRecord } from '../store/stored-records.ts';
+import type { NodeHistoryRecord, NodeRecordValue, PoolResumeRecord, ReapplyRequestRecord, RevokedCertificateRecord } from '../store/stored-records.ts';
 
 export interface AppliedObject {
   kind: string;
@@ -294,24 +295,8 @@ export class ConfigCommands {
     return { serial: bound.serial, generation };
   }
 
-  /**
-   * The writes that take a node's certificates away: its bound one listed as revoked (what
-   * operators read, by serial), and the name's generation raised (what refuses every older
-   * certificate, including the ones it renewed from). The generation record is checked by
-   * version, so two revocations at once raise it once each, never to the same number.
-   */
   #revocation(name: string, record: NodeRecordValue, requestedBy: string, reason: RevokedCertificateRecord['reason']): WriteOp[] {
-    const now = Date.now();
-    const ops: WriteOp[] = [];
-    const bound = record.certificate;
-    if (bound && !this.#cache.revokedCertificates.has(bound.sha256)) {
-      const value: RevokedCertificateRecord = { node: name, serial: bound.serial, notAfter: bound.notAfter, revokedAt: now, revokedBy: requestedBy, reason };
-      ops.push({ type: 'put', kind: 'RevokedCertificate', name: bound.sha256, value, expectedVersion: null });
-    }
-    const current = this.#cache.nodeGenerations.get(name);
-    const raised: NodeGenerationRecord = { generation: (current?.value.generation ?? 0) + 1, raisedAt: now, raisedBy: requestedBy, reason };
-    ops.push({ type: 'put', kind: 'NodeGeneration', name, value: raised, ...(current ? { createdAt: current.createdAt, expectedVersion: current.resourceVersion } : { expectedVersion: null }) });
-    return ops;
+    return revocationWrites(this.#cache, name, record, requestedBy, reason);
   }
 
   /**

@@ -10,6 +10,7 @@ import { ConfigurationError, labelsForPool, NotFoundError, PreconditionFailedErr
 import type { Logger } from '../../runtime/logger.ts';
 import { certificateBinding, signNodeCertificate, type KeyPairPem } from '../../runtime/pki.ts';
 import type { ClusterCache } from '../cache/cluster-cache.ts';
+import { awaitingFirstConnection } from '../cache/enrollment-liveness.ts';
 import type { Store, StoredObject, WriteOp } from '../store/store.ts';
 import type { EnrollmentRequestRecord, NodeRecordValue } from '../store/stored-records.ts';
 
@@ -19,6 +20,23 @@ export const ENROLLMENT_REQUEST_TTL_MS = 24 * 3600_000;
 export const DECIDED_ENROLLMENT_REQUEST_TTL_MS = 24 * 3600_000;
 /** Requests waiting at once: an unauthenticated endpoint must not let anyone fill the store. */
 export const MAX_PENDING_ENROLLMENT_REQUESTS = 1000;
+/**
+ * How long a pending request lives without its host polling it, and how long an auto-approved
+ * host has to connect. A host that waits polls every few seconds (agent.yaml's pollSeconds, at
+ * most 300) and keeps its request; what an anonymous flood leaves behind dies out by itself.
+ */
+export const ENROLLMENT_REQUEST_IDLE_TTL_MS = 15 * 60_000;
+/** The longest Retry-After a full queue answers: it frees up as requests expire or are decided. */
+export const MAX_FULL_QUEUE_RETRY_AFTER_S = 60;
+/**
+ * What one request may hold, so 1,000 of them are a few MB, not the 63 MB a flood of 64 KiB
+ * bodies made: the body, the CSR (a P-256 request is about 500 characters, RSA-4096 1,700) and
+ * the labels the host reports (their keys and values together).
+ */
+export const MAX_ENROLLMENT_BODY_BYTES = 16 * 1024;
+export const MAX_CSR_CHARS = 4096;
+export const MAX_REQUEST_LABELS = 64;
+export const MAX_REQUEST_LABEL_CHARS = 2048;
 
 const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 const GLOB = /^[-a-z0-9.*?]{1,253}$/;
@@ -63,14 +81,39 @@ export function parseAutoApproveRules(values: unknown, setting = '--enrollment-a
   });
 }
 
-function globToRegExp(glob: string): RegExp {
-  // Only "." needs escaping among the characters a pattern may hold.
-  return new RegExp(`^${glob.replaceAll('.', '\\.').replaceAll('*', '.*').replaceAll('?', '.')}$`);
+/**
+ * Whether `name` matches `glob` (`*` any run of characters, `?` one). Two pointers and the last
+ * star to fall back to: at most len(glob) x len(name) steps, never more. A RegExp of `.*`s
+ * backtracks exponentially in the stars, and the name comes from an anonymous request: five
+ * stars and 252 characters held the event loop 82 s.
+ */
+export function globMatches(glob: string, name: string): boolean {
+  let g = 0;
+  let n = 0;
+  let star = -1;
+  let resume = 0;
+  while (n < name.length) {
+    if (g < glob.length && (glob[g] === '?' || glob[g] === name[n])) {
+      g++;
+      n++;
+    } else if (g < glob.length && glob[g] === '*') {
+      star = g++;
+      resume = n;
+    } else if (star >= 0) {
+      // The last star takes one more character; what follows it is matched again from there.
+      g = star + 1;
+      n = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (g < glob.length && glob[g] === '*') g++;
+  return g === glob.length;
 }
 
 /** The first rule that approves `nodeName` joining `pool`, if any. */
 export function autoApproveRuleFor(rules: readonly AutoApproveRule[], pool: string, nodeName: string): AutoApproveRule | undefined {
-  return rules.find((r) => r.pool === pool && globToRegExp(r.nodeNamePattern).test(nodeName));
+  return rules.find((r) => r.pool === pool && globMatches(r.nodeNamePattern, nodeName));
 }
 
 /** Signs node certificates: the replicas that hold the CA key (those serving the bootstrap endpoint). */
@@ -107,10 +150,25 @@ export function isLive(r: EnrollmentRequestRecord, now = Date.now()): boolean {
   return r.expiresAt > now;
 }
 
-export function pendingCount(cache: ClusterCache, now = Date.now()): number {
-  let n = 0;
-  for (const o of cache.enrollmentRequests.values()) if (o.value.state === 'Pending' && isLive(o.value, now)) n++;
-  return n;
+/** How an auto-approval is recorded as decided: `auto-approve rule <pool>=<glob>`. */
+export const AUTO_APPROVED_BY = 'auto-approve rule ';
+
+/**
+ * The requests that hold a place in the queue: pending ones, and those a rule approved whose host
+ * has not connected (an auto-approval for a host that never comes must not be free; an operator's
+ * approval is the operator's to make); and when the first of them expires, for a Retry-After that
+ * says when a place frees up.
+ */
+export function queuedRequests(cache: ClusterCache, now = Date.now()): { count: number; firstExpiry: number } {
+  let count = 0;
+  let firstExpiry = Infinity;
+  for (const o of cache.enrollmentRequests.values()) {
+    const autoApproved = o.value.decidedBy?.startsWith(AUTO_APPROVED_BY) === true && awaitingFirstConnection(cache, o.value);
+    if (!isLive(o.value, now) || !(o.value.state === 'Pending' || autoApproved)) continue;
+    count++;
+    firstExpiry = Math.min(firstExpiry, o.value.expiresAt);
+  }
+  return { count, firstExpiry };
 }
 
 /**

@@ -171,9 +171,14 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
     return this.#sortedNodeNames;
   }
 
+  /**
+   * The pool's machines: its nodes that have registered at least once. A host enrolled (or
+   * approved) that never connected is listed as a node, but is no machine of the pool yet: counted,
+   * one phantom from an anonymous auto-approved request took maxUnavailable=1 and held the rollout.
+   */
   nodesInPool(pool: string): NodeView[] {
     const out: NodeView[] = [];
-    for (const n of this.#nodes.values()) if (n.pool === pool) out.push(n);
+    for (const n of this.#nodes.values()) if (n.pool === pool && this.nodeRecords.get(n.name)?.value.registered !== false) out.push(n);
     return out;
   }
 

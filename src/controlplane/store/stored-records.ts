@@ -168,6 +168,12 @@ export interface EnrollmentTokenRecord {
   expiresAt: number;
   usedBy?: string;
   usedAt?: number;
+  /**
+   * The bootstrap token that paid for it: a stored token's id, or `file:<SHA-256>` for one from
+   * the server's token file. Refused (and collected) once that token is deleted or expires.
+   * Absent on tokens issued before it was recorded: those live out their TTL.
+   */
+  mintedBy?: string;
 }
 
 /** Where an enrollment request stands. */
