@@ -1,8 +1,10 @@
 // Who is calling, from the TLS client certificate: O=mcplane:nodes,CN=<node> for agents,
-// O=mcplane:admins for operators. Without TLS (allowed only on loopback, and only when asked
-// for) every local caller is trusted as an operator, and an agent as the node it names.
+// O=mcplane:viewers / mcplane:operators / mcplane:admins for people and tools (api-roles.ts;
+// what each may call: access-rules.ts). Without TLS (allowed only on loopback, and only when
+// asked for) every local caller is trusted as an admin, and an agent as the node it names.
 
 import { PermissionDeniedError, UnauthenticatedError, WORKER_POOL } from '../../machineconfig/index.ts';
+import { apiCallerOf, LOCAL_CALLER, type ApiCaller } from '../../runtime/api-roles.ts';
 import { identityOf, peerCertificateFacts, ROLE_ADMIN, ROLE_NODE, type CertificateBinding, type Identity } from '../../runtime/pki.ts';
 
 interface CallWithAuth {
@@ -12,6 +14,8 @@ interface CallWithAuth {
 export interface Authorizer {
   /** The caller's identity; undefined in plaintext mode. */
   identify(call: CallWithAuth): Identity | undefined;
+  /** The caller's API role, pools and certificate (LOCAL_CALLER, an admin, in plaintext mode). */
+  caller(call: CallWithAuth): ApiCaller;
   requireAdmin(call: CallWithAuth): void;
   /**
    * The node the caller may act as and the pool its credential binds it to; undefined when any
@@ -41,6 +45,10 @@ export function createAuthorizer(tls: boolean): Authorizer {
   };
   return {
     identify,
+    caller(call) {
+      const raw = peerCertificate(call);
+      return raw ? apiCallerOf(raw) : LOCAL_CALLER;
+    },
     requireAdmin(call) {
       const id = identify(call);
       if (id && id.organization !== ROLE_ADMIN) {
