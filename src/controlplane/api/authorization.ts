@@ -5,7 +5,7 @@
 
 import { PermissionDeniedError, UnauthenticatedError, WORKER_POOL } from '../../machineconfig/index.ts';
 import { apiCallerOf, LOCAL_CALLER, type ApiCaller } from '../../runtime/api-roles.ts';
-import { identityOf, peerCertificateFacts, ROLE_ADMIN, ROLE_NODE, type CertificateBinding, type Identity } from '../../runtime/pki.ts';
+import { identityOf, peerCertificateFacts, ROLE_NODE, type CertificateBinding, type Identity } from '../../runtime/pki.ts';
 
 interface CallWithAuth {
   getAuthContext?: () => { sslPeerCertificate?: { raw?: Buffer } } | null;
@@ -16,7 +16,6 @@ export interface Authorizer {
   identify(call: CallWithAuth): Identity | undefined;
   /** The caller's API role, pools and certificate (LOCAL_CALLER, an admin, in plaintext mode). */
   caller(call: CallWithAuth): ApiCaller;
-  requireAdmin(call: CallWithAuth): void;
   /**
    * The node the caller may act as and the pool its credential binds it to; undefined when any
    * (plaintext, loopback development only).
@@ -48,12 +47,6 @@ export function createAuthorizer(tls: boolean): Authorizer {
     caller(call) {
       const raw = peerCertificate(call);
       return raw ? apiCallerOf(raw) : LOCAL_CALLER;
-    },
-    requireAdmin(call) {
-      const id = identify(call);
-      if (id && id.organization !== ROLE_ADMIN) {
-        throw new PermissionDeniedError(`certificate ${describe(id)} may not use this service: it needs O=${ROLE_ADMIN} (operator credentials are distinct from node credentials)`);
-      }
     },
     requireNode(call) {
       const raw = peerCertificate(call);
