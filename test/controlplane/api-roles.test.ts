@@ -4,6 +4,8 @@
 // with PERMISSION_DENIED or reaches its handler (any other answer), as access-rules.ts says.
 
 import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { status as Status, type ServiceError } from '@grpc/grpc-js';
 import { after, before, test } from 'node:test';
@@ -163,6 +165,20 @@ test('a pool-scoped operator cannot move a node out of its pool by its labels, n
   assert.equal((await callCode(clients.get('operator')!, 'config', 'ReapplyNode', { name: 'ghost' })).code, Status.NOT_FOUND);
   const admin = server.admin();
   assert.equal((await call(admin, admin.status.getNode.bind(admin.status), { name: 'e1' }, 'get')).pool, 'edge');
+});
+
+test('mcctl pki operator: the role in O, each pool in an OU, under operators/; a pool only for an operator', async () => {
+  const subject = new X509Certificate(readFileSync(join(server.pki.dir, 'operators', 'edge-ops.crt'))).subject.split('\n');
+  assert.deepEqual(subject, ['CN=edge-ops', 'OU=edge', 'O=mcplane:operators']);
+  const two = await runCliAsync(['pki', 'operator', 'two-pools', '--role', 'operator', '--pool', 'edge', '--pool', 'infra', '--pki-dir', server.pki.dir]);
+  assert.equal(two.status, 0, two.stderr);
+  assert.match(two.stdout, /operators\/two-pools\.crt, two-pools\.key   operator credentials \(CN=two-pools, O=mcplane:operators, OU=edge, OU=infra: pools edge, infra only\)/);
+  const viewerPool = await runCliAsync(['pki', 'operator', 'v2', '--role', 'viewer', '--pool', 'edge', '--pki-dir', server.pki.dir]);
+  assert.notEqual(viewerPool.status, 0);
+  assert.match(viewerPool.stderr, /--pool limits an operator only: a viewer reads every pool/);
+  const badRole = await runCliAsync(['pki', 'operator', 'v3', '--role', 'root', '--pki-dir', server.pki.dir]);
+  assert.notEqual(badRole.status, 0);
+  assert.match(badRole.stderr, /--role.*root.*viewer, operator, admin/);
 });
 
 test('a viewer is told which role a write needs', async () => {

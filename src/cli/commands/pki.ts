@@ -187,13 +187,13 @@ export async function pkiCaRetireCommand(dir: string): Promise<string> {
   writeAtomic(join(dir, 'ca.crt'), signer, 0o644);
   if (existsSync(join(dir, 'ca-previous.key'))) unlinkSync(join(dir, 'ca-previous.key'));
   lines.push(`${dir}/ca.crt holds only the new CA now; ca-previous.key removed`);
-  for (const sub of ['nodes', 'replicas']) {
+  for (const sub of ['nodes', 'replicas', 'operators']) {
     let names: string[] = [];
     try {
       names = readdirSync(join(dir, sub)).filter((f) => f.endsWith('.crt'));
     } catch { /* none issued */ }
     const stale = names.filter((f) => !issuerIn(readFileSync(join(dir, sub, f)), signer));
-    if (stale.length) lines.push(`warning: ${sub}/${stale.join(`, ${sub}/`)} were issued by the retired CA: issue them again (mcctl pki ${sub === 'nodes' ? 'node' : 'replica'} NAME --pki-dir ${dir}) before hosts use them`);
+    if (stale.length) lines.push(`warning: ${sub}/${stale.join(`, ${sub}/`)} were issued by the retired CA: issue them again (mcctl pki ${sub === 'nodes' ? 'node' : sub === 'replicas' ? 'replica' : 'operator'} NAME${sub === 'operators' ? ' --role ROLE' : ''} --pki-dir ${dir}) before hosts use them`);
   }
   lines.push('next: copy ca.crt, server.crt and server.key to every replica and send it SIGHUP (open streams stay; new connections use the new files)');
   return lines.join('\n') + '\n';
