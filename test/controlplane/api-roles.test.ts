@@ -186,3 +186,25 @@ test('a viewer is told which role a write needs', async () => {
   assert.equal(denied.code, Status.PERMISSION_DENIED);
   assert.match(denied.details, /CN=grafana, O=mcplane:viewers is a viewer: ConfigService\/SetPoolPaused needs the operator role \(O=mcplane:operators\)/);
 });
+
+test('plaintext mode (loopback only) treats a local caller as admin, and audits it as the local caller', async () => {
+  const { startServer } = await import('../../src/controlplane/server.ts');
+  const { mkdtempSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { createLogger } = await import('../../src/runtime/logger.ts');
+  const plain = await startServer({ dataDir: mkdtempSync(join(tmpdir(), 'mcplane-plain-')), listen: '127.0.0.1:0', insecure: true, log: createLogger({ level: 'warn', write: () => undefined }) });
+  const c = connect({ server: `127.0.0.1:${plain.grpcPort}`, insecure: true, config: '/dev/null' });
+  try {
+    const created = await call(c, c.identity.createBootstrapToken.bind(c.identity), { pool: 'worker', ttlMs: 60_000, description: '' }, 'create token');
+    await call(c, c.config.setPoolPaused.bind(c.config), { name: 'worker', paused: true }, 'pause');
+    const records = (await call(c, c.identity.listAuditRecords.bind(c.identity), { sinceUnixMs: 0, limit: 0 }, 'audit')).records;
+    assert.deepEqual(records.map((r) => [r.method, r.role, r.subject, r.result]), [
+      ['IdentityService/CreateBootstrapToken', 'admin', 'local (plaintext, loopback)', 'OK'],
+      ['ConfigService/SetPoolPaused', 'admin', 'local (plaintext, loopback)', 'OK'],
+    ]);
+    assert.equal(records[0]!.objects[0]!.name, created.info!.id);
+  } finally {
+    c.close();
+    await plain.close(1000);
+  }
+});
