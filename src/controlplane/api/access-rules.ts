@@ -45,6 +45,12 @@ export type WriteRule = Exclude<Rule, { role: 'viewer' }>;
 
 const READ: Rule = { role: 'viewer' };
 
+/**
+ * The RPC names of a service's handlers: grpc-js' handler interfaces carry a string index
+ * signature, which would let a table without some RPC satisfy Record<keyof H, Rule>.
+ */
+type RpcNames<H> = keyof { [K in keyof H as string extends K ? never : number extends K ? never : K]: H[K] };
+
 const nodePool = (cache: ClusterCache, name: string): string | undefined => cache.nodes.get(name)?.pool || undefined;
 const one = (kind: string, name: string): AuditObject[] => [{ kind, name }];
 
@@ -58,7 +64,7 @@ export const STATUS_RULES = {
   GetServerInfo: READ,
   ListEvents: READ,
   GetNodeHistory: READ,
-} as const satisfies Record<keyof StatusServiceHandlers, Rule>;
+} as const satisfies Record<RpcNames<StatusServiceHandlers>, Rule>;
 
 export const CONFIG_RULES = {
   Apply: {
@@ -101,7 +107,7 @@ export const CONFIG_RULES = {
   },
   ListSourceObjects: READ,
   GetMachineConfiguration: READ,
-} as const satisfies Record<keyof ConfigServiceHandlers, Rule>;
+} as const satisfies Record<RpcNames<ConfigServiceHandlers>, Rule>;
 
 const requestPool = (req: { name: string }, cache: ClusterCache): string[] | undefined => {
   try {
@@ -131,7 +137,7 @@ export const IDENTITY_RULES = {
     objects: (req: { name: string }, res: { id?: string; nodeName?: string } | undefined) => one('EnrollmentRequest', res?.id ? `${res.id} (${res.nodeName})` : req.name),
   },
   ListAuditRecords: READ,
-} as const satisfies Record<keyof IdentityServiceHandlers, Rule>;
+} as const satisfies Record<RpcNames<IdentityServiceHandlers>, Rule>;
 
 /** Every operator-facing service's table, by its proto service name. */
 export const SERVICE_RULES = {
