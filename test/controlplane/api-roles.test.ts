@@ -32,7 +32,7 @@ let edgeRequest = '';
 let workerRequest = '';
 
 before(async () => {
-  server = await startTestServer({ bootstrap: true });
+  server = await startTestServer({ bootstrap: true, statusListen: '127.0.0.1:0' });
   const admin = server.admin();
   await call(admin, admin.config.apply.bind(admin.config), { manifests: [{ source: 'edge.yaml', text: poolYaml('edge') }], dryRun: false }, 'apply');
   const pki = server.pki.dir;
@@ -179,6 +179,25 @@ test('mcctl pki operator: the role in O, each pool in an OU, under operators/; a
   const badRole = await runCliAsync(['pki', 'operator', 'v3', '--role', 'root', '--pki-dir', server.pki.dir]);
   assert.notEqual(badRole.status, 0);
   assert.match(badRole.stderr, /--role.*root.*viewer, operator, admin/);
+});
+
+test('the status port (--status-listen, a thread of its own) applies the same rules to every StatusService RPC', async () => {
+  const address = `127.0.0.1:${server.handle.statusPort}`;
+  const pki = server.pki.dir;
+  const node = await server.pki.node('w1');
+  const asViewer = connect({ server: address, ca: join(pki, 'ca.crt'), cert: join(pki, 'operators', 'grafana.crt'), key: join(pki, 'operators', 'grafana.key'), config: '/dev/null' });
+  const asNode = connect({ server: address, ca: node.ca, cert: node.cert, key: node.key, config: '/dev/null' });
+  try {
+    for (const [name, { service, calls }] of Object.entries(cases()).filter(([, t]) => t.service === 'status')) {
+      const method = name.split('.')[1]!;
+      const viewerCode = (await callCode(asViewer, service, method, calls[0]!.request)).code;
+      assert.ok(![Status.PERMISSION_DENIED, Status.UNAVAILABLE, Status.UNIMPLEMENTED].includes(viewerCode), `viewer ${method} on the status port: ${Status[viewerCode]}`);
+      assert.equal((await callCode(asNode, service, method, calls[0]!.request)).code, Status.PERMISSION_DENIED, `node ${method} on the status port`);
+    }
+  } finally {
+    asViewer.close();
+    asNode.close();
+  }
 });
 
 test('a viewer is told which role a write needs', async () => {
