@@ -115,6 +115,7 @@ ETCD=(
   test/controlplane/bootstrap-token-scope.test.ts # stored bootstrap tokens, read through the cache
   test/controlplane/certificate-revocation.test.ts # revocations and bindings checked in the commit
   test/controlplane/revocation-generations.test.ts # generations raised and checked in the commit
+  test/controlplane/audit-trail.test.ts           # audit records written, listed, pruned in the store
   test/controlplane/durability.test.ts            # a server restarted on its data (etcd prefix)
   test/controlplane/render-controller.test.ts     # controllers: renders and their collection
   test/controlplane/higher-level-configs-api.test.ts # generated configs written, owned, deleted with their source

@@ -47,7 +47,7 @@ export function connectionFlagOptions(): Option[] {
     new Option('--status-server <host:port>', 'send reads (get, describe, -w, the dashboard) here: a server\'s --status-listen, which answers them apart from its agents (or MCPLANE_STATUS_SERVER)'),
     new Option('--pki-dir <dir>', 'use ca.crt, admin.crt and admin.key from this directory (mcctl pki init)'),
     new Option('--ca <file>', 'CA certificate the server\'s certificate must chain to'),
-    new Option('--cert <file>', 'client certificate (O=mcplane:admins)'),
+    new Option('--cert <file>', 'client certificate (O=mcplane:admins, mcplane:operators or mcplane:viewers: mcctl pki operator)'),
     new Option('--key <file>', 'client private key'),
     new Option('--insecure', 'plaintext, for a server started with --insecure on loopback'),
     new Option('--request-timeout <duration>', 'limit on each call to the server: seconds or a duration such as 30s (default 10)'),
@@ -145,8 +145,8 @@ export function buildProgram(io: Io): Command {
     .action(async (opts: { filename: string[] }) => write((await commands.offline()).validateCommand(opts.filename)));
 
   connectionOptions(program.command('get'))
-    .description('list pools (mcp), nodes, mc, rendered configs, replicas, events, tokens or enrollments, or get them by name')
-    .argument('<resource...>', 'TYPE [NAME...] | TYPE/NAME... (types: pools, nodes, mc, rendered, replicas, events, tokens, enrollments)')
+    .description('list pools (mcp), nodes, mc, rendered configs, replicas, events, tokens, enrollments or the audit trail, or get them by name')
+    .argument('<resource...>', 'TYPE [NAME...] | TYPE/NAME... (types: pools, nodes, mc, rendered, replicas, events, tokens, enrollments, audit)')
     .option('-l, --selector <selector>', 'label selector, e.g. node-role.kubernetes.io/worker,topology.kubernetes.io/zone in (a,b)')
     .option('-o, --output <format>', 'wide | name | yaml | json | jsonpath=TEMPLATE (kubectl\'s {.items[*].metadata.name} syntax) | custom-columns=HEADER:EXPR,...')
     .option('--sort-by <jsonpath>', 'sort by a field of the objects, e.g. .metadata.name or .status.machineCount')
@@ -155,10 +155,11 @@ export function buildProgram(io: Io): Command {
     .option('--no-headers', 'no header row in tables')
     .option('--pool <name>', 'only nodes, rendered configs or events of this pool')
     .option('--node <name>', 'only events about this node (get events)')
-    .action(async (args: string[], opts: { selector?: string; output?: string; watch?: boolean; headers: boolean; pool?: string; node?: string; sortBy?: string; showLabels?: boolean }) => {
+    .option('--since <duration>', 'only audit records of the last DURATION, e.g. 1h, 7d (get audit)')
+    .action(async (args: string[], opts: { selector?: string; output?: string; watch?: boolean; headers: boolean; pool?: string; node?: string; since?: string; sortBy?: string; showLabels?: boolean }) => {
       const format = (await commands.output()).parseGetFormat(opts.output);
       if (opts.sortBy !== undefined) (await commands.output()).checkSortBy(opts.sortBy);
-      return withClients(async (c) => (await commands.read()).getCommand(c, io, args, { format, selector: opts.selector, watch: opts.watch ?? false, headers: opts.headers, pool: opts.pool, node: opts.node, sortBy: opts.sortBy, showLabels: opts.showLabels }));
+      return withClients(async (c) => (await commands.read()).getCommand(c, io, args, { format, selector: opts.selector, watch: opts.watch ?? false, headers: opts.headers, pool: opts.pool, node: opts.node, since: opts.since, sortBy: opts.sortBy, showLabels: opts.showLabels }));
     });
 
   connectionOptions(program.command('describe')).description('show a pool or a node in detail (conditions, reasons, drift), or machineconfiguration cluster: the node disruption policy in force')
@@ -336,6 +337,16 @@ export function buildProgram(io: Io): Command {
       const dir = opts.pkiDir ?? program.opts<ConnectionFlags>().pkiDir;
       if (!dir) throw new ConfigurationError('mcctl pki node needs --pki-dir DIR, the directory mcctl pki init wrote');
       write(await (await commands.pki()).pkiNodeCommand(dir, name, opts.pool, opts.generation));
+    });
+  pki.command('operator').description('issue an API credential for a person or tool: viewer (reads and watches), operator (also pause, label, re-apply, enrollment decisions; --pool limits it) or admin (everything)')
+    .argument('<name>')
+    .option('--pki-dir <dir>', 'the directory mcctl pki init wrote')
+    .addOption(new Option('--role <role>', 'what the credential may do').choices(['viewer', 'operator', 'admin']).makeOptionMandatory())
+    .option('--pool <pool>', 'with --role operator: the pools it may act on; repeatable (default: every pool)', collect, [])
+    .action(async (name: string, opts: { pkiDir?: string; role: string; pool: string[] }) => {
+      const dir = opts.pkiDir ?? program.opts<ConnectionFlags>().pkiDir;
+      if (!dir) throw new ConfigurationError('mcctl pki operator needs --pki-dir DIR, the directory mcctl pki init wrote');
+      write(await (await commands.pki()).pkiOperatorCommand(dir, name, opts.role, opts.pool));
     });
   pki.command('replica').description('issue an mcplane-server replica\'s etcd client certificate (O=mcplane:replicas, CN=mcplane-replica@NAME) from an existing CA')
     .argument('<name>')

@@ -12,13 +12,14 @@ import type { Replica__Output } from '../runtime/generated/mcplane/v1/Replica.ts
 import type { BootstrapToken__Output } from '../runtime/generated/mcplane/v1/BootstrapToken.ts';
 import type { EnrollmentRequest__Output } from '../runtime/generated/mcplane/v1/EnrollmentRequest.ts';
 import type { SourceObject__Output } from '../runtime/generated/mcplane/v1/SourceObject.ts';
+import type { AuditRecord__Output } from '../runtime/generated/mcplane/v1/AuditRecord.ts';
 import { call } from './client/call.ts';
 import type { Clients } from './client/connection.ts';
 import { age } from './format.ts';
 import { events } from './events.ts';
 import { condition, machineConfigObject, nodeObject, poolObject, renderedObject, replicaObject } from './objects.ts';
 
-export type ResourceName = 'pools' | 'nodes' | 'mc' | 'rendered' | 'replicas' | 'events' | 'tokens' | 'enrollments' | SourceResourceName;
+export type ResourceName = 'pools' | 'nodes' | 'mc' | 'rendered' | 'replicas' | 'events' | 'tokens' | 'enrollments' | 'audit' | SourceResourceName;
 /** The higher-level configs (generated-configs.ts), one resource per kind. */
 export type SourceResourceName = 'kubeletconfigs' | 'containerruntimeconfigs' | 'images' | 'imagedigestmirrorsets' | 'imagetagmirrorsets' | 'imagecontentsourcepolicies' | 'clusterimagepolicies' | 'criocredentialproviderconfigs';
 
@@ -26,7 +27,7 @@ export interface Resource<T> {
   name: ResourceName;
   /** The TYPE of `-o name` (TYPE/NAME), kubectl's lower-case kind. */
   typeName: string;
-  list(c: Clients, filter: { pool?: string; node?: string }): Promise<T[]>;
+  list(c: Clients, filter: { pool?: string; node?: string; sinceMs?: number }): Promise<T[]>;
   get(c: Clients, name: string): Promise<T>;
   nameOf(item: T): string;
   object(item: T): Record<string, unknown>;
@@ -49,6 +50,7 @@ const ALIASES: Record<string, ResourceName> = {
   replicas: 'replicas', replica: 'replicas',
   events: 'events', event: 'events', ev: 'events',
   tokens: 'tokens', token: 'tokens', bootstraptoken: 'tokens', bootstraptokens: 'tokens',
+  audit: 'audit', audits: 'audit', auditrecord: 'audit', auditrecords: 'audit',
   enrollments: 'enrollments', enrollment: 'enrollments', enrollmentrequest: 'enrollments', enrollmentrequests: 'enrollments', er: 'enrollments',
   kubeletconfig: 'kubeletconfigs', kubeletconfigs: 'kubeletconfigs',
   containerruntimeconfig: 'containerruntimeconfigs', containerruntimeconfigs: 'containerruntimeconfigs', ctrcfg: 'containerruntimeconfigs',
@@ -62,7 +64,7 @@ const ALIASES: Record<string, ResourceName> = {
 
 export function resourceOf(name: string): ResourceName {
   const r = ALIASES[name.toLowerCase()];
-  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, replicas, events, tokens, enrollments, kubeletconfig, containerruntimeconfig (ctrcfg), image, imagedigestmirrorset (idms), imagetagmirrorset (itms), imagecontentsourcepolicy (icsp), clusterimagepolicy or criocredentialproviderconfig`);
+  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, replicas, events, tokens, enrollments, audit, kubeletconfig, containerruntimeconfig (ctrcfg), image, imagedigestmirrorset (idms), imagetagmirrorset (itms), imagecontentsourcepolicy (icsp), clusterimagepolicy or criocredentialproviderconfig`);
   return r;
 }
 
@@ -319,6 +321,45 @@ const enrollments: Resource<EnrollmentRequest__Output> = {
   },
 };
 
+const listAudit = async (c: Clients, sinceMs = 0): Promise<AuditRecord__Output[]> =>
+  (await call(c, c.identity.listAuditRecords.bind(c.identity), { sinceUnixMs: sinceMs, limit: 0 }, 'list audit records')).records;
+
+// Labels for -l: who (user, role), what (method) and the outcome (result), e.g.
+// `mcctl get audit -l result!=OK` for the refusals, `-l user=alice`.
+const auditLabels = (r: AuditRecord__Output): Labels => ({ user: r.subject.match(/(?:^|, )CN=([^,]*)/)?.[1] ?? '', role: r.role, method: r.method.split('/').at(-1) ?? r.method, result: r.result });
+
+const audit: Resource<AuditRecord__Output> = {
+  name: 'audit',
+  typeName: 'auditrecord',
+  list: (c, f) => listAudit(c, f.sinceMs),
+  get: async (c, id) => {
+    const found = (await listAudit(c)).find((r) => r.id === id);
+    if (!found) throw new NotFoundError('AuditRecord', id);
+    return found;
+  },
+  nameOf: (r) => r.id,
+  object: (r) => ({
+    apiVersion: 'mcplane.io/v1', kind: 'AuditRecord',
+    metadata: { name: r.id, creationTimestamp: new Date(Number(r.timeUnixMs)).toISOString(), labels: auditLabels(r) },
+    user: { subject: r.subject, serial: r.serial, role: r.role, ...(r.pools.length ? { pools: r.pools } : {}) },
+    sourceAddress: r.peer,
+    method: r.method,
+    objects: r.objects.map((o) => ({ kind: o.kind, name: o.name })),
+    result: r.result,
+    ...(r.message ? { message: r.message } : {}),
+    replica: r.replica,
+  }),
+  labels: auditLabels,
+  columns: ['TIME', 'USER', 'ROLE', 'METHOD', 'OBJECTS', 'RESULT'],
+  wideColumns: ['SOURCE', 'SERIAL', 'MESSAGE'],
+  row: (r, wide) => {
+    const row: (string | number)[] = [new Date(Number(r.timeUnixMs)).toISOString(), auditLabels(r).user || r.subject, r.role + (r.pools.length ? `(${r.pools.join(',')})` : ''),
+      r.method, r.objects.map((o) => `${o.kind}/${o.name}`).join(',') || '<none>', r.result];
+    if (wide) row.push(r.peer, r.serial || '<none>', r.message || '<none>');
+    return row;
+  },
+};
+
 interface SourceStatus {
   conditions: { type: string; status: string; reason?: string; message: string }[];
   generated: string[];
@@ -376,4 +417,4 @@ export const SOURCE_RESOURCE_KINDS: Record<SourceResourceName, string> = {
 const sourceResources = Object.fromEntries(Object.entries(SOURCE_RESOURCE_KINDS).map(([r, kind]) => [r, sourceResource(r as SourceResourceName, kind)])) as Record<SourceResourceName, Resource<SourceObject__Output>>;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const RESOURCES: Record<ResourceName, Resource<any>> = { pools, nodes, mc: machineConfigs, rendered, replicas, events, tokens, enrollments, ...sourceResources };
+export const RESOURCES: Record<ResourceName, Resource<any>> = { pools, nodes, mc: machineConfigs, rendered, replicas, events, tokens, enrollments, audit, ...sourceResources };

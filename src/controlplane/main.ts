@@ -54,6 +54,8 @@ interface Flags {
   /** POOL=GLOB strings from the flag; in the config file those or {pool, nodeNamePattern} objects. */
   enrollmentAutoApprove?: unknown[];
   nodeCertificateLifetime?: string;
+  auditRetention?: string;
+  auditMaxRecords?: string | number;
 }
 
 /** The config file uses the flags' names in camelCase: dataDir, listen, pkiDir, ... */
@@ -87,6 +89,16 @@ export function resolveOptions(flags: Flags): ServerOptions & { logLevel?: strin
     const ms = durationMs(String(f.nodeCertificateLifetime));
     if (ms === undefined || ms < 1000) throw new ConfigurationError(`--node-certificate-lifetime ${f.nodeCertificateLifetime}: expected a duration such as 90d, 30d, 12h (at least 1s)`);
     options.nodeCertificateLifetimeMs = ms;
+  }
+  if (f.auditRetention !== undefined) {
+    const ms = durationMs(String(f.auditRetention));
+    if (ms === undefined || ms < 60_000) throw new ConfigurationError(`--audit-retention ${f.auditRetention}: expected a duration such as 30d, 90d, 12h (at least 1m)`);
+    (options.audit ??= {}).retentionMs = ms;
+  }
+  if (f.auditMaxRecords !== undefined) {
+    const n = Number(f.auditMaxRecords);
+    if (!Number.isInteger(n) || n < 1 || n > 1_000_000) throw new ConfigurationError(`--audit-max-records ${f.auditMaxRecords}: expected a whole number from 1 to 1000000`);
+    (options.audit ??= {}).maxRecords = n;
   }
   if (f.metricsListen) options.metrics = { listen: f.metricsListen, allowNonLoopback: f.metricsAllowNonLoopback === true };
   else if (f.metricsAllowNonLoopback) throw new ConfigurationError('--metrics-allow-non-loopback needs --metrics-listen HOST:PORT');
@@ -214,6 +226,8 @@ export function serverCommand(): Command {
     .option('--tls-key <file>', 'server private key')
     .option('--ca-key <file>', 'CA private key, to sign node certificates at enrollment and renewal (default: ca.key in --pki-dir, when there)')
     .option('--node-certificate-lifetime <duration>', 'lifetime of the node certificates this server issues, e.g. 90d, 30d, 12h (default 90d); agents renew at two thirds of it')
+    .option('--audit-retention <duration>', 'how long the audit trail (mcctl get audit) keeps a record, e.g. 30d, 90d (default 30d)')
+    .option('--audit-max-records <n>', 'the most audit records kept; the oldest go first (default 10000)')
     .option('--bootstrap-token-file <file>', 'bootstrap tokens, one per line')
     .option('--insecure', 'plaintext gRPC, only on a loopback --listen (development)')
     .option('--no-bootstrap', 'do not serve the Ignition bootstrap endpoint')

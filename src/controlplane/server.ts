@@ -16,6 +16,7 @@ import { ControlPlane, type ControlPlaneOptions } from './control-plane.ts';
 import { ConfigCommands } from './api/config-commands.ts';
 import { shutdownGracefully, startGrpcServer, SERVICE_NAMES, type GrpcServerHandle } from './api/grpc-server.ts';
 import { startStatusThread, type StatusThread } from './api/status-thread.ts';
+import { AuditTrail, type AuditOptions } from './api/audit-trail.ts';
 import type { RateLimit } from '../runtime/rate-limiter.ts';
 import { openStore, type StoreOptions } from './store/open-store.ts';
 import { loadKubernetesAccess, type KubernetesCredentials } from './kubernetes/kube-client.ts';
@@ -97,6 +98,8 @@ export interface ServerOptions {
   drain?: ControlPlaneOptions['drain'];
   /** --kubernetes-source: take MachineConfigs and pools from that cluster. */
   kubernetesSource?: boolean;
+  /** --audit-retention, --audit-max-records: how long and how many audit records are kept. */
+  audit?: Partial<AuditOptions>;
 }
 
 export interface ServerHandle {
@@ -195,7 +198,8 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
       clock: cp.clock,
       ...(options.kubernetesSource ? { sourceCluster: kubernetes?.server ?? 'the cluster' } : {}),
     }, log);
-    grpc.serve({ reads: cp, replica: cp.serving, agents: cp.agents, config: commands, identity: { revokeNode: commands.revokeNode.bind(commands), certificateSigner: ca ? caSigner(ca) : undefined } }, tls !== undefined);
+    const audit = new AuditTrail(store, log, cp.serving.name, options.audit);
+    grpc.serve({ reads: cp, replica: cp.serving, agents: cp.agents, config: commands, identity: { revokeNode: commands.revokeNode.bind(commands), certificateSigner: ca ? caSigner(ca) : undefined }, audit }, tls !== undefined);
     if (reloading) {
       // The gauge follows what new handshakes are served: the material read last.
       const metrics = cp.metrics;

@@ -16,6 +16,10 @@ x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoPro
 
 export const ROLE_NODE = 'mcplane:nodes';
 export const ROLE_ADMIN = 'mcplane:admins';
+/** API callers that may change some things (pause, label, re-apply, enrollment decisions): api-roles.ts. */
+export const ROLE_OPERATOR = 'mcplane:operators';
+/** API callers that may read and watch only. */
+export const ROLE_VIEWER = 'mcplane:viewers';
 /**
  * mcplane-server replicas, as etcd clients (mcctl pki replica): never accepted on mcplane's gRPC.
  * Their CN is REPLICA_CN_PREFIX + name because etcd (--client-cert-auth with auth enabled) takes
@@ -89,8 +93,8 @@ export async function createCertificateAuthority(commonName = 'mcplane CA', vali
 export interface IssueOptions {
   commonName: string;
   organization?: string;
-  /** For a node: the pool it is bound to. */
-  organizationalUnit?: string;
+  /** For a node: the pool it is bound to; for an operator: the pools it may act on (one OU each). */
+  organizationalUnit?: string | readonly string[];
   /**
    * For a node: the certificate generation of its name when issued (see NODE_GENERATION_ATTRIBUTE);
    * 0 (the default) writes none, as every certificate made before generations did.
@@ -313,7 +317,7 @@ async function signPublicKey(ca: KeyPairPem, publicKey: CryptoKey, options: Issu
   const caCert = new x509.X509Certificate(signerPem);
   const caKey = await importKey(ca.keyPem);
   const subject = [`CN=${escapeDn(options.commonName)}`];
-  if (options.organizationalUnit) subject.push(`OU=${escapeDn(options.organizationalUnit)}`);
+  for (const unit of [options.organizationalUnit ?? []].flat()) if (unit) subject.push(`OU=${escapeDn(unit)}`);
   if (options.organization) subject.push(`O=${escapeDn(options.organization)}`);
   if (options.generation) {
     if (!Number.isSafeInteger(options.generation) || options.generation < 0) throw new Error(`a certificate generation is a whole number >= 0, not ${options.generation}`);

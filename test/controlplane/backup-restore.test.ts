@@ -154,6 +154,11 @@ test('an online backup, restored into a new data directory, brings back every ob
       const names = (after.machineConfigs as { name: string }[]).map((m) => m.name);
       assert.ok(!names.includes('99-after-backup'), 'the change made after the backup is not in it');
       assert.equal((after.nodes as unknown[]).length, 3);
+      // The audit trail is in the store, so in the backup: the label made before it, not the
+      // apply made after it.
+      const audit = (await call(r, r.identity.listAuditRecords.bind(r.identity), { sinceUnixMs: 0, limit: 0 }, 'list audit')).records;
+      assert.ok(audit.some((a) => a.method === 'ConfigService/LabelNode' && a.objects.some((o) => o.name === 'backup-w2') && a.result === 'OK'), 'the label before the backup is audited');
+      assert.ok(!audit.some((a) => a.objects.some((o) => o.name === '99-after-backup')), 'the apply after the backup is not');
     } finally {
       r.close();
     }

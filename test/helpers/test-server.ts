@@ -41,7 +41,7 @@ function etcdFor(dataDir: string): Promise<ServerOptions['etcd']> {
   return sharedEtcd.then((etcd) => ({ endpoints: etcd.endpoints, prefix: `/mcplane-test/${createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}/` }));
 }
 
-export async function startTestServer(options: { dataDir?: string; listen?: string; bootstrap?: boolean | Partial<NonNullable<ServerOptions['bootstrap']>>; tokenSweepMs?: number; clock?: Clock; metrics?: ServerOptions['metrics']; kubernetes?: ServerOptions['kubernetes']; drain?: ServerOptions['drain']; kubernetesSource?: boolean; signing?: boolean; nodeCertificateLifetimeMs?: number; watchBacklog?: number; statusListen?: string } = {}): Promise<TestServer> {
+export async function startTestServer(options: { dataDir?: string; listen?: string; bootstrap?: boolean | Partial<NonNullable<ServerOptions['bootstrap']>>; tokenSweepMs?: number; clock?: Clock; metrics?: ServerOptions['metrics']; kubernetes?: ServerOptions['kubernetes']; drain?: ServerOptions['drain']; kubernetesSource?: boolean; signing?: boolean; nodeCertificateLifetimeMs?: number; watchBacklog?: number; statusListen?: string; audit?: ServerOptions['audit'] } = {}): Promise<TestServer> {
   const pki = await testPki();
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'mcplane-data-'));
   const logs: string[] = [];
@@ -51,6 +51,7 @@ export async function startTestServer(options: { dataDir?: string; listen?: stri
     ...(options.tokenSweepMs ? { tokenSweepMs: options.tokenSweepMs } : {}),
     ...(options.watchBacklog ? { watchBacklog: options.watchBacklog } : {}),
     ...(options.statusListen ? { statusListen: options.statusListen } : {}),
+    ...(options.audit ? { audit: options.audit } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.metrics ? { metrics: options.metrics } : {}),
     ...(options.kubernetes ? { kubernetes: options.kubernetes } : {}),

@@ -1,4 +1,4 @@
-// mcctl pki init DIR / mcctl pki node NAME / mcctl pki replica NAME: certificates for a first install;
+// mcctl pki init DIR / mcctl pki node NAME / mcctl pki operator NAME / mcctl pki replica NAME: certificates;
 // mcctl pki ca rotate|promote|retire DIR: a CA rollover with overlap.
 
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -6,6 +6,7 @@ import { randomBytes, X509Certificate } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { ConfigurationError, MASTER_POOL, nodeNameProblem, WORKER_POOL } from '../../machineconfig/index.ts';
+import { API_ROLES, ROLE_ORGANIZATIONS, type ApiRole } from '../../runtime/api-roles.ts';
 import { createCertificateAuthority, issueCertificate, issuerIn, REPLICA_CN_PREFIX, RESERVED_NODE_NAMES, ROLE_ADMIN, ROLE_NODE, ROLE_REPLICA, signerCertificate, splitPemBundle, type KeyPairPem } from '../../runtime/pki.ts';
 
 function writePair(dir: string, base: string, pair: KeyPairPem): void {
@@ -64,6 +65,30 @@ async function issueNode(dir: string, ca: KeyPairPem, name: string, pool: string
   mkdirSync(nodesDir, { recursive: true, mode: 0o700 });
   writePair(nodesDir, name, await issueCertificate(ca, { commonName: name, organization: ROLE_NODE, organizationalUnit: pool, generation, usage: 'client' }));
   return `wrote ${nodesDir}/${name}.crt, ${name}.key   node credentials (O=${ROLE_NODE}, OU=${pool}, CN=${name}${generation ? `, generation ${generation}` : ''}): bound to pool ${pool}`;
+}
+
+/**
+ * An API credential for a person or a tool: O carries the role (viewer, operator, admin), each
+ * OU a pool an operator is limited to. Written as operators/NAME.crt and .key, beside nodes/.
+ */
+export async function pkiOperatorCommand(dir: string, name: string, role: string, pools: string[]): Promise<string> {
+  if (!/^[a-z0-9]([-a-z0-9.@_]{0,61}[a-z0-9])?$/.test(name)) throw new ConfigurationError(`operator name "${name}" must be lowercase letters, digits, "-", ".", "_", "@" (at most 63), starting and ending with a letter or digit`);
+  if (!(API_ROLES as readonly string[]).includes(role)) throw new ConfigurationError(`--role ${role}: expected one of ${API_ROLES.join(', ')}`);
+  const apiRole = role as ApiRole;
+  for (const pool of pools) {
+    if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(pool)) throw new ConfigurationError(`--pool "${pool}": a pool name must be a DNS subdomain (lowercase letters, digits, "-", ".")`);
+  }
+  if (pools.length && apiRole !== 'operator') throw new ConfigurationError(`--pool limits an operator only: a ${apiRole} ${apiRole === 'viewer' ? 'reads every pool' : 'may do everything'}; give --role operator`);
+  const ca = readCa(dir);
+  const operatorsDir = join(dir, 'operators');
+  mkdirSync(operatorsDir, { recursive: true, mode: 0o700 });
+  const organization = ROLE_ORGANIZATIONS[apiRole];
+  writePair(operatorsDir, name, await issueCertificate(ca, { commonName: name, organization, organizationalUnit: [...new Set(pools)], usage: 'client' }));
+  const scope = pools.length ? `, OU=${[...new Set(pools)].join(', OU=')}: pools ${[...new Set(pools)].join(', ')} only` : '';
+  return [
+    `wrote ${operatorsDir}/${name}.crt, ${name}.key   ${apiRole} credentials (CN=${name}, O=${organization}${scope})`,
+    `  mcctl --server HOST:7443 --ca ${dir}/ca.crt --cert ${operatorsDir}/${name}.crt --key ${operatorsDir}/${name}.key get pools`,
+  ].join('\n') + '\n';
 }
 
 /**
@@ -164,13 +189,13 @@ export async function pkiCaRetireCommand(dir: string): Promise<string> {
   writeAtomic(join(dir, 'ca.crt'), signer, 0o644);
   if (existsSync(join(dir, 'ca-previous.key'))) unlinkSync(join(dir, 'ca-previous.key'));
   lines.push(`${dir}/ca.crt holds only the new CA now; ca-previous.key removed`);
-  for (const sub of ['nodes', 'replicas']) {
+  for (const sub of ['nodes', 'replicas', 'operators']) {
     let names: string[] = [];
     try {
       names = readdirSync(join(dir, sub)).filter((f) => f.endsWith('.crt'));
     } catch { /* none issued */ }
     const stale = names.filter((f) => !issuerIn(readFileSync(join(dir, sub, f)), signer));
-    if (stale.length) lines.push(`warning: ${sub}/${stale.join(`, ${sub}/`)} were issued by the retired CA: issue them again (mcctl pki ${sub === 'nodes' ? 'node' : 'replica'} NAME --pki-dir ${dir}) before hosts use them`);
+    if (stale.length) lines.push(`warning: ${sub}/${stale.join(`, ${sub}/`)} were issued by the retired CA: issue them again (mcctl pki ${sub === 'nodes' ? 'node' : sub === 'replicas' ? 'replica' : 'operator'} NAME${sub === 'operators' ? ' --role ROLE' : ''} --pki-dir ${dir}) before hosts use them`);
   }
   lines.push('next: copy ca.crt, server.crt and server.key to every replica and send it SIGHUP (open streams stay; new connections use the new files)');
   return lines.join('\n') + '\n';

@@ -5,6 +5,7 @@
 // before it runs, and the index brings every parser (yaml, croner, TOML) that `get` never uses.
 import { ConfigurationError } from '../../machineconfig/errors.ts';
 import { formatSelector, matchesSelector } from '../../machineconfig/label-selector.ts';
+import { durationMs } from '../../machineconfig/duration.ts';
 import type { DisruptionAction, LabelSelector, MachineConfiguration } from '../../machineconfig/index.ts';
 import type { MachineConfigPool__Output } from '../../runtime/generated/mcplane/v1/MachineConfigPool.ts';
 import type { Node__Output } from '../../runtime/generated/mcplane/v1/Node.ts';
@@ -35,6 +36,8 @@ export interface GetOptions {
   pool?: string;
   /** Events about this node only (get events). */
   node?: string;
+  /** Audit records of the last DURATION only (get audit). */
+  since?: string;
   /** --sort-by: a JSONPath into each object (kubectl's), e.g. .metadata.creationTimestamp. */
   sortBy?: string;
   /** --show-labels: a LABELS column. */
@@ -90,6 +93,13 @@ export async function getCommand(c: Clients, io: Io, args: string[], options: Ge
   if (options.node !== undefined && targets.some((t) => t.resource !== 'events')) {
     throw new ConfigurationError('--node filters events only (mcctl get events --node NAME)');
   }
+  let sinceMs: number | undefined;
+  if (options.since !== undefined) {
+    if (targets.some((t) => t.resource !== 'audit')) throw new ConfigurationError('--since filters the audit trail only (mcctl get audit --since 1h)');
+    const ms = durationMs(options.since);
+    if (ms === undefined) throw new ConfigurationError(`--since ${options.since}: expected a duration such as 30m, 1h, 7d`);
+    sinceMs = Date.now() - ms;
+  }
   if (options.watch) return watchGet(c, io, targets, selector, options);
 
   const fetched: Fetched[] = [];
@@ -97,7 +107,7 @@ export async function getCommand(c: Clients, io: Io, args: string[], options: Ge
   for (const t of targets) {
     const resource = RESOURCES[t.resource];
     if (t.names.length === 0) {
-      const items = (await resource.list(c, { pool: options.pool, node: options.node })).filter((item) => selects(resource, selector, item));
+      const items = (await resource.list(c, { pool: options.pool, node: options.node, ...(sinceMs !== undefined ? { sinceMs } : {}) })).filter((item) => selects(resource, selector, item));
       fetched.push({ resource, items, named: false });
       continue;
     }

@@ -13,6 +13,7 @@ import type { AgentEntry as AgentEntryClass } from '../sessions/agent-entry.ts';
 import type { ConfigCommands as ConfigCommandsClass } from './config-commands.ts';
 import type { Store } from '../store/store.ts';
 import type { CertificateSigner } from './enrollment-requests.ts';
+import type { AuditTrail } from './audit-trail.ts';
 
 export type { ServingReplica };
 
@@ -41,4 +42,6 @@ export interface ApiAccess {
   agents: AgentEntry;
   config: ConfigCommands;
   identity: IdentityCommands;
+  /** Where every write through the API, and every refused one, is recorded. */
+  audit: AuditTrail;
 }

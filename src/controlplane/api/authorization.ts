@@ -1,9 +1,11 @@
 // Who is calling, from the TLS client certificate: O=mcplane:nodes,CN=<node> for agents,
-// O=mcplane:admins for operators. Without TLS (allowed only on loopback, and only when asked
-// for) every local caller is trusted as an operator, and an agent as the node it names.
+// O=mcplane:viewers / mcplane:operators / mcplane:admins for people and tools (api-roles.ts;
+// what each may call: access-rules.ts). Without TLS (allowed only on loopback, and only when
+// asked for) every local caller is trusted as an admin, and an agent as the node it names.
 
 import { PermissionDeniedError, UnauthenticatedError, WORKER_POOL } from '../../machineconfig/index.ts';
-import { identityOf, peerCertificateFacts, ROLE_ADMIN, ROLE_NODE, type CertificateBinding, type Identity } from '../../runtime/pki.ts';
+import { apiCallerOf, LOCAL_CALLER, type ApiCaller } from '../../runtime/api-roles.ts';
+import { identityOf, peerCertificateFacts, ROLE_NODE, type CertificateBinding, type Identity } from '../../runtime/pki.ts';
 
 interface CallWithAuth {
   getAuthContext?: () => { sslPeerCertificate?: { raw?: Buffer } } | null;
@@ -12,7 +14,8 @@ interface CallWithAuth {
 export interface Authorizer {
   /** The caller's identity; undefined in plaintext mode. */
   identify(call: CallWithAuth): Identity | undefined;
-  requireAdmin(call: CallWithAuth): void;
+  /** The caller's API role, pools and certificate (LOCAL_CALLER, an admin, in plaintext mode). */
+  caller(call: CallWithAuth): ApiCaller;
   /**
    * The node the caller may act as and the pool its credential binds it to; undefined when any
    * (plaintext, loopback development only).
@@ -43,11 +46,9 @@ export function createAuthorizer(tls: boolean): Authorizer {
   };
   return {
     identify,
-    requireAdmin(call) {
-      const id = identify(call);
-      if (id && id.organization !== ROLE_ADMIN) {
-        throw new PermissionDeniedError(`certificate ${describe(id)} may not use this service: it needs O=${ROLE_ADMIN} (operator credentials are distinct from node credentials)`);
-      }
+    caller(call) {
+      const raw = peerCertificate(call);
+      return raw ? apiCallerOf(raw) : LOCAL_CALLER;
     },
     requireNode(call) {
       const raw = peerCertificate(call);

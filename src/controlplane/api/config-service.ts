@@ -11,30 +11,28 @@ import { unary } from './status-errors.ts';
 import { machineConfigToWire, nodeToWire, poolToWire, renderedToWire } from './to-wire.ts';
 
 export function configService({ cache }: ApiReads, commands: ConfigCommands, auth: Authorizer, log: Logger): ConfigServiceHandlers {
-  const admin = <Req, Res>(fn: (req: Req, who: string) => Res | Promise<Res>) => unary<Req, Res>(log, (req, call) => {
-    auth.requireAdmin(call);
-    return fn(req, auth.identify(call)?.commonName ?? 'local');
-  });
+  // Who may call what is checked before a handler runs (access-rules.ts, guarded-service.ts).
+  const handle = <Req, Res>(fn: (req: Req, who: string) => Res | Promise<Res>) => unary<Req, Res>(log, (req, call) => fn(req, auth.identify(call)?.commonName ?? 'local'));
   return {
-    Apply: admin(async (req: { manifests: { source: string; text: string }[]; dryRun: boolean }) => {
+    Apply: handle(async (req: { manifests: { source: string; text: string }[]; dryRun: boolean }) => {
       // Read once: what is stored, warned of and previewed are the same objects.
       const request = parseApplyRequest(req.manifests);
       const { objects, preview } = await commands.apply(request, req.dryRun);
       return { objects, warnings: applyWarnings(request, [...cache.pools.values()].map((p) => p.value)), ...preview };
     }),
-    Delete: admin(async (req: { kind: string; name: string }, who) => {
+    Delete: handle(async (req: { kind: string; name: string }, who) => {
       await commands.delete(req.kind, req.name, who);
       return {};
     }),
-    ListMachineConfigs: admin(() => ({
+    ListMachineConfigs: handle(() => ({
       machineConfigs: [...cache.configs.values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map(machineConfigToWire),
     })),
-    GetMachineConfig: admin((req: { name: string }) => {
+    GetMachineConfig: handle((req: { name: string }) => {
       const stored = cache.configs.get(req.name);
       if (!stored) throw new NotFoundError('MachineConfig', req.name);
       return machineConfigToWire(stored);
     }),
-    ListRenderedConfigs: admin((req: { pool: string }) => {
+    ListRenderedConfigs: handle((req: { pool: string }) => {
       const references = referencedConfigs(cache);
       return {
         renderedConfigs: [...cache.rendered.values()]
@@ -43,20 +41,20 @@ export function configService({ cache }: ApiReads, commands: ConfigCommands, aut
           .map((r) => renderedToWire(r, references)),
       };
     }),
-    GetRenderedConfig: admin((req: { name: string }) => {
+    GetRenderedConfig: handle((req: { name: string }) => {
       const stored = cache.rendered.get(req.name);
       if (!stored) throw new NotFoundError('RenderedConfig', req.name);
       return renderedToWire(stored, referencedConfigs(cache), cache.renderedConfig(req.name)!.specJson);
     }),
-    SetPoolPaused: admin(async (req: { name: string; paused: boolean }) => {
+    SetPoolPaused: handle(async (req: { name: string; paused: boolean }) => {
       await commands.setPoolPaused(req.name, req.paused);
       return poolToWire(cache.pools.get(req.name)!, cache.poolStatuses.get(req.name)?.value.status);
     }),
-    LabelNode: admin(async (req: { name: string; set: Record<string, string>; remove: string[] }, who) => {
+    LabelNode: handle(async (req: { name: string; set: Record<string, string>; remove: string[] }, who) => {
       await commands.labelNode(req.name, req.set, req.remove, who);
       return nodeToWire(cache.nodes.get(req.name)!);
     }),
-    ListSourceObjects: admin((req: { kind: string }) => {
+    ListSourceObjects: handle((req: { kind: string }) => {
       if (!isSourceKind(req.kind)) {
         throw new InvalidDocumentError([{ object: 'request', field: 'kind', rule: 'unknown-kind', message: `kind ${JSON.stringify(req.kind)} is not one of ${SOURCE_KINDS.join(', ')}` }]);
       }
@@ -72,12 +70,12 @@ export function configService({ cache }: ApiReads, commands: ConfigCommands, aut
         }),
       };
     }),
-    GetMachineConfiguration: admin((req: { name: string }) => {
+    GetMachineConfiguration: handle((req: { name: string }) => {
       if (req.name !== 'cluster') throw new NotFoundError('MachineConfiguration', req.name);
       const stored = cache.machineConfiguration;
       return { manifestJson: stored ? JSON.stringify(stored.value) : '', resourceVersion: stored?.resourceVersion ?? '' };
     }),
-    ReapplyNode: admin(async (req: { name: string }, who) => {
+    ReapplyNode: handle(async (req: { name: string }, who) => {
       await commands.reapplyNode(req.name, who);
       return {};
     }),

@@ -14,6 +14,8 @@ import { configService } from './config-service.ts';
 import { identityService } from './identity-service.ts';
 import { statusService } from './status-service.ts';
 import { acceptingPreEncoded } from '../../runtime/pre-encoded.ts';
+import { CONFIG_RULES, IDENTITY_RULES, STATUS_RULES } from './access-rules.ts';
+import { guarded } from './guarded-service.ts';
 
 export const SERVICE_NAMES = ['mcplane.v1.AgentService', 'mcplane.v1.StatusService', 'mcplane.v1.ConfigService', 'mcplane.v1.IdentityService'];
 
@@ -63,13 +65,16 @@ export async function startGrpcServer(address: string, creds: ServerCredentials,
     server,
     health,
     port,
-    serve({ reads, replica, agents, config, identity }, tls) {
+    serve({ reads, replica, agents, config, identity, audit }, tls) {
       const auth = createAuthorizer(tls);
+      // The operator-facing services answer each call only after its RPC's rule allows it, and
+      // record every write (access-rules.ts, guarded-service.ts). The agent's is node-only.
+      const guard = { auth, cache: reads.cache, audit, log };
       // Assignments are encoded once per fan-out and written to every stream as they are.
       server.addService(acceptingPreEncoded(grpc.mcplane.v1.AgentService.service), agentService(agents, auth, log));
-      server.addService(acceptingPreEncoded(grpc.mcplane.v1.StatusService.service), statusService(reads, replica, auth, log));
-      server.addService(grpc.mcplane.v1.ConfigService.service, configService(reads, config, auth, log));
-      server.addService(grpc.mcplane.v1.IdentityService.service, identityService(reads, identity, auth, log));
+      server.addService(acceptingPreEncoded(grpc.mcplane.v1.StatusService.service), guarded('StatusService', statusService(reads, replica, log), STATUS_RULES, guard));
+      server.addService(grpc.mcplane.v1.ConfigService.service, guarded('ConfigService', configService(reads, config, auth, log), CONFIG_RULES, guard));
+      server.addService(grpc.mcplane.v1.IdentityService.service, guarded('IdentityService', identityService(reads, identity, audit, auth, log), IDENTITY_RULES, guard));
       for (const s of ['', ...SERVICE_NAMES]) health.setStatus(s, 'SERVING');
     },
   };

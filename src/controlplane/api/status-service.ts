@@ -15,8 +15,7 @@ import { PreEncoded } from '../../runtime/pre-encoded.ts';
 import { loadMcplaneProto } from '../../runtime/proto.ts';
 import { NodeListEncoder } from './node-list-encoding.ts';
 import type { ApiReads, ServingReplica } from './api-access.ts';
-import type { Authorizer } from './authorization.ts';
-import { toServiceError, unary } from './status-errors.ts';
+import { unary } from './status-errors.ts';
 import { eventToWire, nodeToWire, poolToWire } from './to-wire.ts';
 import type { Event } from '../../runtime/generated/mcplane/v1/Event.ts';
 import type { EventRecord, NodeHistoryRecord } from '../store/stored-records.ts';
@@ -32,7 +31,7 @@ export const SHUTDOWN_DETAILS = 'the server is shutting down; reconnect (to anot
  * The handlers answer ListNodes and GetNode with PreEncoded bytes (node-list-encoding.ts): the
  * service must be registered wrapped by acceptingPreEncoded.
  */
-export function statusService({ cache, store }: ApiReads, replica: ServingReplica, auth: Authorizer, log: Logger): StatusServiceHandlers {
+export function statusService({ cache, store }: ApiReads, replica: ServingReplica, log: Logger): StatusServiceHandlers {
   const encoder = new NodeListEncoder(nodeToWire, loadMcplaneProto().grpc.mcplane.v1.StatusService.service.GetNode.responseSerialize);
   const pool = (name: string) => {
     const stored = cache.pools.get(name);
@@ -47,19 +46,17 @@ export function statusService({ cache, store }: ApiReads, replica: ServingReplic
   const node = (name: string) => nodeToWire(viewOf(name));
   // Typed as the message it stands for: the wrapped service writes its bytes as they are.
   const encodedNode = (name: string): Node => new PreEncoded(encoder.nodeBytes(viewOf(name))) as unknown as Node;
-  const admin = <Req, Res>(fn: (req: Req) => Res) => unary<Req, Res>(log, (req, call) => {
-    auth.requireAdmin(call);
-    return fn(req);
-  });
+  // Who may call what is checked before a handler runs (access-rules.ts, guarded-service.ts).
+  const read = <Req, Res>(fn: (req: Req) => Res) => unary<Req, Res>(log, (req) => fn(req));
   return {
-    ListPools: admin(() => ({ pools: [...cache.pools.keys()].sort().map(pool) })),
-    GetPool: admin((req: { name: string }) => pool(req.name)),
-    ListNodes: admin((req: { pool: string; limit: number; continueToken: string }): ListNodesResponse => {
+    ListPools: read(() => ({ pools: [...cache.pools.keys()].sort().map(pool) })),
+    GetPool: read((req: { name: string }) => pool(req.name)),
+    ListNodes: read((req: { pool: string; limit: number; continueToken: string }): ListNodesResponse => {
       const { views, continueToken, remainingItemCount } = listNodes(cache, req);
       return encoder.listResponse(views, continueToken, remainingItemCount) as unknown as ListNodesResponse;
     }),
-    GetNode: admin((req: { name: string }) => encodedNode(req.name)),
-    ListReplicas: admin(() => {
+    GetNode: read((req: { name: string }) => encodedNode(req.name)),
+    ListReplicas: read(() => {
       const leader = cache.leader?.value.replica;
       return {
         replicas: [...cache.replicas.values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map((r) => ({
@@ -74,22 +71,15 @@ export function statusService({ cache, store }: ApiReads, replica: ServingReplic
         })),
       };
     }),
-    GetServerInfo: admin(() => ({ version: VERSION, replica: replica.name, store: store.backend, leader: replica.leading })),
-    ListEvents: admin((req: { node: string; pool: string; limit: number }) => ({ events: listEvents(cache, req) })),
-    GetNodeHistory: unary(log, async (req: { name: string }, call) => {
-      auth.requireAdmin(call);
+    GetServerInfo: read(() => ({ version: VERSION, replica: replica.name, store: store.backend, leader: replica.leading })),
+    ListEvents: read((req: { node: string; pool: string; limit: number }) => ({ events: listEvents(cache, req) })),
+    GetNodeHistory: unary(log, async (req: { name: string }) => {
       // Not cached (it is read only here): from the store, on whichever replica answers.
       const stored = await store.get<NodeHistoryRecord>('NodeHistory', req.name);
       if (!stored && !cache.nodes.has(req.name)) throw new NotFoundError('Node', req.name);
       return { node: req.name, updates: stored?.value.updates ?? [] };
     }),
     Watch(call: ServerWritableStream<WatchRequest__Output, WatchEvent>) {
-      try {
-        auth.requireAdmin(call);
-      } catch (err) {
-        call.emit('error', toServiceError(err, log));
-        return;
-      }
       const none = !call.request.pools && !call.request.nodes && !call.request.events;
       const wantPools = call.request.pools || none;
       const wantNodes = call.request.nodes || none;

@@ -16,6 +16,8 @@ import { ClusterCache } from '../cache/cluster-cache.ts';
 import { CACHED_KINDS } from '../store/kinds.ts';
 import { RelayedStore } from '../store/relayed-store.ts';
 import { createAuthorizer } from './authorization.ts';
+import { STATUS_RULES } from './access-rules.ts';
+import { guarded } from './guarded-service.ts';
 import { bindGrpcServer, shutdownGracefully } from './grpc-server.ts';
 import { statusService } from './status-service.ts';
 import { STATUS_SERVICE, STATUS_THREAD_ROLE, type StatusThreadData, type ThreadControl, type ThreadReport } from './status-thread-protocol.ts';
@@ -54,7 +56,9 @@ async function runStatusThread(data: StatusThreadData, parent: MessagePort): Pro
   }
   const { server, health } = bound;
   const { grpc } = loadMcplaneProto();
-  server.addService(acceptingPreEncoded(grpc.mcplane.v1.StatusService.service), statusService({ cache, store }, replica, createAuthorizer(tls !== undefined), log));
+  // Reads only: the same rules as the main port's, and nothing to audit.
+  const guard = { auth: createAuthorizer(tls !== undefined), cache, audit: undefined, log };
+  server.addService(acceptingPreEncoded(grpc.mcplane.v1.StatusService.service), guarded('StatusService', statusService({ cache, store }, replica, log), STATUS_RULES, guard));
   // NOT_SERVING until the main thread says otherwise (status-thread.ts, right after the start).
   let serving = false;
   const setHealth = (): void => {

@@ -43,6 +43,9 @@ export const KINDS = {
   // Bounded (pending ones by the endpoint's limit, decided ones expire): cached, so listing and
   // the pending count cost no store read.
   EnrollmentRequest: { writer: 'bootstrap endpoint', holds: 'a host\'s request to join without a bootstrap token, and the operator\'s decision on it', cached: true },
+  // Written by whichever replica answered the call; read only by `mcctl get audit` (from the
+  // store), so no replica holds them in memory. Bounded by count and age (audit-trail.ts).
+  AuditRecord: { writer: 'replica', holds: 'one write through the API, or a refused one: who, when, from where, what, the result (mcctl get audit)', cached: false },
   // The user's higher-level configs (MCO's): the leader's generated-config controller makes
   // MachineConfigs of them. Few, small, and read by every apply: cached.
   KubeletConfig: { writer: 'user', holds: 'a KubeletConfig', cached: true },

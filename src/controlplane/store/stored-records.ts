@@ -332,3 +332,24 @@ export interface PoolResumeRecord {
   target: string;
   requestedAt: number;
 }
+
+/**
+ * One write through the API, allowed or refused (audit-trail.ts). Stored under a name that sorts
+ * by time: the milliseconds, zero-padded, then a random suffix.
+ */
+export interface AuditRecordValue {
+  at: number;
+  subject: string;
+  serial: string;
+  /** viewer | operator | admin, or none (a certificate of no API role, e.g. a node's). */
+  role: string;
+  pools: string[];
+  peer: string;
+  /** Service/Method, e.g. ConfigService/SetPoolPaused. */
+  method: string;
+  objects: { kind: string; name: string }[];
+  /** OK or the gRPC status name. */
+  result: string;
+  message?: string;
+  replica: string;
+}
