@@ -169,3 +169,41 @@ test('a runtime that does not answer fails every set with the call and the reaso
     gone.close();
   }
 });
+
+test('pulls run at most `concurrency` at a time, each image once however many sets list it, and the status shows the progress mid-sync', async () => {
+  const many: string[] = [];
+  for (let i = 0; i < 6; i++) many.push((await registry.pushImage(`pinned/many${i}`, { [`f${i}`]: `image ${i}\n` })).reference);
+  // The real client, counting what is in flight on its way to containerd.
+  class CountingClient extends CriImageClient {
+    inFlight = 0;
+    maxInFlight = 0;
+    pulls: string[] = [];
+    seen: ReturnType<PinnedImagePuller['status']>[] = [];
+    owner: PinnedImagePuller | undefined;
+    override async pullImage(image: string): Promise<string> {
+      this.pulls.push(image);
+      this.maxInFlight = Math.max(this.maxInFlight, ++this.inFlight);
+      if (this.owner) this.seen.push(this.owner.status());
+      try {
+        return await super.pullImage(image);
+      } finally {
+        this.inFlight--;
+      }
+    }
+  }
+  const counting = new CountingClient(containerd.socket);
+  try {
+    const { puller: p } = puller({ cri: counting, concurrency: 2 });
+    counting.owner = p;
+    const status = await p.sync([{ name: 'first', generation: 1, images: many.slice(0, 4) }, { name: 'second', generation: 7, images: many.slice(2) }]);
+    assert.deepEqual(status.sets.map((s) => [s.name, s.state, s.imagesDone, s.imagesTotal, s.currentGeneration]), [['first', 'Pulled', 4, 4, 1], ['second', 'Pulled', 4, 4, 7]]);
+    assert.equal(counting.maxInFlight, 2);
+    assert.deepEqual([...counting.pulls].sort(), [...many].sort(), 'each image pulled once');
+    const mid = counting.seen.at(-1)!.sets;
+    assert.deepEqual(mid.map((s) => s.state), ['Pulling', 'Pulling']);
+    assert.ok(mid.some((s) => s.imagesDone > 0 && s.imagesDone < s.imagesTotal), `progress mid-sync: ${JSON.stringify(mid)}`);
+    for (const image of many) assert.ok(await cri.imageStatus(image), `${image} is on the node`);
+  } finally {
+    counting.close();
+  }
+});
