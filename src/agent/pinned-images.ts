@@ -85,6 +85,8 @@ export class PinnedImagePuller {
   #imageFilesystem: PinnedImageStatus['imageFilesystem'] = null;
   #dropIn: PinnedImageStatus['dropIn'] = { path: CRIO_PINNED_IMAGES_DROP_IN, images: 0, lastChange: null, lastFailure: null };
   #running: Promise<PinnedImageStatus> | undefined;
+  /** A write or reload of the drop-in failed: CRI-O may not have the pins on disk, so reload next time even if the file is unchanged. */
+  #reloadOwed = false;
 
   constructor(options: PinnedImagePullerOptions) {
     this.#options = options;
@@ -155,6 +157,7 @@ export class PinnedImagePuller {
     const minFree = this.#options.minFreeBytes ?? 10 * GiB;
     const sizeOf = this.#options.imageSizeBytes ?? (() => GiB);
     const present = new Map<string, boolean>();
+    const counted = new Set<string>();
     const toPull: { input: PinnedImageSetInput; status: PinnedImageSetStatus; missing: string[] }[] = [];
     for (const { input, status } of accepted) {
       const missing: string[] = [];
@@ -167,12 +170,15 @@ export class PinnedImagePuller {
         this.#fail(status, null, err);
         continue;
       }
-      const needed = [...new Set(missing)].reduce((sum, image) => sum + 2 * sizeOf(image), 0);
+      // An image an accepted set already counted takes no more room for this one.
+      const uncounted = [...new Set(missing)].filter((image) => !counted.has(image));
+      const needed = uncounted.reduce((sum, image) => sum + 2 * sizeOf(image), 0);
       if (needed > 0 && free - needed < minFree) {
         this.#fail(status, null, new PinnedImageDiskSpaceError(input.name, fs.mountpoint, fs.freeBytes, needed, minFree));
         continue;
       }
       free -= needed;
+      for (const image of uncounted) counted.add(image);
       status.imagesDone = input.images.length - missing.length;
       status.state = missing.length > 0 ? 'Pulling' : 'Pulled';
       toPull.push({ input, status, missing });
@@ -212,8 +218,11 @@ export class PinnedImagePuller {
         }
       }
       const result = await ensureCrioPinnedImagesDropIn(this.#options.root, images, this.#options.reloadRuntime);
+      if (result.change === 'unchanged' && this.#reloadOwed) await this.#options.reloadRuntime();
+      this.#reloadOwed = false;
       this.#dropIn = { path: CRIO_PINNED_IMAGES_DROP_IN, images: images.length, lastChange: result.change, lastFailure: null };
     } catch (err) {
+      this.#reloadOwed = true;
       this.#dropIn = { ...this.#dropIn, lastFailure: describe(err).reason };
     }
   }

@@ -207,3 +207,22 @@ test('pulls run at most `concurrency` at a time, each image once however many se
     counting.close();
   }
 });
+
+test('a failed reload of CRI-O is recorded, and the next sync reloads although the drop-in is already written', async () => {
+  const { app } = images as Record<string, PushedImage>;
+  let attempts = 0;
+  let reloaded = 0;
+  // The reload stand-in fails the first time, as systemd would for a crio.service that is stopping.
+  const { puller: p, root } = puller({ reloadRuntime: async () => { if (++attempts === 1) throw new Error('Job for crio.service canceled'); reloaded++; } });
+  const sets = [{ name: 'workload', generation: 1, images: [app!.reference] }];
+  const first = await p.sync(sets);
+  assert.equal(first.sets[0]!.state, 'Pulled');
+  assert.equal(first.dropIn.lastFailure, 'Job for crio.service canceled');
+  assert.equal(dropIn(root), `[crio]\n  [crio.image]\n    pinned_images = ["${app!.reference}"]\n`);
+  const second = await p.sync(sets);
+  assert.equal(second.dropIn.lastChange, 'unchanged');
+  assert.equal(second.dropIn.lastFailure, null);
+  assert.equal(reloaded, 1);
+  await p.sync(sets);
+  assert.equal(reloaded, 1, 'once reloaded, an unchanged drop-in needs no reload');
+});
