@@ -11,7 +11,7 @@ import { after, before, test } from 'node:test';
 import { CriImageClient } from '../../src/agent/cri-image-client.ts';
 import { CRIO_PINNED_IMAGES_DROP_IN, crioPinnedImagesToml, uniqueSortedImageNames } from '../../src/agent/crio-pinned-images.ts';
 import { PinnedImagePuller, type PinnedImagePullerOptions } from '../../src/agent/pinned-images.ts';
-import { startContainerd, type Containerd } from '../helpers/containerd.ts';
+import { canRunContainerd, startContainerd, type Containerd } from '../helpers/containerd.ts';
 import { startRegistry, type PushedImage, type Registry } from '../helpers/registry.ts';
 
 let registry: Registry;
@@ -19,8 +19,10 @@ let containerd: Containerd;
 let cri: CriImageClient;
 const images: Record<string, PushedImage> = {};
 const hostRoots: string[] = [];
+const skip = !canRunContainerd() && 'needs root and Debian\'s containerd to run a real CRI';
 
 before(async () => {
+  if (skip) return;
   registry = await startRegistry();
   containerd = await startContainerd({ plainHttpRegistries: [registry.host] });
   cri = new CriImageClient(containerd.socket);
@@ -53,7 +55,7 @@ function puller(options: Partial<PinnedImagePullerOptions> = {}): { puller: Pinn
 
 const dropIn = (root: string): string => readFileSync(join(root, CRIO_PINNED_IMAGES_DROP_IN), 'utf8');
 
-test('a set pulled by digest: ImageStatus then shows each image, and the drop-in pins them as MCO writes it', async () => {
+test('a set pulled by digest: ImageStatus then shows each image, and the drop-in pins them as MCO writes it', { skip }, async () => {
   const { app, sidecar } = images as Record<string, PushedImage>;
   assert.equal(await cri.imageStatus(app!.reference), null, 'the image is not on the node before the sync');
   const { puller: p, root, reloads } = puller();
@@ -84,7 +86,7 @@ test('a set pulled by digest: ImageStatus then shows each image, and the drop-in
   assert.equal(reloads(), 2);
 });
 
-test('an unknown digest is the set\'s failure, with the image and the reason; the other images are pulled and nothing throws', async () => {
+test('an unknown digest is the set\'s failure, with the image and the reason; the other images are pulled and nothing throws', { skip }, async () => {
   const { tool } = images as Record<string, PushedImage>;
   const unknown = `${registry.host}/pinned/tool@sha256:${'0'.repeat(64)}`;
   const { puller: p, root, reloads } = puller();
@@ -105,7 +107,7 @@ test('an unknown digest is the set\'s failure, with the image and the reason; th
   assert.equal(reloads(), 0);
 });
 
-test('a set the image filesystem has no room for is refused before any pull, naming the mountpoint, the free and the needed bytes', async () => {
+test('a set the image filesystem has no room for is refused before any pull, naming the mountpoint, the free and the needed bytes', { skip }, async () => {
   const { big, app } = images as Record<string, PushedImage>;
   const info = await cri.imageFsInfo();
   const mountpoint = info.imageFilesystems[0]!.mountpoint;
@@ -130,7 +132,7 @@ test('a set the image filesystem has no room for is refused before any pull, nam
   assert.equal(existsSync(join(root, CRIO_PINNED_IMAGES_DROP_IN)), false, 'no pins while a set is refused');
 });
 
-test('a tag is refused, naming the set, the image, the field and the rule; nothing is pulled', async () => {
+test('a tag is refused, naming the set, the image, the field and the rule; nothing is pulled', { skip }, async () => {
   const tagged = `${registry.host}/pinned/app:latest`;
   const { puller: p } = puller();
   const status = await p.sync([{ name: 'tagged', generation: 1, images: [tagged] }]);
@@ -154,7 +156,7 @@ test('the drop-in\'s bytes are those of MCO\'s encoder for MCO\'s own test list,
   assert.equal(crioPinnedImagesToml([]), '[crio]\n  [crio.image]\n');
 });
 
-test('a runtime that does not answer fails every set with the call and the reason, and the sync still resolves', async () => {
+test('a runtime that does not answer fails every set with the call and the reason, and the sync still resolves', { skip }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'pinned-host-'));
   hostRoots.push(dir);
   const gone = new CriImageClient(join(dir, 'no-runtime.sock'), { callTimeoutMs: 1000 });
@@ -170,7 +172,7 @@ test('a runtime that does not answer fails every set with the call and the reaso
   }
 });
 
-test('pulls run at most `concurrency` at a time, each image once however many sets list it, and the status shows the progress mid-sync', async () => {
+test('pulls run at most `concurrency` at a time, each image once however many sets list it, and the status shows the progress mid-sync', { skip }, async () => {
   const many: string[] = [];
   for (let i = 0; i < 6; i++) many.push((await registry.pushImage(`pinned/many${i}`, { [`f${i}`]: `image ${i}\n` })).reference);
   // The real client, counting what is in flight on its way to containerd.
@@ -208,7 +210,7 @@ test('pulls run at most `concurrency` at a time, each image once however many se
   }
 });
 
-test('a failed reload of CRI-O is recorded, and the next sync reloads although the drop-in is already written', async () => {
+test('a failed reload of CRI-O is recorded, and the next sync reloads although the drop-in is already written', { skip }, async () => {
   const { app } = images as Record<string, PushedImage>;
   let attempts = 0;
   let reloaded = 0;

@@ -13,6 +13,11 @@ import { CriImageClient } from '../../src/agent/cri-image-client.ts';
 
 export const CONTAINERD_BINARY = '/usr/bin/containerd';
 
+/** containerd's CRI plugin mounts and owns its root as root: the tests skip elsewhere (MCPLANE_TEST_ALLOW_SKIPS). */
+export function canRunContainerd(): boolean {
+  return process.getuid?.() === 0 && existsSync(CONTAINERD_BINARY);
+}
+
 export interface Containerd {
   dir: string;
   /** The CRI (and containerd) gRPC socket. */
