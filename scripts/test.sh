@@ -27,6 +27,8 @@ command -v fish >/dev/null || missing+=(fish)                       # mcctl comp
 command -v etcdctl >/dev/null || missing+=(etcd-client)              # etcdctl snapshot save/restore (backup-restore test)
 [ -x /usr/bin/chromium ] || missing+=(chromium fonts-liberation)     # mcctl dashboard in a browser
 { [ -x /usr/bin/prometheus ] && command -v promtool >/dev/null; } || missing+=(prometheus)  # scrapes, alert rules
+[ -x /usr/bin/containerd ] || missing+=(containerd)                  # a real CRI for the pinned image puller
+[ -x /usr/bin/docker-registry ] || missing+=(docker-registry)        # the registry it pulls from, on loopback
 if [ ${#missing[@]} -gt 0 ]; then
   # No recommends: they pull in a desktop (printing, exporters) the tests do not use.
   install=(apt-get install -y -qq --no-install-recommends "${missing[@]}")

@@ -266,6 +266,38 @@ export class GenerateConfigError extends McplaneError {
   }
 }
 
+/**
+ * The container runtime's CRI image service (its unix socket) failed a call: `call` is the RPC,
+ * `reason` the runtime's own words. The pinned image puller records it in a set's status.
+ */
+export class CriCallError extends McplaneError {
+  override readonly code = 'MCPLANE_CRI_CALL';
+  constructor(readonly call: string, readonly reason: string, options?: ErrorOptions) {
+    super(`CRI ImageService.${call}: ${reason}`, options);
+  }
+}
+
+/**
+ * A pinned image set refused before any pull: its missing images need more of the image
+ * filesystem than it can give while keeping `minFreeBytes` free (MCO's errInsufficientStorage).
+ */
+export class PinnedImageDiskSpaceError extends McplaneError {
+  override readonly code = 'MCPLANE_PINNED_IMAGE_DISK_SPACE';
+  constructor(readonly set: string, readonly mountpoint: string, readonly freeBytes: number, readonly neededBytes: number, readonly minFreeBytes: number) {
+    super(`PinnedImageSet/${set}: image filesystem ${mountpoint} has ${freeBytes} bytes free; the set's missing images need ${neededBytes} bytes and ${minFreeBytes} bytes must stay free, so nothing of the set is pulled`);
+  }
+}
+
+/** One pinned image could not be pulled after every retry. */
+export class PinnedImagePullError extends McplaneError {
+  override readonly code = 'MCPLANE_PINNED_IMAGE_PULL';
+  constructor(readonly image: string, readonly attempts: number, readonly reason: string) {
+    super(`pulling ${image} failed after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${reason}`);
+  }
+}
+
+// The three classes above are the agent's alone and never cross the API; they join the list below
+// (and status-errors.ts its table) when the PinnedImageSet kind is wired to the server.
 /** Every error class mcplane raises on purpose: the code-to-status table is checked against it. */
 export const ERROR_CLASSES = [
   InvalidDocumentError, RenderError, PoolConflictError, UnknownPoolError, NotFoundError, ConflictError,
