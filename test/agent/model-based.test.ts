@@ -21,6 +21,7 @@ import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { startAgentTestBed, type AgentTestBed } from '../helpers/agent-test-bed.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { poolYaml } from '../helpers/manifests.ts';
+import { scaled } from '../helpers/time-scale.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
 // CI replays two fixed sequences, one per store, so a red run is always the same red run; any
@@ -114,7 +115,7 @@ async function setConfig(text: string): Promise<string> {
   const changed = text !== applied;
   applied = text;
   if (!changed) return before;
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + scaled(20_000);
   for (;;) {
     const now = await target();
     if (now !== before) return now;
@@ -292,7 +293,7 @@ async function explore(t: { diagnostic: (m: string) => void }, seed: number, scr
       if (good.extensions.includes('sysstat')) next.extensions = next.extensions.filter((e) => e !== 'sysstat');
       next.files[FILES[0]] ??= `${FILES[0]} v9\n`;
       want = await setConfig(mcText(next, false));
-      const until = Date.now() + 60_000;
+      const until = Date.now() + scaled(60_000);
       while (!rebootRequested()) {
         if (Date.now() > until) assert.fail(`${replay}, step ${step} (${op}): no reboot asked for\nsteps: ${log.join(' | ')}\n${host.logs.slice(-20).join('\n')}`);
         await new Promise((res) => setTimeout(res, 25));
@@ -354,7 +355,7 @@ async function explore(t: { diagnostic: (m: string) => void }, seed: number, scr
   assert.ok(!lstatSync(join(host.root, 'etc')).isSymbolicLink());
 }
 
-test(`seeded random updates, failures, rollbacks and kills: after every step the host is what the model says (seed ${SEED})`, { skip, timeout: (SECONDS + 120) * 1000 }, async (t) => {
+test(`seeded random updates, failures, rollbacks and kills: after every step the host is what the model says (seed ${SEED})`, { skip, timeout: scaled((SECONDS + 120) * 1000) }, async (t) => {
   t.diagnostic(`MCPLANE_MODEL_SEED=${SEED} replays this sequence`);
   await explore(t, SEED);
 });
@@ -364,6 +365,6 @@ test(`seeded random updates, failures, rollbacks and kills: after every step the
 // extensions would come back): steps 1-3, an update staged on that deployment and undone before
 // it booted (rpm-ostree cleanup -p); steps 4-6, one that booted and is undone by a second
 // rollback. Each failed on the agent before the fix, at step 3 and at step 6.
-test('scripted: a second undo after an rpm-ostree rollback keeps the deployment rolled back to (cleanup -p, then a second rollback)', { skip, timeout: 300_000 }, async (t) => {
+test('scripted: a second undo after an rpm-ostree rollback keeps the deployment rolled back to (cleanup -p, then a second rollback)', { skip, timeout: scaled(300_000) }, async (t) => {
   await explore(t, 7, ['undone after boot', 'failing reboot', 'apply', 'undone after boot', 'undone after boot', 'apply']);
 });
