@@ -13,6 +13,7 @@ import { createInterface } from 'node:readline';
 import { stringify } from 'yaml';
 import type { TestPki } from '../test/helpers/test-pki.ts';
 import { programArgs } from '../test/helpers/run-cli.ts';
+import { scaled } from '../test/helpers/time-scale.ts';
 import { startUserSystemd, type UserSystemd } from './user-systemd.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -182,7 +183,8 @@ export class SandboxHost {
   }
 
   /** Waits for the agent process to exit by itself (a failpoint killed it). */
-  async exited(timeoutMs = 20_000): Promise<number | null> {
+  async exited(quietTimeoutMs = 20_000): Promise<number | null> {
+    const timeoutMs = scaled(quietTimeoutMs);
     const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), timeoutMs));
     const result = await Promise.race([this.#exited!, timer]);
     if (result === 'timeout') throw new Error(`agent ${this.options.name} did not exit within ${timeoutMs} ms\n${this.logs.slice(-20).join('\n')}`);

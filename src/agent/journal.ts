@@ -119,6 +119,8 @@ export interface JournalState {
    * takes those its config does not want out of it. Cleared when an update is done.
    */
   undoneKargs?: string[] | null;
+  /** Extensions of unfinished updates that were undone, kept and cleared as `undoneKargs` are. */
+  undoneExtensions?: string[] | null;
 }
 
 const EMPTY = (): JournalState => ({ version: 1, currentConfig: '', currentSpec: null, currentPolicy: null, currentDriftPolicy: 'Degrade', backups: {}, pending: null, lastDisruption: '', failure: null });

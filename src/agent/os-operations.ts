@@ -8,10 +8,11 @@ import { readKernelCmdline } from './kernel-cmdline.ts';
 import { EXTENSION_PACKAGES, extensionsOf, imageOf, kernelTypeOf, type RpmOstree } from './rpm-ostree.ts';
 
 /**
- * `undoneKargs`: kernel arguments of undone updates, which the pending deployment may still hold
- * when their deployment could not be dropped; taken out unless `to` wants them.
+ * `undone`: kernel arguments and extensions of undone updates, which the pending deployment may
+ * still hold when their deployment could not be dropped (or was the one left to boot next); taken
+ * out unless `to` wants them.
  */
-export async function applyOsChanges(rpm: RpmOstree, from: MachineConfigSpec | null, to: MachineConfigSpec, undoneKargs: readonly string[] = []): Promise<string[]> {
+export async function applyOsChanges(rpm: RpmOstree, from: MachineConfigSpec | null, to: MachineConfigSpec, undone: { kargs?: readonly string[] | null; extensions?: readonly string[] | null } = {}): Promise<string[]> {
   const done: string[] = [];
   const step = async (object: string, fn: () => Promise<void>): Promise<void> => {
     try {
@@ -28,7 +29,7 @@ export async function applyOsChanges(rpm: RpmOstree, from: MachineConfigSpec | n
   // when an undone update's deployment is still pending (it holds that update's arguments).
   const have = await rpm.kargs().catch((err: Error) => { throw new UpdateStepError('apply', 'kernelArguments', err.message); });
   const newKargs = splitKernelArguments(to.kernelArguments);
-  const managed = [...new Set([...splitKernelArguments(from?.kernelArguments ?? []), ...undoneKargs])];
+  const managed = [...new Set([...splitKernelArguments(from?.kernelArguments ?? []), ...(undone.kargs ?? [])])];
   const remove = managed.filter((k) => !newKargs.includes(k) && have.includes(k));
   const add = newKargs.filter((k) => !have.includes(k));
   if (remove.length || add.length) await step('kernelArguments', () => rpm.changeKargs(remove, add));
@@ -38,7 +39,7 @@ export async function applyOsChanges(rpm: RpmOstree, from: MachineConfigSpec | n
 
   const installed = extensionsOf(pending);
   const extAdd = to.extensions.filter((e) => !installed.includes(e) && EXTENSION_PACKAGES[e]);
-  const extRemove = (from?.extensions ?? []).filter((e) => !to.extensions.includes(e) && installed.includes(e));
+  const extRemove = [...new Set([...(from?.extensions ?? []), ...(undone.extensions ?? [])])].filter((e) => !to.extensions.includes(e) && installed.includes(e));
   if (extAdd.length || extRemove.length) await step('extensions', () => rpm.changeExtensions(extRemove, extAdd));
 
   if (to.osImageURL && imageOf(pending) !== to.osImageURL) await step('osImageURL', () => rpm.rebase(to.osImageURL));

@@ -392,7 +392,7 @@ export class UpdateEngine {
   async #applyOs(): Promise<void> {
     const j = this.#d.journal;
     await this.#applyStep('os-done', 'rpm-ostree', async () => {
-      const changed = await applyOsChanges(this.#d.rpmOstree, j.state.currentSpec, j.state.pending!.toSpec, j.state.undoneKargs ?? []);
+      const changed = await applyOsChanges(this.#d.rpmOstree, j.state.currentSpec, j.state.pending!.toSpec, { kargs: j.state.undoneKargs, extensions: j.state.undoneExtensions });
       if (changed.length) this.#d.log.info({ changed }, 'OS changes staged with rpm-ostree');
       if (changed.length) j.update((s) => { s.pending!.osChanged = true; });
     });
@@ -541,6 +541,7 @@ export class UpdateEngine {
       s.undoReboot = null;
       // Its OS step took them out of the pending deployment (and it booted, if it changed the OS).
       s.undoneKargs = null;
+      s.undoneExtensions = null;
       if (s.currentUpdate) s.lastUpdate = finishUpdate(s.currentUpdate, 'Done', '', Date.now());
       s.currentUpdate = null;
     });
@@ -664,9 +665,16 @@ export class UpdateEngine {
     const booted = p.rebootFromBootId !== undefined && this.#bootId() !== p.rebootFromBootId;
     let reboot = false;
     // Remembered before rpm-ostree is touched (a kill may come next): should its deployment stay
-    // pending, the next update takes its kernel arguments out again (applyOsChanges).
+    // pending, or be the one left to boot next, its kernel arguments and extensions are taken out
+    // again (below, and by the next update's applyOsChanges).
     const kargs = splitKernelArguments(p.toSpec.kernelArguments);
-    if (kargs.some((k) => !j.state.undoneKargs?.includes(k))) j.update((s) => { s.undoneKargs = [...new Set([...(s.undoneKargs ?? []), ...kargs])]; });
+    const extensions = p.toSpec.extensions ?? [];
+    if (kargs.some((k) => !j.state.undoneKargs?.includes(k)) || extensions.some((e) => !j.state.undoneExtensions?.includes(e))) {
+      j.update((s) => {
+        s.undoneKargs = [...new Set([...(s.undoneKargs ?? []), ...kargs])];
+        s.undoneExtensions = [...new Set([...(s.undoneExtensions ?? []), ...extensions])];
+      });
+    }
     if (p.osChanged && booted) {
       await attempt('rpm-ostree rollback', () => this.#rpmOstreeRollback());
       reboot = true;
@@ -677,6 +685,20 @@ export class UpdateEngine {
       // changes into the next. An update that staged nothing leaves the pending deployment alone:
       // it may be the one an earlier undo rolled back to. A failure is reported, not swallowed.
       await attempt('rpm-ostree cleanup -p', () => this.#d.rpmOstree.run(['cleanup', '-p']));
+    }
+    if (p.osChanged || p.step === 'units-done') {
+      // The deployment that boots next must hold the current config's OS. Dropping the staged one
+      // or rolling back goes to the deployment before it, which is not always the current
+      // config's: after an earlier undo's rollback, the update was built on the deployment rolled
+      // back to (not booted), which rpm-ostree may have pruned, so a cleanup or a second rollback
+      // leaves the first undone update's deployment to boot next (its kernel type, extensions
+      // and image with it). What it holds that the current config does not is changed back there.
+      await attempt('rpm-ostree: the current config\'s OS in the next boot\'s deployment', async () => {
+        const changed = await applyOsChanges(this.#d.rpmOstree, p.toSpec, previous ?? { ...p.toSpec, kernelArguments: [], kernelType: 'default', extensions: [], osImageURL: '' }, { kargs: j.state.undoneKargs, extensions: j.state.undoneExtensions });
+        if (changed.length === 0) return;
+        this.#d.log.warn({ changed }, 'the deployment that boots next did not hold the current config\'s OS; staged it again');
+        reboot = true;
+      });
     }
     if (errors.length) this.#d.log.error({ errors }, 'some of the update could not be undone');
     return { reboot, errors };

@@ -43,7 +43,14 @@ export const UNIMPLEMENTED_MCO_KINDS: Readonly<Record<string, string>> = {
 };
 
 export interface GeneratedConfigsInput {
+  /** The pools to generate for. */
   pools: readonly MachineConfigPool[];
+  /**
+   * Every pool a source may select, for the no-pool check; `pools` when absent. The offline
+   * render generates for one pool (and worker) but knows every pool given to it: a source that
+   * selects only another of those is not a source that selects no pool.
+   */
+  knownPools?: readonly MachineConfigPool[];
   /** Every stored MachineConfig, the generated ones included. */
   configs: readonly MachineConfig[];
   /** In creation order: a later KubeletConfig for a pool takes the next `-N`. */
@@ -206,15 +213,16 @@ export function desiredGeneratedConfigs(input: GeneratedConfigsInput): Generated
     if (!s) pending.set(key, (s = { kind, name, wanted: [], problems: [], overlapped: [] }));
     return s;
   };
+  const knownPools = input.knownPools ?? input.pools;
   for (const kc of input.kubeletConfigs) {
     const s = statusFor(KIND_KUBELET_CONFIG, kc.metadata.name);
-    if (poolsSelectedBy(kc.spec.machineConfigPoolSelector, input.pools).length === 0) {
+    if (poolsSelectedBy(kc.spec.machineConfigPoolSelector, knownPools).length === 0) {
       s.problems.push({ object: `${KIND_KUBELET_CONFIG}/${kc.metadata.name}`, field: 'spec.machineConfigPoolSelector', rule: 'no-pool', message: `KubeletConfig ${kc.metadata.name} does not match any MachineConfigPools` });
     }
   }
   for (const cr of input.containerRuntimeConfigs) {
     const s = statusFor(KIND_CONTAINER_RUNTIME_CONFIG, cr.metadata.name);
-    if (poolsSelectedBy(cr.spec.machineConfigPoolSelector, input.pools).length === 0) {
+    if (poolsSelectedBy(cr.spec.machineConfigPoolSelector, knownPools).length === 0) {
       s.problems.push({ object: `${KIND_CONTAINER_RUNTIME_CONFIG}/${cr.metadata.name}`, field: 'spec.machineConfigPoolSelector', rule: 'no-pool', message: `containerRuntimeConfig ${cr.metadata.name} does not match any MachineConfigPools` });
     }
   }

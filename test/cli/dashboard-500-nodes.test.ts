@@ -8,8 +8,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { chromiumMissing, launchChromium, type Browser } from '../helpers/headless-chromium.ts';
 import { REPO_ROOT } from '../helpers/run-cli.ts';
-import { SimulatedAgent } from '../helpers/simulated-agent.ts';
+import { everyAgent, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { scaled } from '../helpers/time-scale.ts';
 
 const skip = chromiumMissing;
 const NODES = 500;
@@ -26,19 +27,21 @@ before(async () => {
     const name = `worker-${String(i).padStart(3, '0')}`;
     agents.push(new SimulatedAgent({ address: server.address, tls: await server.pki.node(name), name, autoDone: true, labels: { 'node-role.kubernetes.io/worker': '', 'topology.kubernetes.io/zone': `z${i % 3}` } }));
   }
-  // 500 TLS handshakes at once can outlast connect()'s own 10 s wait on two busy cores; the
-  // stream goes on regardless, so wait longer for the registration itself.
-  await Promise.all(agents.map((a) => a.connect().catch(() => a.waitFor(() => a.pool !== undefined, 40_000))));
-  await Promise.all(agents.map((a) => a.waitFor(() => a.status.state === 'Done' && !!a.status.currentConfig, 30_000)));
+  // 500 TLS handshakes at once take as long as the machine's load makes them (a fixed 40 s ran
+  // out at load 6-9 on two cores): connect()'s own wait may give up while the stream goes on, so
+  // the registrations are waited for while they keep coming, and a stall fails naming who is missing.
+  for (const a of agents) a.connect().catch(() => undefined);
+  await everyAgent(agents, (a) => a.pool !== undefined, 'registered');
+  await everyAgent(agents, (a) => a.status.state === 'Done' && !!a.status.currentConfig, 'Done on the rendered config');
   dashboard = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', '--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null', 'dashboard'], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   dashboard.stdout!.on('data', (d) => { out += d; });
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + scaled(20_000);
   while (!/token=/.test(out) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
   url = /(http:\/\/\S+)/.exec(out)![1]!;
   // A laptop screen.
   browser = await launchChromium({ width: 1366, height: 768 });
-}, { timeout: 90_000 });
+}, { timeout: scaled(240_000) });
 
 after(async () => {
   dashboard?.kill('SIGINT');
@@ -47,7 +50,7 @@ after(async () => {
   await server?.close();
 });
 
-test('500 nodes: one line each, pools in view, nodes at work first, filters narrow the list', { skip, timeout: 60_000 }, async () => {
+test('500 nodes: one line each, pools in view, nodes at work first, filters narrow the list', { skip, timeout: scaled(60_000) }, async () => {
   const page = browser.page;
   await page.navigate(url);
   await page.waitFor(`document.querySelectorAll('#nodes tr.node').length === ${NODES}`, 'every node listed', 30_000);

@@ -51,3 +51,61 @@ test('a source that cannot be generated fails render, naming object, field and r
   assert.equal(r.stdout, '');
   assert.match(r.stderr, /KubeletConfig\/max-pods: spec: no MachineConfig of pool master provides \/etc\/kubernetes\/kubelet\.conf.*\[base-config-missing\]/);
 });
+
+// A custom pool, and sources that select only it (issue 35): rendering worker must not see them as
+// selecting no pool, since the pool they select is given on the command line.
+const INFRA_POOL = `---
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfigPool
+metadata: {name: infra, labels: {pools.operator.machineconfiguration.openshift.io/infra: ""}}
+spec:
+  machineConfigSelector:
+    matchExpressions: [{key: machineconfiguration.openshift.io/role, operator: In, values: [worker, infra]}]
+  nodeSelector: {matchLabels: {node-role.kubernetes.io/infra: ""}}
+`;
+const INFRA_SOURCES = `---
+apiVersion: machineconfiguration.openshift.io/v1
+kind: KubeletConfig
+metadata: {name: infra-kubelet}
+spec:
+  machineConfigPoolSelector: {matchLabels: {pools.operator.machineconfiguration.openshift.io/infra: ""}}
+  kubeletConfig: {maxPods: 100}
+---
+apiVersion: machineconfiguration.openshift.io/v1
+kind: ContainerRuntimeConfig
+metadata: {name: infra-crio}
+spec:
+  machineConfigPoolSelector: {matchLabels: {pools.operator.machineconfiguration.openshift.io/infra: ""}}
+  containerRuntimeConfig: {logLevel: debug}
+`;
+const fileIn = (rendered: { spec: { config: { storage: { files: { path: string; contents: { source: string } }[] } } } }, path: string): string =>
+  Buffer.from(rendered.spec.config.storage.files.find((f) => f.path === path)!.contents.source.split(',')[1]!, 'base64').toString();
+
+test('render --pool worker ignores a KubeletConfig and ContainerRuntimeConfig that select only a custom pool given on the command line', () => {
+  const input = BASE + INFRA_POOL + INFRA_SOURCES;
+  for (const format of ['json', 'yaml']) {
+    const r = runCli(['render', '-f', '-', '--pool', 'worker', '-o', format], { input });
+    assert.equal(r.status, 0, r.stderr);
+  }
+  const worker = JSON.parse(runCli(['render', '-f', '-', '--pool', 'worker', '-o', 'json'], { input }).stdout);
+  assert.match(fileIn(worker, '/etc/kubernetes/kubelet.conf'), /^maxPods: 250$/m);
+  assert.equal(worker.metadata.annotations['mcplane.io/source-configs'], '01-worker-kubelet');
+  // The pool they select still gets them.
+  const infra = runCli(['render', '-f', '-', '--pool', 'infra', '-o', 'json'], { input });
+  assert.equal(infra.status, 0, infra.stderr);
+  assert.match(fileIn(JSON.parse(infra.stdout), '/etc/kubernetes/kubelet.conf'), /^maxPods: 100$/m);
+});
+
+test('a KubeletConfig that selects no pool on the command line (nor a built-in one) still fails render with no-pool', () => {
+  const r = runCli(['render', '-f', '-', '--pool', 'worker'], { input: BASE + '---\n' + INFRA_SOURCES.split('---\n')[1] });
+  assert.notEqual(r.status, 0);
+  assert.equal(r.stdout, '');
+  assert.match(r.stderr, /KubeletConfig\/infra-kubelet: spec\.machineConfigPoolSelector: KubeletConfig infra-kubelet does not match any MachineConfigPools \[no-pool\]/);
+});
+
+test('a source that cannot be generated for another pool does not stop this pool\'s render', () => {
+  // master has no kubelet.conf here, so max-pods cannot be generated for master; worker is unaffected.
+  const r = runCli(['render', '-f', '-', '--pool', 'worker', '-o', 'json'], { input: BASE + SOURCES.replace('worker: ""', 'master: ""') });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(fileIn(JSON.parse(r.stdout), '/etc/kubernetes/kubelet.conf'), /^maxPods: 250$/m);
+});

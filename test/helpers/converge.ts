@@ -2,9 +2,11 @@ import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import type { Node__Output } from '../../src/runtime/generated/mcplane/v1/Node.ts';
 import type { SandboxHost } from '../../sandbox/sandbox-host.ts';
+import { scaled } from './time-scale.ts';
 
 /** Polls a node until `done` holds, performing the reboots hosts ask for meanwhile. */
-export async function untilNode(c: Clients, hosts: SandboxHost[], name: string, done: (n: Node__Output) => boolean, timeoutMs = 60_000): Promise<Node__Output> {
+export async function untilNode(c: Clients, hosts: SandboxHost[], name: string, done: (n: Node__Output) => boolean, quietTimeoutMs = 60_000): Promise<Node__Output> {
+  const timeoutMs = scaled(quietTimeoutMs);
   const deadline = Date.now() + timeoutMs;
   let last: Node__Output | undefined;
   for (;;) {
@@ -21,7 +23,8 @@ export async function untilNode(c: Clients, hosts: SandboxHost[], name: string, 
   }
 }
 
-export async function untilPoolUpdated(c: Clients, hosts: SandboxHost[], pool: string, count: number, timeoutMs = 90_000): Promise<void> {
+export async function untilPoolUpdated(c: Clients, hosts: SandboxHost[], pool: string, count: number, quietTimeoutMs = 90_000): Promise<void> {
+  const timeoutMs = scaled(quietTimeoutMs);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     for (const h of hosts) await h.rebootIfRequested();

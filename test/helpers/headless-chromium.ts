@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { scaled } from './time-scale.ts';
 
 export const CHROMIUM = process.env.MCPLANE_CHROMIUM ?? '/usr/bin/chromium';
 
@@ -66,7 +67,8 @@ export class Page {
   }
 
   /** Polls an expression until it is truthy; returns its value. */
-  async waitFor<T>(expression: string, what: string, timeoutMs = 15_000): Promise<T> {
+  async waitFor<T>(expression: string, what: string, quietTimeoutMs = 15_000): Promise<T> {
+    const timeoutMs = scaled(quietTimeoutMs);
     const deadline = Date.now() + timeoutMs;
     let last: unknown;
     for (;;) {
@@ -120,7 +122,7 @@ export async function launchChromium(options: { width?: number; height?: number 
   let stderr = '';
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const endpoint = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`chromium did not start within 30 s:\n${stderr}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`chromium did not start within ${scaled(30_000)} ms:\n${stderr}`)), scaled(30_000));
     child.stderr!.on('data', (d) => {
       stderr += d;
       const m = /DevTools listening on (ws:\/\/\S+)/.exec(stderr);

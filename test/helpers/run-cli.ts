@@ -1,6 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { scaled } from './time-scale.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -50,7 +51,7 @@ export function runCli(args: string[], options: { input?: string; env?: NodeJS.P
     encoding: 'utf8',
     input: options.input,
     env: { ...process.env, ...options.env },
-    timeout: 60_000,
+    timeout: scaled(60_000),
   });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }

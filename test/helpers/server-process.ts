@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { programArgs, REPO_ROOT } from './run-cli.ts';
+import { scaled } from './time-scale.ts';
 
 export interface ServerProcess {
   child: ChildProcess;
@@ -21,7 +22,7 @@ export async function spawnServer(args: string[]): Promise<ServerProcess> {
   child.stderr!.on('data', (d) => { stderr += d; });
   let statusAddress: string | undefined;
   const address = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${stderr}\n${logs.join('')}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`server did not start within ${scaled(20_000)} ms: ${stderr}\n${logs.join('')}`)), scaled(20_000));
     createInterface({ input: child.stdout! }).on('line', (line) => {
       logs.push(line);
       const m = /"grpc":"([^"]+)".*mcplane-server ready/.exec(line);

@@ -3,6 +3,7 @@
 // report Done at once (autoDone), or wait for the test to report.
 
 import { readFileSync, writeFileSync } from 'node:fs';
+import { scaled } from './time-scale.ts';
 import type { ClientDuplexStream, ServiceError } from '@grpc/grpc-js';
 import { CLIENT_CHANNEL_OPTIONS } from '../../src/runtime/grpc-options.ts';
 import { loadMcplaneProto } from '../../src/runtime/proto.ts';
@@ -239,8 +240,9 @@ export class SimulatedAgent {
     return this.assignments.at(-1);
   }
 
-  waitFor(predicate: () => boolean, timeoutMs = 10_000): Promise<void> {
+  waitFor(predicate: () => boolean, quietTimeoutMs = 10_000): Promise<void> {
     if (predicate()) return Promise.resolve();
+    const timeoutMs = scaled(quietTimeoutMs);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`${this.options.name}: condition not met within ${timeoutMs} ms`)), timeoutMs);
       const check = (): void => {
@@ -271,7 +273,32 @@ export class SimulatedAgent {
 }
 
 /** Polls until `predicate` holds (for state the test reads from the server). */
-export async function eventually(predicate: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = 'condition'): Promise<void> {
+/**
+ * Waits until every agent satisfies `predicate`, however long that takes while they keep coming:
+ * it fails only when none has joined the satisfied ones for `quietStallMs` (scaled), so work that
+ * grows with the number of agents and the machine's load (500 TLS handshakes on two busy cores)
+ * is waited for, and a stuck one is still named.
+ */
+export async function everyAgent(agents: readonly SimulatedAgent[], predicate: (a: SimulatedAgent) => boolean, what: string, quietStallMs = 20_000): Promise<void> {
+  const stallMs = scaled(quietStallMs);
+  let best = -1;
+  let progressAt = Date.now();
+  for (;;) {
+    const missing = agents.filter((a) => !predicate(a));
+    if (missing.length === 0) return;
+    const done = agents.length - missing.length;
+    if (done > best) {
+      best = done;
+      progressAt = Date.now();
+    } else if (Date.now() - progressAt > stallMs) {
+      throw new Error(`${what}: ${done} of ${agents.length} agents, none more for ${stallMs} ms; the first missing: ${missing.slice(0, 5).map((a) => a.options.name).join(', ')}${missing[0]!.error ? ` (${missing[0]!.error.message})` : ''}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export async function eventually(predicate: () => boolean | Promise<boolean>, quietTimeoutMs = 10_000, what = 'condition'): Promise<void> {
+  const timeoutMs = scaled(quietTimeoutMs);
   const deadline = Date.now() + timeoutMs;
   while (!(await predicate())) {
     if (Date.now() > deadline) throw new Error(`${what} not reached within ${timeoutMs} ms`);

@@ -44,9 +44,10 @@ export function renderCommand(paths: string[], poolName: string, format: OutputF
   // KubeletConfigs, ContainerRuntimeConfigs and the registries sources render as the
   // MachineConfigs the control plane would generate from them (files in the given order).
   // Only this pool's (and, for a custom pool, worker's, whose configs it takes) are generated, so
-  // a problem with another pool's does not stop this render.
+  // a problem with another pool's does not stop this render; whether a source selects any pool
+  // at all is asked of every pool known here, so one that selects only another pool is no problem.
   const generatedFor = [pool, ...(poolName !== 'worker' && poolName !== 'master' && allPools.has('worker') ? [allPools.get('worker')!] : [])];
-  const generated = desiredGeneratedConfigs({ pools: generatedFor, configs, ...sourcesInput(sources.map((value, i) => ({ value, createdAt: i }))) });
+  const generated = desiredGeneratedConfigs({ pools: generatedFor, knownPools: [...allPools.values()], configs, ...sourcesInput(sources.map((value, i) => ({ value, createdAt: i }))) });
   const problems = generated.statuses.flatMap((s) => s.problems);
   if (problems.length > 0) throw new GenerateConfigError(problems);
   return formatObject(renderedConfigManifest(renderPool(pool, [...configs, ...generated.configs])), format);
