@@ -11,6 +11,7 @@ import { untilNode, untilPoolUpdated } from '../helpers/converge.ts';
 import { REPO_ROOT } from '../helpers/run-cli.ts';
 import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
 import { startTestServer } from '../helpers/test-server.ts';
+import { eventually } from '../helpers/simulated-agent.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
 let systemd: UserSystemd;
@@ -27,8 +28,8 @@ test('the server goes away: the agent retries with backoff, applies nothing mean
   const first = (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get')).status!.configuration;
   await untilNode(c, [host], 'reconnect', (n) => n.status!.currentConfig === first && n.status!.state === 'Done');
   await server.close();
-  await new Promise((r) => setTimeout(r, 1500));
-  assert.ok(host.logs.some((l) => l.includes('control plane stream lost; reconnecting')));
+  // Waits for the agent to say it lost the stream, rather than a fixed 1.5 s.
+  await eventually(() => host.logs.some((l) => l.includes('control plane stream lost; reconnecting')), 10_000, 'the agent noticing its server gone');
   assert.ok(host.alive, 'the agent keeps running without its server');
 
   // Same data, same port: the agent finds it again on its own.
