@@ -1,6 +1,7 @@
 // What `mcctl get` can list: for each resource its names, how to fetch it, its table columns
 // (normal and -o wide), its Kubernetes-shaped object and its labels for -l.
 
+import { API_KIND_NAMES, API_KINDS, SOURCE_KINDS, type ApiKind, type ApiKindInfo, type SourceKind, type SourcePlural } from '../machineconfig/api-kinds.ts';
 import { ConfigurationError, NotFoundError } from '../machineconfig/errors.ts';
 import { formatSelector } from '../machineconfig/label-selector.ts';
 import type { Labels } from '../machineconfig/index.ts';
@@ -20,8 +21,23 @@ import { events } from './events.ts';
 import { condition, machineConfigObject, nodeObject, poolObject, renderedObject, replicaObject } from './objects.ts';
 
 export type ResourceName = 'pools' | 'nodes' | 'mc' | 'rendered' | 'replicas' | 'events' | 'tokens' | 'enrollments' | 'audit' | SourceResourceName;
-/** The higher-level configs (generated-configs.ts), one resource per kind. */
-export type SourceResourceName = 'kubeletconfigs' | 'containerruntimeconfigs' | 'images' | 'imagedigestmirrorsets' | 'imagetagmirrorsets' | 'imagecontentsourcepolicies' | 'clusterimagepolicies' | 'criocredentialproviderconfigs';
+/** The higher-level configs (the catalogue's source kinds), one resource per kind, under its plural. */
+export type SourceResourceName = SourcePlural;
+
+/** The higher-level configs' kinds by their resource name. */
+export const SOURCE_RESOURCE_KINDS = Object.fromEntries(SOURCE_KINDS.map((kind) => [API_KINDS[kind].plural, kind])) as Record<SourceResourceName, SourceKind>;
+
+/** The resource `mcctl get` lists each API kind under (MachineConfiguration is none: it is deleted, not listed). */
+export const API_KIND_RESOURCES: Partial<Record<ApiKind, ResourceName>> = Object.fromEntries(API_KIND_NAMES.flatMap((kind) => {
+  const k: ApiKindInfo = API_KINDS[kind];
+  const name = k.mcctlName ?? (k.source ? k.plural : undefined);
+  return name === undefined ? [] : [[kind, name as ResourceName]];
+}));
+
+/** The API kind a resource name is, for delete; undefined for mcctl's own resources (rendered, events, ...). */
+export function kindOfResource(r: ResourceName): ApiKind | undefined {
+  return (Object.entries(API_KIND_RESOURCES) as [ApiKind, ResourceName][]).find(([, name]) => name === r)?.[0];
+}
 
 export interface Resource<T> {
   name: ResourceName;
@@ -42,29 +58,27 @@ export interface Resource<T> {
   watch?: 'pool' | 'node' | 'event';
 }
 
-const ALIASES: Record<string, ResourceName> = {
-  pools: 'pools', pool: 'pools', mcp: 'pools', machineconfigpool: 'pools', machineconfigpools: 'pools',
-  nodes: 'nodes', node: 'nodes', no: 'nodes',
-  mc: 'mc', machineconfig: 'mc', machineconfigs: 'mc',
+export const ALIASES: Readonly<Record<string, ResourceName>> = {
+  pools: 'pools', pool: 'pools',
   rendered: 'rendered', renderedconfig: 'rendered', renderedconfigs: 'rendered',
   replicas: 'replicas', replica: 'replicas',
   events: 'events', event: 'events', ev: 'events',
   tokens: 'tokens', token: 'tokens', bootstraptoken: 'tokens', bootstraptokens: 'tokens',
   audit: 'audit', audits: 'audit', auditrecord: 'audit', auditrecords: 'audit',
   enrollments: 'enrollments', enrollment: 'enrollments', enrollmentrequest: 'enrollments', enrollmentrequests: 'enrollments', er: 'enrollments',
-  kubeletconfig: 'kubeletconfigs', kubeletconfigs: 'kubeletconfigs',
-  containerruntimeconfig: 'containerruntimeconfigs', containerruntimeconfigs: 'containerruntimeconfigs', ctrcfg: 'containerruntimeconfigs',
-  image: 'images', images: 'images',
-  imagedigestmirrorset: 'imagedigestmirrorsets', imagedigestmirrorsets: 'imagedigestmirrorsets', idms: 'imagedigestmirrorsets',
-  imagetagmirrorset: 'imagetagmirrorsets', imagetagmirrorsets: 'imagetagmirrorsets', itms: 'imagetagmirrorsets',
-  imagecontentsourcepolicy: 'imagecontentsourcepolicies', imagecontentsourcepolicies: 'imagecontentsourcepolicies', icsp: 'imagecontentsourcepolicies',
-  clusterimagepolicy: 'clusterimagepolicies', clusterimagepolicies: 'clusterimagepolicies',
-  criocredentialproviderconfig: 'criocredentialproviderconfigs', criocredentialproviderconfigs: 'criocredentialproviderconfigs',
+  // An API kind is also known by its kind, its plural and its short names (kubectl's).
+  ...Object.fromEntries((Object.entries(API_KIND_RESOURCES) as [ApiKind, ResourceName][]).flatMap(([kind, r]) => [kind.toLowerCase(), API_KINDS[kind].plural, ...API_KINDS[kind].shortNames].map((alias) => [alias, r]))),
 };
+
+/** How the higher-level configs are named in the unknown-resource message: kind, then short names. */
+const SOURCE_NAMES = SOURCE_KINDS.map((kind) => {
+  const short: readonly string[] = API_KINDS[kind].shortNames;
+  return short.length ? `${kind.toLowerCase()} (${short.join(', ')})` : kind.toLowerCase();
+});
 
 export function resourceOf(name: string): ResourceName {
   const r = ALIASES[name.toLowerCase()];
-  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, replicas, events, tokens, enrollments, audit, kubeletconfig, containerruntimeconfig (ctrcfg), image, imagedigestmirrorset (idms), imagetagmirrorset (itms), imagecontentsourcepolicy (icsp), clusterimagepolicy or criocredentialproviderconfig`);
+  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, replicas, events, tokens, enrollments, audit, ${SOURCE_NAMES.slice(0, -1).join(', ')} or ${SOURCE_NAMES.at(-1)}`);
   return r;
 }
 
@@ -409,11 +423,6 @@ function sourceResource(name: SourceResourceName, kind: string): Resource<Source
   };
 }
 
-export const SOURCE_RESOURCE_KINDS: Record<SourceResourceName, string> = {
-  kubeletconfigs: 'KubeletConfig', containerruntimeconfigs: 'ContainerRuntimeConfig', images: 'Image',
-  imagedigestmirrorsets: 'ImageDigestMirrorSet', imagetagmirrorsets: 'ImageTagMirrorSet', imagecontentsourcepolicies: 'ImageContentSourcePolicy',
-  clusterimagepolicies: 'ClusterImagePolicy', criocredentialproviderconfigs: 'CRIOCredentialProviderConfig',
-};
 const sourceResources = Object.fromEntries(Object.entries(SOURCE_RESOURCE_KINDS).map(([r, kind]) => [r, sourceResource(r as SourceResourceName, kind)])) as Record<SourceResourceName, Resource<SourceObject__Output>>;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

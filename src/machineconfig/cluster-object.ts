@@ -5,8 +5,7 @@
 // refused. Only name, labels, annotations and spec go on; the same validation as Apply then
 // decides. MCO's rendered-* configs are its own output, not input: mcplane renders its own.
 
-import { API_VERSION, KIND_MACHINE_CONFIG, KIND_MACHINE_CONFIG_POOL } from './constants.ts';
-import type { SourceKind } from './generated-configs.ts';
+import { apiKind, apiVersionOf, SOURCE_KINDS, type ImportedKind, type SourceKind } from './api-kinds.ts';
 
 /** kubectl's copy of the whole object as last applied: large, and no part of the config. */
 const DROPPED_ANNOTATIONS = new Set(['kubectl.kubernetes.io/last-applied-configuration']);
@@ -18,28 +17,17 @@ export function isRenderedConfigName(name: string): boolean {
   return name.startsWith(RENDERED_PREFIX);
 }
 
-export type ClusterKind = typeof KIND_MACHINE_CONFIG | typeof KIND_MACHINE_CONFIG_POOL | SourceKind;
+/** The kinds a cluster's objects are read as: the catalogue's entries marked `imported`. */
+export type ClusterKind = ImportedKind;
 
 /**
  * Where a cluster serves the higher-level configs (cluster-scoped custom resources). A cluster
  * without one of these kinds (404: no CRD) has none of it.
  */
-export const SOURCE_RESOURCES: readonly { kind: SourceKind; group: string; version: string; plural: string }[] = [
-  { kind: 'KubeletConfig', group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'kubeletconfigs' },
-  { kind: 'ContainerRuntimeConfig', group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'containerruntimeconfigs' },
-  { kind: 'Image', group: 'config.openshift.io', version: 'v1', plural: 'images' },
-  { kind: 'ImageDigestMirrorSet', group: 'config.openshift.io', version: 'v1', plural: 'imagedigestmirrorsets' },
-  { kind: 'ImageTagMirrorSet', group: 'config.openshift.io', version: 'v1', plural: 'imagetagmirrorsets' },
-  { kind: 'ImageContentSourcePolicy', group: 'operator.openshift.io', version: 'v1alpha1', plural: 'imagecontentsourcepolicies' },
-  { kind: 'ClusterImagePolicy', group: 'config.openshift.io', version: 'v1', plural: 'clusterimagepolicies' },
-  { kind: 'CRIOCredentialProviderConfig', group: 'config.openshift.io', version: 'v1', plural: 'criocredentialproviderconfigs' },
-];
-
-/** The apiVersion a list item without one gets, by kind. */
-const API_VERSION_OF: Partial<Record<ClusterKind, string>> = {
-  Image: 'config.openshift.io/v1', ImageDigestMirrorSet: 'config.openshift.io/v1', ImageTagMirrorSet: 'config.openshift.io/v1',
-  ImageContentSourcePolicy: 'operator.openshift.io/v1alpha1', ClusterImagePolicy: 'config.openshift.io/v1', CRIOCredentialProviderConfig: 'config.openshift.io/v1',
-};
+export const SOURCE_RESOURCES: readonly { kind: SourceKind; group: string; version: string; plural: string }[] = SOURCE_KINDS.map((kind) => {
+  const { group, version, plural } = apiKind(kind);
+  return { kind, group, version, plural };
+});
 
 /**
  * Whether a cluster MachineConfig is MCO's output from one of `imported` ("Kind/name" of the
@@ -55,7 +43,7 @@ export function generatedFromImported(object: unknown, imported: ReadonlySet<str
  * that is not an object is passed through, so validation reports it as Apply would.
  */
 export function manifestFromClusterObject(kind: ClusterKind, object: unknown): Record<string, unknown> {
-  const apiVersion = API_VERSION_OF[kind] ?? API_VERSION;
+  const apiVersion = apiVersionOf(kind);
   if (object === null || typeof object !== 'object' || Array.isArray(object)) return { apiVersion, kind, metadata: {}, spec: object };
   const o = object as Record<string, unknown>;
   const meta = (o.metadata !== null && typeof o.metadata === 'object' ? o.metadata : {}) as Record<string, unknown>;

@@ -10,15 +10,16 @@
 // KubeletConfigs for a pool never merge with each other (MCO's rule). A source that fails keeps
 // the MachineConfigs it generated before (MCO leaves them in place and reports the failure).
 
+import { API_KINDS, REGISTRIES_KINDS as REGISTRIES_SOURCE_KINDS, SOURCE_KINDS, type SourceKind } from './api-kinds.ts';
 import { ROLE_LABEL, MASTER_POOL, WORKER_POOL, API_VERSION, KIND_MACHINE_CONFIG } from './constants.ts';
 import { encodeDataUrl, decodeDataUrl } from './data-url.ts';
 import { GenerateConfigError, type Problem } from './errors.ts';
 import { emptyIgnitionConfig } from './ignition.ts';
-import { generateContainerRuntimeFiles, parseContainerRuntimeConfig, KIND_CONTAINER_RUNTIME_CONFIG, STORAGE_CONF_PATH, type ContainerRuntimeConfig } from './container-runtime-config.ts';
-import { parseImageConfig, parseMirrorSet, CLUSTER_IMAGE, CONFIG_API_VERSION, KIND_IMAGE, KIND_IMAGE_CONTENT_SOURCE_POLICY, KIND_IMAGE_DIGEST_MIRROR_SET, KIND_IMAGE_TAG_MIRROR_SET, type ImageConfig, type MirrorSetObject } from './image-config.ts';
-import { generateCredentialProviderFiles, KIND_CRIO_CREDENTIAL_PROVIDER_CONFIG, parseCrioCredentialProviderConfig, PLATFORM_CREDENTIAL_PROVIDER_CONFIG_PATHS, type CrioCredentialProviderConfig } from './crio-credential-provider.ts';
-import { clusterScopePolicies, KIND_CLUSTER_IMAGE_POLICY, parseClusterImagePolicy, SIGSTORE_REGISTRIES_PATH, sigstoreRegistriesYaml, type ClusterImagePolicy } from './image-policy.ts';
-import { generateKubeletFiles, parseKubeletConfig, KIND_KUBELET_CONFIG, KUBELET_CONF_PATH, managedKey, poolsSelectedBy, type KubeletConfig, type NamedSource } from './kubelet-config.ts';
+import { generateContainerRuntimeFiles, KIND_CONTAINER_RUNTIME_CONFIG, STORAGE_CONF_PATH, type ContainerRuntimeConfig } from './container-runtime-config.ts';
+import { parseMirrorSet, CLUSTER_IMAGE, CONFIG_API_VERSION, KIND_IMAGE, KIND_IMAGE_CONTENT_SOURCE_POLICY, KIND_IMAGE_DIGEST_MIRROR_SET, KIND_IMAGE_TAG_MIRROR_SET, type ImageConfig, type MirrorSetObject } from './image-config.ts';
+import { generateCredentialProviderFiles, KIND_CRIO_CREDENTIAL_PROVIDER_CONFIG, PLATFORM_CREDENTIAL_PROVIDER_CONFIG_PATHS, type CrioCredentialProviderConfig } from './crio-credential-provider.ts';
+import { clusterScopePolicies, KIND_CLUSTER_IMAGE_POLICY, SIGSTORE_REGISTRIES_PATH, sigstoreRegistriesYaml, type ClusterImagePolicy } from './image-policy.ts';
+import { generateKubeletFiles, KIND_KUBELET_CONFIG, KUBELET_CONF_PATH, managedKey, poolsSelectedBy, type KubeletConfig, type NamedSource } from './kubelet-config.ts';
 import { configsForPool } from './pool-membership.ts';
 import type { ProblemCollector } from './problem-collector.ts';
 import { compare, decodeRegistriesConf, generateRegistriesFiles, POLICY_JSON_PATH, REGISTRIES_CONF_PATH, registriesProblems, type GeneratedFile, type LocatedMirrorRule } from './registries-config.ts';
@@ -28,9 +29,10 @@ import type { MachineConfig, MachineConfigPool, ObjectMeta, OwnerReference } fro
 /** ctrlcommon.GeneratedByControllerVersionAnnotationKey, which MCO sets on every generated config. */
 export const GENERATED_BY_ANNOTATION = 'machineconfiguration.openshift.io/generated-by-controller-version';
 export const GENERATED_BY_VALUE = 'mcplane';
-export const SOURCE_KINDS = [KIND_KUBELET_CONFIG, KIND_CONTAINER_RUNTIME_CONFIG, KIND_IMAGE, KIND_IMAGE_DIGEST_MIRROR_SET, KIND_IMAGE_TAG_MIRROR_SET, KIND_IMAGE_CONTENT_SOURCE_POLICY, KIND_CLUSTER_IMAGE_POLICY, KIND_CRIO_CREDENTIAL_PROVIDER_CONFIG] as const;
+// The higher-level config kinds are the catalogue's entries marked `source`.
+export { SOURCE_KINDS, type SourceKind } from './api-kinds.ts';
 /** The kinds whose objects make the registries config together, and share its outcome. */
-const REGISTRIES_KINDS: ReadonlySet<string> = new Set([KIND_IMAGE, KIND_IMAGE_DIGEST_MIRROR_SET, KIND_IMAGE_TAG_MIRROR_SET, KIND_IMAGE_CONTENT_SOURCE_POLICY, KIND_CLUSTER_IMAGE_POLICY]);
+const REGISTRIES_KINDS: ReadonlySet<string> = new Set(REGISTRIES_SOURCE_KINDS);
 
 /**
  * Kinds MCO turns into node files that mcplane does not take, each with what MCO does with it
@@ -308,22 +310,15 @@ export function desiredGeneratedConfigs(input: GeneratedConfigsInput): Generated
 
 /** Any of the higher-level config objects, as stored. */
 export type SourceObject = KubeletConfig | ContainerRuntimeConfig | ImageConfig | MirrorSetObject | ClusterImagePolicy | CrioCredentialProviderConfig;
-export type SourceKind = (typeof SOURCE_KINDS)[number];
-
 export function isSourceKind(kind: unknown): kind is SourceKind {
   return (SOURCE_KINDS as readonly unknown[]).includes(kind);
 }
 
-/** Validates a document of one of SOURCE_KINDS; every problem goes into `c`. */
+/** Validates a document of one of SOURCE_KINDS with its catalogue entry's parser; every problem goes into `c`. */
 export function parseSourceObject(doc: Record<string, unknown>, c: ProblemCollector): SourceObject | undefined {
-  switch (doc.kind) {
-    case KIND_KUBELET_CONFIG: return parseKubeletConfig(doc, c);
-    case KIND_CONTAINER_RUNTIME_CONFIG: return parseContainerRuntimeConfig(doc, c);
-    case KIND_IMAGE: return parseImageConfig(doc, c);
-    case KIND_CLUSTER_IMAGE_POLICY: return parseClusterImagePolicy(doc, c);
-    case KIND_CRIO_CREDENTIAL_PROVIDER_CONFIG: return parseCrioCredentialProviderConfig(doc, c);
-    default: return parseMirrorSet(doc, c);
-  }
+  // A kind outside SOURCE_KINDS is refused by the mirror sets' parser, as it always was.
+  const parse = isSourceKind(doc.kind) ? API_KINDS[doc.kind].parse : parseMirrorSet;
+  return parse(doc, c) as SourceObject | undefined;
 }
 
 /** The input of desiredGeneratedConfigs from stored source objects (KubeletConfigs in creation order). */

@@ -5,6 +5,9 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
+import ts from 'typescript';
+import { API_KIND_NAMES, SOURCE_KINDS } from '../../src/machineconfig/api-kinds.ts';
+import { STORED_KINDS } from '../../src/controlplane/store/kinds.ts';
 import { REPO_ROOT } from '../helpers/run-cli.ts';
 
 const SRC = join(REPO_ROOT, 'src');
@@ -133,4 +136,67 @@ test("an Apply's manifests are read in one place, once per request", () => {
   // Apply handler calls it once, and stores, warns and previews from what it returns.
   assert.deepEqual(callers('readDocuments').filter((f) => !f.startsWith('cli/')), ['machineconfig/apply-request.ts (1)', 'machineconfig/manifest.ts (1)']);
   assert.deepEqual(callers('parseApplyRequest'), ['controlplane/api/config-service.ts (1)']);
+});
+
+/**
+ * Lists of API kinds written outside the catalogue (src/machineconfig/api-kinds.ts): every array
+ * literal, object literal's keys and union type in src/ holding two or more of the catalogue's
+ * kind names as string literals, where the list is of API kinds (no stored kind of the control
+ * plane's own is in it) or holds two or more higher-level configs. A list of stored kinds for a
+ * purpose (the records a pool's nodes are made of, say) names control-plane kinds too and passes.
+ */
+export function kindListsOutsideCatalogue(srcRoot: string, apiKinds: readonly string[], sourceKinds: readonly string[], storedKinds: readonly string[]): string[] {
+  const api = new Set(apiKinds);
+  const sources = new Set(sourceKinds);
+  const controlPlaneOnly = new Set(storedKinds.filter((k) => !api.has(k)));
+  const files = readdirSync(srcRoot, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.ts') && !e.parentPath.includes('/generated'))
+    .map((e) => join(e.parentPath, e.name));
+  // Constants naming a kind (KIND_KUBELET_CONFIG = 'KubeletConfig') count as the kind's name.
+  const constants = new Map<string, string>();
+  for (const file of files) {
+    for (const m of readFileSync(file, 'utf8').matchAll(/^export const (\w+) = '(\w+)';/gm)) if (api.has(m[2]!)) constants.set(m[1]!, m[2]!);
+  }
+  const nameOf = (e: ts.Node): string[] => {
+    if (ts.isStringLiteralLike(e)) return [e.text];
+    if (ts.isIdentifier(e) && constants.has(e.text)) return [constants.get(e.text)!];
+    // An array of objects each naming its kind ([{ kind: 'Image', ... }, ...]).
+    if (ts.isObjectLiteralExpression(e)) return e.properties.flatMap((p) => (ts.isPropertyAssignment(p) && p.name.getText() === 'kind' ? nameOf(p.initializer) : []));
+    return [];
+  };
+  const found: string[] = [];
+  for (const file of files) {
+    const path = relative(srcRoot, file);
+    if (path === join('machineconfig', 'api-kinds.ts')) continue;
+    const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+    const visit = (n: ts.Node): void => {
+      let names: string[] = [];
+      if (ts.isArrayLiteralExpression(n)) names = n.elements.flatMap(nameOf);
+      else if (ts.isObjectLiteralExpression(n)) {
+        // Keys and values: { KubeletConfig: ... } and { kubeletconfigs: 'KubeletConfig' } both list kinds.
+        names = n.properties.flatMap((p) => [
+          ...(p.name && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name)) ? [p.name.text] : []),
+          ...(ts.isPropertyAssignment(p) && p.name.getText() !== 'kind' ? nameOf(p.initializer) : []),
+        ]);
+      } else if (ts.isUnionTypeNode(n)) names = n.types.flatMap((t) => (ts.isLiteralTypeNode(t) && ts.isStringLiteral(t.literal) ? [t.literal.text] : []));
+      const kinds = new Set(names.filter((x) => api.has(x)));
+      const sourcesNamed = [...kinds].filter((k) => sources.has(k)).length;
+      if (sourcesNamed >= 2 || (kinds.size >= 2 && !names.some((x) => controlPlaneOnly.has(x)))) {
+        found.push(`${path}:${sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1}: ${[...kinds].join(', ')}`);
+      }
+      ts.forEachChild(n, visit);
+    };
+    visit(sf);
+  }
+  return found;
+}
+
+/** Lists that name kinds for another reason than being the catalogue's, with that reason. */
+const KIND_LISTS_ALLOWED: Record<string, string> = {
+  'cli/events.ts': 'an event names its object node/NAME or pool/NAME: the map reads that prefix',
+};
+
+test('API kinds are listed in one place: the catalogue (src/machineconfig/api-kinds.ts); everything else derives its lists from it', () => {
+  const found = kindListsOutsideCatalogue(SRC, API_KIND_NAMES, SOURCE_KINDS, STORED_KINDS);
+  assert.deepEqual(found.filter((f) => !Object.hasOwn(KIND_LISTS_ALLOWED, f.split(':')[0]!)), []);
 });

@@ -29,7 +29,7 @@ test('a replica whose session was replaced cannot write the history; the holder 
     const stale = await session();
     const current = await session();
     const writer = new NodeHistoryWriter(cache, log);
-    const read = async () => (await store.get<NodeHistoryRecord>('NodeHistory', 'n1'))?.value.updates ?? [];
+    const read = async () => (await store.get('NodeHistory', 'n1'))?.value.updates ?? [];
 
     writer.offer('n1', stale, done('u-stale', 1));
     await writer.idle();

@@ -21,7 +21,6 @@ import type { Clients } from '../client/connection.ts';
 import { forDisplay } from '../format.ts';
 
 const GROUP = 'machineconfiguration.openshift.io';
-const KIND_NAMES: Record<string, string> = { MachineConfig: 'machineconfig', MachineConfigPool: 'machineconfigpool' };
 
 
 async function listKind(kube: KubernetesAccess, kind: ClusterKind, plural: string, group = GROUP, version = 'v1', optional = false): Promise<{ kind: ClusterKind; object: { metadata?: { name?: string } } }[]> {
@@ -67,5 +66,5 @@ export async function importCommand(c: Clients, kubeconfig: string, dryRun: bool
   const res = await call(c, c.config.apply.bind(c.config), { manifests, dryRun }, 'import');
   for (const w of res.warnings ?? []) note(`Warning: ${w}\n`);
   const suffix = dryRun ? ' (dry run)' : '';
-  return forDisplay(res.objects).map((o) => `${KIND_NAMES[o.kind] ?? o.kind.toLowerCase()}/${o.name} ${o.action}${suffix}\n`).join('');
+  return forDisplay(res.objects).map((o) => `${o.kind.toLowerCase()}/${o.name} ${o.action}${suffix}\n`).join('');
 }

@@ -9,9 +9,8 @@ import type { RenderedDiff__Output } from '../../runtime/generated/mcplane/v1/Re
 import { forDisplay, table } from '../format.ts';
 import { loadManifestFiles } from '../manifest-files.ts';
 import { formatObject, type OutputFormat } from '../output.ts';
-import { resourceOf, SOURCE_RESOURCE_KINDS } from '../resources.ts';
+import { kindOfResource, resourceOf } from '../resources.ts';
 
-const KIND_NAMES: Record<string, string> = { MachineConfig: 'machineconfig', MachineConfigPool: 'machineconfigpool', MachineConfiguration: 'machineconfiguration' };
 
 export async function applyCommand(c: Clients, paths: string[], dryRun: boolean, warn: (text: string) => void = () => {}, output?: OutputFormat): Promise<string> {
   // The server validates; reading here gathers the texts (and reports unreadable files and
@@ -25,7 +24,7 @@ export async function applyCommand(c: Clients, paths: string[], dryRun: boolean,
   const suffix = dryRun ? ' (dry run)' : '';
   // The server's answer as text for people: its strings with their control characters escaped.
   const shown = forDisplay(res);
-  const lines = shown.objects.map((o) => `${KIND_NAMES[o.kind] ?? o.kind.toLowerCase()}/${o.name} ${o.action}${suffix}\n`).join('');
+  const lines = shown.objects.map((o) => `${o.kind.toLowerCase()}/${o.name} ${o.action}${suffix}\n`).join('');
   return dryRun ? lines + previewText(shown.poolPreviews ?? [], shown.nodePreviews ?? []) : lines;
 }
 
@@ -74,10 +73,10 @@ export async function deleteCommand(c: Clients, resource: string, name: string):
     await call(c, c.identity.deleteBootstrapToken.bind(c.identity), { id: name }, `delete bootstrap token ${name}`);
     return `bootstraptoken/${name} deleted: hosts can no longer fetch a config with it\n`;
   }
-  const kind = r === 'mc' ? 'MachineConfig' : r === 'pools' ? 'MachineConfigPool' : r === 'nodes' ? 'Node' : r === 'machineconfiguration' ? 'MachineConfiguration' : r in SOURCE_RESOURCE_KINDS ? SOURCE_RESOURCE_KINDS[r as keyof typeof SOURCE_RESOURCE_KINDS] : undefined;
+  const kind = r === 'machineconfiguration' ? 'MachineConfiguration' : kindOfResource(r);
   if (!kind) throw new ConfigurationError(`cannot delete ${resource}: rendered configs are deleted by the server once no node uses them`);
   await call(c, c.config.delete.bind(c.config), { kind, name }, `delete ${kind}/${name}`);
-  return `${KIND_NAMES[kind] ?? kind.toLowerCase()}/${name} deleted\n`;
+  return `${kind.toLowerCase()}/${name} deleted\n`;
 }
 
 export async function pauseCommand(c: Clients, resource: string, name: string, paused: boolean): Promise<string> {

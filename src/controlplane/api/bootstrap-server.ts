@@ -275,7 +275,7 @@ export function startBootstrapServer({ cache, store }: ApiReads, replica: Pick<S
     if (RESERVED_NODE_NAMES.has(nodeName)) {
       return reply(res, 400, { error: `nodeName "${nodeName}" is reserved: it is etcd's administrator user, which a node certificate must never map to` });
     }
-    const stored = await store.get<EnrollmentTokenRecord>('EnrollmentToken', hashToken(token));
+    const stored = await store.get('EnrollmentToken', hashToken(token));
     const invalid: Scope = { network: true, token };
     if (!stored) return refuseInvalid(req, res, invalid, 403, 'the enrollment token is not valid');
     if (stored.value.usedBy) return refuseInvalid(req, res, invalid, 403, `the enrollment token was already used by node ${stored.value.usedBy}`);
@@ -351,7 +351,7 @@ export function startBootstrapServer({ cache, store }: ApiReads, replica: Pick<S
       return fail(req, res, ANONYMOUS, 400, `the certificate request is not valid: ${(err as Error).message}`);
     }
     const now = Date.now();
-    const existing = cache.enrollmentRequests.get(id) ?? await store.get<EnrollmentRequestRecord>('EnrollmentRequest', id);
+    const existing = cache.enrollmentRequests.get(id) ?? await store.get('EnrollmentRequest', id);
     if (existing && isLive(existing.value, now)) {
       // The same key asking again (a host retrying after a lost answer): the same request.
       if (existing.value.nodeName !== nodeName || existing.value.pool !== pool) {
@@ -432,13 +432,13 @@ export function startBootstrapServer({ cache, store }: ApiReads, replica: Pick<S
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
       // Decided (or kept alive by another poll) meanwhile: the stored one is the answer.
-      return await store.get<EnrollmentRequestRecord>('EnrollmentRequest', stored.name) ?? stored;
+      return await store.get('EnrollmentRequest', stored.name) ?? stored;
     }
   };
 
   const requestStatus = async (req: IncomingMessage, res: ServerResponse, id: string): Promise<void> => {
     if (throttled(req, res, ANONYMOUS)) return;
-    const stored = /^[0-9a-f]{64}$/.test(id) ? cache.enrollmentRequests.get(id) ?? await store.get<EnrollmentRequestRecord>('EnrollmentRequest', id) : undefined;
+    const stored = /^[0-9a-f]{64}$/.test(id) ? cache.enrollmentRequests.get(id) ?? await store.get('EnrollmentRequest', id) : undefined;
     // An unknown id counts as a failure: polling a guessed id is guessing.
     if (!stored || !isLive(stored.value)) return fail(req, res, ANONYMOUS, 404, `no enrollment request ${id.slice(0, 64)} (it expired, or was never made): POST /enrollment-requests again`);
     answerRequest(res, await signedIfApproved(await keptAlive(stored)));
@@ -478,7 +478,7 @@ export function startBootstrapServer({ cache, store }: ApiReads, replica: Pick<S
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
       // Another poll signed first (or the node changed): the stored answer is the one to give.
-      const again = await store.get<EnrollmentRequestRecord>('EnrollmentRequest', stored.name);
+      const again = await store.get('EnrollmentRequest', stored.name);
       return again?.value.certificate ? again : { name: stored.name, value: { ...r, state: 'Pending' } };
     }
     log.info({ id: stored.name, node: r.nodeName, pool: r.pool }, 'signed the certificate of an approved enrollment request');

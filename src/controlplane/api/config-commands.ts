@@ -25,7 +25,8 @@ import {
   type Problem,
   type UpdateRecord,
 } from '../../machineconfig/index.ts';
-import { isSourceKind, SOURCE_KINDS } from '../../machineconfig/generated-configs.ts';
+import { apiKind, API_KIND_NAMES, isApiKind, type ApiKind, type DeleteRule } from '../../machineconfig/api-kinds.ts';
+import { isSourceKind } from '../../machineconfig/generated-configs.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { previewApply, type AppliedDocuments, type ApplyPreview } from '../cache/apply-preview.ts';
 import type { ClusterCache } from '../cache/cluster-cache.ts';
@@ -34,7 +35,7 @@ import type { Clock } from '../replica/clock.ts';
 import { DELETED_WITH_NODE } from '../store/kinds.ts';
 import { revocationWrites } from '../cache/node-revocation.ts';
 import type { Store, StoredKind, StoredObject, WriteOp } from '../store/store.ts';
-import type { NodeHistoryRecord, NodeRecordValue, PoolResumeRecord, ReapplyRequestRecord, RevokedCertificateRecord } from '../store/stored-records.ts';
+import type { NodeRecordValue, PoolResumeRecord, ReapplyRequestRecord, RevokedCertificateRecord } from '../store/stored-records.ts';
 
 export interface AppliedObject {
   kind: string;
@@ -150,58 +151,73 @@ export class ConfigCommands {
     // A few reads at a time: a dry run must not flood the store that the fleet's writes go to.
     for (let i = 0; i < sample.length; i += 16) {
       const names = sample.slice(i, i + 16);
-      const records = await Promise.all(names.map((name) => this.#store.get<NodeHistoryRecord>('NodeHistory', name)));
+      const records = await Promise.all(names.map((name) => this.#store.get('NodeHistory', name)));
       names.forEach((name, j) => history.set(name, records[j]?.value.updates ?? []));
     }
     return previewApply(this.#cache, applied, this.#clock.now(), history);
   }
 
   async delete(kind: string, name: string, requestedBy = 'unknown'): Promise<void> {
-    if (kind === 'MachineConfig' || kind === 'MachineConfigPool') this.#refuseInSourceMode([`${kind}/${name}`], 'deleted');
-    let touchedPools = new Set<string>();
-    let revision: number;
-    if (kind === 'MachineConfig') {
+    if (!isApiKind(kind)) {
+      throw new InvalidDocumentError([{ object: `${kind}/${name}`, field: 'kind', rule: 'unknown-kind', message: `cannot delete kind "${kind}": use ${API_KIND_NAMES.slice(0, -1).join(', ')} or ${API_KIND_NAMES.at(-1)}` }]);
+    }
+    // The catalogue says how a kind is deleted; each rule is one of the deleters below.
+    const { revision, touchedPools } = await this.#deleters[apiKind(kind).deleteRule](kind, name, requestedBy);
+    await this.#cache.waitForRevision(revision);
+    await this.#waitForRender(touchedPools, revision);
+    this.log.info({ kind, name }, 'deleted');
+  }
+
+  /** How each delete rule of the catalogue removes an object: the commit's revision and the pools to re-render. */
+  readonly #deleters: Record<DeleteRule, (kind: ApiKind, name: string, requestedBy: string) => Promise<{ revision: number; touchedPools: Set<string> }>> = {
+    config: async (kind, name) => {
+      this.#refuseInSourceMode([`${kind}/${name}`], 'deleted');
       const existing = this.#cache.configs.get(name);
       if (!existing) throw new NotFoundError(kind, name);
-      ({ revision } = await this.#store.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]));
-      touchedPools = this.#poolsSelecting([existing.value], []);
-    } else if (kind === 'MachineConfigPool') {
+      const { revision } = await this.#store.commit([{ type: 'delete', kind: 'MachineConfig', name, expectedVersion: existing.resourceVersion }]);
+      return { revision, touchedPools: this.#poolsSelecting([existing.value], []) };
+    },
+    pool: async (kind, name) => {
+      this.#refuseInSourceMode([`${kind}/${name}`], 'deleted');
       if (name === MASTER_POOL || name === WORKER_POOL) {
         throw new PermissionDeniedError(`MachineConfigPool/${name} is built in and cannot be deleted (MCO recreates it too); pause it instead`);
       }
       const existing = this.#cache.pools.get(name);
       if (!existing) throw new NotFoundError(kind, name);
-      ({ revision } = await this.#store.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]));
-    } else if (isSourceKind(kind)) {
+      const { revision } = await this.#store.commit([{ type: 'delete', kind: 'MachineConfigPool', name, expectedVersion: existing.resourceVersion }]);
+      return { revision, touchedPools: new Set() };
+    },
+    source: async (kind, name) => {
+      if (!isSourceKind(kind)) throw new Error(`${kind} has the source delete rule but is no source kind`);
       this.#refuseInSourceMode([`${kind}/${name}`], 'deleted');
       const existing = this.#cache.sourcesOf(kind).get(name);
       if (!existing) throw new NotFoundError(kind, name);
       // Its generated configs go with it (the leader deletes them), and their pools re-render.
-      touchedPools = this.#poolsSelecting(generatedConfigWrites(this.#cache, generatedConfigsFor(this.#cache, [], `${kind}/${name}`).configs).changed, []);
-      ({ revision } = await this.#store.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]));
-    } else if (kind === 'MachineConfiguration') {
+      const touchedPools = this.#poolsSelecting(generatedConfigWrites(this.#cache, generatedConfigsFor(this.#cache, [], `${kind}/${name}`).configs).changed, []);
+      const { revision } = await this.#store.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]);
+      return { revision, touchedPools };
+    },
+    singleton: async (kind, name) => {
       // Without it, each pool's nodes follow their pool's own policy (or MCO's default: reboot).
       const existing = this.#cache.machineConfiguration;
       if (!existing || existing.name !== name) throw new NotFoundError(kind, name);
-      ({ revision } = await this.#store.commit([{ type: 'delete', kind, name, expectedVersion: existing.resourceVersion }]));
-    } else if (kind === 'Node') {
+      const { revision } = await this.#store.commit([{ type: 'delete', kind: 'MachineConfiguration', name, expectedVersion: existing.resourceVersion }]);
+      return { revision, touchedPools: new Set() };
+    },
+    node: async (kind, name, requestedBy) => {
       const record = this.#cache.nodeRecords.get(name);
       if (!record) throw new NotFoundError(kind, name);
       // Deleting a node retires its certificate too: otherwise the host could register again as
       // a new node, or keep the name from a host re-enrolled under it. Every replica ends the
       // node's open stream when it sees the record go.
-      ({ revision } = await this.#store.commit([
+      const { revision } = await this.#store.commit([
         { type: 'check', kind: 'Node', name, expectedVersion: record.resourceVersion },
         ...this.#revocation(name, record.value, requestedBy, 'deleted'),
         ...DELETED_WITH_NODE.map((k) => ({ type: 'delete' as const, kind: k, name })),
-      ]));
-    } else {
-      throw new InvalidDocumentError([{ object: `${kind}/${name}`, field: 'kind', rule: 'unknown-kind', message: `cannot delete kind "${kind}": use MachineConfig, MachineConfigPool, MachineConfiguration, Node, ${SOURCE_KINDS.slice(0, -1).join(', ')} or ${SOURCE_KINDS.at(-1)}` }]);
-    }
-    await this.#cache.waitForRevision(revision);
-    await this.#waitForRender(touchedPools, revision);
-    this.log.info({ kind, name }, 'deleted');
-  }
+      ]);
+      return { revision, touchedPools: new Set() };
+    },
+  };
 
   async setPoolPaused(name: string, paused: boolean): Promise<void> {
     this.#refuseInSourceMode([`MachineConfigPool/${name}`], paused ? 'paused' : 'resumed');

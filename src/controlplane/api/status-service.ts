@@ -18,7 +18,7 @@ import type { ApiReads, ServingReplica } from './api-access.ts';
 import { unary } from './status-errors.ts';
 import { eventToWire, nodeToWire, poolToWire } from './to-wire.ts';
 import type { Event } from '../../runtime/generated/mcplane/v1/Event.ts';
-import type { EventRecord, NodeHistoryRecord } from '../store/stored-records.ts';
+import type { EventRecord } from '../store/stored-records.ts';
 import type { StoredObject } from '../store/store.ts';
 
 /** The start of the status a Watch stream is cut with when its client leaves too much unread. */
@@ -75,7 +75,7 @@ export function statusService({ cache, store }: ApiReads, replica: ServingReplic
     ListEvents: read((req: { node: string; pool: string; limit: number }) => ({ events: listEvents(cache, req) })),
     GetNodeHistory: unary(log, async (req: { name: string }) => {
       // Not cached (it is read only here): from the store, on whichever replica answers.
-      const stored = await store.get<NodeHistoryRecord>('NodeHistory', req.name);
+      const stored = await store.get('NodeHistory', req.name);
       if (!stored && !cache.nodes.has(req.name)) throw new NotFoundError('Node', req.name);
       return { node: req.name, updates: stored?.value.updates ?? [] };
     }),

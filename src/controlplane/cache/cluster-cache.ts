@@ -9,42 +9,26 @@ import {
   CLUSTER_MACHINE_CONFIGURATION,
   poolSelectionLabels,
   StoreUnavailableError,
-  type MachineConfig,
-  type MachineConfigPool,
-  type MachineConfiguration,
   type NodeRecord,
   type NodeStatus,
   type RenderedConfig,
 } from '../../machineconfig/index.ts';
+import { SOURCE_KINDS, type SourceKind } from '../../machineconfig/api-kinds.ts';
 import type { SourceObject } from '../../machineconfig/generated-configs.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { displayedStatus } from './displayed-node-status.ts';
 import type { ChangeEvent, Store, StoredKind, StoredObject } from '../store/store.ts';
-import { CACHED_KINDS, NODE_VIEW_KINDS } from '../store/kinds.ts';
+import { CACHED_KINDS, NODE_VIEW_KINDS, type CachedKind } from '../store/kinds.ts';
 import {
   KUBERNETES_SOURCE_KEY,
   LEADER_KEY,
-  type AgentSessionRecord,
-  type BootstrapTokenRecord,
-  type EnrollmentRequestRecord,
-  type EventRecord,
-  type KubernetesNodeRecord,
-  type KubernetesSourceRecord,
-  type LeaderRecord,
   type NodeDrainRecord,
-  type NodeAssignmentRecord,
   type NodeRecordValue,
-  type NodeStatusRecord,
-  type PoolResumeRecord,
-  type PoolStatusRecord,
-  type ReapplyRequestRecord,
-  type ReplicaRecord,
-  type RevokedCertificateRecord, type NodeGenerationRecord,
-  type StoredRendered,
+  type StoredValue,
 } from '../store/stored-records.ts';
 
-/** The stored kinds of the higher-level configs, one per kind of SOURCE_KINDS. */
-export const SOURCE_STORED_KINDS = ['KubeletConfig', 'ContainerRuntimeConfig', 'Image', 'ImageDigestMirrorSet', 'ImageTagMirrorSet', 'ImageContentSourcePolicy', 'ClusterImagePolicy', 'CRIOCredentialProviderConfig'] as const satisfies readonly StoredKind[];
+/** The stored kinds of the higher-level configs: the catalogue's source kinds. */
+export const SOURCE_STORED_KINDS: readonly (SourceKind & StoredKind)[] = SOURCE_KINDS;
 
 /** The kinds whose objects together make one node's view. */
 export const NODE_KINDS = NODE_VIEW_KINDS;
@@ -125,41 +109,50 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
 
   // ---- typed views ---------------------------------------------------------------------------
 
-  get configs(): ReadonlyMap<string, StoredObject<MachineConfig>> { return this.#map('MachineConfig'); }
-  get pools(): ReadonlyMap<string, StoredObject<MachineConfigPool>> { return this.#map('MachineConfigPool'); }
-  get poolStatuses(): ReadonlyMap<string, StoredObject<PoolStatusRecord>> { return this.#map('PoolStatus'); }
-  get rendered(): ReadonlyMap<string, StoredObject<StoredRendered>> { return this.#map('RenderedConfig'); }
-  get nodeRecords(): ReadonlyMap<string, StoredObject<NodeRecordValue>> { return this.#map('Node'); }
-  get assignments(): ReadonlyMap<string, StoredObject<NodeAssignmentRecord>> { return this.#map('NodeAssignment'); }
-  get nodeStatuses(): ReadonlyMap<string, StoredObject<NodeStatusRecord>> { return this.#map('NodeStatus'); }
-  get sessions(): ReadonlyMap<string, StoredObject<AgentSessionRecord>> { return this.#map('AgentSession'); }
-  get reapplyRequests(): ReadonlyMap<string, StoredObject<ReapplyRequestRecord>> { return this.#map('ReapplyRequest'); }
-  get poolResumes(): ReadonlyMap<string, StoredObject<PoolResumeRecord>> { return this.#map('PoolResume'); }
-  get replicas(): ReadonlyMap<string, StoredObject<ReplicaRecord>> { return this.#map('Replica'); }
-  get events(): ReadonlyMap<string, StoredObject<EventRecord>> { return this.#map('Event'); }
-  get leader(): StoredObject<LeaderRecord> | undefined { return this.#map<LeaderRecord>('Leader').get(LEADER_KEY); }
+  /**
+   * The cached objects of `kind`, typed as that kind's value (`objects('KubeletConfig')` holds
+   * KubeletConfigs). Every typed view below is this with a name callers read better.
+   */
+  objects<K extends CachedKind>(kind: K): ReadonlyMap<string, StoredObject<StoredValue<K>>> {
+    // The one place values meet their type: each map holds only objects of its own kind.
+    return this.#objects.get(kind) as Map<string, StoredObject<StoredValue<K>>>;
+  }
+
+  get configs() { return this.objects('MachineConfig'); }
+  get pools() { return this.objects('MachineConfigPool'); }
+  get poolStatuses() { return this.objects('PoolStatus'); }
+  get rendered() { return this.objects('RenderedConfig'); }
+  get nodeRecords() { return this.objects('Node'); }
+  get assignments() { return this.objects('NodeAssignment'); }
+  get nodeStatuses() { return this.objects('NodeStatus'); }
+  get sessions() { return this.objects('AgentSession'); }
+  get reapplyRequests() { return this.objects('ReapplyRequest'); }
+  get poolResumes() { return this.objects('PoolResume'); }
+  get replicas() { return this.objects('Replica'); }
+  get events() { return this.objects('Event'); }
+  get leader() { return this.objects('Leader').get(LEADER_KEY); }
   /** MachineConfiguration/cluster, the cluster-wide disruption policy, when one was applied. */
-  get machineConfiguration(): StoredObject<MachineConfiguration> | undefined { return this.#map<MachineConfiguration>('MachineConfiguration').get(CLUSTER_MACHINE_CONFIGURATION); }
-  get drains(): ReadonlyMap<string, StoredObject<NodeDrainRecord>> { return this.#map('NodeDrain'); }
-  get kubernetesNodes(): ReadonlyMap<string, StoredObject<KubernetesNodeRecord>> { return this.#map('KubernetesNode'); }
-  get bootstrapTokens(): ReadonlyMap<string, StoredObject<BootstrapTokenRecord>> { return this.#map('BootstrapToken'); }
+  get machineConfiguration() { return this.objects('MachineConfiguration').get(CLUSTER_MACHINE_CONFIGURATION); }
+  get drains() { return this.objects('NodeDrain'); }
+  get kubernetesNodes() { return this.objects('KubernetesNode'); }
+  get bootstrapTokens() { return this.objects('BootstrapToken'); }
   /** Keyed by the id: the SHA-256 of the requesting host's public key. */
-  get enrollmentRequests(): ReadonlyMap<string, StoredObject<EnrollmentRequestRecord>> { return this.#map('EnrollmentRequest'); }
+  get enrollmentRequests() { return this.objects('EnrollmentRequest'); }
   /** Keyed by the certificate's SHA-256 fingerprint. */
-  get revokedCertificates(): ReadonlyMap<string, StoredObject<RevokedCertificateRecord>> { return this.#map('RevokedCertificate'); }
+  get revokedCertificates() { return this.objects('RevokedCertificate'); }
   /** Keyed by node name; a name without one is at generation 0. */
-  get nodeGenerations(): ReadonlyMap<string, StoredObject<NodeGenerationRecord>> { return this.#map('NodeGeneration'); }
+  get nodeGenerations() { return this.objects('NodeGeneration'); }
   /** The certificate generation node certificates for `node` are issued at, and accepted from. */
   nodeGeneration(node: string): number { return this.nodeGenerations.get(node)?.value.generation ?? 0; }
   /** With --kubernetes-source: the cluster objects the leader could not take, and why. */
-  get kubernetesSource(): StoredObject<KubernetesSourceRecord> | undefined { return this.#map<KubernetesSourceRecord>('KubernetesSource').get(KUBERNETES_SOURCE_KEY); }
+  get kubernetesSource() { return this.objects('KubernetesSource').get(KUBERNETES_SOURCE_KEY); }
 
-  /** Every stored higher-level config (KubeletConfig, ContainerRuntimeConfig, Image, mirror sets). */
+  /** Every stored higher-level config (the catalogue's source kinds). */
   get sources(): StoredObject<SourceObject>[] {
-    return SOURCE_STORED_KINDS.flatMap((k) => [...this.#map<SourceObject>(k).values()]);
+    return SOURCE_KINDS.flatMap((k) => [...this.sourcesOf(k).values()]);
   }
 
-  sourcesOf(kind: StoredKind): ReadonlyMap<string, StoredObject<SourceObject>> { return this.#map(kind); }
+  sourcesOf(kind: SourceKind): ReadonlyMap<string, StoredObject<SourceObject>> { return this.objects(kind); }
 
   get nodes(): ReadonlyMap<string, NodeView> {
     return this.#nodes;
@@ -321,9 +314,5 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
     if (kube) view.kubernetesNode = true;
     if (!this.#nodes.has(name)) this.#sortedNodeNames = undefined;
     this.#nodes.set(name, view);
-  }
-
-  #map<T>(kind: StoredKind): Map<string, StoredObject<T>> {
-    return this.#objects.get(kind) as Map<string, StoredObject<T>>;
   }
 }

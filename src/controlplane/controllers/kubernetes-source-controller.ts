@@ -25,12 +25,13 @@ import {
   WORKER_POOL,
   type Problem,
 } from '../../machineconfig/index.ts';
-import { isGeneratedConfig, type SourceKind } from '../../machineconfig/generated-configs.ts';
+import { IMPORTED_KINDS, type ImportedKind, type SourceKind } from '../../machineconfig/api-kinds.ts';
+import { isGeneratedConfig } from '../../machineconfig/generated-configs.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
 import type { Controller, ReconcileResult } from './controller.ts';
 import type { LeaderWriter } from '../replica/leader-writer.ts';
-import type { StoredObject } from '../store/store.ts';
+import type { StoredKind, StoredObject } from '../store/store.ts';
 import { KUBERNETES_SOURCE_KEY, type KubernetesSourceRecord, type SourceObjectProblems } from '../store/stored-records.ts';
 import { ClusterInformer, customResourceSource, type ClusterObject } from '../kubernetes/cluster-informer.ts';
 import { EventRecorder } from '../kubernetes/event-recorder.ts';
@@ -40,7 +41,7 @@ import { mcoInvalidPoolStatus, mcoPoolStatus, type McoPoolStatus } from '../kube
 const GROUP = 'machineconfiguration.openshift.io';
 const VERSION = 'v1';
 /** What this controller takes from the cluster. */
-type MirroredKind = 'MachineConfig' | 'MachineConfigPool' | SourceKind;
+type MirroredKind = ImportedKind;
 /** How a problem's source reads in messages: `kubernetes: MachineConfig/50-x: spec...`. */
 const SOURCE = 'kubernetes';
 const RETRY_MS = 1000;
@@ -94,7 +95,8 @@ export class KubernetesSourceController implements Controller {
   interestedIn(change: CacheChange): boolean {
     // Store changes matter too: a pool's new status goes back to the cluster, and anything
     // written to these kinds behind the source's back is put back as the cluster has it.
-    return ['MachineConfig', 'MachineConfigPool', 'PoolStatus', 'KubernetesSource', ...SOURCE_RESOURCES.map((r) => r.kind)].some((k) => change.changed.has(k as never));
+    const watched: StoredKind[] = [...IMPORTED_KINDS, 'PoolStatus', 'KubernetesSource'];
+    return watched.some((k) => change.changed.has(k));
   }
 
   async reconcile(): Promise<ReconcileResult | void> {

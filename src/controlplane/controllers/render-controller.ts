@@ -120,7 +120,7 @@ export class RenderController implements KeyedController<string> {
         // Rollout and pool status write this record too, often during a rollout: merge into
         // their newer write rather than render again (a render is the expensive part).
         if (!(err instanceof ConflictError) || attempt >= RECORD_CONFLICT_ATTEMPTS) throw err;
-        record = await this.cache.store.get<PoolStatusRecord>('PoolStatus', name);
+        record = await this.cache.store.get('PoolStatus', name);
       }
     }
     await this.collectGarbage(name, signal);

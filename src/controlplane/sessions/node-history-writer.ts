@@ -51,7 +51,7 @@ export class NodeHistoryWriter {
     let record = reported;
     for (const phase of this.controlPlanePhases(node, reported)) record = withPhase(record, phase);
     for (let attempt = 1; ; attempt++) {
-      const existing = await this.cache.store.get<NodeHistoryRecord>('NodeHistory', node);
+      const existing = await this.cache.store.get('NodeHistory', node);
       if (existing?.value.updates.some((u) => u.id === record.id)) return;
       const value: NodeHistoryRecord = { updates: appendToHistory(existing?.value.updates ?? [], record) };
       try {

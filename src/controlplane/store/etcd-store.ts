@@ -24,6 +24,7 @@ import type { Compare, KeyValue, LeaseGrantResponse, RangeResponse, RequestOp, S
 import { EtcdWatch } from './etcd-watch.ts';
 import { checkCommitLimits } from './store-limits.ts';
 import { putJson, STORE_LIMITS, type CommitResult, type Lease, type ListResult, type PutOp, type Store, type StoredKind, type StoredObject, type WatchHandlers, type WriteOp } from './store.ts';
+import type { StoredValue } from './stored-records.ts';
 
 export interface EtcdStoreOptions {
   /** Client endpoints of the etcd members, host:port. */
@@ -103,12 +104,12 @@ export class EtcdStore implements Store {
     return store;
   }
 
-  async get<T>(kind: StoredKind, name: string): Promise<StoredObject<T> | undefined> {
+  async get<K extends StoredKind>(kind: K, name: string): Promise<StoredObject<StoredValue<K>> | undefined> {
     const what = `Range ${kind}/${name}`;
     try {
       const res = await this.#connection.unary<RangeResponse>('KV', 'Range', { key: this.keys.key(kind, name) }, what);
       const kv = res.kvs[0];
-      return kv ? this.keys.toObject<T>(kv) : undefined;
+      return kv ? this.keys.toObject<StoredValue<K>>(kv) : undefined;
     } catch (err) {
       throw mapError(err, what);
     }

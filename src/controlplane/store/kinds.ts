@@ -1,7 +1,11 @@
 // Every kind of object the control plane stores, in one registry: who writes it, whether every
 // replica's cache holds it, whether it is part of a node's joined view, and whether deleting a
 // node deletes it. The kind union, the etcd key space, the cache's kinds and `mcctl delete node`
-// are derived from here, so adding a stored kind is one entry.
+// are derived from here, so adding a stored kind is one entry. The API kinds (MachineConfig,
+// the higher-level configs, Node, ...) come from the catalogue (machineconfig/api-kinds.ts): only
+// what the control plane adds to them is said here.
+
+import { API_KINDS, USER_KINDS, type UserKind } from '../../machineconfig/api-kinds.ts';
 
 export interface KindInfo {
   /** Who writes it: each kind has one writer. */
@@ -16,13 +20,17 @@ export interface KindInfo {
   readonly deletedWithNode?: true;
 }
 
+/**
+ * The kinds users write through Apply (the catalogue's): few, small, and read by every apply and
+ * render, so cached.
+ */
+const USER_WRITTEN = Object.fromEntries(USER_KINDS.map((k) => [k, { writer: 'user', holds: API_KINDS[k].holds, cached: true }])) as Record<UserKind, KindInfo & { writer: 'user'; cached: true }>;
+
 export const KINDS = {
-  MachineConfig: { writer: 'user', holds: 'a MachineConfig', cached: true },
-  MachineConfigPool: { writer: 'user', holds: 'a MachineConfigPool', cached: true },
-  MachineConfiguration: { writer: 'user', holds: 'MachineConfiguration/cluster: the cluster-wide node disruption policy (MCO\'s object)', cached: true },
+  ...USER_WRITTEN,
   PoolStatus: { writer: 'leader', holds: 'a pool\'s target and conditions, kept apart from the user\'s spec', cached: true },
   RenderedConfig: { writer: 'leader', holds: 'a rendered config', cached: true },
-  Node: { writer: 'stream holder', holds: 'a host\'s identity: labels, registration time, the role it was enrolled for, its certificate', cached: true, nodeView: true, deletedWithNode: true },
+  Node: { writer: API_KINDS.Node.writer, holds: API_KINDS.Node.holds, cached: true, nodeView: true, deletedWithNode: true },
   NodeAssignment: { writer: 'leader', holds: 'what the leader wants of a node: its pool and desired config', cached: true, nodeView: true, deletedWithNode: true },
   NodeStatus: { writer: 'stream holder', holds: 'what the node\'s agent last reported', cached: true, nodeView: true, deletedWithNode: true },
   AgentSession: { writer: 'stream holder', holds: 'a live agent stream on some replica; attached to that replica\'s lease', cached: true, nodeView: true, deletedWithNode: true },
@@ -46,19 +54,12 @@ export const KINDS = {
   // Written by whichever replica answered the call; read only by `mcctl get audit` (from the
   // store), so no replica holds them in memory. Bounded by count and age (audit-trail.ts).
   AuditRecord: { writer: 'replica', holds: 'one write through the API, or a refused one: who, when, from where, what, the result (mcctl get audit)', cached: false },
-  // The user's higher-level configs (MCO's): the leader's generated-config controller makes
-  // MachineConfigs of them. Few, small, and read by every apply: cached.
-  KubeletConfig: { writer: 'user', holds: 'a KubeletConfig', cached: true },
-  ContainerRuntimeConfig: { writer: 'user', holds: 'a ContainerRuntimeConfig', cached: true },
-  Image: { writer: 'user', holds: 'the cluster Image config (config.openshift.io/v1): registry sources', cached: true },
-  ImageDigestMirrorSet: { writer: 'user', holds: 'an ImageDigestMirrorSet', cached: true },
-  ImageTagMirrorSet: { writer: 'user', holds: 'an ImageTagMirrorSet', cached: true },
-  ImageContentSourcePolicy: { writer: 'user', holds: 'an ImageContentSourcePolicy (operator.openshift.io/v1alpha1)', cached: true },
-  ClusterImagePolicy: { writer: 'user', holds: 'a ClusterImagePolicy: sigstore signature verification for image scopes', cached: true },
-  CRIOCredentialProviderConfig: { writer: 'user', holds: 'the CRIOCredentialProviderConfig: images whose credentials the kubelet asks CRI-O for', cached: true },
 } as const satisfies Record<string, KindInfo>;
 
 export type StoredKind = keyof typeof KINDS;
+
+/** The kinds held in every replica's cache: the ones ClusterCache.objects can read. */
+export type CachedKind = { [K in StoredKind]: (typeof KINDS)[K] extends { cached: true } ? K : never }[StoredKind];
 
 export const STORED_KINDS = Object.keys(KINDS) as StoredKind[];
 

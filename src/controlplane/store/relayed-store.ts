@@ -6,6 +6,7 @@
 import { StoreUnavailableError } from '../../machineconfig/index.ts';
 import type { RelayMessage, RelayPort, RelayRequest } from './store-relay.ts';
 import type { ChangeEvent, CommitResult, Lease, ListResult, Store, StoredKind, StoredObject, WatchHandlers } from './store.ts';
+import type { StoredValue } from './stored-records.ts';
 
 const GET_TIMEOUT_MS = 10_000;
 
@@ -48,15 +49,15 @@ export class RelayedStore implements Store {
     };
   }
 
-  get<T>(kind: StoredKind, name: string): Promise<StoredObject<T> | undefined> {
+  get<K extends StoredKind>(kind: K, name: string): Promise<StoredObject<StoredValue<K>> | undefined> {
     const id = this.#nextId++;
-    return new Promise<StoredObject<T> | undefined>((resolve, reject) => {
+    return new Promise<StoredObject<StoredValue<K>> | undefined>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#gets.delete(id);
         reject(new StoreUnavailableError(`the replica's main thread did not answer a read of ${kind}/${name} within ${GET_TIMEOUT_MS / 1000} s`));
       }, GET_TIMEOUT_MS);
       this.#gets.set(id, {
-        resolve: (o) => { clearTimeout(timer); resolve(o as StoredObject<T> | undefined); },
+        resolve: (o) => { clearTimeout(timer); resolve(o as StoredObject<StoredValue<K>> | undefined); },
         reject: (err) => { clearTimeout(timer); reject(err); },
       });
       this.#send({ t: 'get', id, kind, name });

@@ -18,6 +18,7 @@ import { turnIfDue } from '../../runtime/turn-budget.ts';
 import { checkCommitLimits } from './store-limits.ts';
 import { WatchFanout } from './watch-fanout.ts';
 import { putJson, type ChangeEvent, type CommitResult, type Lease, type ListResult, type Store, type StoredKind, type StoredObject, type WatchHandlers, type WriteOp } from './store.ts';
+import type { StoredValue } from './stored-records.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS objects (
@@ -79,9 +80,9 @@ export class SqliteStore implements Store {
     this.#fanout.start(this.#revision());
   }
 
-  async get<T>(kind: StoredKind, name: string): Promise<StoredObject<T> | undefined> {
+  async get<K extends StoredKind>(kind: K, name: string): Promise<StoredObject<StoredValue<K>> | undefined> {
     const row = this.#stmt.get.get(kind, name) as Row | undefined;
-    return row ? toObject<T>(row) : undefined;
+    return row ? toObject<StoredValue<K>>(row) : undefined;
   }
 
   async list(kinds?: readonly StoredKind[]): Promise<ListResult> {

@@ -7,6 +7,7 @@
 // The kinds, with who writes each, are in kinds.ts.
 export { STORED_KINDS, type StoredKind } from './kinds.ts';
 import type { StoredKind } from './kinds.ts';
+import type { StoredValue } from './stored-records.ts';
 
 export interface StoredObject<T = unknown> {
   kind: StoredKind;
@@ -119,7 +120,8 @@ export const STORE_LIMITS = {
 
 export interface Store {
   readonly backend: 'sqlite' | 'etcd';
-  get<T>(kind: StoredKind, name: string): Promise<StoredObject<T> | undefined>;
+  /** The object of `kind` named `name`, typed as that kind's value (StoredValues). */
+  get<K extends StoredKind>(kind: K, name: string): Promise<StoredObject<StoredValue<K>> | undefined>;
   /** Every object of these kinds (all kinds when omitted), read at one revision. */
   list(kinds?: readonly StoredKind[]): Promise<ListResult>;
   /**

@@ -3,7 +3,8 @@
 // the leader (PoolStatus, RenderedConfig, NodeAssignment, NodeDrain, KubernetesNode), the replica holding a node's stream
 // (NodeStatus, AgentSession), each replica for itself (Replica), and the election (Leader).
 
-import type { SourceKind } from '../../machineconfig/generated-configs.ts';
+import type { ImportedKind, ParsedValue, UserKind } from '../../machineconfig/api-kinds.ts';
+import type { StoredKind } from './kinds.ts';
 import type { DriftPolicy, Labels, NodeStatus, PoolStatus, Problem, RenderedConfig, RolloutState, UpdateRecord } from '../../machineconfig/index.ts';
 import type { CertificateBinding } from '../../runtime/pki.ts';
 
@@ -307,7 +308,7 @@ export const KUBERNETES_SOURCE_KEY = 'cluster';
 /** A cluster object the source controller could not take, and why (Apply's validation). */
 export interface SourceObjectProblems {
   /** A MachineConfig, a pool, or a higher-level config (KubeletConfig, mirror set, ...). */
-  kind: 'MachineConfig' | 'MachineConfigPool' | SourceKind;
+  kind: ImportedKind;
   name: string;
   /** The object's labels as the cluster has them, to find the pools a bad config would feed. */
   labels: Record<string, string>;
@@ -353,3 +354,38 @@ export interface AuditRecordValue {
   message?: string;
   replica: string;
 }
+
+/** The value stored under each kind the control plane writes itself. */
+interface ControlPlaneValues {
+  PoolStatus: PoolStatusRecord;
+  RenderedConfig: StoredRendered;
+  Node: NodeRecordValue;
+  NodeAssignment: NodeAssignmentRecord;
+  NodeStatus: NodeStatusRecord;
+  AgentSession: AgentSessionRecord;
+  ReapplyRequest: ReapplyRequestRecord;
+  Replica: ReplicaRecord;
+  Leader: LeaderRecord;
+  EnrollmentToken: EnrollmentTokenRecord;
+  BootstrapToken: BootstrapTokenRecord;
+  RevokedCertificate: RevokedCertificateRecord;
+  NodeGeneration: NodeGenerationRecord;
+  NodeHistory: NodeHistoryRecord;
+  Event: EventRecord;
+  NodeDrain: NodeDrainRecord;
+  KubernetesNode: KubernetesNodeRecord;
+  KubernetesSource: KubernetesSourceRecord;
+  PoolResume: PoolResumeRecord;
+  EnrollmentRequest: EnrollmentRequestRecord;
+  AuditRecord: AuditRecordValue;
+}
+
+/**
+ * The value stored under each kind: what its parser makes for the kinds users write (the
+ * catalogue's), the record types above for the rest. A stored kind missing here is a type error
+ * at StoredValue, so a new kind cannot be read untyped.
+ */
+export type StoredValues = { [K in UserKind]: ParsedValue<K> } & ControlPlaneValues;
+
+/** The value type of stored objects of `K`: `store.get('KubeletConfig', n)` is a KubeletConfig. */
+export type StoredValue<K extends StoredKind> = StoredValues[K];
