@@ -4,18 +4,13 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { parse } from 'yaml';
 import { REPO_ROOT, runCliAsync } from '../helpers/run-cli.ts';
 import { SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverFixture } from '../helpers/server-fixture.ts';
 
-let server: TestServer;
-const agents: SimulatedAgent[] = [];
-let conn: string[];
-before(async () => {
-  server = await startTestServer();
-  conn = ['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null'];
+const { server, agents, conn } = serverFixture({}, async () => {
   for (const [name, zone] of [['n1', 'z1'], ['n2', 'z2'], ['n3', 'z3']] as const) {
     const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node(name), name, autoDone: true,
       labels: { 'node-role.kubernetes.io/worker': '', 'topology.kubernetes.io/zone': zone, ...(name === 'n3' ? { legacy: 'yes' } : {}) } });
@@ -24,10 +19,6 @@ before(async () => {
   }
   const applied = await mcctl('apply', '-f', 'examples');
   assert.equal(applied.status, 0, applied.stderr);
-});
-after(async () => {
-  for (const a of agents) a.close();
-  await server.close();
 });
 
 const mcctl = (...args: string[]) => runCliAsync([...conn, ...args]);

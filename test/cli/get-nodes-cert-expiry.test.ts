@@ -2,22 +2,19 @@
 // the certificate on the node's record, through the real binary against a real server over TLS.
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { before, test } from 'node:test';
 import { certificateOf, recordCertificate } from '../helpers/node-certificate.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
 import { SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverFixture } from '../helpers/server-fixture.ts';
 
-let server: TestServer;
 let agent: SimulatedAgent;
-let conn: string[];
-before(async () => {
-  server = await startTestServer();
-  conn = ['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null'];
+const { server, agents, conn } = serverFixture({}, async () => {
   // n1 registered with its real certificate (90 days: registration records it); n2 has ten hours and a half left, n3 ran
   // out an hour ago, n4 has none on record (registered before records carried it).
   const tls = await server.pki.node('n1');
   agent = new SimulatedAgent({ address: server.address, tls, name: 'n1', autoDone: true, labels: { 'node-role.kubernetes.io/worker': '' } });
+  agents.push(agent);
   await agent.connect();
   const cert = certificateOf(tls.cert);
   await recordCertificate(server, 'n2', { ...cert, notAfter: Date.now() + 10.5 * 3600_000 });
@@ -27,10 +24,6 @@ before(async () => {
   const n4 = cache.nodeRecords.get('n4')!;
   const { certificate: _, ...bare } = n4.value;
   await cache.waitForRevision((await cache.store.commit([{ type: 'put', kind: 'Node', name: 'n4', value: bare, createdAt: n4.createdAt, expectedVersion: n4.resourceVersion }])).revision);
-});
-after(async () => {
-  agent.close();
-  await server.close();
 });
 
 test('get nodes -o wide: CERT-EXPIRES in AGE\'s units, "expired" once past, <unknown> without a record of it', async () => {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, before, test } from 'node:test';
 import { parse } from 'yaml';
-import { programArgs, REPO_ROOT, runCliAsync } from '../helpers/run-cli.ts';
+import { programArgs, REPO_ROOT, runAsync, runCliAsync } from '../helpers/run-cli.ts';
 import { SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
@@ -230,14 +230,4 @@ test('completion: fish loads the script and completes verbs, flags, values and n
   assert.deepEqual(await complete(`mcctl ${c.join(' ')} get mc 50-i`), ['50-infra']);
 });
 
-function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
-}
+const run = (command: string, args: string[], env: NodeJS.ProcessEnv) => runAsync(command, args, { env });

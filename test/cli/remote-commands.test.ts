@@ -6,25 +6,18 @@ import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { parse } from 'yaml';
 import { identityOf } from '../../src/runtime/pki.ts';
 import { REPO_ROOT, runCliAsync } from '../helpers/run-cli.ts';
 import { SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverFixture } from '../helpers/server-fixture.ts';
 
-let server: TestServer;
 let agent: SimulatedAgent;
-let conn: string[];
-before(async () => {
-  server = await startTestServer();
-  conn = ['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null'];
+const { server, agents, conn } = serverFixture({}, async () => {
   agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node('cli-node'), name: 'cli-node', autoDone: true, labels: { 'node-role.kubernetes.io/worker': '', 'topology.kubernetes.io/zone': 'z1' } });
+  agents.push(agent);
   await agent.connect();
-});
-after(async () => {
-  agent.close();
-  await server.close();
 });
 
 const mcctl = (...args: string[]) => runCliAsync([...conn, ...args]);

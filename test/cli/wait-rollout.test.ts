@@ -8,14 +8,9 @@ import { stringify } from 'yaml';
 import { fileEntry, ign, mcDoc } from '../helpers/manifests.ts';
 import { REPO_ROOT, runCliAsync } from '../helpers/run-cli.ts';
 import { SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverFixture } from '../helpers/server-fixture.ts';
 
-let server: TestServer;
-const agents: SimulatedAgent[] = [];
-let conn: string[];
-before(async () => {
-  server = await startTestServer();
-  conn = ['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null'];
+const { server, agents, conn } = serverFixture({}, async () => {
   for (const name of ['w1', 'w2']) {
     const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node(name), name, labels: { 'node-role.kubernetes.io/worker': '' } });
     await agent.connect();
@@ -26,10 +21,6 @@ before(async () => {
     await a.waitFor(() => a.lastAssignment !== undefined);
     a.report({ currentConfig: a.lastAssignment!.renderedConfig, desiredConfig: a.lastAssignment!.renderedConfig, state: 'Done', phase: 'done' });
   }
-});
-after(async () => {
-  for (const a of agents) a.close();
-  await server.close();
 });
 
 const mcctl = (...args: string[]) => runCliAsync([...conn, ...args]);

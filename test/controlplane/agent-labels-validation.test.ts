@@ -6,27 +6,16 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { status as Status } from '@grpc/grpc-js';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
-import type { Clients } from '../../src/cli/client/connection.ts';
 import { MAX_AGENT_VERSION_CHARS, MAX_NODE_LABELS } from '../../src/machineconfig/index.ts';
 import { CLIENT_CHANNEL_OPTIONS } from '../../src/runtime/grpc-options.ts';
 import { loadMcplaneProto } from '../../src/runtime/proto.ts';
 import { clientCredentials } from '../../src/runtime/tls.ts';
 import { SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverFixture } from '../helpers/server-fixture.ts';
 
-let server: TestServer;
-let c: Clients;
-const agents: SimulatedAgent[] = [];
-before(async () => {
-  server = await startTestServer();
-  c = server.admin();
-});
-after(async () => {
-  for (const a of agents) a.close();
-  await server.close();
-});
+const { server, c, agents } = serverFixture();
 
 const WORKER = { 'node-role.kubernetes.io/worker': '' };
 

@@ -4,27 +4,21 @@
 // Real gRPC over TLS, simulated agents, the real store on both backends.
 
 import assert from 'node:assert/strict';
-import { afterEach, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverPerTest } from '../helpers/server-fixture.ts';
 
-let server: TestServer;
-let agents: SimulatedAgent[] = [];
-afterEach(async () => {
-  for (const a of agents) a.close();
-  agents = [];
-  await server.close();
-});
+const { server, agents, start: startServer } = serverPerTest();
 
 const HEALTH = '  healthCheck:\n    units: [chronyd.service]\n    timeout: 30s\n';
 const apply = (c: Clients, text: string) => call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'pool.yaml', text }], dryRun: false }, 'apply');
 
 /** A worker pool with a config and three agents Done on it. */
 async function fleet(): Promise<{ c: Clients; nodes: SimulatedAgent[]; target: string }> {
-  server = await startTestServer();
+  await startServer();
   const c = server.admin();
   await call(c, c.config.apply.bind(c.config), {
     manifests: [

@@ -15,22 +15,14 @@ import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import { connect, type Clients } from '../../src/cli/client/connection.ts';
 import { ETCD_BINARY, freePort } from '../../sandbox/etcd-cluster.ts';
-import { programArgs, REPO_ROOT, type CliResult } from '../helpers/run-cli.ts';
+import { programArgs, REPO_ROOT, runAsync, type CliResult } from '../helpers/run-cli.ts';
 import { spawnServer, type ServerProcess } from '../helpers/server-process.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { testPki } from '../helpers/test-pki.ts';
 
 /** mcplane-server run as an operator runs it, for its offline verbs. */
 function serverCommand(args: string[]): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...programArgs('mcplane-server'), ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
+  return runAsync(process.execPath, [...programArgs('mcplane-server'), ...args], { cwd: REPO_ROOT });
 }
 
 async function stop(server: ServerProcess): Promise<void> {
@@ -185,15 +177,7 @@ async function startEtcd(name: string, dataDir: string, clientPort: number, peer
 }
 
 function etcdctl(args: string[]): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('etcdctl', args, { env: { ...process.env, ETCDCTL_API: '3' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
+  return runAsync('etcdctl', args, { env: { ...process.env, ETCDCTL_API: '3' } });
 }
 
 test('an etcd snapshot (etcdctl snapshot save), restored into a new member, brings back every object and node assignment', { timeout: 120_000 }, async () => {

@@ -4,22 +4,17 @@
 // test/agent/health-gate.test.ts.
 
 import assert from 'node:assert/strict';
-import { afterEach, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import { ManualClock } from '../../src/controlplane/replica/clock.ts';
 import { referencedConfigs } from '../../src/controlplane/cache/referenced-configs.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverPerTest } from '../helpers/server-fixture.ts';
+import type { TestServer } from '../helpers/test-server.ts';
 
-let server: TestServer;
-let agents: SimulatedAgent[] = [];
-afterEach(async () => {
-  for (const a of agents) a.close();
-  agents = [];
-  await server.close();
-});
+const { server, agents, start: startServer } = serverPerTest();
 
 const kargConfig = (value: string) => ({ source: 'karg.yaml', text: mcYaml('50-karg', 'worker', `  kernelArguments: [${value}]\n`) });
 const workerPool = (rollout: string, maxUnavailable = 1) => ({ source: 'pool.yaml', text: poolYaml('worker', `  maxUnavailable: ${maxUnavailable}\n  rollout: ${rollout}\n`) });
@@ -52,7 +47,7 @@ async function fleetOnFirstConfig(c: ReturnType<TestServer['admin']>, rollout: s
 
 test('a canary of 1 with a soak: the rest wait until the canary has been Done for the soak, then go', async () => {
   const clock = new ManualClock(Date.parse('2026-11-22T10:00:00Z'));
-  server = await startTestServer({ clock });
+  await startServer({ clock });
   const c = server.admin();
   const { nodes } = await fleetOnFirstConfig(c, '{canary: 1, soak: 10m}', 3, 3);
 
@@ -79,7 +74,7 @@ test('a canary of 1 with a soak: the rest wait until the canary has been Done fo
 });
 
 test('Pause: a failed canary halts the pool, the condition names it, and `resume pool` clears the halt', async () => {
-  server = await startTestServer();
+  await startServer();
   const c = server.admin();
   const { nodes } = await fleetOnFirstConfig(c, '{canary: 1, maxFailures: 0, onFailure: Pause}', 3, 3);
   nodes[0]!.options.autoDone = false;
@@ -114,7 +109,7 @@ test('Pause: a failed canary halts the pool, the condition names it, and `resume
 });
 
 test('Rollback: more failures than maxFailures send every node back to the last config they all reached, and it stays there', async () => {
-  server = await startTestServer();
+  await startServer();
   const c = server.admin();
   const { nodes, first } = await fleetOnFirstConfig(c, '{maxFailures: 1, onFailure: Rollback}', 4, 3);
   const [n0, n1] = [nodes[0]!, nodes[1]!];

@@ -6,28 +6,21 @@ import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import { recordCertificate } from '../helpers/node-certificate.ts';
 import { sample, samples, scrape } from '../helpers/prometheus-text.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverPerTest } from '../helpers/server-fixture.ts';
 
-let server: TestServer | undefined;
-let agents: SimulatedAgent[] = [];
-afterEach(async () => {
-  for (const a of agents) a.close();
-  agents = [];
-  await server?.close();
-  server = undefined;
-});
+const { server, agents, start: startServer } = serverPerTest();
 
 const DAY_S = 86_400;
 const secondsLeft = (notAfter: number) => (notAfter - Date.now()) / 1000;
 const notAfterOf = (file: string) => Date.parse(new X509Certificate(readFileSync(file)).validTo);
 
 test('mcplane_certificate_expiry_seconds: the CA and server certificate the replica serves with, and nodes\' certificates from their records', async () => {
-  server = await startTestServer({ metrics: { listen: '127.0.0.1:0' } });
+  await startServer({ metrics: { listen: '127.0.0.1:0' } });
   const url = `http://127.0.0.1:${server.handle.metricsPort}/metrics`;
   const replica = server.handle.controlPlane.replica.name;
 

@@ -4,31 +4,16 @@
 // and no stream drops and no operator call to any replica fails meanwhile.
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
-import { startEtcdCluster, type EtcdCluster } from '../../sandbox/etcd-cluster.ts';
 import { certificateBinding, certificateValidity } from '../../src/runtime/pki.ts';
-import { startReplicaSet, type ReplicaSet } from '../helpers/replica-set.ts';
+import { replicaSetFixture } from '../helpers/server-fixture.ts';
 import { SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { testPki, type TestPki } from '../helpers/test-pki.ts';
 
 // 9 s: a stream ends with its certificate, so a renewal (at 6 s) has 3 s to land even on a loaded machine.
 const LIFETIME_MS = 9000;
-let pki: TestPki;
-let etcd: EtcdCluster;
-let set: ReplicaSet;
-const agents: SimulatedAgent[] = [];
-before(async () => {
-  pki = await testPki();
-  etcd = await startEtcdCluster({ members: 1 });
-  // ca.key is in the PKI directory: every replica signs renewals.
-  set = await startReplicaSet({ endpoints: etcd.endpoints, count: 3, pkiDir: pki.dir, args: ['--node-certificate-lifetime', '6s'] });
-});
-after(async () => {
-  for (const a of agents) a.close();
-  await set?.stop();
-  await etcd?.stop();
-});
+// ca.key is in the PKI directory: every replica signs renewals.
+const { pki, set, agents } = replicaSetFixture({ members: 1, count: 3, args: ['--node-certificate-lifetime', '6s'] });
 
 const shortLived = (name: string) => pki.shortLivedNode(name, LIFETIME_MS);
 

@@ -6,22 +6,11 @@ import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { status as Status } from '@grpc/grpc-js';
 import { call } from '../../src/cli/client/call.ts';
-import type { Clients } from '../../src/cli/client/connection.ts';
 import { RemoteCallError } from '../../src/machineconfig/index.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverFixture } from '../helpers/server-fixture.ts';
 
-let server: TestServer;
-let c: Clients;
-const agents: SimulatedAgent[] = [];
-before(async () => {
-  server = await startTestServer();
-  c = server.admin();
-});
-after(async () => {
-  for (const a of agents) a.close();
-  await server.close();
-});
+const { server, c, agents } = serverFixture();
 
 const apply = (text: string, source = 'cluster.yaml') => call(c, c.config.apply.bind(c.config), { manifests: [{ source, text }], dryRun: false }, 'apply');
 const example = readFileSync('examples/machineconfiguration-cluster.yaml', 'utf8');

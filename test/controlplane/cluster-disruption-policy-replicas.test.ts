@@ -4,28 +4,12 @@
 
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
-import { startEtcdCluster, type EtcdCluster } from '../../sandbox/etcd-cluster.ts';
-import { startReplicaSet, type ReplicaSet } from '../helpers/replica-set.ts';
+import { replicaSetFixture } from '../helpers/server-fixture.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { testPki, type TestPki } from '../helpers/test-pki.ts';
 
-let etcd: EtcdCluster;
-let set: ReplicaSet;
-let pki: TestPki;
-const agents: SimulatedAgent[] = [];
-
-before(async () => {
-  pki = await testPki();
-  etcd = await startEtcdCluster({ members: 1 });
-  set = await startReplicaSet({ endpoints: etcd.endpoints, count: 2, pkiDir: pki.dir });
-});
-after(async () => {
-  for (const a of agents) a.close();
-  await set?.stop();
-  await etcd?.stop();
-});
+const { pki, set, agents } = replicaSetFixture({ members: 1, count: 2 });
 
 test('a cluster policy applied on one replica is sent by the replica holding the node\'s stream', async () => {
   const c0 = set.admin(0);

@@ -5,17 +5,10 @@ import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { status as Status } from '@grpc/grpc-js';
 import { call } from '../../src/cli/client/call.ts';
-import type { Clients } from '../../src/cli/client/connection.ts';
 import { RemoteCallError } from '../../src/machineconfig/index.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverFixture } from '../helpers/server-fixture.ts';
 
-let server: TestServer;
-let c: Clients;
-before(async () => {
-  server = await startTestServer();
-  c = server.admin();
-});
-after(() => server.close());
+const { server, c } = serverFixture();
 
 const examples = ['50-examplecorp-chrony.yaml', '99-worker-realtime.yaml', '50-infra.yaml', 'infra-machineconfigpool.yaml']
   .map((f) => ({ source: f, text: readFileSync(`examples/${f}`, 'utf8') }));

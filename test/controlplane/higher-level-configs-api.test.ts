@@ -7,23 +7,16 @@
 // (syncContainerRuntimeConfig, syncImageConfig).
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { before, test } from 'node:test';
 import { status as Status } from '@grpc/grpc-js';
 import { parse as parseYaml, stringify } from 'yaml';
 import { call } from '../../src/cli/client/call.ts';
-import type { Clients } from '../../src/cli/client/connection.ts';
 import { RemoteCallError } from '../../src/machineconfig/index.ts';
 import { fileEntry, ign, mcDoc } from '../helpers/manifests.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverFixture } from '../helpers/server-fixture.ts';
 
-let server: TestServer;
-let c: Clients;
-before(async () => {
-  server = await startTestServer();
-  c = server.admin();
-});
-after(() => server.close());
+const { server, c } = serverFixture();
 
 const apply = (...docs: Record<string, unknown>[]) => call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'hl.yaml', text: docs.map((d) => stringify(d)).join('---\n') }], dryRun: false }, 'apply');
 const del = (kind: string, name: string) => call(c, c.config.delete.bind(c.config), { kind, name }, 'delete');

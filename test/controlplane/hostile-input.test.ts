@@ -3,23 +3,16 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { status as Status } from '@grpc/grpc-js';
-import { after, before, test } from 'node:test';
+import { before, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
-import type { Clients } from '../../src/cli/client/connection.ts';
 import { CLIENT_CHANNEL_OPTIONS } from '../../src/runtime/grpc-options.ts';
 import { loadMcplaneProto } from '../../src/runtime/proto.ts';
 import { clientCredentials } from '../../src/runtime/tls.ts';
 import { RemoteCallError } from '../../src/machineconfig/index.ts';
 import { SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverFixture } from '../helpers/server-fixture.ts';
 
-let server: TestServer;
-let c: Clients;
-before(async () => {
-  server = await startTestServer();
-  c = server.admin();
-});
-after(() => server.close());
+const { server, c } = serverFixture();
 
 async function rawStream(node: string) {
   const tls = await server.pki.node(node);

@@ -5,27 +5,21 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
 import { call } from '../../src/cli/client/call.ts';
 import { connect, type Clients } from '../../src/cli/client/connection.ts';
 import { PROBLEMS_TOTAL_TRAILER, PROBLEMS_TRAILER } from '../../src/controlplane/api/status-errors.ts';
 import { RemoteCallError, type Problem } from '../../src/machineconfig/index.ts';
+import { serverFixture } from '../helpers/server-fixture.ts';
 import { spawnServer } from '../helpers/server-process.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { testPki } from '../helpers/test-pki.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 const MIB = 1024 * 1024;
 
-let server: TestServer;
-let c: Clients;
-before(async () => {
-  server = await startTestServer();
-  c = server.admin();
-});
-after(() => server.close());
+const { server, c } = serverFixture();
 
 function mcJson(name: string, files: unknown[], units: unknown[] = []): string {
   return JSON.stringify({

@@ -4,22 +4,16 @@
 // it registers only an operator changes its labels (mcctl label node).
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
-import type { Clients } from '../../src/cli/client/connection.ts';
 import { identityOf } from '../../src/runtime/pki.ts';
 import { readFileSync } from 'node:fs';
 import { runCliAsync } from '../helpers/run-cli.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverFixture } from '../helpers/server-fixture.ts';
 
-let server: TestServer;
-let c: Clients;
-const agents: SimulatedAgent[] = [];
-before(async () => {
-  server = await startTestServer();
-  c = server.admin();
+const { server, c, agents } = serverFixture({}, async () => {
   await call(c, c.config.apply.bind(c.config), {
     manifests: [
       { source: 'infra.yaml', text: poolYaml('infra') },
@@ -27,10 +21,6 @@ before(async () => {
     ],
     dryRun: false,
   }, 'apply');
-});
-after(async () => {
-  for (const a of agents) a.close();
-  await server.close();
 });
 
 const getNode = (name: string) => call(c, c.status.getNode.bind(c.status), { name }, 'get node');

@@ -4,20 +4,14 @@
 // agents that report what the test says.
 
 import assert from 'node:assert/strict';
-import { afterEach, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverPerTest } from '../helpers/server-fixture.ts';
 
-let server: TestServer;
-let agents: SimulatedAgent[] = [];
-afterEach(async () => {
-  for (const a of agents) a.close();
-  agents = [];
-  await server.close();
-});
+const { server, agents, start: startServer } = serverPerTest();
 
 const apply = (c: Clients, ...manifests: { source: string; text: string }[]) => call(c, c.config.apply.bind(c.config), { manifests, dryRun: false }, 'apply');
 const fileConfig = (text: string) => ({ source: 'a.yaml', text: mcYaml('50-a', 'worker', `  config:\n    ignition: {version: 3.2.0}\n    storage:\n      files:\n      - {path: /etc/a.conf, mode: 420, contents: {source: "data:,${text}"}}\n`) });
@@ -53,7 +47,7 @@ async function fleetOnSecondConfig(c: Clients): Promise<{ nodes: SimulatedAgent[
 }
 
 test('only the node that will retry gets the changed policy; Working, RolledBack and Done nodes keep theirs', async () => {
-  server = await startTestServer();
+  await startServer();
   const c = server.admin();
   const { nodes } = await fleetOnSecondConfig(c);
   const counts = nodes.map((n) => n.assignments.length);
@@ -69,7 +63,7 @@ test('only the node that will retry gets the changed policy; Working, RolledBack
 });
 
 test('a paused pool keeps its nodes\' policies; resumed, the retrying node gets the new one', async () => {
-  server = await startTestServer();
+  await startServer();
   const c = server.admin();
   const { nodes } = await fleetOnSecondConfig(c);
   const degraded = nodes[2]!;
@@ -84,7 +78,7 @@ test('a paused pool keeps its nodes\' policies; resumed, the retrying node gets 
 });
 
 test('an assignment stored before policies were kept with it is decided again under the live policy', async () => {
-  server = await startTestServer();
+  await startServer();
   const c = server.admin();
   const { nodes } = await fleetOnSecondConfig(c);
   const cp = server.handle.controlPlane;

@@ -4,32 +4,16 @@
 // more than one node updating, the rollout completes, and no acknowledged write is lost.
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
-import { startEtcdCluster, type EtcdCluster } from '../../sandbox/etcd-cluster.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
-import { startReplicaSet, type ReplicaSet } from '../helpers/replica-set.ts';
+import { replicaSetFixture } from '../helpers/server-fixture.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { testPki, type TestPki } from '../helpers/test-pki.ts';
 
 const NODES = 8;
 const UPDATE_MS = 2500;
 
-let etcd: EtcdCluster;
-let set: ReplicaSet;
-let pki: TestPki;
-const agents: SimulatedAgent[] = [];
-
-before(async () => {
-  pki = await testPki();
-  etcd = await startEtcdCluster({ members: 3 });
-  set = await startReplicaSet({ endpoints: etcd.endpoints, count: 3, pkiDir: pki.dir });
-});
-after(async () => {
-  for (const a of agents) a.close();
-  await set?.stop();
-  await etcd?.stop();
-});
+const { pki, etcd, set, agents } = replicaSetFixture({ members: 3, count: 3 });
 
 const kargConfig = (value: string) => ({ source: 'karg.yaml', text: mcYaml('50-karg', 'worker', `  kernelArguments: [${value}]\n`) });
 const pool = { source: 'pool.yaml', text: poolYaml('worker', '  maxUnavailable: 1\n') };

@@ -3,28 +3,13 @@
 // replica accepts the certificate after.
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { status as Status } from '@grpc/grpc-js';
 import { call } from '../../src/cli/client/call.ts';
-import { startEtcdCluster, type EtcdCluster } from '../../sandbox/etcd-cluster.ts';
-import { startReplicaSet, type ReplicaSet } from '../helpers/replica-set.ts';
+import { replicaSetFixture } from '../helpers/server-fixture.ts';
 import { SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { testPki, type TestPki } from '../helpers/test-pki.ts';
 
-let pki: TestPki;
-let etcd: EtcdCluster;
-let set: ReplicaSet;
-const agents: SimulatedAgent[] = [];
-before(async () => {
-  pki = await testPki();
-  etcd = await startEtcdCluster({ members: 1 });
-  set = await startReplicaSet({ endpoints: etcd.endpoints, count: 2, pkiDir: pki.dir });
-});
-after(async () => {
-  for (const a of agents) a.close();
-  await set?.stop();
-  await etcd?.stop();
-});
+const { pki, set, agents } = replicaSetFixture({ members: 1, count: 2 });
 
 const connectTo = async (i: number, name: string) => {
   const a = new SimulatedAgent({ address: set.addresses[i]!, tls: await pki.node(name, 'worker'), name, autoDone: true });

@@ -2,7 +2,7 @@
 // the dry-run preview's batches against the order the rollout then takes.
 
 import assert from 'node:assert/strict';
-import { afterEach, test } from 'node:test';
+import { test } from 'node:test';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,15 +15,9 @@ import { RolloutController } from '../../src/controlplane/controllers/rollout-co
 import { createLogger } from '../../src/runtime/logger.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverPerTest } from '../helpers/server-fixture.ts';
 
-let server: TestServer;
-let agents: SimulatedAgent[] = [];
-afterEach(async () => {
-  for (const a of agents) a.close();
-  agents = [];
-  await server.close();
-});
+const { server, agents, start: startServer } = serverPerTest();
 
 const kargConfig = (value: string) => ({ source: 'karg.yaml', text: mcYaml('50-karg', 'worker', `  kernelArguments: [${value}]\n`) });
 const sshConfig = (key: string) => ({ source: 'ssh.yaml', text: mcYaml('50-ssh', 'worker', `  config:\n    ignition: {version: 3.4.0}\n    passwd: {users: [{name: core, sshAuthorizedKeys: ["${key}"]}]}\n`) });
@@ -51,7 +45,7 @@ async function settle(c: Clients, nodes: SimulatedAgent[]): Promise<string> {
 }
 
 test('a disruption budget per rack: one node per rack at a time, a node without the label in group ""; the preview\'s batches are the order taken', async () => {
-  server = await startTestServer();
+  await startServer();
   const c = server.admin();
   const pool = { source: 'pool.yaml', text: poolYaml('worker', '  maxUnavailable: 10\n  disruptionBudget: {groupBy: [example.com/rack], maxUnavailable: 1}\n') };
   await apply(c, false, pool, kargConfig('a=1'));
@@ -86,7 +80,7 @@ test('a disruption budget per rack: one node per rack at a time, a node without 
 
 test('a closed window holds reboots but not an SSH key change; they go once it opens', async () => {
   const clock = new ManualClock(Date.parse('2026-11-22T10:00:00Z'));
-  server = await startTestServer({ clock });
+  await startServer({ clock });
   const c = server.admin();
   // Every day 02:00-03:00 New York (07:00Z in winter).
   const pool = { source: 'pool.yaml', text: poolYaml('worker', '  maxUnavailable: 2\n  maintenanceWindows: [{schedule: "0 2 * * *", duration: 1h, timeZone: America/New_York}]\n') };
@@ -117,7 +111,7 @@ test('a closed window holds reboots but not an SSH key change; they go once it o
 test('the rollout controller asks to run again when the window opens; scope All holds every update', async () => {
   // Two seconds before a window.
   const clock = new ManualClock(Date.parse('2026-11-23T06:59:58Z'));
-  server = await startTestServer({ clock });
+  await startServer({ clock });
   const c = server.admin();
   const pool = { source: 'pool.yaml', text: poolYaml('worker', '  maintenanceWindows: [{schedule: "0 7 * * *", duration: 30m, timeZone: UTC}]\n  maintenanceWindowScope: All\n') };
   await apply(c, false, pool, sshConfig('ssh-ed25519 AAAA one'));
@@ -137,7 +131,7 @@ test('the rollout controller asks to run again when the window opens; scope All 
 
 test('a policy change that turns an unfinished update into a reboot waits for the window: the node keeps its policy until it opens', async () => {
   const clock = new ManualClock(Date.parse('2026-11-22T10:00:00Z'));
-  server = await startTestServer({ clock });
+  await startServer({ clock });
   const c = server.admin();
   const fileConfig = (text: string) => ({ source: 'a.yaml', text: mcYaml('50-a', 'worker', `  config:\n    ignition: {version: 3.2.0}\n    storage:\n      files:\n      - {path: /etc/a.conf, mode: 420, contents: {source: "data:,${text}"}}\n`) });
   const pool = (action: string) => ({ source: 'pool.yaml', text: poolYaml('worker', `  maxUnavailable: 1\n  maintenanceWindows: [{schedule: "0 7 * * *", duration: 1h, timeZone: UTC}]\n  disruptionPolicy:\n    files:\n    - {path: /etc/a.conf, actions: [${action}]}\n`) });
@@ -168,7 +162,7 @@ test('a policy change that turns an unfinished update into a reboot waits for th
 });
 
 test('the preview follows nodes a changed nodeSelector moves: into the pool that now selects them, or out of every pool', async () => {
-  server = await startTestServer();
+  await startServer();
   const c = server.admin();
   const rack = (n: string) => ({ 'topology.kubernetes.io/rack': n });
   const infra = (selector: string) => ({ source: 'infra.yaml', text: `apiVersion: machineconfiguration.openshift.io/v1
@@ -211,7 +205,7 @@ spec:
 
 test('the preview takes each batch to last what the pool\'s recent updates took: the third reboot goes in the next window', async () => {
   const clock = new ManualClock(Date.parse('2026-11-22T10:00:00Z')); // a Sunday
-  server = await startTestServer({ clock });
+  await startServer({ clock });
   const c = server.admin();
   const pool = { source: 'pool.yaml', text: poolYaml('worker', '  maxUnavailable: 1\n  maintenanceWindows: [{schedule: "0 2 * * 6", duration: 1h, timeZone: UTC}]\n') };
   await apply(c, false, pool, kargConfig('a=1'));

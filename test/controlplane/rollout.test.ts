@@ -1,19 +1,13 @@
 // Rollout over real gRPC with many simulated agents: maxUnavailable, order, pause, degraded nodes.
 
 import assert from 'node:assert/strict';
-import { afterEach, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverPerTest } from '../helpers/server-fixture.ts';
 
-let server: TestServer;
-let agents: SimulatedAgent[] = [];
-afterEach(async () => {
-  for (const a of agents) a.close();
-  agents = [];
-  await server.close();
-});
+const { server, agents, start: startServer } = serverPerTest();
 
 const kargConfig = (value: string) => ({ source: 'karg.yaml', text: mcYaml('50-karg', 'worker', `  kernelArguments: [${value}]\n`) });
 const workerPool = (maxUnavailable: number | string, paused = false) => ({
@@ -37,7 +31,7 @@ async function fleet(count: number, zoneOf: (i: number) => string, autoDone: boo
 }
 
 test('new nodes get the pool config at once, then a change rolls out at most maxUnavailable at a time, by zone then age', async () => {
-  server = await startTestServer();
+  await startServer();
   const c = server.admin();
   await call(c, c.config.apply.bind(c.config), { manifests: [workerPool(2), kargConfig('a=1')], dryRun: false }, 'apply');
   // Registration order node-00..node-07; zones interleave so zone order differs from age order.
@@ -84,7 +78,7 @@ test('new nodes get the pool config at once, then a change rolls out at most max
 });
 
 test('a paused pool renders but assigns nothing, and says so; resuming rolls out', async () => {
-  server = await startTestServer();
+  await startServer();
   const c = server.admin();
   await call(c, c.config.apply.bind(c.config), { manifests: [workerPool('100%'), kargConfig('a=1')], dryRun: false }, 'apply');
   const nodes = await fleet(3, () => 'z', true);
@@ -107,7 +101,7 @@ test('a paused pool renders but assigns nothing, and says so; resuming rolls out
 });
 
 test('a degraded node degrades the pool with its name and reason; disconnected nodes count as unavailable', async () => {
-  server = await startTestServer();
+  await startServer();
   const c = server.admin();
   const nodes = await fleet(3, () => 'z', true);
   await eventually(async () => (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get')).status!.updatedMachineCount === 3);

@@ -5,28 +5,21 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { afterEach, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import { startServer } from '../../src/controlplane/server.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { sample, samples, scrape } from '../helpers/prometheus-text.ts';
 import { REPO_ROOT } from '../helpers/run-cli.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverPerTest } from '../helpers/server-fixture.ts';
 
-let server: TestServer | undefined;
-let agents: SimulatedAgent[] = [];
-afterEach(async () => {
-  for (const a of agents) a.close();
-  agents = [];
-  await server?.close();
-  server = undefined;
-});
+const { server, agents, start: startTestServer } = serverPerTest();
 
 const karg = (value: string) => ({ source: 'karg.yaml', text: mcYaml('50-karg', 'worker', `  kernelArguments: [${value}]\n`) });
 
 test('/metrics: MCO\'s pool counts equal the pool status, node states, agents, phase durations, render, store and leader', async () => {
-  server = await startTestServer({ metrics: { listen: '127.0.0.1:0' } });
+  await startTestServer({ metrics: { listen: '127.0.0.1:0' } });
   const url = `http://127.0.0.1:${server.handle.metricsPort}/metrics`;
   const c = server.admin();
   const apply = (m: { source: string; text: string }) => call(c, c.config.apply.bind(c.config), { manifests: [m], dryRun: false }, 'apply');
@@ -161,7 +154,7 @@ test('--metrics-listen: a non-loopback address is refused at start-up unless --m
 });
 
 test('a reboot is timed from the agent\'s last report before it to its registration after it (the session record shows first)', async () => {
-  server = await startTestServer({ metrics: { listen: '127.0.0.1:0' } });
+  await startTestServer({ metrics: { listen: '127.0.0.1:0' } });
   const url = `http://127.0.0.1:${server.handle.metricsPort}/metrics`;
   const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node('rebooter'), name: 'rebooter' });
   agents.push(agent);
@@ -182,7 +175,7 @@ test('a reboot is timed from the agent\'s last report before it to its registrat
 });
 
 test('a render failure shows as mcplane_pool_render_degraded and a failed render, and clears when fixed', async () => {
-  server = await startTestServer({ metrics: { listen: '127.0.0.1:0' } });
+  await startTestServer({ metrics: { listen: '127.0.0.1:0' } });
   const url = `http://127.0.0.1:${server.handle.metricsPort}/metrics`;
   const c = server.admin();
   // Three files of 450 KiB: together over what one stored object may hold (etcd's 1.5 MiB).

@@ -2,22 +2,15 @@
 // GetServerInfo describe the replica that answers.
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { status as Status } from '@grpc/grpc-js';
 import { call } from '../../src/cli/client/call.ts';
-import type { Clients } from '../../src/cli/client/connection.ts';
 import { RemoteCallError } from '../../src/machineconfig/index.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { poolYaml } from '../helpers/manifests.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverFixture } from '../helpers/server-fixture.ts';
 
-let server: TestServer;
-let c: Clients;
-const agents: SimulatedAgent[] = [];
-
-before(async () => {
-  server = await startTestServer();
-  c = server.admin();
+const { server, c, agents } = serverFixture({}, async () => {
   await call(c, c.config.apply.bind(c.config), {
     manifests: [{ source: 'infra.yaml', text: poolYaml('infra', '').replace('machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: infra}}', 'machineConfigSelector: {matchExpressions: [{key: machineconfiguration.openshift.io/role, operator: In, values: [worker, infra]}]}') }],
     dryRun: false,
@@ -34,10 +27,6 @@ before(async () => {
     agents.push(agent);
   }
   await eventually(async () => (await call(c, c.status.listNodes.bind(c.status), { pool: 'infra', limit: 0, continueToken: '' }, 'list')).nodes.length === 3, 10_000, 'infra membership');
-});
-after(async () => {
-  for (const a of agents) a.close();
-  await server.close();
 });
 
 const list = (req: { pool?: string; limit?: number; continueToken?: string }) =>

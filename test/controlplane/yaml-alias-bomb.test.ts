@@ -1,6 +1,7 @@
 // YAML that costs more to read than it weighs, sent to a real mcplane-server process over gRPC/TLS:
 // each is refused with INVALID_ARGUMENT naming the source, the rule and the limit, while
-// grpc.health.v1 keeps answering within 2 s and the server's memory stays bounded.
+// grpc.health.v1 keeps answering as promptly as while the server reads a plain text of the same
+// size, and the server's memory stays bounded.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -41,7 +42,7 @@ const laughs = () => header('50-laughs') + '  x:\n' + ['    l0: &l0 [x,x,x,x,x,x
 /** 40,000 aliases over 400 anchors: the library resolves each by scanning all before it (145 s). */
 const manyAliases = () => header('50-aliases') + '  x:\n' + Array.from({ length: 400 }, (_, i) => `  - &a${i} x\n  - [${Array(99).fill(`*a${i}`).join(',')}]`).join('\n') + '\n';
 
-/** Polls grpc.health.v1 every 100 ms until stopped; each answer's latency, or the error. */
+/** Polls grpc.health.v1 every 100 ms until stopped; each answer's latency, or the error (its deadline, 60 s, only ends a hung call). */
 function pollHealth(): { stop: () => Promise<{ ms: number; status: string }[]> } {
   const health = grpcJs.loadPackageDefinition(loadSync(protoPath, { enums: String })) as any;
   const tls = { ca: readFileSync(`${pki.dir}/ca.crt`), key: readFileSync(`${pki.dir}/admin.key`), cert: readFileSync(`${pki.dir}/admin.crt`) };
@@ -52,7 +53,7 @@ function pollHealth(): { stop: () => Promise<{ ms: number; status: string }[]> }
     while (!stopped) {
       const start = performance.now();
       const status = await new Promise<string>((resolve) => {
-        client.check({ service: '' }, { deadline: Date.now() + 2000 }, (err: Error | null, res: { status: string }) => resolve(err ? `error: ${err.message}` : res.status));
+        client.check({ service: '' }, { deadline: Date.now() + 60_000 }, (err: Error | null, res: { status: string }) => resolve(err ? `error: ${err.message}` : res.status));
       });
       answers.push({ ms: performance.now() - start, status });
       await new Promise((r) => setTimeout(r, 100));
@@ -86,9 +87,15 @@ function peakRssBytes(): number {
   return Number(/^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${proc.child.pid}/status`, 'utf8'))![1]) * 1024;
 }
 
-test('alias bombs are refused with INVALID_ARGUMENT, naming source, rule and limit, while health answers in < 2 s', async () => {
+test('alias bombs are refused with INVALID_ARGUMENT, naming source, rule and limit, while health answers as promptly as beside a plain text', async () => {
   const big = aliasedList(1_000_000); // 2 MB, as the dry run that cost an etcd leader its lease
   assert.ok(big.length > 1.9e6 && big.length < 2.1e6, `${big.length} bytes`);
+  // The baseline, measured in this run so that it holds on a loaded machine: health answers while
+  // the server reads and refuses a plain list of the same size (no aliases) as often.
+  const plain = `${header('50-plain-list')}  extensions: ${flowList(1_000_000)}\n`;
+  const quiet = pollHealth();
+  for (let i = 0; i < 4; i++) await refusal(plain, 'plain-list.yaml', true);
+  const baseline = await quiet.stop();
   const poll = pollHealth();
   const refusals: { what: string; err: RemoteCallError; ms: number }[] = [];
   for (const [what, text, dryRun] of [
@@ -117,8 +124,15 @@ test('alias bombs are refused with INVALID_ARGUMENT, naming source, rule and lim
   assert.match(refusals[2]!.err.message, /billion-laughs\.yaml#0: document: : the document has more than 100000 YAML nodes .* \[yaml-expansion\]/);
 
   assert.ok(answers.length >= 3, `${answers.length} health answers`);
-  const slow = answers.filter((a) => a.status !== 'SERVING' || a.ms >= 2000);
-  assert.deepEqual(slow, [], `health answers: ${answers.map((a) => `${a.ms.toFixed(0)} ms ${a.status}`).join(', ')}; refusals took ${refusals.map((r) => `${r.what} ${r.ms.toFixed(0)} ms`).join(', ')}`);
+  // A bomb may cost the server what reading its bytes costs, not what expanding it would: a server
+  // that stalls on one (the library's alias resolution took 145 s) answers many times slower than
+  // beside the plain text. The 250 ms floor keeps a quiet machine's millisecond answers from
+  // turning a scheduling hiccup into a failure.
+  const worst = (list: { ms: number }[]) => Math.max(...list.map((a) => a.ms));
+  const median = (list: { ms: number }[]) => list.map((a) => a.ms).sort((x, y) => x - y)[Math.floor(list.length / 2)]!;
+  const limit = Math.max(4 * worst(baseline), 10 * median(baseline), 250);
+  const slow = answers.filter((a) => a.status !== 'SERVING' || a.ms >= limit);
+  assert.deepEqual(slow, [], `health answers over ${limit.toFixed(0)} ms (baseline: ${baseline.map((a) => `${a.ms.toFixed(0)} ms ${a.status}`).join(', ')}): ${answers.map((a) => `${a.ms.toFixed(0)} ms ${a.status}`).join(', ')}; refusals took ${refusals.map((r) => `${r.what} ${r.ms.toFixed(0)} ms`).join(', ')}`);
   const peak = peakRssBytes();
   assert.ok(peak < 512 * MIB, `server peak RSS ${(peak / MIB).toFixed(0)} MiB`);
 });

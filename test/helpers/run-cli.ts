@@ -58,18 +58,19 @@ export function runCli(args: string[], options: { input?: string; env?: NodeJS.P
 
 /** runCli without blocking this process, for CLIs talking to a server in this process. */
 export function runCliAsync(args: string[], options: { input?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+  return runAsync(process.execPath, [...programArgs('mcctl'), ...args], { cwd: REPO_ROOT, env: { ...process.env, ...options.env }, input: options.input ?? '' });
+}
+
+/** Any program run to its end, its output collected; `input`, when given, is its stdin. */
+export function runAsync(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...programArgs('mcctl'), ...args], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, ...options.env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
+    child.stdout!.on('data', (d) => { stdout += d; });
+    child.stderr!.on('data', (d) => { stderr += d; });
     child.on('error', reject);
     child.on('close', (status) => resolve({ status, stdout, stderr }));
-    child.stdin.end(options.input ?? '');
+    if (options.input !== undefined) child.stdin!.end(options.input);
   });
 }
