@@ -6,70 +6,40 @@
 // (The model-based test found it: MCPLANE_MODEL_SEED=1515066152 and 680357874.)
 
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { after, before, test } from 'node:test';
-import { call } from '../../src/cli/client/call.ts';
-import { SandboxHost } from '../../sandbox/sandbox-host.ts';
+import { rmSync, writeFileSync } from 'node:fs';
+import { test } from 'node:test';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
-import { startAgentTestBed, type AgentTestBed } from '../helpers/agent-test-bed.ts';
 import { untilNode } from '../helpers/converge.ts';
-import { mcYaml, poolYaml } from '../helpers/manifests.ts';
+import { failableRebootHost } from '../helpers/failable-reboot-host.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
-let bed: AgentTestBed;
-let host: SandboxHost;
-
-const target = async () => (await call(bed.c, bed.c.status.getPool.bind(bed.c.status), { name: 'worker' }, 'get')).status!.configuration;
+const f = failableRebootHost('undo-remove', '  maxUnavailable: 100%\n  disruptionPolicy:\n    files: [{path: /etc/undo/, actions: [{type: none}]}]\n', skip);
 /** Applies 50-kargs with these kernel arguments (and a file, `motd`) and returns the pool's new target. */
-async function kargs(args: string[], motd = 'one'): Promise<string> {
-  const before = await target();
-  const spec = `  kernelArguments: [${args.join(', ')}]
+const kargs = (args: string[], motd = 'one'): Promise<string> => f.applyKargsConfig(`  kernelArguments: [${args.join(', ')}]
   config:
     ignition: {version: 3.4.0}
     storage: {files: [{path: /etc/undo/motd, mode: 420, contents: {source: "data:,${motd}"}}]}
-`;
-  await call(bed.c, bed.c.config.apply.bind(bed.c.config), { manifests: [{ source: 'k.yaml', text: mcYaml('50-kargs', 'worker', spec) }], dryRun: false }, 'apply');
-  for (let now = await target(); ; now = await target()) {
-    if (now !== before) return now;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-const cmdline = () => readFileSync(host.cmdlineFile, 'utf8').trim().split(/\s+/);
-
-before(async () => {
-  if (skip) return;
-  bed = await startAgentTestBed(poolYaml('worker', '  maxUnavailable: 100%\n  disruptionPolicy:\n    files: [{path: /etc/undo/, actions: [{type: none}]}]\n'));
-  host = new SandboxHost({
-    name: 'undo-remove', server: bed.server.address, pki: bed.server.pki, systemd: bed.systemd,
-    failableReboot: true,
-  });
-  await host.start();
-});
-after(async () => {
-  if (skip) return;
-  await host?.kill();
-  await bed?.close();
-});
+`);
 
 test('a kernel argument that an update whose reboot failed removed is back on later deployments once a config that keeps it replaces that update', { skip }, async () => {
   const first = await kargs(['undo.k1=1']);
-  await untilNode(bed.c, [host], 'undo-remove', (n) => n.status!.currentConfig === first && n.status!.state === 'Done');
-  assert.ok(cmdline().includes('undo.k1=1'));
+  await untilNode(f.bed.c, [f.host], 'undo-remove', (n) => n.status!.currentConfig === first && n.status!.state === 'Done');
+  assert.ok(f.cmdline().includes('undo.k1=1'));
 
-  writeFileSync(host.rebootFailMarker, '');
+  writeFileSync(f.host.rebootFailMarker, '');
   const failed = await kargs([]);
-  await untilNode(bed.c, [host], 'undo-remove', (n) => n.status!.lastUpdate?.toConfig === failed && n.status!.lastUpdate.result === 'Degraded' && n.status!.phase === 'reboot');
-  assert.doesNotMatch(host.rpmOstree('kargs'), /undo\.k1=1/, 'staged without it, not booted');
-  rmSync(host.rebootFailMarker);
+  await untilNode(f.bed.c, [f.host], 'undo-remove', (n) => n.status!.lastUpdate?.toConfig === failed && n.status!.lastUpdate.result === 'Degraded' && n.status!.phase === 'reboot');
+  assert.doesNotMatch(f.host.rpmOstree('kargs'), /undo\.k1=1/, 'staged without it, not booted');
+  rmSync(f.host.rebootFailMarker);
 
   // The same arguments as the config the node is on, another file: no reboot.
   const same = await kargs(['undo.k1=1'], 'two');
-  await untilNode(bed.c, [host], 'undo-remove', (n) => n.status!.currentConfig === same && n.status!.state === 'Done');
-  assert.equal(host.reboots, 1);
+  await untilNode(f.bed.c, [f.host], 'undo-remove', (n) => n.status!.currentConfig === same && n.status!.state === 'Done');
+  assert.equal(f.host.reboots, 1);
   // One more argument: a reboot, into a deployment made from the pending one.
   const want = await kargs(['undo.k1=1', 'undo.k2=2'], 'two');
   // Its update over (Done, or Degraded had validation caught it): the record says which.
-  const node = await untilNode(bed.c, [host], 'undo-remove', (n) => n.status!.lastUpdate?.toConfig === want);
+  const node = await untilNode(f.bed.c, [f.host], 'undo-remove', (n) => n.status!.lastUpdate?.toConfig === want);
   assert.equal(node.status!.lastUpdate!.result, 'Done', node.status!.lastUpdate!.reason);
-  assert.ok(cmdline().includes('undo.k1=1') && cmdline().includes('undo.k2=2'), cmdline().join(' '));
+  assert.ok(f.cmdline().includes('undo.k1=1') && f.cmdline().includes('undo.k2=2'), f.cmdline().join(' '));
 });

@@ -18,6 +18,7 @@ import { ETCD_BINARY, freePort } from '../../sandbox/etcd-cluster.ts';
 import { programArgs, REPO_ROOT, runAsync, type CliResult } from '../helpers/run-cli.ts';
 import { spawnServer, type ServerProcess } from '../helpers/server-process.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
+import { scaled } from '../helpers/time-scale.ts';
 import { testPki } from '../helpers/test-pki.ts';
 
 /** mcplane-server run as an operator runs it, for its offline verbs. */
@@ -52,7 +53,7 @@ async function fleet(c: Clients): Promise<Record<string, unknown>> {
   };
 }
 
-test('an online backup, restored into a new data directory, brings back every object and node assignment', { timeout: 120_000 }, async () => {
+test('an online backup, restored into a new data directory, brings back every object and node assignment', { timeout: scaled(120_000) }, async () => {
   const pki = await testPki();
   const work = mkdtempSync(join(tmpdir(), 'mcplane-backup-'));
   const first = join(work, 'data');
@@ -180,7 +181,7 @@ function etcdctl(args: string[]): Promise<CliResult> {
   return runAsync('etcdctl', args, { env: { ...process.env, ETCDCTL_API: '3' } });
 }
 
-test('an etcd snapshot (etcdctl snapshot save), restored into a new member, brings back every object and node assignment', { timeout: 120_000 }, async () => {
+test('an etcd snapshot (etcdctl snapshot save), restored into a new member, brings back every object and node assignment', { timeout: scaled(120_000) }, async () => {
   const pki = await testPki();
   const work = mkdtempSync(join(tmpdir(), 'mcplane-etcd-backup-'));
   const etcd = await startEtcd('m0', join(work, 'm0.etcd'), await freePort(), await freePort());

@@ -9,7 +9,7 @@ import { CLIENT_CHANNEL_OPTIONS } from '../../src/runtime/grpc-options.ts';
 import { loadMcplaneProto } from '../../src/runtime/proto.ts';
 import { clientCredentials } from '../../src/runtime/tls.ts';
 import { RemoteCallError } from '../../src/machineconfig/index.ts';
-import { SimulatedAgent } from '../helpers/simulated-agent.ts';
+import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { serverFixture } from '../helpers/server-fixture.ts';
 
 const { server, c } = serverFixture();
@@ -38,7 +38,7 @@ test('a register with an invalid node name is INVALID_ARGUMENT naming the rule',
   s.stream.write({ register: { nodeName: 'Not A Name!', labels: {}, bootId: '', agentVersion: '' } });
   const err = await s.error;
   assert.equal(err.code, Status.INVALID_ARGUMENT);
-  assert.match(err.details, /Node\/Not A Name!: register\.nodeName: a node name must be a DNS subdomain/);
+  assert.match(err.details, /Node\/Not A Name!: register\.nodeName: "Not A Name!" is not a DNS subdomain: .*\[rfc1123-subdomain\]/);
   s.close();
 });
 
@@ -46,8 +46,10 @@ test('an unknown state from an agent degrades the node with a reason instead of 
   const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node('abuse-3'), name: 'abuse-3' });
   await agent.connect();
   agent.report({ state: 'Exploded', reason: 'cosmic rays' });
-  await new Promise((r) => setTimeout(r, 100));
-  const node = await call(c, c.status.getNode.bind(c.status), { name: 'abuse-3' }, 'get');
+  const getNode = () => call(c, c.status.getNode.bind(c.status), { name: 'abuse-3' }, 'get');
+  // Reports are stored in batches: wait for this one rather than a fixed pause.
+  await eventually(async () => (await getNode()).status!.state !== 'Done', 10_000, 'the report stored');
+  const node = await getNode();
   assert.equal(node.status!.state, 'Degraded');
   assert.equal(node.status!.reason, 'agent reported unknown state "Exploded": cosmic rays');
   agent.close();

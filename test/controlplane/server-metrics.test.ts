@@ -12,6 +12,7 @@ import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { sample, samples, scrape } from '../helpers/prometheus-text.ts';
 import { REPO_ROOT } from '../helpers/run-cli.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
+import { scaled } from '../helpers/time-scale.ts';
 import { serverPerTest } from '../helpers/server-fixture.ts';
 
 const { server, agents, start: startTestServer } = serverPerTest();
@@ -129,7 +130,7 @@ test('/metrics: MCO\'s pool counts equal the pool status, node states, agents, p
 });
 
 test('--metrics-listen: a non-loopback address is refused at start-up unless --metrics-allow-non-loopback is given', async () => {
-  const run = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'src/controlplane/main.ts', '--insecure', '--listen', '127.0.0.1:0', '--data-dir', '/nonexistent/never-created', ...args], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 30_000 });
+  const run = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'src/controlplane/main.ts', '--insecure', '--listen', '127.0.0.1:0', '--data-dir', '/nonexistent/never-created', ...args], { cwd: REPO_ROOT, encoding: 'utf8', timeout: scaled(30_000) });
   const refused = run('--metrics-listen', '0.0.0.0:9624');
   assert.notEqual(refused.status, 0);
   assert.match(refused.stderr, /--metrics-listen 0\.0\.0\.0:9624: \/metrics is plain HTTP without authentication and listens only on a loopback address .* unless --metrics-allow-non-loopback is also given/);

@@ -6,10 +6,11 @@
 // loopback are reached over plain HTTP through a hosts.toml per host (config_path).
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CriImageClient } from '../../src/agent/cri-image-client.ts';
+import { stopChild } from './stop-child.ts';
 
 export const CONTAINERD_BINARY = '/usr/bin/containerd';
 
@@ -105,14 +106,6 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     socket,
     root,
     log,
-    async stop() {
-      if (child.exitCode === null) {
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-        await exited;
-        clearTimeout(timer);
-      }
-      rmSync(dir, { recursive: true, force: true });
-    },
+    stop: () => stopChild(child, exited, dir),
   };
 }

@@ -5,11 +5,12 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { freePort } from '../../sandbox/etcd-cluster.ts';
+import { stopChild } from './stop-child.ts';
 
 export const REGISTRY_BINARY = '/usr/bin/docker-registry';
 
@@ -78,15 +79,7 @@ export async function startRegistry(): Promise<Registry> {
       host,
       log,
       pushImage: (repository, files) => pushImage(host, repository, files),
-      async stop() {
-        if (child.exitCode === null) {
-          child.kill('SIGTERM');
-          const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-          await exited;
-          clearTimeout(timer);
-        }
-        rmSync(dir, { recursive: true, force: true });
-      },
+      stop: () => stopChild(child, exited, dir),
     };
   }
 }

@@ -13,6 +13,7 @@ import { silenceIpServernameWarning } from '../../src/runtime/process-warnings.t
 
 silenceIpServernameWarning();
 import { testPki, type TestPki } from './test-pki.ts';
+import { scaled } from './time-scale.ts';
 
 export interface TestServer {
   handle: ServerHandle;
@@ -76,7 +77,8 @@ export async function startTestServer(options: { dataDir?: string; listen?: stri
     pki,
     logs,
     admin() {
-      const c = connect({ server: address, pkiDir: pki.dir, config: '/dev/null' });
+      // mcctl's 10 s per call, scaled: a call right after a 17 MB refusal waited longer at load 15.
+      const c = connect({ server: address, pkiDir: pki.dir, config: '/dev/null', requestTimeout: `${Math.ceil(scaled(10_000) / 1000)}s` });
       clients.push(c);
       return c;
     },
