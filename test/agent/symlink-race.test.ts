@@ -14,6 +14,7 @@ import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { canRunUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
+import { scaled } from '../helpers/time-scale.ts';
 import { poolYaml } from '../helpers/manifests.ts';
 import type { TestServer } from '../helpers/test-server.ts';
 import { startAgentTestBed, type AgentTestBed } from '../helpers/agent-test-bed.ts';
@@ -84,7 +85,7 @@ function filesUnder(dir: string): string[] {
 
 const finished = (h: SandboxHost) => h.logs.filter((l) => /"msg":"update (done|failed)"/.test(l)).length;
 
-test(`a directory swapped with a symlink out of the root during ${UPDATES} updates of ${FILES} files: no write escapes`, { skip, timeout: 600_000 }, async () => {
+test(`a directory swapped with a symlink out of the root during ${UPDATES} updates of ${FILES} files: no write escapes`, { skip, timeout: scaled(600_000) }, async () => {
   outsideBase = mkdtempSync('/var/tmp/mcplane-race-');
   const outside = join(outsideBase, 'outside');
   mkdirSync(outside);

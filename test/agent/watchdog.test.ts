@@ -16,6 +16,7 @@ import { installAgentUnit } from '../helpers/agent-unit.ts';
 import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
 import { poolYaml } from '../helpers/manifests.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { scaled } from '../helpers/time-scale.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
 let server: TestServer;
@@ -51,7 +52,7 @@ after(async () => {
   await server.close();
 });
 
-test('an update stuck past its step deadline: Degraded naming step, object and cause; the watchdog starves and systemd restarts the agent', { skip, timeout: 120_000 }, async () => {
+test('an update stuck past its step deadline: Degraded naming step, object and cause; the watchdog starves and systemd restarts the agent', { skip, timeout: scaled(120_000) }, async () => {
   const host = new SandboxHost({ name: 'wd', server: server.address, pki: server.pki, systemd, config: { stepTimeoutSeconds: 2, rpmOstreeTimeoutSeconds: 600 } });
   const first = await apply(config('wd=0'));
   await host.start();

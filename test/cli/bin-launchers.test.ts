@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { REPO_ROOT } from '../helpers/run-cli.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { scaled } from '../helpers/time-scale.ts';
 
 let server: TestServer;
 let conn: string[];
@@ -21,7 +22,7 @@ after(async () => { await server.close(); });
 
 // Node 24 first on PATH, as `npm run` arranges, so the launchers' `#!/usr/bin/env node` finds it.
 const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}` };
-const run = (cmd: string, args: string[], cwd = REPO_ROOT) => spawnSync(cmd, args, { cwd, env, encoding: 'utf8', timeout: 120_000 });
+const run = (cmd: string, args: string[], cwd = REPO_ROOT) => spawnSync(cmd, args, { cwd, env, encoding: 'utf8', timeout: scaled(120_000) });
 
 test('package.json declares mcctl, mcplane-server and mcplane-agent as executable launchers', () => {
   const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8'));

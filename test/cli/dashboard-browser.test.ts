@@ -17,6 +17,7 @@ import { chromiumMissing, launchChromium, type Browser, type Page } from '../hel
 import { bundlePath, REPO_ROOT, runCliAsync } from '../helpers/run-cli.ts';
 import { SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { scaled } from '../helpers/time-scale.ts';
 
 const skip = chromiumMissing;
 const TMP = mkdtempSync(join(tmpdir(), 'mcplane-dashboard-test-'));
@@ -265,7 +266,7 @@ test('requests without the URL\'s token, with a wrong one, or for a foreign Host
 });
 
 // Five mcctl start-ups: side by side, with room for a loaded machine (each is seconds through tsx).
-test('--address other than 127.0.0.1 and a bad --port are refused before anything connects or listens', { skip: false, timeout: 120_000 }, async () => {
+test('--address other than 127.0.0.1 and a bad --port are refused before anything connects or listens', { skip: false, timeout: scaled(120_000) }, async () => {
   const addresses = ['0.0.0.0', '192.168.1.10', '::', 'localhost'];
   const [port, ...refused] = await Promise.all([
     runCliAsync(['--config', '/dev/null', 'dashboard', '--port', '70000']),
@@ -288,7 +289,7 @@ test('an unreachable control plane at start is an error, as for every other comm
   assert.doesNotMatch(r.stdout, /http:/, 'no URL for a dashboard that cannot show anything');
 });
 
-test('the esbuild bundle (what npm pack and the RPM ship) serves the same working page', { skip, timeout: 120_000 }, async () => {
+test('the esbuild bundle (what npm pack and the RPM ship) serves the same working page', { skip, timeout: scaled(120_000) }, async () => {
   const bundle = bundlePath('mcctl');
   assert.ok(existsSync(join(REPO_ROOT, bundle)));
   const bundled = await startDashboard([bundle]);

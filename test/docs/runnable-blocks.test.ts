@@ -28,6 +28,7 @@ import { programArgs, REPO_ROOT } from '../helpers/run-cli.ts';
 import { spawnServer, type ServerProcess } from '../helpers/server-process.ts';
 import { SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { testPki } from '../helpers/test-pki.ts';
+import { scaled } from '../helpers/time-scale.ts';
 
 const DOCS = join(REPO_ROOT, 'docs');
 
@@ -264,7 +265,7 @@ test('a transcript step matches the page only when the real run does', () => {
 for (const page of pages) {
   const scripts = page.blocks.filter((b) => b.kind === 'runnable').length;
   const transcripts = page.blocks.length - scripts;
-  test(`${page.name}: its ${scripts} runnable script(s) exit 0 and its ${transcripts} transcript(s) print what the page shows`, { timeout: 120_000 }, async () => {
+  test(`${page.name}: its ${scripts} runnable script(s) exit 0 and its ${transcripts} transcript(s) print what the page shows`, { timeout: scaled(120_000) }, async () => {
     const r = await runPage(page);
     assert.equal(r.status, 0, `a runnable block in ${page.name} failed (the last --- line names it):\n${r.output}`);
     const mismatches = r.steps.flatMap((s) => {

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { REPO_ROOT } from '../helpers/run-cli.ts';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
+import { scaled } from '../helpers/time-scale.ts';
 
 const skip = !canRunUserSystemd() && 'the demo needs root to start private systemd user managers';
 
@@ -72,7 +73,7 @@ function leftInTmp(tmp: string): string[] {
   return readdirSync(tmp).filter((f) => !/^tsx-\d+$/.test(f) && f !== 'node-compile-cache');
 }
 
-test('npm run demo explains its table, ends with the pools Updated, and leaves nothing behind', { skip, timeout: 300_000 }, async () => {
+test('npm run demo explains its table, ends with the pools Updated, and leaves nothing behind', { skip, timeout: scaled(300_000) }, async () => {
   const run = await runDemo();
   try {
     const { code, out } = run;
@@ -111,7 +112,7 @@ test('npm run demo explains its table, ends with the pools Updated, and leaves n
 });
 
 for (const [when, after] of [['while the hosts start', /starting mcplane-agent/], ['during the rolling update', /3\. A change[\s\S]*Working/]] as const) {
-  test(`Ctrl-C ${when} stops every process within 5 s and removes every directory`, { skip, timeout: 300_000 }, async () => {
+  test(`Ctrl-C ${when} stops every process within 5 s and removes every directory`, { skip, timeout: scaled(300_000) }, async () => {
     const run = await runDemo(after);
     try {
       assert.ok(run.interruptedAt, `the demo reached the point to interrupt:\n${run.out}`);

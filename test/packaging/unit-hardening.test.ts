@@ -20,6 +20,7 @@ import { REPO_ROOT } from '../helpers/run-cli.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { applyIgnitionFiles, fetchIgnition } from '../../sandbox/ignition-files.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
+import { scaled } from '../helpers/time-scale.ts';
 
 const PACKAGING = join(REPO_ROOT, 'packaging');
 silenceIpServernameWarning();
@@ -123,7 +124,7 @@ function procStatus(pid: number): Record<string, string> {
   return Object.fromEntries(readFileSync(`/proc/${pid}/status`, 'utf8').trim().split('\n').map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]));
 }
 
-test('the server runs under its shipped unit (own user, no capabilities, seccomp, read-only root, store in StateDirectory) and a host first-boots against it', { skip: cannotRun, timeout: 120_000 }, async () => {
+test('the server runs under its shipped unit (own user, no capabilities, seccomp, read-only root, store in StateDirectory) and a host first-boots against it', { skip: cannotRun, timeout: scaled(120_000) }, async () => {
   // The user the RPM's %pre creates, from the same file (idempotent on a host that has it).
   const users = spawnSync('systemd-sysusers', ['-'], { input: readFileSync(join(PACKAGING, 'mcplane-server.sysusers')), encoding: 'utf8' });
   assert.equal(users.status, 0, users.stderr);
