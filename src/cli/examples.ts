@@ -53,6 +53,7 @@ export const COMMAND_EXAMPLES: Record<string, string[]> = {
   'mcctl pki': ['mcctl pki init ./pki --host mcplane.example.com'],
   'mcctl pki init': ['mcctl pki init ./pki --host mcplane.example.com --node worker-0'],
   'mcctl pki node': ['mcctl pki node worker-1 --pki-dir ./pki --pool worker'],
+  'mcctl pki operator': ['mcctl pki operator grafana --role viewer --pki-dir ./pki', 'mcctl pki operator alice --role operator --pool edge --pki-dir ./pki'],
   'mcctl pki replica': ['mcctl pki replica replica-2 --pki-dir ./pki'],
   'mcctl pki ca': ['mcctl pki ca rotate ./pki', 'mcctl pki ca promote ./pki', 'mcctl pki ca retire ./pki'],
   'mcctl pki ca rotate': ['mcctl pki ca rotate ./pki'],
