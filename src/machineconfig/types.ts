@@ -314,6 +314,37 @@ export interface NodeStatus {
   /** The update running now and the last one finished, from the agent's journal. */
   currentUpdate?: import('./update-record.ts').UpdateRecord | null;
   lastUpdate?: import('./update-record.ts').UpdateRecord | null;
+  /** The OS content downloaded ahead of the next disruptive update (null: none needed). */
+  staging?: StagingStatus | null;
+  /** One per PinnedImageSet of the node's pool. */
+  pinnedImageSets?: PinnedImageSetStatus[];
+}
+
+/** A download ahead of the drain: Staging while it runs, Staged when the apply may go cache-only. */
+export interface StagingStatus {
+  config: string;
+  state: 'Staging' | 'Staged' | 'Failed';
+  bytesDone: number;
+  /** 0 when not known. */
+  bytesTotal: number;
+  /** With Failed: the image or package and the cause. */
+  reason: string;
+  startedUnixMs: number;
+  /** 0 while it runs. */
+  endedUnixMs: number;
+}
+
+/** One PinnedImageSet on one node (MCO's PinnedImageSetRef status, plus counts). */
+export interface PinnedImageSetStatus {
+  name: string;
+  desiredGeneration: number;
+  /** The generation whose images are all pulled and pinned. */
+  currentGeneration: number;
+  imagesDone: number;
+  imagesTotal: number;
+  lastFailedImage: string;
+  lastFailureReason: string;
+  lastFailureUnixMs: number;
 }
 
 /** A registered host, as the control plane keeps it. */
