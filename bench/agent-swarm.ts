@@ -4,7 +4,9 @@
 // number of addresses; when its stream breaks it re-registers on one of the others at random, as
 // the real agent does. Driven over stdin/stdout through bench/swarm-group.ts: it prints JSON lines; on "arm"
 // it reports when every agent has received a config it did not have before, and it reports each
-// re-registration after a broken stream. On "retries" it prints how many re-registration
+// re-registration after a broken stream. On "report TAG" every agent sends one status report
+// (lastDisruption TAG, so each is a change the server stores) and it says "reported" once all are
+// written to their streams. On "retries" it prints how many re-registration
 // attempts failed since the start, by address and by the first words of the error.
 
 import { readFileSync } from 'node:fs';
@@ -136,6 +138,17 @@ createInterface({ input: process.stdin }).on('line', (line) => {
     remaining = agents.length;
     armed = true;
     say({ event: 'armed' });
+  }
+  if (line.startsWith('report ')) {
+    const tag = line.slice('report '.length);
+    let pending = agents.length;
+    const written = (): void => {
+      if (--pending === 0) say({ event: 'reported' });
+    };
+    for (const a of agents) {
+      if (!a.stream) written();
+      else a.stream.write({ status: { status: { currentConfig: a.config, desiredConfig: a.config, state: 'Done', phase: 'done', lastDisruption: tag } } }, written);
+    }
   }
   if (line === 'retries') say({ event: 'retries', failed: Object.fromEntries([...failedAttempts].sort((a, b) => b[1] - a[1])) });
   if (line === 'exit') process.exit(0);

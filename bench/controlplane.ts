@@ -16,9 +16,13 @@
 //     each replica's --status-listen port (StatusService on a thread of its own);
 //     BENCH_STATUS_THREAD=0 runs the replicas without it, to see what the thread costs;
 //     etcd replicas hold 5 s leases, the default (BENCH_LEASE_TTL sets another);
-//   etcd mode: leader failover time and how long the killed replica's agents took to re-register.
+//   etcd mode: leader failover time and how long the killed replica's agents took to re-register;
+//   the control plane's CPU per unit of work (servers and etcd together): per registration, per
+//     assignment sent, per status report stored, per ListNodes page of 500. With the simulator on
+//     a CPU of its own (bench/cpu-pinning.ts) these hold across runs where wall clock does not:
+//     compare these first, across runs and commits (`--compare REF`, bench/compare-builds.ts).
 
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,6 +35,9 @@ import { silenceIpServernameWarning } from '../src/runtime/process-warnings.ts';
 import { startEtcdCluster, type EtcdCluster } from '../sandbox/etcd-cluster.ts';
 import { startReplicaSet, type ReplicaSet } from '../test/helpers/replica-set.ts';
 import { spawnServer, type ServerProcess } from '../test/helpers/server-process.ts';
+import { programArgs, REPO_ROOT } from '../test/helpers/run-cli.ts';
+import { buildBoth, comparisonDir, withServer } from './compare-builds.ts';
+import { CPU_PLAN, pinControlPlane, pinSelf, pinSimulator } from './cpu-pinning.ts';
 import { report, rssKiB } from './harness.ts';
 import { timedRead, type StatusRead } from './status-reads.ts';
 import { startSwarmGroup, type SwarmGroup } from './swarm-group.ts';
@@ -47,6 +54,11 @@ interface Figures {
   statusPageP99?: number;
   statusAllP99?: number;
   reregisteredMs?: number;
+  /** The control plane's CPU (servers and etcd) per unit of work, in microseconds. */
+  cpuPerRegistrationUs?: number;
+  cpuPerAssignmentUs?: number;
+  cpuPerReportUs?: number;
+  cpuPerPageUs?: number;
 }
 const STORED_CONFIGS = 1000;
 /**
@@ -63,10 +75,17 @@ const SWARM_PROCESSES = Number(process.env.BENCH_SWARMS ?? 1);
 const STATUS_THREAD = process.env.BENCH_STATUS_THREAD !== '0';
 /** BENCH_LEASE_TTL=2 shows what the tests' short lease does under the same load. */
 const BENCH_LEASE_TTL_SECONDS = Number(process.env.BENCH_LEASE_TTL ?? 5);
-const STATUS_LISTEN = STATUS_THREAD ? ['--status-listen', '127.0.0.1:0'] : [];
+/**
+ * Whether the server this run starts has a flag (a commit the comparison runs may predate it):
+ * a flag one side lacks is left off both, so the two run the same set-up.
+ */
+export function serverHasFlag(flag: string): boolean {
+  const help = spawnSync(process.execPath, [...programArgs('mcplane-server'), '--help'], { cwd: REPO_ROOT, encoding: 'utf8' });
+  return help.stdout.includes(flag);
+}
 const MODES = (process.env.BENCH_STORE ? [process.env.BENCH_STORE] : ['sqlite', 'etcd']) as ('sqlite' | 'etcd')[];
 
-function cpuSeconds(pid: number): number {
+export function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks
 }
@@ -81,6 +100,8 @@ const mcText = (name: string, role: string, karg: string): string =>
 interface Deployment {
   leader?: () => Promise<number>;
   pids: () => number[];
+  /** etcd's members, whose CPU is the control plane's too. */
+  etcdPids: () => number[];
   addresses: string[];
   /** Each replica's --status-listen address. */
   statusAddresses: string[];
@@ -92,13 +113,15 @@ interface Deployment {
   stop(): Promise<void>;
 }
 
-async function deploy(mode: 'sqlite' | 'etcd', dir: string): Promise<Deployment> {
+async function deploy(mode: 'sqlite' | 'etcd', dir: string, statusThread: boolean): Promise<Deployment> {
   const pkiDir = join(dir, 'pki');
+  const STATUS_LISTEN = statusThread ? ['--status-listen', '127.0.0.1:0'] : [];
   if (mode === 'sqlite') {
     const server: ServerProcess = await spawnServer(['--data-dir', join(dir, 'data'), '--listen', '127.0.0.1:0', ...STATUS_LISTEN, '--pki-dir', pkiDir, '--no-bootstrap']);
     const c = connect({ server: server.address, pkiDir, config: '/dev/null', timeout: '60' });
     return {
       pids: () => [server.child.pid!],
+      etcdPids: () => [],
       addresses: [server.address],
       statusAddresses: server.statusAddress ? [server.statusAddress] : [],
       admin: () => c,
@@ -116,6 +139,7 @@ async function deploy(mode: 'sqlite' | 'etcd', dir: string): Promise<Deployment>
   const set: ReplicaSet = await startReplicaSet({ endpoints: etcd.endpoints, count: 3, pkiDir, args: STATUS_LISTEN, leaseTtlSeconds: BENCH_LEASE_TTL_SECONDS });
   return {
     pids: () => set.replicas.filter((r) => r.process).map((r) => r.process!.child.pid!),
+    etcdPids: () => etcd.pids(),
     addresses: set.addresses,
     statusAddresses: set.replicas.flatMap((r) => (r.process?.statusAddress ? [r.process.statusAddress] : [])),
     admin: (i) => set.admin(i),
@@ -138,6 +162,7 @@ async function deploy(mode: 'sqlite' | 'etcd', dir: string): Promise<Deployment>
 /** A status reader in its own process (bench/read-poller.ts). */
 function startReader(address: string, pkiDir: string, kind: StatusRead) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'bench/read-poller.ts', address, pkiDir, kind], { stdio: ['pipe', 'pipe', 'inherit'] });
+  pinSimulator([child.pid!]);
   const lines = createInterface({ input: child.stdout! });
   const next = (): Promise<string> => new Promise((resolve, reject) => {
     lines.once('line', resolve);
@@ -160,10 +185,13 @@ async function currentLeader(d: Deployment): Promise<number> {
   return d.leader ? d.leader() : 0;
 }
 
-async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures> {
+export async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number, statusThread = STATUS_THREAD && serverHasFlag('--status-listen')): Promise<Figures> {
   const dir = mkdtempSync(join(tmpdir(), `mcplane-bench-${mode}-`));
   await pkiInitCommand(join(dir, 'pki'), [], []);
-  const d = await deploy(mode, dir);
+  const d = await deploy(mode, dir, statusThread);
+  pinControlPlane([...d.pids(), ...d.etcdPids()]);
+  /** CPU seconds the control plane (servers and etcd) has used so far. */
+  const controlPlaneCpu = (): number => [...d.pids(), ...d.etcdPids()].reduce((sum, pid) => sum + cpuSeconds(pid), 0);
   const c = d.admin(0);
   const apply = (text: string, dryRun = false) => call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'bench.yaml', text }], dryRun }, 'apply');
   const pool = 'apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigPool\nmetadata: {name: worker}\nspec:\n  machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}\n  nodeSelector: {matchLabels: {node-role.kubernetes.io/worker: ""}}\n  maxUnavailable: 100%\n';
@@ -188,7 +216,9 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
 
   const rssBefore = d.pids().reduce((sum, pid) => sum + rssKiB(pid), 0);
   const connectStart = performance.now();
+  const registrationCpu0 = controlPlaneCpu();
   const swarm = startSwarmGroup(d.addresses, join(dir, 'pki'), AGENTS, SWARM_PROCESSES);
+  pinSimulator(swarm.pids);
   const connected = await swarm.connected;
   const connectSeconds = (performance.now() - connectStart) / 1000;
   for (;;) {
@@ -196,7 +226,8 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
     if (p.status!.updatedMachineCount === AGENTS) break;
     await new Promise((r) => setTimeout(r, 200));
   }
-  await new Promise((r) => setTimeout(r, 1000));
+  await settled(controlPlaneCpu);
+  const cpuPerRegistrationUs = ((controlPlaneCpu() - registrationCpu0) / AGENTS) * 1e6;
   const rssAfter = d.pids().reduce((sum, pid) => sum + rssKiB(pid), 0);
   const perAgentKiB = (rssAfter - rssBefore) / AGENTS;
   if (FAILOVER_ONLY && d.failover) {
@@ -220,6 +251,20 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
     idlePage.push(await timedRead(c, 'page'));
   }
 
+  // The CPU of ListNodes pages alone: the idle reads above were interleaved with whole lists.
+  const PAGE_READS = 20;
+  const pageCpu0 = controlPlaneCpu();
+  for (let i = 0; i < PAGE_READS; i++) await timedRead(c, 'page');
+  const cpuPerPageUs = ((controlPlaneCpu() - pageCpu0) / PAGE_READS) * 1e6;
+
+  // One status report from every agent, each a change the server stores (its lastDisruption).
+  const reportCpu0 = controlPlaneCpu();
+  await swarm.report('bench-report');
+  await settled(controlPlaneCpu);
+  const cpuPerReportUs = ((controlPlaneCpu() - reportCpu0) / AGENTS) * 1e6;
+  const sample = await call(c, c.status.getNode.bind(c.status), { name: 'bench-00000' }, 'get');
+  if (sample.status?.lastDisruption !== 'bench-report') throw new Error(`bench-00000's report was not stored: lastDisruption is "${sample.status?.lastDisruption}"`);
+
   const idleWindow = 10;
   const cpu0 = d.pids().map(cpuSeconds);
   await new Promise((r) => setTimeout(r, idleWindow * 1000));
@@ -234,9 +279,12 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
     return (await done) - t0;
   };
   // The fan-out alone first: reads served during it take CPU from it, so it is timed apart.
-  const fanoutCpu0 = d.pids().map(cpuSeconds);
+  const fanoutCpu0 = controlPlaneCpu();
   const fanoutMs = await fanOut(1);
-  const fanoutCpu = d.pids().reduce((sum, pid, i) => sum + cpuSeconds(pid) - fanoutCpu0[i]!, 0);
+  // The Done reports the agents send back are the fan-out's work too: counted once they are in.
+  await settled(controlPlaneCpu);
+  const fanoutCpu = controlPlaneCpu() - fanoutCpu0;
+  const cpuPerAssignmentUs = (fanoutCpu / AGENTS) * 1e6;
 
   // Then reads during a second fan-out: ListNodes and GetPool from paced loops on every replica,
   // started before the Apply and stopped when every agent has its assignment. Each reader runs
@@ -254,7 +302,7 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
   };
   const onMain = await readsDuringFanOut(d.addresses, 2);
   // The same reads on the status threads' ports (--status-listen), during a third fan-out.
-  const onStatus = STATUS_THREAD ? await readsDuringFanOut(d.statusAddresses, 3) : undefined;
+  const onStatus = statusThread ? await readsDuringFanOut(d.statusAddresses, 3) : undefined;
   const { all: busyAll, page: busyPage, pool: busyPool, ms: readFanoutMs } = onMain;
 
   const { rows: failoverRows, reregisteredMs } = d.failover ? await measureFailover(d, connected, swarm) : { rows: [], reregisteredMs: undefined };
@@ -264,7 +312,13 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
   rmSync(dir, { recursive: true, force: true });
 
   const replicas = mode === 'etcd' ? '3 replicas on a 3-member etcd' : 'one server on SQLite';
+  const us = (n: number): string => `${n.toFixed(0)} µs`;
   report(`control plane (${mode}): ${AGENTS} agents over mutual TLS from a separate process, ${replicas}`, [
+    ['CPUs', CPU_PLAN.description],
+    ['control plane CPU per registration', `${us(cpuPerRegistrationUs)} (TLS handshake, register, first assignment and its report)`],
+    ['control plane CPU per assignment sent', `${us(cpuPerAssignmentUs)} (its share of the render and commit, the send, and the Done report it brings back)`],
+    ['control plane CPU per status report stored', us(cpuPerReportUs)],
+    ['control plane CPU per ListNodes page of 500', us(cpuPerPageUs)],
     [`Apply one MachineConfig, ${STORED_CONFIGS} stored, p50`, `${pct(applyMs, 50).toFixed(1)} ms  (goal < 25 ms: ${verdict(pct(applyMs, 50) < 25)}); dry-run baseline ${pct(dryRunMs, 50).toFixed(1)} ms, ratio ${(pct(applyMs, 50) / pct(dryRunMs, 50)).toFixed(1)}x`],
     ['agents connected in', `${connectSeconds.toFixed(1)} s (certificate issuing included)`],
     ['fan-out (Apply to every agent assigned)', `${fanoutMs} ms  (goal < 2000 ms: ${verdict(fanoutMs < 2000)})`],
@@ -286,7 +340,23 @@ async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number): Promise<Figures
     ] as [string, string][] : []),
     ...failoverRows,
   ]);
-  return { applyP50: pct(applyMs, 50), fanoutMs, perAgentKiB, pageP99: pct(busyPage, 99), allP99: pct(busyAll, 99), ...(onStatus ? { statusPageP99: pct(onStatus.page, 99), statusAllP99: pct(onStatus.all, 99) } : {}), ...(reregisteredMs !== undefined ? { reregisteredMs } : {}) };
+  return { cpuPerRegistrationUs, cpuPerAssignmentUs, cpuPerReportUs, cpuPerPageUs, applyP50: pct(applyMs, 50), fanoutMs, perAgentKiB, pageP99: pct(busyPage, 99), allP99: pct(busyAll, 99), ...(onStatus ? { statusPageP99: pct(onStatus.page, 99), statusAllP99: pct(onStatus.all, 99) } : {}), ...(reregisteredMs !== undefined ? { reregisteredMs } : {}) };
+}
+
+/**
+ * Resolves once the control plane has gone quiet: under 5 % of a core over half a second (the
+ * idle cost of thousands of connected agents is about 1 %). Work the servers queue (group
+ * commit, reports stored after the last send) is then counted in the figure that caused it.
+ */
+async function settled(cpu: () => number): Promise<void> {
+  const deadline = performance.now() + 60_000;
+  let before = cpu();
+  while (performance.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 500));
+    const now = cpu();
+    if (now - before < 0.025) return;
+    before = now;
+  }
 }
 
 /** Kills the leader; times the new leader and the re-registration of its agents elsewhere. */
@@ -349,11 +419,61 @@ function reportGrowth(mode: string, sizes: number[], figures: Figures[]): void {
   row('ListNodes page of 500 during fan-out on --status-listen, p99', 'ms', (f) => f.statusPageP99);
   row('ListNodes all during fan-out on --status-listen, p99', 'ms', (f) => f.statusAllP99);
   row('killed replica\'s agents back', 'ms', (f) => f.reregisteredMs);
+  row('CPU per registration', 'µs', (f) => f.cpuPerRegistrationUs);
+  row('CPU per assignment sent', 'µs', (f) => f.cpuPerAssignmentUs);
+  row('CPU per status report stored', 'µs', (f) => f.cpuPerReportUs);
+  row('CPU per ListNodes page of 500', 'µs', (f) => f.cpuPerPageUs);
   report(`control plane (${mode}): growth from ${sizes[0]} to ${sizes.at(-1)} agents`, rows);
+}
+
+/** The figures of a comparison, in the order printed, with the unit each is in. */
+const COMPARED: [string, keyof Figures, string][] = [
+  ['CPU per registration', 'cpuPerRegistrationUs', 'µs'],
+  ['CPU per assignment sent', 'cpuPerAssignmentUs', 'µs'],
+  ['CPU per status report stored', 'cpuPerReportUs', 'µs'],
+  ['CPU per ListNodes page of 500', 'cpuPerPageUs', 'µs'],
+  ['fan-out (wall clock)', 'fanoutMs', 'ms'],
+  ['Apply with 1,000 stored, p50', 'applyP50', 'ms'],
+  ['memory per agent', 'perAgentKiB', 'KiB'],
+  ['ListNodes page of 500 during fan-out, p99', 'pageP99', 'ms'],
+  ["killed replica's agents back", 'reregisteredMs', 'ms'],
+];
+
+/** BENCH_COMPARE=REF (`--compare REF`): each mode and size on REF's server, then on this one's. */
+async function compare(ref: string): Promise<void> {
+  const work = comparisonDir();
+  try {
+    const builds = buildBoth(ref, work.dir);
+    const sides = [builds.ref, builds.head];
+    // A flag one side lacks is left off both: the two run the same set-up.
+    const statusThread = STATUS_THREAD && (await Promise.all(sides.map((b) => withServer(b, async () => serverHasFlag('--status-listen'))))).every(Boolean);
+    const rounds = Number(process.env.BENCH_COMPARE_ROUNDS ?? 1);
+    for (const mode of MODES) {
+      for (const agents of AGENT_COUNTS) {
+        const figures: Figures[][] = [[], []];
+        for (let round = 0; round < rounds; round++) {
+          for (const [i, build] of sides.entries()) figures[i]!.push(await withServer(build, () => runMode(mode, agents, statusThread)));
+        }
+        const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+        const rows: [string, string][] = [['CPUs', CPU_PLAN.description], ['status thread', statusThread ? 'on, both sides' : 'off, both sides (one side lacks --status-listen or BENCH_STATUS_THREAD=0)']];
+        for (const [label, key, unit] of COMPARED) {
+          const [a, b] = figures.map((f) => f.map((x) => x[key]).filter((v): v is number => v !== undefined));
+          if (!a!.length || !b!.length) continue;
+          const [ra, rb] = [median(a!), median(b!)];
+          rows.push([label, `${ra.toFixed(unit === 'KiB' || unit === 'µs' ? 0 : 1)} -> ${rb.toFixed(unit === 'KiB' || unit === 'µs' ? 0 : 1)} ${unit}  ${(rb / ra).toFixed(2)}x`]);
+        }
+        report(`control plane (${mode}), ${agents} agents: ${builds.ref.label} (${builds.ref.commit}) -> ${builds.head.label}, median of ${rounds} round(s) each; below 1.00x is faster or smaller`, rows);
+      }
+    }
+  } finally {
+    work.remove();
+  }
 }
 
 export async function run(): Promise<void> {
   silenceIpServernameWarning();
+  pinSelf();
+  if (process.env.BENCH_COMPARE) return compare(process.env.BENCH_COMPARE);
   for (const mode of MODES) {
     const figures: Figures[] = [];
     for (const agents of AGENT_COUNTS) figures.push(await runMode(mode, agents));

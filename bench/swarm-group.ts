@@ -18,6 +18,8 @@ export interface SwarmGroup {
   arm(): Promise<void>;
   /** When (Unix ms) the last agent got the new config. */
   fanoutDone(): Promise<number>;
+  /** Every agent sends one status report whose lastDisruption is `tag`; resolves once all are written. */
+  report(tag: string): Promise<void>;
   /** Each re-registration after a broken stream, with the running total over all processes. */
   onReconnected(listener: (count: number, at: number) => void): () => void;
   /** Failed re-registration attempts so far, "address: reason" -> count, over all processes. */
@@ -68,6 +70,11 @@ export function startSwarmGroup(addresses: string[], pkiDir: string, agents: num
     },
     async fanoutDone() {
       return Math.max(...(await fromAll('fanout-done')).map((e) => e.at as number));
+    },
+    async report(tag) {
+      const reported = fromAll('reported');
+      tell(`report ${tag}`);
+      await reported;
     },
     onReconnected(listener) {
       const l = (e: SwarmEvent): void => {

@@ -55,6 +55,8 @@ export interface EtcdCluster {
   dir: string;
   /** SIGKILL member i and wait until it is gone. */
   kill(i: number): Promise<void>;
+  /** The running members' process ids (a benchmark pins them to a CPU). */
+  pids(): number[];
   /** Start member i again on its data dir and ports; resolves once it reports healthy. */
   restart(i: number): Promise<void>;
   /** Compacts etcd's history up to `revision` (the Compact RPC, waiting for the physical one). */
@@ -222,6 +224,7 @@ async function startEtcdClusterOnce(options: EtcdClusterOptions): Promise<EtcdCl
     async kill(i) {
       await killMember(members[i]!);
     },
+    pids: () => members.filter(alive).map((m) => m.child!.pid!),
     async restart(i) {
       const m = members[i]!;
       await killMember(m);

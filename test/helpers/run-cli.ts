@@ -15,6 +15,9 @@ const SOURCES = { mcctl: 'src/cli/main.ts', 'mcplane-server': 'src/controlplane/
  * (a bundle: 0.35 s), and the suite starts hundreds of them.
  */
 export function programArgs(program: keyof typeof SOURCES): string[] {
+  // A benchmark comparing commits runs another commit's bundle (bench/compare-builds.ts).
+  const other = process.env[`MCPLANE_PROGRAM_${program.toUpperCase().replaceAll('-', '_')}`];
+  if (other) return [other];
   return process.env.MCPLANE_TEST_BUNDLES === '1' ? [`dist/test-bundle/${program}.cjs`] : ['--import', 'tsx', SOURCES[program]];
 }
 
