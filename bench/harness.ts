@@ -17,20 +17,32 @@ export function timeMedian(runs: number, fn: () => void): number {
 
 /**
  * Times a baseline and a candidate alternately, so that load from other tenants of a shared
- * machine hits both alike, and returns each one's median.
+ * machine hits both alike, and returns each one's median wall-clock time and median CPU time
+ * (this process's, GC threads included). On a busy machine wall clock counts the time the
+ * process waited for a core; CPU time does not, so its ratio is the steadier of the two.
  */
-export function compareMedian(runs: number, baseline: () => void, candidate: () => void): { baseline: number; candidate: number } {
+export function compareMedian(runs: number, baseline: () => void, candidate: () => void): { baseline: number; candidate: number; baselineCpu: number; candidateCpu: number } {
   const b: number[] = [];
   const c: number[] = [];
+  const bCpu: number[] = [];
+  const cCpu: number[] = [];
+  const cpuMs = (): number => {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1000;
+  };
   for (let i = 0; i < runs; i++) {
     let start = performance.now();
+    let cpu = cpuMs();
     baseline();
     b.push(performance.now() - start);
+    bCpu.push(cpuMs() - cpu);
     start = performance.now();
+    cpu = cpuMs();
     candidate();
     c.push(performance.now() - start);
+    cCpu.push(cpuMs() - cpu);
   }
-  return { baseline: median(b), candidate: median(c) };
+  return { baseline: median(b), candidate: median(c), baselineCpu: median(bCpu), candidateCpu: median(cCpu) };
 }
 
 function median(samples: number[]): number {
