@@ -220,7 +220,7 @@ function parseDirectory(raw: unknown, c: ProblemCollector, f: string, spec2: boo
   const { path, ...rest } = parseNode(node, c, f, spec2, taken);
   const mode = c.integer(node.mode, f, 'mode');
   if (mode !== undefined && (mode < 0 || mode > MAX_FILE_MODE)) c.add(join(f, 'mode'), 'file-mode-range', `mode ${mode} (octal 0${mode.toString(8)}) is outside 0000-0777`);
-  if (path !== undefined) c.nameEntry(before, () => `directory ${quote(path)}`, () => join(f, 'path'));
+  if (path !== undefined && c.problemsSince(before)) c.nameEntry(before, `directory ${quote(path)}`, join(f, 'path'));
   if (c.problems.length > before || path === undefined) return undefined;
   return { path, ...(mode !== undefined ? { mode } : {}), ...rest };
 }
@@ -238,7 +238,7 @@ function parseLink(raw: unknown, c: ProblemCollector, f: string, spec2: boolean,
     if (control) c.add(join(f, 'target'), 'control-character', `target ${quote(target)} ${control}`);
   }
   const hard = c.boolean(node.hard, f, 'hard');
-  if (path !== undefined) c.nameEntry(before, () => `link ${quote(path)}`, () => join(f, 'path'));
+  if (path !== undefined && c.problemsSince(before)) c.nameEntry(before, `link ${quote(path)}`, join(f, 'path'));
   if (c.problems.length > before || path === undefined || !target) return undefined;
   return { path, target, ...(hard !== undefined ? { hard } : {}), ...rest };
 }
@@ -308,13 +308,25 @@ function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean,
   const source = parseContents(file.contents, c, f, budget);
   const user = file.user == null ? undefined : parseOwner(file.user, c, join(f, 'user'));
   const group = file.group == null ? undefined : parseOwner(file.group, c, join(f, 'group'));
-  if (path !== undefined) c.nameEntry(before, () => `file ${quote(path)}`, () => join(f, 'path'));
+  if (path !== undefined && c.problemsSince(before)) c.nameEntry(before, `file ${quote(path)}`, join(f, 'path'));
   if (c.problems.length > before || path === undefined || source === undefined) return undefined;
 
   const out: IgnitionFile = { path, mode, overwrite: true, contents: { source } };
   if (user) out.user = user;
   if (group) out.group = group;
   return out;
+}
+
+/**
+ * Reports contents over `limit` (the per-file limit or what the budget has left) and returns
+ * undefined. A function of its own rather than a closure in parseContents, which runs for every
+ * file: see ProblemCollector.nameEntry.
+ */
+function contentsTooLarge(c: ProblemCollector, file: string, limit: number, room: ReturnType<ContentsBudget['tightest']>, what: string): undefined {
+  c.add(join(file, 'contents.source'), 'contents-size', `${what}, above the limit of ` + (limit === MAX_FILE_CONTENTS_BYTES
+    ? `${describeBytes(MAX_FILE_CONTENTS_BYTES)} for one file`
+    : `${describeBytes(room.budget.limit)} for ${room.budget.scope} (${describeBytes(room.budget.limit - room.left)} already used before this file)`));
+  return undefined;
 }
 
 /** Returns the canonical data URL for the file's bytes, or undefined after reporting. `file` is the
@@ -339,12 +351,6 @@ function parseContents(raw: unknown, c: ProblemCollector, file: string, budget: 
 
   const room = budget.tightest();
   const limit = Math.min(MAX_FILE_CONTENTS_BYTES, room.left);
-  const tooLarge = (what: string): undefined => {
-    c.add(join(file, 'contents.source'), 'contents-size', `${what}, above the limit of ` + (limit === MAX_FILE_CONTENTS_BYTES
-      ? `${describeBytes(MAX_FILE_CONTENTS_BYTES)} for one file`
-      : `${describeBytes(room.budget.limit)} for ${room.budget.scope} (${describeBytes(room.budget.limit - room.left)} already used before this file)`));
-    return undefined;
-  };
 
   // Fast path: base64 with nothing to verify or decompress only needs its media type dropped;
   // decoding and re-encoding would give the same text at a large cost on big configs.
@@ -354,7 +360,7 @@ function parseContents(raw: unknown, c: ProblemCollector, file: string, budget: 
       const data = source.slice(comma + 1);
       if (isValidBase64(data)) {
         const size = base64DecodedLength(data);
-        if (size > limit) return tooLarge(`contents are ${describeBytes(size)}`);
+        if (size > limit) return contentsTooLarge(c, file, limit, room, `contents are ${describeBytes(size)}`);
         budget.charge(size);
         return comma === CANONICAL_DATA_URL_PREFIX.length - 1 ? source : CANONICAL_DATA_URL_PREFIX + data;
       }
@@ -370,7 +376,7 @@ function parseContents(raw: unknown, c: ProblemCollector, file: string, budget: 
   // Compressed contents may decode to more than the limit and still inflate to less, so only the
   // inflated size is bounded by it; the compressed form can be no larger than the request itself.
   const decoded = decodeDataUrlBounded(source, compression === 'gzip' ? Infinity : limit);
-  if ('tooLarge' in decoded) return tooLarge(`contents decode to more than ${describeBytes(limit)}`);
+  if ('tooLarge' in decoded) return contentsTooLarge(c, file, limit, room, `contents decode to more than ${describeBytes(limit)}`);
   if ('error' in decoded) {
     c.add(join(file, 'contents.source'), 'data-url', decoded.error);
     return undefined;
@@ -386,7 +392,7 @@ function parseContents(raw: unknown, c: ProblemCollector, file: string, budget: 
   if (compression === 'gzip') {
     const inflated = gunzipBounded(bytes, limit);
     if ('tooLarge' in inflated) {
-      return tooLarge(`${describeBytes(bytes.length)} of gzip contents expand past ${describeBytes(limit)} (decompression stopped there)`);
+      return contentsTooLarge(c, file, limit, room, `${describeBytes(bytes.length)} of gzip contents expand past ${describeBytes(limit)} (decompression stopped there)`);
     }
     if ('error' in inflated) {
       c.add(join(file, 'contents.compression'), 'compression', `contents are not valid gzip: ${inflated.error}`);
@@ -394,7 +400,7 @@ function parseContents(raw: unknown, c: ProblemCollector, file: string, budget: 
     }
     bytes = inflated.bytes;
   }
-  if (bytes.length > limit) return tooLarge(`contents are ${describeBytes(bytes.length)}`);
+  if (bytes.length > limit) return contentsTooLarge(c, file, limit, room, `contents are ${describeBytes(bytes.length)}`);
   budget.charge(bytes.length);
   return encodeDataUrl(bytes);
 }
@@ -476,10 +482,10 @@ function parseUnit(raw: unknown, c: ProblemCollector, f: string, spec2: boolean)
     if (!d) return;
     const start = c.problems.length;
     parseDropin(d, df);
-    if (typeof d.name === 'string') c.nameEntry(start, () => `dropin ${quote(d.name as string)}`, () => join(df, 'name'));
+    if (typeof d.name === 'string' && c.problemsSince(start)) c.nameEntry(start, `dropin ${quote(d.name)}`, join(df, 'name'));
   });
   if (byName.size > 0) out.dropins = [...byName.values()];
-  if (name !== undefined) c.nameEntry(before, () => `unit ${quote(name)}`, () => join(f, 'name'));
+  if (name !== undefined && c.problemsSince(before)) c.nameEntry(before, `unit ${quote(name)}`, join(f, 'name'));
   return c.problems.length > before ? undefined : out;
 }
 
