@@ -401,6 +401,15 @@ function describeNode(node: Node__Output): string {
     s?.drift.length
       ? indent(table(['KIND', 'PATH', 'EXPECTED', 'ACTUAL', 'DETECTED'], s.drift.map((d) => [d.kind, d.path, d.expectedHash.slice(0, 16), d.actualHash.slice(0, 16) || '<missing>', age(d.detectedUnixMs) + ' ago'])))
       : '  <none>',
+    // The pool's PinnedImageSets as the agent pulled and pinned them (MCO's
+    // MachineConfigNode.status.pinnedImageSets), each failure with its image and reason.
+    'Pinned Image Sets:',
+    s?.pinnedImageSets.length
+      ? indent(table(['NAME', 'STATE', 'IMAGES', 'GENERATION', 'FAILED IMAGE', 'REASON'], s.pinnedImageSets.map((p) => [
+        p.name, p.state || '<unknown>', `${p.imagesDone}/${p.imagesTotal}`, `${p.currentGeneration || '<none>'}/${p.desiredGeneration}`,
+        p.lastFailedImage || (p.lastFailureReason ? '<the set>' : '<none>'), p.lastFailureReason ? `${p.lastFailureCode ? `${p.lastFailureCode}: ` : ''}${p.lastFailureReason}` : '<none>',
+      ])))
+      : '  <none>',
   ];
   return lines.join('\n').replace(/\n+$/, '') + '\n';
 }
