@@ -70,6 +70,7 @@ test('apply a PinnedImageSet and a pool that names it; get lists it, -o wide wit
 
   const pool = parse((await mcctl('get', 'pools', 'infra', '-o', 'yaml')).stdout);
   assert.deepEqual(pool.spec.pinnedImageSets, [{ name: 'workload-images' }]);
+  assert.match((await mcctl('describe', 'pool', 'infra')).stdout, /^Pinned Image Sets: +workload-images$/m);
 
   // A changed set has a higher generation; an unchanged one keeps its own.
   const before = yaml.metadata.generation as number;

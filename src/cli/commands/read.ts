@@ -360,6 +360,7 @@ function describePool(pool: MachineConfigPool__Output, poolNodes: Node__Output[]
     // mcplane's rollout safety (spec.rollout, spec.healthCheck), shown only where set.
     ...(spec.rollout ? [`Rollout:                 ${JSON.stringify(spec.rollout)}`] : []),
     ...(spec.healthCheck ? [`Health Check:            ${JSON.stringify(spec.healthCheck)}`] : []),
+    ...(spec.pinnedImageSets?.length ? [`Pinned Image Sets:       ${(spec.pinnedImageSets as { name: string }[]).map((r) => r.name).join(', ')}`] : []),
     `Configuration:           ${s?.configuration || '<none>'}`,
     `  Sources:               ${s?.configurationSources.join(', ') || '<none>'}`,
     `Machines:                ${s?.machineCount ?? 0} total, ${s?.updatedMachineCount ?? 0} updated, ${s?.readyMachineCount ?? 0} ready, ${s?.unavailableMachineCount ?? 0} unavailable, ${s?.degradedMachineCount ?? 0} degraded`,
