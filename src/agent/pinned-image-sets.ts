@@ -37,6 +37,7 @@ export class PinnedImageSets {
   /** When each set's current failure was first seen, kept while it lasts (lastFailureUnixMs). */
   readonly #failedAt = new Map<string, { reason: string; at: number }>();
   #retry: NodeJS.Timeout | undefined;
+  #pinFailedAt: { reason: string; at: number } | undefined;
   #stopped = false;
 
   constructor(options: PinnedImageSetsOptions) {
@@ -59,8 +60,22 @@ export class PinnedImageSets {
 
   /** The sets' status in the NodeStatus shape, in the assigned order. */
   status(): WireSetStatus[] {
-    const byName = new Map((this.#puller?.status().sets ?? []).map((s) => [s.name, s]));
-    return (this.#wanted ?? []).map((input) => toWire(input, byName.get(input.name), this.#failedAt.get(input.name)));
+    const now = this.#puller?.status();
+    const byName = new Map((now?.sets ?? []).map((s) => [s.name, s]));
+    const sets = (this.#wanted ?? []).map((input) => toWire(input, byName.get(input.name), this.#failedAt.get(input.name)));
+    // Pulled but not pinned: the drop-in or CRI-O's reload failed. Each set says so, since CRI-O
+    // may collect its images until a later sync pins them.
+    const pinFailure = now?.dropIn.lastFailure;
+    if (pinFailure) {
+      for (const s of sets) {
+        if (s.state !== 'Pulled') continue;
+        s.lastFailedImage = '';
+        s.lastFailureCode = now!.dropIn.lastFailureCode ?? 'ERROR';
+        s.lastFailureReason = `pulled, but not pinned: ${pinFailure}`;
+        s.lastFailureUnixMs = this.#pinFailedAt?.reason === pinFailure ? this.#pinFailedAt.at : 0;
+      }
+    }
+    return sets;
   }
 
   stop(): void {
@@ -90,8 +105,11 @@ export class PinnedImageSets {
         if (!reason || s.state === 'Pulled') this.#failedAt.delete(s.name);
         else if (this.#failedAt.get(s.name)?.reason !== reason) this.#failedAt.set(s.name, { reason, at: now });
       }
+      const pinFailure = result.dropIn.lastFailure;
+      if (!pinFailure) this.#pinFailedAt = undefined;
+      else if (this.#pinFailedAt?.reason !== pinFailure) this.#pinFailedAt = { reason: pinFailure, at: now };
       const failed = result.sets.filter((s) => s.state === 'Failed' || s.state === 'Refused');
-      if (failed.length > 0) {
+      if (failed.length > 0 || pinFailure) {
         o.log.warn({ sets: failed.map((s) => ({ name: s.name, state: s.state, image: s.lastFailure?.image, reason: s.lastFailure?.reason })), retryInSeconds: o.retrySeconds }, 'pinned image sets: not all pulled; the node goes on serving');
         // Tried again later unless new sets came meanwhile (their sync is already queued).
         this.#retry = setTimeout(() => { if (this.#key === key) this.#sync(); }, o.retrySeconds * 1000);

@@ -155,3 +155,20 @@ test('a pool that names no set any more unpins: the drop-in is removed and CRI-O
   await untilNode(c, [host], 'pis-worker', (n) => n.status!.pinnedImageSets.length === 0 && host.file(CRIO_PINNED_IMAGES_DROP_IN) === undefined);
   await untilNode(c, [host], 'pis-worker', () => reloads() === before + 1);
 });
+
+test('a CRI-O that cannot be reloaded: the set is pulled but says it is not pinned, with systemd\'s reason; the node stays Done', { skip }, async () => {
+  const { app } = images;
+  host.systemd.systemctl('stop', 'crio.service');
+  await apply(setDoc('again', [app.reference]), workerNaming('again'));
+  const node = await untilNode(c, [host], 'pis-worker', (n) => setOf(n, 'again')?.lastFailureReason.startsWith('pulled, but not pinned: ') === true);
+  const s = setOf(node, 'again')!;
+  assert.equal(s.state, 'Pulled');
+  assert.equal(s.lastFailedImage, '');
+  assert.equal(s.lastFailureCode, 'MCPLANE_SYSTEMD');
+  assert.match(s.lastFailureReason, /crio\.service/);
+  assert.ok(s.lastFailureUnixMs > 0);
+  // The file is written; the reload that would make CRI-O read it is what failed.
+  assert.match(host.file(CRIO_PINNED_IMAGES_DROP_IN) ?? '', /pinned_images = \[/);
+  assert.equal(node.status!.state, 'Done');
+  assert.equal(node.status!.currentConfig, config);
+});
