@@ -44,6 +44,8 @@ const AGENT_KEYS: Record<string, string> = {
   rpmOstreeTimeoutSeconds: 'how long one rpm-ostree command may run',
   stepTimeoutSeconds: 'how long one step of an update may take before the node is Degraded naming the step (and the watchdog starves)',
   metrics: '`{listen, allowNonLoopback}`: Prometheus /metrics; `listen: ""` turns it off, a non-loopback address needs `allowNonLoopback: true`',
+  criSocket: 'the container runtime\'s CRI socket the pool\'s PinnedImageSets are pulled through (this machine\'s path, not moved by --root); see docs/operate/pinned-images.md',
+  pinnedImages: '`{minFreeBytes, imageSizeBytes, retrySeconds}`: the room check before a set is pulled (bytes the image filesystem keeps free, MCO\'s 10 GiB; the size counted twice for each missing image, 1 GiB) and the wait before a failed set is tried again',
 };
 const PATH_KEY_TEXT: Record<string, string> = {
   root: 'managed files are written under this root',

@@ -34,6 +34,7 @@ export const STAND_IN_RESOURCES: readonly ResourceType[] = [
   },
   // MCO's higher-level configs and the registries sources (mcctl import reads them).
   { group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'kubeletconfigs', kind: 'KubeletConfig', namespaced: false, status: true, custom: true },
+  { group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'pinnedimagesets', kind: 'PinnedImageSet', namespaced: false, status: true, custom: true, specFields: ['pinnedImages'] },
   { group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'containerruntimeconfigs', kind: 'ContainerRuntimeConfig', namespaced: false, status: true, custom: true },
   { group: 'config.openshift.io', version: 'v1', plural: 'images', kind: 'Image', namespaced: false, status: true, custom: true },
   { group: 'config.openshift.io', version: 'v1', plural: 'imagedigestmirrorsets', kind: 'ImageDigestMirrorSet', namespaced: false, status: true, custom: true },

@@ -8,6 +8,7 @@ import { isAbsolute, join } from 'node:path';
 import { parse } from 'yaml';
 import { ConfigurationError, nodeNameProblem } from '../machineconfig/index.ts';
 import { isLoopbackHost } from '../runtime/tls.ts';
+import { CRIO_SOCKET } from './cri-image-client.ts';
 
 export interface AgentConfig {
   /** The control plane's addresses as given, comma-separated (for messages). */
@@ -58,6 +59,15 @@ export interface AgentConfig {
   stepTimeoutSeconds: number;
   /** Prometheus /metrics: listen "" turns it off; a non-loopback address needs allowNonLoopback. */
   metrics: { listen: string; allowNonLoopback: boolean };
+  /** The container runtime's CRI socket the pinned image sets are pulled through (CRI-O's by default). */
+  criSocket: string;
+  /**
+   * The pinned image sets' room check: bytes the image filesystem must keep free after the pulls
+   * (MCO's minStorageAvailableBytes), the size each missing image is expected to take before it
+   * is pulled (counted twice, compressed and unpacked, as MCO counts), and how long a set that
+   * failed waits before it is tried again.
+   */
+  pinnedImages: { minFreeBytes: number; imageSizeBytes: number; retrySeconds: number };
 }
 
 /** The agent's /metrics port (127.0.0.1 only by default); ntp_exporter has 9559, hence not that. */
@@ -67,7 +77,7 @@ export const DEFAULT_METRICS_LISTEN = '127.0.0.1:9624';
 export const PATH_KEYS = ['root', 'unitDir', 'stateDir', 'sshKeysDir', 'bootIdFile', 'kernelCmdlineFile'];
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 const ENROLLMENT_KEYS = ['url', 'tokenFile', 'pool', 'pollSeconds'];
-export const KNOWN_KEYS = ['server', 'servers', 'tls', 'insecure', 'enrollment', 'nodeName', 'labels', 'paths', 'systemdBus', 'rpmOstree', 'reboot', 'drift', 'heartbeatSeconds', 'logLevel', 'jobTimeoutSeconds', 'dbusTimeoutSeconds', 'rpmOstreeTimeoutSeconds', 'stepTimeoutSeconds', 'metrics'];
+export const KNOWN_KEYS = ['server', 'servers', 'tls', 'insecure', 'enrollment', 'nodeName', 'labels', 'paths', 'systemdBus', 'rpmOstree', 'reboot', 'drift', 'heartbeatSeconds', 'logLevel', 'jobTimeoutSeconds', 'dbusTimeoutSeconds', 'rpmOstreeTimeoutSeconds', 'stepTimeoutSeconds', 'metrics', 'criSocket', 'pinnedImages'];
 
 export const DEFAULT_CONFIG_PATH = '/etc/mcplane/agent.yaml';
 
@@ -213,7 +223,37 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
     rpmOstreeTimeoutSeconds: num(r.rpmOstreeTimeoutSeconds, 'rpmOstreeTimeoutSeconds', 1800),
     stepTimeoutSeconds: num(r.stepTimeoutSeconds, 'stepTimeoutSeconds', 3600),
     metrics: metricsOf(r.metrics, fail),
+    // The runtime runs on this machine: its socket is not moved under --root.
+    criSocket: criSocketOf(r.criSocket, fail),
+    pinnedImages: pinnedImagesOf(r.pinnedImages, fail),
   };
+}
+
+function criSocketOf(v: unknown, fail: (field: string, rule: string) => never): string {
+  if (v === undefined || v === null) return CRIO_SOCKET;
+  if (typeof v !== 'string' || !isAbsolute(v)) fail('criSocket', `must be the absolute path of the runtime's CRI socket (default ${CRIO_SOCKET})`);
+  return v as string;
+}
+
+const GiB = 1024 ** 3;
+const PINNED_IMAGES_KEYS = ['minFreeBytes', 'imageSizeBytes', 'retrySeconds'];
+
+function pinnedImagesOf(v: unknown, fail: (field: string, rule: string) => never): AgentConfig['pinnedImages'] {
+  const out = { minFreeBytes: 10 * GiB, imageSizeBytes: GiB, retrySeconds: 300 };
+  if (v === undefined || v === null) return out;
+  if (typeof v !== 'object' || Array.isArray(v)) fail('pinnedImages', `must be a mapping of ${PINNED_IMAGES_KEYS.join(', ')}`);
+  const m = v as Record<string, unknown>;
+  for (const key of Object.keys(m)) if (!PINNED_IMAGES_KEYS.includes(key)) fail(`pinnedImages.${key}`, `unknown field (expected one of: ${PINNED_IMAGES_KEYS.join(', ')})`);
+  const whole = (key: 'minFreeBytes' | 'imageSizeBytes' | 'retrySeconds', min: number): void => {
+    const n = m[key];
+    if (n === undefined || n === null) return;
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < min) fail(`pinnedImages.${key}`, `must be a whole number of at least ${min} (got ${JSON.stringify(n)})`);
+    out[key] = n as number;
+  };
+  whole('minFreeBytes', 0);
+  whole('imageSizeBytes', 1);
+  whole('retrySeconds', 1);
+  return out;
 }
 
 function metricsOf(v: unknown, fail: (field: string, rule: string) => never): AgentConfig['metrics'] {

@@ -31,6 +31,7 @@ import { Failpoints } from './failpoints.ts';
 import { Journal } from './journal.ts';
 import { readKernelCmdline } from './kernel-cmdline.ts';
 import { createRebooter } from './reboot.ts';
+import { PinnedImageSets } from './pinned-image-sets.ts';
 import { RpmOstree } from './rpm-ostree.ts';
 import { AgentSession } from './session.ts';
 import { SystemdClient } from './systemd-client.ts';
@@ -42,6 +43,8 @@ export class Agent {
   readonly engine: UpdateEngine;
   readonly drift: DriftMonitor;
   readonly metrics: AgentMetrics;
+  /** The pool's pinned image sets: pulled and pinned on their own, never through the update engine. */
+  readonly pinnedImages: PinnedImageSets;
   session: AgentSession | undefined;
   #metricsServer: MetricsServer | undefined;
   #systemd: SystemdClient;
@@ -59,6 +62,12 @@ export class Agent {
     this.#rpm = new RpmOstree(config.rpmOstree, log, (attempt, retryInMs) =>
       this.engine.note(`rpm-ostree is busy with another transaction; retry ${attempt} in ${(retryInMs / 1000).toFixed(1)}s`), undefined, config.rpmOstreeTimeoutSeconds * 1000);
     this.drift = new DriftMonitor(log, config.drift.intervalSeconds * 1000, (found) => this.#onDrift(found));
+    this.pinnedImages = new PinnedImageSets({
+      criSocket: config.criSocket, root: config.paths.root, ...config.pinnedImages,
+      reloadRuntime: () => this.#systemd.reloadUnit('crio.service'),
+      onChange: () => this.session?.report(),
+      log,
+    });
     this.engine = new UpdateEngine({
       config, journal: this.journal, systemd: this.#systemd, rpmOstree: this.#rpm,
       rebooter: createRebooter(config.reboot), failpoints: new Failpoints(), log,
@@ -141,6 +150,7 @@ export class Agent {
       lastDisruption: j.lastDisruption,
       currentUpdate: j.currentUpdate ?? null,
       lastUpdate: j.lastUpdate ?? null,
+      pinnedImageSets: this.pinnedImages.status(),
     };
   }
 
@@ -174,6 +184,7 @@ export class Agent {
     await this.#metricsServer?.close();
     this.session?.stop();
     this.drift.stop();
+    this.pinnedImages.stop();
     await this.engine.idle();
     this.#systemd.close();
   }
@@ -185,6 +196,9 @@ export class Agent {
    * Degraded, naming the part, the field and the rule; the next valid one clears it.
    */
   #onAssignment(a: Assignment__Output): void {
+    // The pinned image sets go their own way: a set the puller refuses (a tag, say) is reported
+    // in its status, never a reason to refuse the config, and a malformed config does not hold them.
+    if (a.pinnedImageSetsSent) this.pinnedImages.assign(a.pinnedImageSets.map((p) => ({ name: p.name, generation: p.generation, images: p.images })));
     const c = new ProblemCollector(`RenderedConfig/${a.renderedConfig}`);
     const bad = (what: string): void => {
       const problems = c.problems.map((p) => `${p.field}: ${p.message}`).join('; ');

@@ -40,7 +40,7 @@ export interface PinnedImageStatus {
   sets: PinnedImageSetStatus[];
   /** The runtime's image filesystem as last measured: ImageFsInfo's mountpoint and used bytes, statfs's free bytes. */
   imageFilesystem: { mountpoint: string; usedBytes: number | null; freeBytes: number } | null;
-  dropIn: { path: string; images: number; lastChange: 'written' | 'removed' | 'unchanged' | null; lastFailure: string | null };
+  dropIn: { path: string; images: number; lastChange: 'written' | 'removed' | 'unchanged' | null; lastFailure: string | null; lastFailureCode?: string };
 }
 
 export interface RetryPolicy {
@@ -223,7 +223,8 @@ export class PinnedImagePuller {
       this.#dropIn = { path: CRIO_PINNED_IMAGES_DROP_IN, images: images.length, lastChange: result.change, lastFailure: null };
     } catch (err) {
       this.#reloadOwed = true;
-      this.#dropIn = { ...this.#dropIn, lastFailure: describe(err).reason };
+      const { code, reason } = describe(err);
+      this.#dropIn = { ...this.#dropIn, lastFailure: reason, lastFailureCode: code };
     }
   }
 

@@ -423,7 +423,34 @@ function sourceResource(name: SourceResourceName, kind: string): Resource<Source
   };
 }
 
-const sourceResources = Object.fromEntries(Object.entries(SOURCE_RESOURCE_KINDS).map(([r, kind]) => [r, sourceResource(r as SourceResourceName, kind)])) as Record<SourceResourceName, Resource<SourceObject__Output>>;
+/**
+ * PinnedImageSets generate nothing: `oc get pinnedimagesets` shows NAME and AGE; mcplane adds the
+ * image count, and -o wide the pools that name the set. Its generation (what the nodes report as
+ * desired) is the store revision that last changed it, shown as metadata.generation.
+ */
+function pinnedImageSetResource(base: Resource<SourceObject__Output>): Resource<SourceObject__Output> {
+  const manifest = (o: SourceObject__Output) => JSON.parse(o.manifestJson) as { metadata: Record<string, unknown>; spec: { pinnedImages: { name: string }[] } };
+  const pools = (o: SourceObject__Output): string[] => (JSON.parse(o.statusJson || '{}') as { pools?: string[] }).pools ?? [];
+  return {
+    ...base,
+    object: (o) => {
+      const m = manifest(o);
+      return { ...m, metadata: { ...m.metadata, generation: Number(o.resourceVersion), resourceVersion: o.resourceVersion, creationTimestamp: new Date(Number(o.creationTimeUnixMs)).toISOString() }, status: {} };
+    },
+    columns: ['NAME', 'IMAGES', 'AGE'],
+    wideColumns: ['POOLS'],
+    row: (o, wide) => {
+      const row: (string | number)[] = [o.name, manifest(o).spec.pinnedImages.length, age(Number(o.creationTimeUnixMs))];
+      if (wide) row.push(pools(o).join(',') || '<none>');
+      return row;
+    },
+  };
+}
+
+const sourceResources = Object.fromEntries(Object.entries(SOURCE_RESOURCE_KINDS).map(([r, kind]) => {
+  const resource = sourceResource(r as SourceResourceName, kind);
+  return [r, kind === 'PinnedImageSet' ? pinnedImageSetResource(resource) : resource];
+})) as Record<SourceResourceName, Resource<SourceObject__Output>>;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export const RESOURCES: Record<ResourceName, Resource<any>> = { pools, nodes, mc: machineConfigs, rendered, replicas, events, tokens, enrollments, audit, ...sourceResources };

@@ -13,6 +13,7 @@ import { parseKubeletConfig, type KubeletConfig } from './kubelet-config.ts';
 import { parseMachineConfig } from './machine-config.ts';
 import { parseMachineConfigPool } from './machine-config-pool.ts';
 import { parseMachineConfiguration } from './machine-configuration.ts';
+import { parsePinnedImageSet, type PinnedImageSet } from './pinned-image-set.ts';
 import type { ContentsBudget } from './contents-budget.ts';
 import type { ProblemCollector } from './problem-collector.ts';
 
@@ -44,7 +45,11 @@ export interface ApiKindInfo {
   readonly deleteRule: DeleteRule;
   /** `mcctl import` and --kubernetes-source read it from a cluster. */
   readonly imported: boolean;
-  /** A higher-level config made into MachineConfigs (generated-configs.ts). */
+  /**
+   * Stored, listed (ListSourceObjects), imported and deleted as an object of its own: a
+   * higher-level config the generator makes MachineConfigs of (generated-configs.ts), or a
+   * PinnedImageSet, which the generator ignores and the assignment carries to the agents.
+   */
   readonly source?: true;
   /** Its objects make the registries config (registries.conf, policy.json) together, and share its outcome. */
   readonly registries?: true;
@@ -74,6 +79,9 @@ export const API_KINDS = {
   ImageTagMirrorSet: { group: CONFIG, version: 'v1', plural: 'imagetagmirrorsets', shortNames: ['itms'], writer: 'user', holds: 'an ImageTagMirrorSet', parse: parseMirrorSet as Parser<MirrorSetObject>, deleteRule: 'source', imported: true, source: true, registries: true },
   ImageContentSourcePolicy: { group: 'operator.openshift.io', version: 'v1alpha1', plural: 'imagecontentsourcepolicies', shortNames: ['icsp'], writer: 'user', holds: 'an ImageContentSourcePolicy (operator.openshift.io/v1alpha1)', parse: parseMirrorSet as Parser<MirrorSetObject>, deleteRule: 'source', imported: true, source: true, registries: true },
   ClusterImagePolicy: { group: CONFIG, version: 'v1', plural: 'clusterimagepolicies', shortNames: [], writer: 'user', holds: 'a ClusterImagePolicy: sigstore signature verification for image scopes', parse: parseClusterImagePolicy as Parser<ClusterImagePolicy>, deleteRule: 'source', imported: true, source: true, registries: true },
+  // Not made into MachineConfigs: each node's assignment carries its pool's sets (spec.pinnedImageSets),
+  // and the agent pulls and pins their images. MCO's CRD has no short name.
+  PinnedImageSet: { group: MCO, version: 'v1', plural: 'pinnedimagesets', shortNames: [], writer: 'user', holds: 'a PinnedImageSet: images a pool\'s nodes pull ahead of time and pin', parse: parsePinnedImageSet as Parser<PinnedImageSet>, deleteRule: 'source', imported: true, source: true },
   CRIOCredentialProviderConfig: { group: CONFIG, version: 'v1', plural: 'criocredentialproviderconfigs', shortNames: [], writer: 'user', holds: 'the CRIOCredentialProviderConfig: images whose credentials the kubelet asks CRI-O for', parse: parseCrioCredentialProviderConfig as Parser<CrioCredentialProviderConfig>, deleteRule: 'source', imported: true, source: true },
 } as const satisfies Record<string, ApiKindInfo>;
 

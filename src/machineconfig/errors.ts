@@ -296,8 +296,6 @@ export class PinnedImagePullError extends McplaneError {
   }
 }
 
-// The three classes above are the agent's alone and never cross the API; they join the list below
-// (and status-errors.ts its table) when the PinnedImageSet kind is wired to the server.
 /** Every error class mcplane raises on purpose: the code-to-status table is checked against it. */
 export const ERROR_CLASSES = [
   InvalidDocumentError, RenderError, PoolConflictError, UnknownPoolError, NotFoundError, ConflictError,
@@ -308,6 +306,9 @@ export const ERROR_CLASSES = [
   KubernetesSourceError, KubernetesApiError,
   PreconditionFailedError, RateLimitedError,
   TomlSyntaxError, GenerateConfigError,
+  // The pinned image puller's (the agent's): their codes reach the control plane in a set's
+  // status (PinnedImageSetStatus.lastFailureCode), never as an API error.
+  CriCallError, PinnedImageDiskSpaceError, PinnedImagePullError,
 ] as const;
 
 /** The stable codes, one per class above. */

@@ -20,6 +20,7 @@ import { parseMirrorSet, CLUSTER_IMAGE, CONFIG_API_VERSION, KIND_IMAGE, KIND_IMA
 import { generateCredentialProviderFiles, KIND_CRIO_CREDENTIAL_PROVIDER_CONFIG, PLATFORM_CREDENTIAL_PROVIDER_CONFIG_PATHS, type CrioCredentialProviderConfig } from './crio-credential-provider.ts';
 import { clusterScopePolicies, KIND_CLUSTER_IMAGE_POLICY, SIGSTORE_REGISTRIES_PATH, sigstoreRegistriesYaml, type ClusterImagePolicy } from './image-policy.ts';
 import { generateKubeletFiles, KIND_KUBELET_CONFIG, KUBELET_CONF_PATH, managedKey, poolsSelectedBy, type KubeletConfig, type NamedSource } from './kubelet-config.ts';
+import type { PinnedImageSet } from './pinned-image-set.ts';
 import { configsForPool } from './pool-membership.ts';
 import type { ProblemCollector } from './problem-collector.ts';
 import { compare, decodeRegistriesConf, generateRegistriesFiles, POLICY_JSON_PATH, REGISTRIES_CONF_PATH, registriesProblems, type GeneratedFile, type LocatedMirrorRule } from './registries-config.ts';
@@ -309,7 +310,7 @@ export function desiredGeneratedConfigs(input: GeneratedConfigsInput): Generated
 }
 
 /** Any of the higher-level config objects, as stored. */
-export type SourceObject = KubeletConfig | ContainerRuntimeConfig | ImageConfig | MirrorSetObject | ClusterImagePolicy | CrioCredentialProviderConfig;
+export type SourceObject = KubeletConfig | ContainerRuntimeConfig | ImageConfig | MirrorSetObject | ClusterImagePolicy | CrioCredentialProviderConfig | PinnedImageSet;
 export function isSourceKind(kind: unknown): kind is SourceKind {
   return (SOURCE_KINDS as readonly unknown[]).includes(kind);
 }

@@ -13,6 +13,7 @@ import { parseMaintenanceWindows, WINDOW_SCOPES } from './maintenance-window.ts'
 import { checkApiVersion, parseObjectMeta } from './object-meta.ts';
 import { nameAnnotationFields, withPoolSpecAnnotation } from './pool-spec-annotation.ts';
 import { join, ProblemCollector } from './problem-collector.ts';
+import { parsePoolPinnedImageSets } from './pinned-image-set.ts';
 import { parseHealthCheck, parseRolloutPolicy } from './rollout-policy.ts';
 import type {
   DisruptionAction,
@@ -26,8 +27,8 @@ import type {
   PoolDrainPolicy,
 } from './types.ts';
 
-// `configuration` and `pinnedImageSets` are MCO fields mcplane does not act on; they are
-// accepted so that pools exported from a cluster load unmodified.
+// `configuration` is an MCO field mcplane does not act on; it is accepted so that pools exported
+// from a cluster load unmodified.
 const SPEC_KEYS = [
   'machineConfigSelector', 'nodeSelector', 'paused', 'maxUnavailable', 'configuration', 'pinnedImageSets',
   'disruptionPolicy', 'driftPolicy', 'drain',
@@ -78,6 +79,8 @@ export function parseMachineConfigPool(doc: Record<string, unknown>, c: ProblemC
   if (rollout) spec.rollout = rollout;
   const healthCheck = parseHealthCheck(rawSpec.healthCheck, c);
   if (healthCheck) spec.healthCheck = healthCheck;
+  const pinnedImageSets = parsePoolPinnedImageSets(rawSpec.pinnedImageSets, c);
+  if (pinnedImageSets?.length) spec.pinnedImageSets = pinnedImageSets;
   nameAnnotationFields(c, problemsBefore, fromAnnotation);
 
   if (!c.ok || !metadata) return undefined;

@@ -6,7 +6,8 @@
 import { quote } from './control-characters.ts';
 import type { Problem } from './errors.ts';
 import { labelProblem } from './pool-membership.ts';
-import type { Drift, NodeState, NodeStatus, OsStatus } from './types.ts';
+import { MAX_POOL_PINNED_IMAGE_SETS } from './pinned-image-set.ts';
+import type { Drift, NodeState, NodeStatus, OsStatus, PinnedImageSetStatus } from './types.ts';
 import { boundUpdateRecord } from './update-record.ts';
 
 /** A reason is a sentence or a short stack of them; MCO's are rarely above a few hundred bytes. */
@@ -120,7 +121,29 @@ export function boundNodeStatus(status: NodeStatus): NodeStatus {
     // An agent from before update records sends none: the status stays as it was.
     ...(status.currentUpdate !== undefined ? { currentUpdate: boundUpdateRecord(status.currentUpdate) } : {}),
     ...(status.lastUpdate !== undefined ? { lastUpdate: boundUpdateRecord(status.lastUpdate) } : {}),
+    ...(status.pinnedImageSets !== undefined ? { pinnedImageSets: boundPinnedImageSets(status.pinnedImageSets) } : {}),
   };
+}
+
+/**
+ * A pool names at most 100 sets (MCO's MaxItems): an agent reporting more is cut there, each
+ * entry's texts bounded, its counts made whole non-negative numbers.
+ */
+function boundPinnedImageSets(sets: readonly PinnedImageSetStatus[]): PinnedImageSetStatus[] {
+  if (!Array.isArray(sets)) return [];
+  const count = (n: unknown): number => (typeof n === 'number' && Number.isFinite(n) && n >= 0 ? Math.floor(n) : 0);
+  return sets.slice(0, MAX_POOL_PINNED_IMAGE_SETS).map((s) => ({
+    name: cut(s.name),
+    desiredGeneration: count(s.desiredGeneration),
+    currentGeneration: count(s.currentGeneration),
+    imagesDone: count(s.imagesDone),
+    imagesTotal: count(s.imagesTotal),
+    lastFailedImage: cut(s.lastFailedImage),
+    lastFailureReason: cut(typeof s.lastFailureReason === 'string' ? s.lastFailureReason.trim() : s.lastFailureReason, MAX_REASON_CHARS),
+    lastFailureUnixMs: count(s.lastFailureUnixMs),
+    state: cut(s.state ?? ''),
+    lastFailureCode: cut(s.lastFailureCode ?? ''),
+  }));
 }
 
 function boundDrift(drift: readonly Drift[]): Drift[] {

@@ -193,6 +193,8 @@ export interface MachineConfigPoolSpec {
   rollout?: RolloutPolicy;
   /** mcplane addition: what must hold on a node after each update (rollout-policy.ts). */
   healthCheck?: HealthCheck;
+  /** MCO's PinnedImageSetRefs: the PinnedImageSets whose images the pool's nodes pull and pin. */
+  pinnedImageSets?: { name: string }[];
 }
 
 /** mcplane addition: what a pool does when nodes fail on a new config. */
@@ -345,6 +347,10 @@ export interface PinnedImageSetStatus {
   lastFailedImage: string;
   lastFailureReason: string;
   lastFailureUnixMs: number;
+  /** Pending, Pulling, Pulled, Failed or Refused (src/agent/pinned-images.ts); absent from agents before it. */
+  state?: string;
+  /** The last failure's McplaneError code (MCPLANE_PINNED_IMAGE_PULL, ...); "" without one. */
+  lastFailureCode?: string;
 }
 
 /** A registered host, as the control plane keeps it. */

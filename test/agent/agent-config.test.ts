@@ -109,3 +109,21 @@ test('enrollment: a token file, or a pool to ask to join; never both, never neit
   assert.throws(bad({ url, pool: 'worker', pollSeconds: 3_000_000 }), /enrollment\.pollSeconds: must be between 0\.1 and 300/);
   assert.throws(bad({ url, pool: 'Worker Pool' }), /enrollment\.pool: "Worker Pool" is not a pool name/);
 });
+
+test('the pinned image sets\' CRI socket and room check: CRI-O\'s socket and MCO\'s 10 GiB by default; bad values name the key and the rule', () => {
+  const c = parseAgentConfig(minimal);
+  assert.equal(c.criSocket, '/var/run/crio/crio.sock');
+  assert.deepEqual(c.pinnedImages, { minFreeBytes: 10 * 1024 ** 3, imageSizeBytes: 1024 ** 3, retrySeconds: 300 });
+  const set = parseAgentConfig({ ...minimal, criSocket: '/run/containerd/containerd.sock', pinnedImages: { minFreeBytes: 0, imageSizeBytes: 4096 } }, 'a', '/img');
+  // The runtime runs on this machine: its socket does not move under --root.
+  assert.equal(set.criSocket, '/run/containerd/containerd.sock');
+  assert.deepEqual(set.pinnedImages, { minFreeBytes: 0, imageSizeBytes: 4096, retrySeconds: 300 });
+  const cases: [unknown, RegExp][] = [
+    [{ ...minimal, criSocket: 'crio.sock' }, /agent.yaml: criSocket: must be the absolute path of the runtime's CRI socket/],
+    [{ ...minimal, pinnedImages: { minFreeBytes: -1 } }, /agent.yaml: pinnedImages.minFreeBytes: must be a whole number of at least 0 \(got -1\)/],
+    [{ ...minimal, pinnedImages: { imageSizeBytes: '1Gi' } }, /pinnedImages.imageSizeBytes: must be a whole number of at least 1/],
+    [{ ...minimal, pinnedImages: { minFree: 1 } }, /pinnedImages.minFree: unknown field \(expected one of: minFreeBytes, imageSizeBytes, retrySeconds\)/],
+    [{ ...minimal, pinnedImages: [] }, /pinnedImages: must be a mapping/],
+  ];
+  for (const [raw, message] of cases) assert.throws(() => parseAgentConfig(raw, 'agent.yaml'), message, JSON.stringify(raw));
+});

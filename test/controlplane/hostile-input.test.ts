@@ -55,6 +55,24 @@ test('an unknown state from an agent degrades the node with a reason instead of 
   agent.close();
 });
 
+test('pinned image set statuses are stored within bounds: at most 100 sets, each reason cut, counts whole', async () => {
+  const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node('abuse-pis'), name: 'abuse-pis' });
+  await agent.connect();
+  const set = (i: number) => ({ name: `set-${i}`, desiredGeneration: 2, currentGeneration: -5, imagesDone: 1, imagesTotal: 3, lastFailedImage: 'x'.repeat(2000), lastFailureReason: 'r'.repeat(8000), lastFailureUnixMs: 1, state: 'Failed', lastFailureCode: 'MCPLANE_PINNED_IMAGE_PULL' });
+  agent.report({ state: 'Done', pinnedImageSets: Array.from({ length: 150 }, (_, i) => set(i)) });
+  const getNode = () => call(c, c.status.getNode.bind(c.status), { name: 'abuse-pis' }, 'get');
+  await eventually(async () => ((await getNode()).status?.pinnedImageSets.length ?? 0) > 0, 10_000, 'the report stored');
+  const sets = (await getNode()).status!.pinnedImageSets;
+  assert.equal(sets.length, 100);
+  assert.equal(sets[0]!.name, 'set-0');
+  assert.equal(sets[0]!.state, 'Failed');
+  assert.equal(sets[0]!.lastFailureCode, 'MCPLANE_PINNED_IMAGE_PULL');
+  assert.equal(sets[0]!.currentGeneration, 0, 'a negative count is no count');
+  assert.ok(sets[0]!.lastFailureReason.length <= 4096 && sets[0]!.lastFailureReason.endsWith('more characters]'), `reason cut: ${sets[0]!.lastFailureReason.length}`);
+  assert.ok(sets[0]!.lastFailedImage.length <= 1024);
+  agent.close();
+});
+
 test('an Apply above the message size limit is refused, and the server keeps serving', async () => {
   const huge = 'x'.repeat(17 * 1024 * 1024);
   await assert.rejects(call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'huge.yaml', text: huge }], dryRun: false }, 'apply'),

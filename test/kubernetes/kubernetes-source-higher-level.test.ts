@@ -84,3 +84,17 @@ test('applying a KubeletConfig to mcplane is refused: it comes from the cluster'
     return true;
   });
 });
+
+test('a PinnedImageSet in the cluster is taken, follows its changes and deletion, and generates nothing', async () => {
+  const cache = server.handle.controlPlane.cache;
+  const set = (digest: string) => ({ apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'PinnedImageSet', metadata: { name: 'release', uid: 'pis-uid', generation: 1 }, spec: { pinnedImages: [{ name: `quay.io/openshift-release-dev/ocp-release@sha256:${digest.repeat(64)}` }] } });
+  const images = () => (cache.sourcesOf('PinnedImageSet').get('release')?.value as { spec?: { pinnedImages: { name: string }[] } } | undefined)?.spec?.pinnedImages.map((i) => i.name);
+  const configs = cache.configs.size;
+  standIn.add(set('a') as never);
+  await eventually(() => images()?.[0]?.endsWith('a'.repeat(64)) === true, 10_000, 'the PinnedImageSet taken');
+  standIn.put(set('b') as never);
+  await eventually(() => images()?.[0]?.endsWith('b'.repeat(64)) === true, 10_000, 'its change taken');
+  assert.equal(cache.configs.size, configs, 'no MachineConfig generated from it');
+  standIn.remove('PinnedImageSet', 'release');
+  await eventually(() => !cache.sourcesOf('PinnedImageSet').has('release'), 10_000, 'its deletion followed');
+});

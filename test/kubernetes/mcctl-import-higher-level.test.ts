@@ -60,3 +60,17 @@ test('imports KubeletConfigs and mirror sets, skips MCO\'s configs generated fro
   assert.equal(Buffer.from(sigstore.contents.source.split(',')[1]!, 'base64').toString(), 'docker:\n  mirror.example.com/ubi9:\n    use-sigstore-attachments: true\n  registry.access.redhat.com/ubi9:\n    use-sigstore-attachments: true\n');
   assert.ok(assertCallsAllowed(standIn.requests) > 0);
 });
+
+test('imports PinnedImageSets and the pools that name them', async () => {
+  const digest = (c: string) => `sha256:${c.repeat(64)}`;
+  standIn.add({ apiVersion: `${MCO}/v1`, kind: 'PinnedImageSet', metadata: { name: 'release-images', uid: 'p1', generation: 3, labels: { [`${MCO}/role`]: 'worker' } }, spec: { pinnedImages: [{ name: `quay.io/openshift-release-dev/ocp-release@${digest('e')}` }, { name: `quay.io/openshift-release-dev/ocp-v4.0-art-dev@${digest('f')}` }] }, status: { conditions: [] } });
+  standIn.add({ apiVersion: `${MCO}/v1`, kind: 'MachineConfigPool', metadata: { name: 'worker' }, spec: { machineConfigSelector: { matchLabels: { [`${MCO}/role`]: 'worker' } }, nodeSelector: { matchLabels: { 'node-role.kubernetes.io/worker': '' } }, pinnedImageSets: [{ name: 'release-images' }] } });
+  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'mcctl-import-pis-')));
+  const r = await runCliAsync(['import', '--kubeconfig', kubeconfig], { env: { MCPLANE_SERVER: server.address, MCPLANE_PKI_DIR: server.pki.dir } });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^pinnedimageset\/release-images created$/m);
+  const cache = server.handle.controlPlane.cache;
+  assert.deepEqual((cache.sourcesOf('PinnedImageSet').get('release-images')?.value as { spec?: unknown } | undefined)?.spec, { pinnedImages: [{ name: `quay.io/openshift-release-dev/ocp-release@${digest('e')}` }, { name: `quay.io/openshift-release-dev/ocp-v4.0-art-dev@${digest('f')}` }] });
+  assert.deepEqual(cache.pools.get('worker')?.value.spec.pinnedImageSets, [{ name: 'release-images' }]);
+  assert.ok(assertCallsAllowed(standIn.requests) > 0);
+});

@@ -37,8 +37,8 @@ describe('packaging/kubernetes/rbac.yaml', () => {
       'machineconfiguration.openshift.io machineconfigpools/status get', 'machineconfiguration.openshift.io machineconfigpools/status update',
       'machineconfiguration.openshift.io machineconfigs get', 'machineconfiguration.openshift.io machineconfigs list', 'machineconfiguration.openshift.io machineconfigs watch',
       'policy poddisruptionbudgets get', 'policy poddisruptionbudgets list',
-      // mcctl import and --kubernetes-source: the higher-level configs.
-      ...['machineconfiguration.openshift.io kubeletconfigs', 'machineconfiguration.openshift.io containerruntimeconfigs',
+      // mcctl import and --kubernetes-source: the higher-level configs and the PinnedImageSets.
+      ...['machineconfiguration.openshift.io kubeletconfigs', 'machineconfiguration.openshift.io containerruntimeconfigs', 'machineconfiguration.openshift.io pinnedimagesets',
         'config.openshift.io images', 'config.openshift.io imagedigestmirrorsets', 'config.openshift.io imagetagmirrorsets',
         'config.openshift.io clusterimagepolicies', 'config.openshift.io criocredentialproviderconfigs', 'operator.openshift.io imagecontentsourcepolicies'].flatMap((r) => [`${r} list`, `${r} watch`]),
     ].sort());

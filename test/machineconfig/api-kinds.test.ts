@@ -83,5 +83,11 @@ test('known facts: the names kubectl and MCO use', () => {
   assert.equal(apiVersionOf('ClusterImagePolicy'), 'config.openshift.io/v1');
   assert.equal(apiVersionOf('MachineConfiguration'), 'operator.openshift.io/v1');
   assert.equal(API_KINDS.Node.deleteRule, 'node');
+  // openshift/api machineconfiguration/v1 types_pinnedimageset.go: path=pinnedimagesets, no short name.
+  assert.equal(apiVersionOf('PinnedImageSet'), 'machineconfiguration.openshift.io/v1');
+  assert.equal(API_KINDS.PinnedImageSet.plural, 'pinnedimagesets');
+  assert.deepEqual(API_KINDS.PinnedImageSet.shortNames, []);
+  assert.equal(kindOfResource(resourceOf('pinnedimageset')), 'PinnedImageSet');
+  assert.ok(IMPORTED_KINDS.includes('PinnedImageSet'));
   assert.equal(kindOfResource('rendered'), undefined);
 });

@@ -360,6 +360,7 @@ function describePool(pool: MachineConfigPool__Output, poolNodes: Node__Output[]
     // mcplane's rollout safety (spec.rollout, spec.healthCheck), shown only where set.
     ...(spec.rollout ? [`Rollout:                 ${JSON.stringify(spec.rollout)}`] : []),
     ...(spec.healthCheck ? [`Health Check:            ${JSON.stringify(spec.healthCheck)}`] : []),
+    ...(spec.pinnedImageSets?.length ? [`Pinned Image Sets:       ${(spec.pinnedImageSets as { name: string }[]).map((r) => r.name).join(', ')}`] : []),
     `Configuration:           ${s?.configuration || '<none>'}`,
     `  Sources:               ${s?.configurationSources.join(', ') || '<none>'}`,
     `Machines:                ${s?.machineCount ?? 0} total, ${s?.updatedMachineCount ?? 0} updated, ${s?.readyMachineCount ?? 0} ready, ${s?.unavailableMachineCount ?? 0} unavailable, ${s?.degradedMachineCount ?? 0} degraded`,
@@ -400,6 +401,15 @@ function describeNode(node: Node__Output): string {
     'Drift:',
     s?.drift.length
       ? indent(table(['KIND', 'PATH', 'EXPECTED', 'ACTUAL', 'DETECTED'], s.drift.map((d) => [d.kind, d.path, d.expectedHash.slice(0, 16), d.actualHash.slice(0, 16) || '<missing>', age(d.detectedUnixMs) + ' ago'])))
+      : '  <none>',
+    // The pool's PinnedImageSets as the agent pulled and pinned them (MCO's
+    // MachineConfigNode.status.pinnedImageSets), each failure with its image and reason.
+    'Pinned Image Sets:',
+    s?.pinnedImageSets.length
+      ? indent(table(['NAME', 'STATE', 'IMAGES', 'GENERATION', 'FAILED IMAGE', 'REASON'], s.pinnedImageSets.map((p) => [
+        p.name, p.state || '<unknown>', `${p.imagesDone}/${p.imagesTotal}`, `${p.currentGeneration || '<none>'}/${p.desiredGeneration}`,
+        p.lastFailedImage || (p.lastFailureReason ? '<the set>' : '<none>'), p.lastFailureReason ? `${p.lastFailureCode ? `${p.lastFailureCode}: ` : ''}${p.lastFailureReason}` : '<none>',
+      ])))
       : '  <none>',
   ];
   return lines.join('\n').replace(/\n+$/, '') + '\n';

@@ -140,5 +140,6 @@ function statusFromWire(s: NodeStatus__Output | null, bootId = '', agentVersion 
     // Checked field by field (types, lengths) on admission, like the rest.
     currentUpdate: (s?.currentUpdate ?? null) as NodeStatus['currentUpdate'],
     lastUpdate: (s?.lastUpdate ?? null) as NodeStatus['lastUpdate'],
+    pinnedImageSets: s?.pinnedImageSets ?? [],
   };
 }

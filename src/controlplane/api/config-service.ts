@@ -6,6 +6,7 @@ import { referencedConfigs } from '../cache/referenced-configs.ts';
 import { generatedConfigsFor } from '../cache/generated-config-plan.ts';
 import { InvalidDocumentError } from '../../machineconfig/index.ts';
 import { isSourceKind, SOURCE_KINDS } from '../../machineconfig/generated-configs.ts';
+import { KIND_PINNED_IMAGE_SET, missingPinnedImageSetWarnings } from '../../machineconfig/pinned-image-set.ts';
 import type { Authorizer } from './authorization.ts';
 import { unary } from './status-errors.ts';
 import { machineConfigToWire, nodeToWire, poolToWire, renderedToWire } from './to-wire.ts';
@@ -18,7 +19,9 @@ export function configService({ cache }: ApiReads, commands: ConfigCommands, aut
       // Read once: what is stored, warned of and previewed are the same objects.
       const request = parseApplyRequest(req.manifests);
       const { objects, preview } = await commands.apply(request, req.dryRun);
-      return { objects, warnings: applyWarnings(request, [...cache.pools.values()].map((p) => p.value)), ...preview };
+      const sets = new Set([...cache.sourcesOf('PinnedImageSet').keys(), ...request.sources.filter((o) => o.kind === KIND_PINNED_IMAGE_SET).map((o) => o.metadata.name)]);
+      const warnings = [...applyWarnings(request, [...cache.pools.values()].map((p) => p.value)), ...missingPinnedImageSetWarnings(request.pools, sets)];
+      return { objects, warnings, ...preview };
     }),
     Delete: handle(async (req: { kind: string; name: string }, who) => {
       await commands.delete(req.kind, req.name, who);
@@ -60,8 +63,13 @@ export function configService({ cache }: ApiReads, commands: ConfigCommands, aut
       }
       // Statuses are a pure function of the cache (the generator's), computed when read.
       const statuses = new Map(generatedConfigsFor(cache).statuses.map((s) => [s.object, s]));
+      // A PinnedImageSet generates nothing; its status is the pools that name it.
+      const poolsNaming = (set: string): string[] => [...cache.pools.values()].filter((p) => p.value.spec.pinnedImageSets?.some((r) => r.name === set)).map((p) => p.name).sort();
       return {
         objects: [...cache.sourcesOf(req.kind).values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map((o) => {
+          if (req.kind === KIND_PINNED_IMAGE_SET) {
+            return { kind: req.kind, name: o.name, manifestJson: JSON.stringify(o.value), resourceVersion: o.resourceVersion, creationTimeUnixMs: o.createdAt, statusJson: JSON.stringify({ pools: poolsNaming(o.name) }) };
+          }
           const s = statuses.get(`${req.kind}/${o.name}`);
           return {
             kind: req.kind, name: o.name, manifestJson: JSON.stringify(o.value), resourceVersion: o.resourceVersion, creationTimeUnixMs: o.createdAt,

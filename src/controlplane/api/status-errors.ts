@@ -38,6 +38,10 @@ const STATUS_BY_CODE: Record<McplaneErrorCode, Status> = {
   MCPLANE_RATE_LIMITED: Status.RESOURCE_EXHAUSTED,
   MCPLANE_TOML_SYNTAX: Status.INVALID_ARGUMENT,
   MCPLANE_GENERATE_FAILED: Status.FAILED_PRECONDITION,
+  // The agent's pinned image puller: reported in a set's status, never by a server call.
+  MCPLANE_CRI_CALL: Status.INTERNAL,
+  MCPLANE_PINNED_IMAGE_DISK_SPACE: Status.INTERNAL,
+  MCPLANE_PINNED_IMAGE_PULL: Status.INTERNAL,
 };
 
 export const PROBLEMS_TRAILER = 'mcplane-problems-bin';

@@ -14,6 +14,7 @@ import { loadMcplaneProto } from '../../runtime/proto.ts';
 import type { AgentSessions, LocalSession } from './agent-sessions.ts';
 import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
 import { agentPolicyFor, disruptionPolicyJsonFor } from '../cache/node-update-plan.ts';
+import { pinnedImageSetsFor } from '../cache/pinned-image-sets-for.ts';
 import type { NodeAssignmentRecord } from '../store/stored-records.ts';
 
 /**
@@ -54,6 +55,8 @@ export class AssignmentDispatcher {
         disruptionPolicyJson: assignment.disruptionPolicyJson ?? disruptionPolicyJsonFor(this.cache, rendered.pool),
         driftPolicy: assignment.driftPolicy ?? live!.driftPolicy,
         healthCheckJson: assignment.healthCheckJson ?? live!.healthCheckJson,
+        pinnedImageSets: pinnedImageSetsFor(this.cache, rendered.pool),
+        pinnedImageSetsSent: true,
       },
     };
   }
@@ -62,8 +65,8 @@ export class AssignmentDispatcher {
   sendAssignment(session: LocalSession, always = false): void {
     const message = this.assignmentFor(session.node);
     if (!message?.assignment) return;
-    const { renderedConfig, disruptionPolicyJson, driftPolicy, healthCheckJson } = message.assignment;
-    const fingerprint = `${renderedConfig}\n${disruptionPolicyJson}\n${driftPolicy}\n${healthCheckJson ?? ''}`;
+    const { renderedConfig, disruptionPolicyJson, driftPolicy, healthCheckJson, pinnedImageSets } = message.assignment;
+    const fingerprint = `${renderedConfig}\n${disruptionPolicyJson}\n${driftPolicy}\n${healthCheckJson ?? ''}\n${(pinnedImageSets ?? []).map((p) => `${p.name}@${p.generation}`).join(',')}`;
     if (!always && session.lastAssignment === fingerprint) return;
     const kept = this.#encode(fingerprint, message);
     // The kept fingerprint: every session of a pool shares one string instead of holding a copy.
@@ -114,6 +117,11 @@ export class AssignmentDispatcher {
       for (const node of change.changed.get('NodeAssignment') ?? []) check.add(node);
       // The live policies reach only records an older leader wrote; the others hear of a
       // policy change through their own record, rewritten by the leader.
+      // Pinned image sets follow the pool's spec and the sets at once, whatever the rollout does:
+      // every stream hears of a change (the fingerprint leaves out those it does not touch).
+      if (change.changed.has('PinnedImageSet') || change.changed.has('MachineConfigPool')) {
+        for (const s of this.sessions.local()) check.add(s.node);
+      }
       if (change.changed.has('MachineConfigPool') || change.changed.has('MachineConfiguration')) {
         for (const s of this.sessions.local()) {
           const a = this.cache.assignments.get(s.node)?.value;
