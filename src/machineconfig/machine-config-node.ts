@@ -17,7 +17,9 @@
 // - Uncordoned/UpdateComplete: the drain controller uncordons once the agent is Done and forgets
 //   its drain record; the uncordon's own time is not kept: the update's end stands in.
 // - Updated=False "needs an update" before the agent or the drain starts: the assignment's time
-//   is not kept; the condition changes when the drain or the agent's update starts.
+//   is not kept; the end of the node's last recorded update (or its registration) stands in.
+// - Updated=True of a node on its config since it registered (no update on record): the
+//   registration stands in for the daemon's first sync.
 // - PinnedImageSetsProgressing/Degraded and Staged: where the agent's report has no time for the
 //   transition (a pull's start, a set's completion), the object's creation (the node's
 //   registration) stands in.
@@ -119,6 +121,17 @@ export function buildMachineConfigNode(input: MachineConfigNodeInput): MachineCo
   }
   const updates = updatesOf(input);
   for (const step of updates.flatMap((u, i) => stepsOf(input, u, i === updates.length - 1))) apply(conditions, step);
+  const newest = updates.at(-1);
+  const s = input.status;
+  if (!newest && input.desiredConfig && s.currentConfig === input.desiredConfig && s.state === 'Done') {
+    // On its config since it registered (no update on record): MCO's daemon says Updated at its first sync.
+    apply(conditions, { at: created, parent: { type: 'Updated', status: 'True', reason: 'Updated', message: `Node ${input.name} Updated` }, desired: input.desiredConfig });
+  } else if (input.desiredConfig && s.currentConfig !== input.desiredConfig && newest?.toConfig !== input.desiredConfig) {
+    // Assigned a config that neither the drain nor the agent has started on: the assignment's time
+    // is not kept, so the last recorded time before it stands in.
+    const since = Math.max(created, newest ? newest.endedUnixMs || newest.startedUnixMs : 0);
+    apply(conditions, { at: since, parent: { type: 'Updated', status: 'False', reason: 'Updated', message: `Node ${input.name} needs an update` }, desired: input.desiredConfig });
+  }
   setPinnedImageSetConditions(conditions, input.name, input.status.pinnedImageSets ?? [], created);
   setStagedCondition(conditions, input.status.staging ?? null, created);
   const desired = input.desiredConfig || NOT_YET_SET;

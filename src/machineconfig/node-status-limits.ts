@@ -6,7 +6,7 @@
 import { quote } from './control-characters.ts';
 import type { Problem } from './errors.ts';
 import { labelProblem } from './pool-membership.ts';
-import type { Drift, NodeState, NodeStatus, OsStatus } from './types.ts';
+import type { Drift, NodeState, NodeStatus, OsStatus, PinnedImageSetStatus, StagingStatus } from './types.ts';
 import { boundUpdateRecord } from './update-record.ts';
 
 /** A reason is a sentence or a short stack of them; MCO's are rarely above a few hundred bytes. */
@@ -120,7 +120,43 @@ export function boundNodeStatus(status: NodeStatus): NodeStatus {
     // An agent from before update records sends none: the status stays as it was.
     ...(status.currentUpdate !== undefined ? { currentUpdate: boundUpdateRecord(status.currentUpdate) } : {}),
     ...(status.lastUpdate !== undefined ? { lastUpdate: boundUpdateRecord(status.lastUpdate) } : {}),
+    ...(status.staging !== undefined ? { staging: boundStaging(status.staging) } : {}),
+    ...(status.pinnedImageSets !== undefined ? { pinnedImageSets: boundPinnedImageSets(status.pinnedImageSets) } : {}),
   };
+}
+
+const STAGING_STATES: ReadonlySet<string> = new Set(['Staging', 'Staged', 'Failed']);
+
+function boundStaging(s: StagingStatus | null): StagingStatus | null {
+  if (!s) return null;
+  return {
+    config: cut(s.config),
+    // A state outside the protocol reads as a failure, quoting it.
+    state: STAGING_STATES.has(s.state) ? s.state : 'Failed',
+    bytesDone: count(s.bytesDone),
+    bytesTotal: count(s.bytesTotal),
+    reason: cut(STAGING_STATES.has(s.state) ? s.reason : `agent reported unknown staging state ${JSON.stringify(cut(s.state))}${s.reason ? `: ${s.reason}` : ''}`, MAX_REASON_CHARS),
+    startedUnixMs: count(s.startedUnixMs),
+    endedUnixMs: count(s.endedUnixMs),
+  };
+}
+
+function boundPinnedImageSets(sets: readonly PinnedImageSetStatus[]): PinnedImageSetStatus[] {
+  return sets.slice(0, MAX_LIST_ENTRIES).map((p) => ({
+    name: cut(p.name),
+    desiredGeneration: count(p.desiredGeneration),
+    currentGeneration: count(p.currentGeneration),
+    imagesDone: count(p.imagesDone),
+    imagesTotal: count(p.imagesTotal),
+    lastFailedImage: cut(p.lastFailedImage),
+    lastFailureReason: cut(p.lastFailureReason, MAX_REASON_CHARS),
+    lastFailureUnixMs: count(p.lastFailureUnixMs),
+  }));
+}
+
+/** A count or a time: a finite non-negative integer, else 0. */
+function count(n: number): number {
+  return Number.isSafeInteger(n) && n >= 0 ? n : 0;
 }
 
 function boundDrift(drift: readonly Drift[]): Drift[] {

@@ -47,11 +47,13 @@ const cond = (m: ReturnType<typeof buildMachineConfigNode>, type: string): Condi
   return c;
 };
 
-test('a node never updated: every MCO condition, not yet occurred, since the node registered', () => {
+test('a node never updated: every MCO condition, not yet occurred, since the node registered; Updated since then', () => {
   const m = buildMachineConfigNode(input({ desiredConfig: OLD }));
+  assert.deepEqual(cond(m, 'Updated'), { type: 'Updated', status: 'True', reason: 'Updated', message: 'Node host-a Updated', lastTransitionTime: T0 });
+  m.status.conditions = m.status.conditions.filter((c) => c.type !== 'Updated');
   assert.deepEqual(m.status.conditions.map((c) => c.type), [
     'UpdatePrepared', 'UpdateExecuted', 'UpdatePostActionComplete', 'UpdateComplete', 'Resumed', 'Drained', 'AppliedFilesAndOS',
-    'Cordoned', 'RebootedNode', 'Updated', 'Uncordoned', 'NodeDegraded', 'PinnedImageSetsDegraded', 'PinnedImageSetsProgressing', 'Staged',
+    'Cordoned', 'RebootedNode', 'Uncordoned', 'NodeDegraded', 'PinnedImageSetsDegraded', 'PinnedImageSetsProgressing', 'Staged',
   ]);
   for (const c of m.status.conditions) {
     assert.deepEqual(c, { type: c.type, status: 'False', reason: 'NotYetOccurred', message: `This node has not yet entered the ${c.type} phase`, lastTransitionTime: T0 });
@@ -95,6 +97,12 @@ test('after the update and the uncordon: Updated True at the end, every other co
   assert.equal(m.status.observedGeneration, 2);
   // The same records, read again (or by another replica), give the same object.
   assert.deepEqual(buildMachineConfigNode(structuredClone(done)), m);
+});
+
+test('a new config assigned, not started yet: Updated False since the last recorded update ended', () => {
+  const done = { ...rebootingUpdate(41), id: 'u1', fromConfig: 'rendered-worker-0000', toConfig: OLD };
+  const m = buildMachineConfigNode(input({ status: status({ lastUpdate: done }) }));
+  assert.deepEqual(cond(m, 'Updated'), { type: 'Updated', status: 'False', reason: 'Updated', message: 'Node host-a needs an update', lastTransitionTime: s(41) });
 });
 
 test('an uncordon still pending (the drain record is there, the agent Done): Updated stays False', () => {

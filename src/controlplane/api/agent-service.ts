@@ -140,5 +140,10 @@ function statusFromWire(s: NodeStatus__Output | null, bootId = '', agentVersion 
     // Checked field by field (types, lengths) on admission, like the rest.
     currentUpdate: (s?.currentUpdate ?? null) as NodeStatus['currentUpdate'],
     lastUpdate: (s?.lastUpdate ?? null) as NodeStatus['lastUpdate'],
+    // Fields 15-16 (staging, PinnedImageSets): what the MachineConfigNode reports of them.
+    staging: s?.staging
+      ? { ...s.staging, state: s.staging.state as NonNullable<NodeStatus['staging']>['state'], bytesDone: Number(s.staging.bytesDone), bytesTotal: Number(s.staging.bytesTotal), startedUnixMs: Number(s.staging.startedUnixMs), endedUnixMs: Number(s.staging.endedUnixMs) }
+      : null,
+    pinnedImageSets: (s?.pinnedImageSets ?? []).map((p) => ({ ...p, desiredGeneration: Number(p.desiredGeneration), currentGeneration: Number(p.currentGeneration), lastFailureUnixMs: Number(p.lastFailureUnixMs) })),
   };
 }
