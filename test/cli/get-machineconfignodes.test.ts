@@ -8,8 +8,9 @@ import { test } from 'node:test';
 import { parse as parseYaml } from 'yaml';
 import { call } from '../../src/cli/client/call.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
-import { SimulatedAgent } from '../helpers/simulated-agent.ts';
+import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { serverFixture } from '../helpers/server-fixture.ts';
+import { startTestServer } from '../helpers/test-server.ts';
 
 /**
  * The JSON field names of MCO's MachineConfigNode, per object, from openshift/api
@@ -148,4 +149,39 @@ test('the gRPC read: ListMachineConfigNodes and GetMachineConfigNode; an unknown
   const cli = await runCliAsync([...conn, 'get', 'mcn', 'ghost']);
   assert.notEqual(cli.status, 0);
   assert.match(cli.stderr, /ghost/);
+});
+
+test('on the status thread (--status-listen): the same object, its history read through the relay, the relay undisturbed', async () => {
+  const s = await startTestServer({ statusListen: '127.0.0.1:0' });
+  const a = new SimulatedAgent({ address: s.address, tls: await s.pki.node('t1'), name: 't1', autoDone: true, labels: { 'node-role.kubernetes.io/worker': '' } });
+  try {
+    await a.connect();
+    await a.waitFor(() => a.status.state === 'Done' && a.status.currentConfig !== '' && a.status.currentConfig === a.lastAssignment?.renderedConfig);
+    const to = a.status.currentConfig!;
+    // The update the agent says it finished: the replica holding its stream stores it in the node's history.
+    const lastUpdate = { id: 'u1', fromConfig: '', toConfig: to, startedUnixMs: Date.parse('2026-11-29T08:00:00Z'), endedUnixMs: Date.parse('2026-11-29T08:00:07Z'), disruption: 'none', result: 'Done', reason: '',
+      phases: ['check', 'diff', 'plan', 'apply', 'actions', 'validate'].map((name, i) => ({ name, startedUnixMs: Date.parse('2026-11-29T08:00:00Z') + i * 1000, endedUnixMs: Date.parse('2026-11-29T08:00:01Z') + i * 1000, source: 'agent' })) };
+    a.report({ lastUpdate });
+    const c = s.admin();
+    await eventually(async () => (await call(c, c.status.getNodeHistory.bind(c.status), { name: 't1' }, 'history')).updates.length === 1, 10_000, 'the update in the history');
+    const conn = ['--server', s.address, '--pki-dir', s.pki.dir, '--config', '/dev/null', '--status-server', `127.0.0.1:${s.handle.statusPort}`];
+    const r = await runCliAsync([...conn, 'get', 'mcn', '-o', 'json']);
+    assert.equal(r.status, 0, r.stderr);
+    const [item] = (JSON.parse(r.stdout) as { items: Obj[] }).items;
+    assert.equal((item!.metadata as Obj).name, 't1');
+    const status = item!.status as { observedGeneration: number; conditions: { type: string; status: string; lastTransitionTime: string; reason: string }[] };
+    assert.equal(status.observedGeneration, 2, 'one update in the history');
+    const of = (type: string) => status.conditions.find((x) => x.type === type)!;
+    assert.deepEqual([of('Updated').status, of('Updated').lastTransitionTime], ['True', '2026-11-29T08:00:07Z']);
+    assert.deepEqual([of('UpdatePostActionComplete').status, of('UpdatePostActionComplete').reason, of('UpdatePostActionComplete').lastTransitionTime], ['False', 'None', '2026-11-29T08:00:07Z']);
+    // The status thread's cache still follows the store after those reads.
+    await call(c, c.config.setPoolPaused.bind(c.config), { name: 'worker', paused: true }, 'pause');
+    await eventually(async () => {
+      const p = await runCliAsync([...conn, 'get', 'pools', 'worker', '-o', 'json']);
+      return (JSON.parse(p.stdout) as { spec: { paused?: boolean } }).spec.paused === true;
+    }, 10_000, 'the pause on the status port');
+  } finally {
+    a.close();
+    await s.close();
+  }
 });

@@ -1,7 +1,8 @@
 // The MachineConfigNode of each node (MCO's per-node update status), from what this replica
 // knows: the agent's own status (not the displayed one: the builder takes the drain from the
 // leader's record itself), the drain record, the rendered configs and the node's update history,
-// which is not cached (it is read only here and by GetNodeHistory), so it comes from the store.
+// which is not cached (it is read only here and by GetNodeHistory), so it comes from the store,
+// one get per node.
 
 import { buildMachineConfigNode, type MachineConfigNode } from '../../machineconfig/machine-config-node.ts';
 import type { UpdateRecord } from '../../machineconfig/index.ts';
@@ -28,12 +29,20 @@ export function machineConfigNodeOf(cache: ClusterCache, name: string, history: 
   });
 }
 
-/** Every node's MachineConfigNode (of one pool, or all), in name order; histories read in one list. */
+/** Histories read at once: a list of a large fleet is one store read per node. */
+const PARALLEL_READS = 32;
+
+/**
+ * Every node's MachineConfigNode (of one pool, or all), in name order. Each history is a single
+ * get, never a list of the kind: on the status thread's relayed store a list restarts the relay's
+ * watch and holds only the cached kinds.
+ */
 export async function machineConfigNodes(cache: ClusterCache, store: Store, pool: string): Promise<MachineConfigNode[]> {
   const names = cache.sortedNodeNames().filter((n) => !pool || cache.nodes.get(n)?.pool === pool);
-  if (names.length === 0) return [];
-  const histories = new Map<string, UpdateRecord[]>();
-  for (const item of (await store.list(['NodeHistory'])).items) histories.set(item.name, (item.value as { updates: UpdateRecord[] }).updates);
+  const histories = new Map<string, UpdateRecord[] | undefined>();
+  for (let i = 0; i < names.length; i += PARALLEL_READS) {
+    await Promise.all(names.slice(i, i + PARALLEL_READS).map(async (n) => histories.set(n, (await store.get('NodeHistory', n))?.value.updates)));
+  }
   return names.flatMap((n) => machineConfigNodeOf(cache, n, histories.get(n)) ?? []);
 }
 
