@@ -22,7 +22,7 @@ import { GracefulDeletion } from './graceful-deletion.ts';
 import { ObjectStore, type KubeObject } from './object-store.ts';
 import { routeOf } from './request-routing.ts';
 import { createObject, deleteObject, getObject, listObjects, patchObject, updateObject, type VerbContext } from './resource-verbs.ts';
-import { STAND_IN_RESOURCES, apiVersionOf, type ResourceType } from './resource-table.ts';
+import { OPTIONAL_RESOURCES, STAND_IN_RESOURCES, apiVersionOf, type ResourceType } from './resource-table.ts';
 import { serveWatch } from './watch-stream.ts';
 
 export interface KubeApiStandInOptions {
@@ -36,6 +36,8 @@ export interface KubeApiStandInOptions {
    * controller must not stall everything else while it waits. Default: at once.
    */
   latencyMs?: (request: { method: string; path: string }) => number;
+  /** Serve MCO's MachineConfigNode CRD (OpenShift 4.19+); without it the resource is 404, as on an older cluster. */
+  machineConfigNodeCrd?: boolean;
 }
 
 /** One request as RBAC sees it: verb, API group, resource, subresource, namespace, name. */
@@ -154,6 +156,11 @@ export async function startKubeApiStandIn(options: KubeApiStandInOptions = {}): 
       ...(route.namespace !== undefined ? { namespace: route.namespace } : {}),
       ...(route.name !== undefined ? { name: route.name } : {}),
     });
+    // The request is logged as the resource it names (RBAC checks it as such), then refused.
+    if (OPTIONAL_RESOURCES.includes(route.resource.plural) && !(route.resource.plural === 'machineconfignodes' && options.machineConfigNodeCrd)) {
+      if (req.method === 'GET' && route.name === undefined) entry.verb = url.searchParams.get('watch') ? 'watch' : 'list';
+      throw apiErrors.pathNotFound(url.pathname);
+    }
     const query = url.searchParams;
     const body = ['POST', 'PUT', 'PATCH', 'DELETE'].includes(req.method ?? '') ? await readJson(req) : undefined;
     switch (req.method) {

@@ -42,7 +42,16 @@ export const STAND_IN_RESOURCES: readonly ResourceType[] = [
   { group: 'operator.openshift.io', version: 'v1alpha1', plural: 'imagecontentsourcepolicies', kind: 'ImageContentSourcePolicy', namespaced: false, status: false, custom: true },
   { group: 'config.openshift.io', version: 'v1', plural: 'clusterimagepolicies', kind: 'ClusterImagePolicy', namespaced: false, status: true, custom: true },
   { group: 'config.openshift.io', version: 'v1', plural: 'criocredentialproviderconfigs', kind: 'CRIOCredentialProviderConfig', namespaced: false, status: true, custom: true },
+  // MCO's per-node status (OpenShift 4.19+); served only when a test asks for its CRD
+  // (machineConfigNodeCrd), as a cluster without it answers 404.
+  {
+    group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'machineconfignodes', kind: 'MachineConfigNode', namespaced: false, status: true, custom: true,
+    specFields: ['configImage', 'configVersion', 'node', 'pool'],
+  },
 ];
+
+/** Resources whose CRD a cluster may lack: the stand-in serves them only when asked to. */
+export const OPTIONAL_RESOURCES: readonly string[] = ['machineconfignodes'];
 
 export function apiVersionOf(type: ResourceType): string {
   return type.group ? `${type.group}/${type.version}` : type.version;

@@ -145,15 +145,15 @@ export function buildProgram(io: Io): Command {
     .action(async (opts: { filename: string[] }) => write((await commands.offline()).validateCommand(opts.filename)));
 
   connectionOptions(program.command('get'))
-    .description('list pools (mcp), nodes, mc, rendered configs, replicas, events, tokens, enrollments or the audit trail, or get them by name')
-    .argument('<resource...>', 'TYPE [NAME...] | TYPE/NAME... (types: pools, nodes, mc, rendered, replicas, events, tokens, enrollments, audit)')
+    .description('list pools (mcp), nodes, mc, rendered configs, machineconfignodes (mcn), replicas, events, tokens, enrollments or the audit trail, or get them by name')
+    .argument('<resource...>', 'TYPE [NAME...] | TYPE/NAME... (types: pools, nodes, mc, rendered, mcn, replicas, events, tokens, enrollments, audit)')
     .option('-l, --selector <selector>', 'label selector, e.g. node-role.kubernetes.io/worker,topology.kubernetes.io/zone in (a,b)')
     .option('-o, --output <format>', 'wide | name | yaml | json | jsonpath=TEMPLATE (kubectl\'s {.items[*].metadata.name} syntax) | custom-columns=HEADER:EXPR,...')
     .option('--sort-by <jsonpath>', 'sort by a field of the objects, e.g. .metadata.name or .status.machineCount')
     .option('--show-labels', 'add a LABELS column')
     .option('-w, --watch', 'after the list, print a row for every change (pools, nodes and events)')
     .option('--no-headers', 'no header row in tables')
-    .option('--pool <name>', 'only nodes, rendered configs or events of this pool')
+    .option('--pool <name>', 'only nodes, rendered configs, machineconfignodes or events of this pool')
     .option('--node <name>', 'only events about this node (get events)')
     .option('--since <duration>', 'only audit records of the last DURATION, e.g. 1h, 7d (get audit)')
     .action(async (args: string[], opts: { selector?: string; output?: string; watch?: boolean; headers: boolean; pool?: string; node?: string; since?: string; sortBy?: string; showLabels?: boolean }) => {

@@ -14,13 +14,15 @@ import type { BootstrapToken__Output } from '../runtime/generated/mcplane/v1/Boo
 import type { EnrollmentRequest__Output } from '../runtime/generated/mcplane/v1/EnrollmentRequest.ts';
 import type { SourceObject__Output } from '../runtime/generated/mcplane/v1/SourceObject.ts';
 import type { AuditRecord__Output } from '../runtime/generated/mcplane/v1/AuditRecord.ts';
+import type { MachineConfigNode__Output } from '../runtime/generated/mcplane/v1/MachineConfigNode.ts';
+import { machineConfigNodeObject, type MachineConfigNode } from '../machineconfig/machine-config-node.ts';
 import { call } from './client/call.ts';
 import type { Clients } from './client/connection.ts';
 import { age } from './format.ts';
 import { events } from './events.ts';
 import { condition, machineConfigObject, nodeObject, poolObject, renderedObject, replicaObject } from './objects.ts';
 
-export type ResourceName = 'pools' | 'nodes' | 'mc' | 'rendered' | 'replicas' | 'events' | 'tokens' | 'enrollments' | 'audit' | SourceResourceName;
+export type ResourceName = 'pools' | 'nodes' | 'mc' | 'rendered' | 'replicas' | 'events' | 'tokens' | 'enrollments' | 'audit' | 'mcn' | SourceResourceName;
 /** The higher-level configs (the catalogue's source kinds), one resource per kind, under its plural. */
 export type SourceResourceName = SourcePlural;
 
@@ -63,6 +65,8 @@ export const ALIASES: Readonly<Record<string, ResourceName>> = {
   rendered: 'rendered', renderedconfig: 'rendered', renderedconfigs: 'rendered',
   replicas: 'replicas', replica: 'replicas',
   events: 'events', event: 'events', ev: 'events',
+  // MCO's MachineConfigNode: derived by the server, not a stored kind of the catalogue.
+  mcn: 'mcn', machineconfignode: 'mcn', machineconfignodes: 'mcn',
   tokens: 'tokens', token: 'tokens', bootstraptoken: 'tokens', bootstraptokens: 'tokens',
   audit: 'audit', audits: 'audit', auditrecord: 'audit', auditrecords: 'audit',
   enrollments: 'enrollments', enrollment: 'enrollments', enrollmentrequest: 'enrollments', enrollmentrequests: 'enrollments', er: 'enrollments',
@@ -78,7 +82,7 @@ const SOURCE_NAMES = SOURCE_KINDS.map((kind) => {
 
 export function resourceOf(name: string): ResourceName {
   const r = ALIASES[name.toLowerCase()];
-  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, replicas, events, tokens, enrollments, audit, ${SOURCE_NAMES.slice(0, -1).join(', ')} or ${SOURCE_NAMES.at(-1)}`);
+  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, machineconfignodes (mcn), replicas, events, tokens, enrollments, audit, ${SOURCE_NAMES.slice(0, -1).join(', ')} or ${SOURCE_NAMES.at(-1)}`);
   return r;
 }
 
@@ -246,6 +250,51 @@ const rendered: Resource<RenderedConfig__Output> = {
   row: (r, wide) => {
     const row: (string | number)[] = [r.name, r.pool, r.sources.length, new Set(r.referencedBy).size, age(r.creationTimeUnixMs)];
     if (wide) row.push(r.sources.join(',') || '<none>', [...new Set(r.referencedBy)].join(',') || '<none>');
+    return row;
+  },
+};
+
+/** The wire's MachineConfigNode as the builder made it (a generation of 0 is one MCO leaves out). */
+function machineConfigNodeOfWire(m: MachineConfigNode__Output): MachineConfigNode {
+  const gen = (n: number) => (Number(n) > 0 ? Number(n) : undefined);
+  const s = m.status;
+  return {
+    name: m.name,
+    pool: m.pool,
+    creationTime: Number(m.creationTimeUnixMs),
+    desiredConfig: m.desiredConfig,
+    status: {
+      currentConfig: s?.currentConfig ?? '',
+      desiredConfig: s?.desiredConfig ?? '',
+      observedGeneration: Number(s?.observedGeneration ?? 0),
+      conditions: (s?.conditions ?? []).map((c) => ({ type: c.type, status: c.status as 'True' | 'False' | 'Unknown', reason: c.reason, message: c.message, lastTransitionTime: Number(c.lastTransitionTimeUnixMs) })),
+      pinnedImageSets: (s?.pinnedImageSets ?? []).map((p) => ({
+        name: p.name,
+        ...(gen(p.desiredGeneration) ? { desiredGeneration: gen(p.desiredGeneration) } : {}),
+        ...(gen(p.currentGeneration) ? { currentGeneration: gen(p.currentGeneration) } : {}),
+        ...(gen(p.lastFailedGeneration) ? { lastFailedGeneration: gen(p.lastFailedGeneration), lastFailedGenerationError: p.lastFailedGenerationError } : {}),
+      })),
+      irreconcilableChanges: (s?.irreconcilableChanges ?? []).map((c) => ({ fieldPath: c.fieldPath, diff: c.diff })),
+    },
+  };
+}
+
+const mcnCondition = (m: MachineConfigNode__Output, type: string): string => m.status?.conditions.find((c) => c.type === type)?.status ?? '';
+
+/** `oc get mcn`: the CRD's printer columns, priority 0 normally, priority 1 with -o wide. */
+const machineConfigNodes: Resource<MachineConfigNode__Output> = {
+  name: 'mcn',
+  typeName: 'machineconfignode',
+  list: async (c, f) => (await call(c, c.status.listMachineConfigNodes.bind(c.status), { pool: f.pool ?? '' }, 'list machineconfignodes')).machineConfigNodes,
+  get: (c, name) => call(c, c.status.getMachineConfigNode.bind(c.status), { name }, `get machineconfignode ${name}`),
+  nameOf: (m) => m.name,
+  object: (m) => machineConfigNodeObject(machineConfigNodeOfWire(m)),
+  labels: () => undefined,
+  columns: ['NAME', 'POOLNAME', 'DESIREDCONFIG', 'CURRENTCONFIG', 'UPDATED', 'AGE'],
+  wideColumns: ['UPDATEPREPARED', 'UPDATEEXECUTED', 'UPDATEPOSTACTIONCOMPLETE', 'UPDATECOMPLETE', 'RESUMED', 'UPDATEDFILESANDOS', 'CORDONEDNODE', 'DRAINEDNODE', 'REBOOTEDNODE', 'UNCORDONEDNODE'],
+  row: (m, wide) => {
+    const row: (string | number)[] = [m.name, m.pool, m.desiredConfig, m.status?.currentConfig ?? '', mcnCondition(m, 'Updated'), age(Number(m.creationTimeUnixMs))];
+    if (wide) row.push(...['UpdatePrepared', 'UpdateExecuted', 'UpdatePostActionComplete', 'UpdateComplete', 'Resumed', 'AppliedFilesAndOS', 'Cordoned', 'Drained', 'RebootedNode', 'Uncordoned'].map((t) => mcnCondition(m, t)));
     return row;
   },
 };
@@ -453,4 +502,4 @@ const sourceResources = Object.fromEntries(Object.entries(SOURCE_RESOURCE_KINDS)
 })) as Record<SourceResourceName, Resource<SourceObject__Output>>;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const RESOURCES: Record<ResourceName, Resource<any>> = { pools, nodes, mc: machineConfigs, rendered, replicas, events, tokens, enrollments, audit, ...sourceResources };
+export const RESOURCES: Record<ResourceName, Resource<any>> = { pools, nodes, mc: machineConfigs, rendered, mcn: machineConfigNodes, replicas, events, tokens, enrollments, audit, ...sourceResources };

@@ -7,7 +7,7 @@ import { quote } from './control-characters.ts';
 import type { Problem } from './errors.ts';
 import { labelProblem } from './pool-membership.ts';
 import { MAX_POOL_PINNED_IMAGE_SETS } from './pinned-image-set.ts';
-import type { Drift, NodeState, NodeStatus, OsStatus, PinnedImageSetStatus } from './types.ts';
+import type { Drift, NodeState, NodeStatus, OsStatus, PinnedImageSetStatus, StagingStatus } from './types.ts';
 import { boundUpdateRecord } from './update-record.ts';
 
 /** A reason is a sentence or a short stack of them; MCO's are rarely above a few hundred bytes. */
@@ -121,6 +121,7 @@ export function boundNodeStatus(status: NodeStatus): NodeStatus {
     // An agent from before update records sends none: the status stays as it was.
     ...(status.currentUpdate !== undefined ? { currentUpdate: boundUpdateRecord(status.currentUpdate) } : {}),
     ...(status.lastUpdate !== undefined ? { lastUpdate: boundUpdateRecord(status.lastUpdate) } : {}),
+    ...(status.staging !== undefined ? { staging: boundStaging(status.staging) } : {}),
     ...(status.pinnedImageSets !== undefined ? { pinnedImageSets: boundPinnedImageSets(status.pinnedImageSets) } : {}),
   };
 }
@@ -131,7 +132,6 @@ export function boundNodeStatus(status: NodeStatus): NodeStatus {
  */
 function boundPinnedImageSets(sets: readonly PinnedImageSetStatus[]): PinnedImageSetStatus[] {
   if (!Array.isArray(sets)) return [];
-  const count = (n: unknown): number => (typeof n === 'number' && Number.isFinite(n) && n >= 0 ? Math.floor(n) : 0);
   return sets.slice(0, MAX_POOL_PINNED_IMAGE_SETS).map((s) => ({
     name: cut(s.name),
     desiredGeneration: count(s.desiredGeneration),
@@ -144,6 +144,27 @@ function boundPinnedImageSets(sets: readonly PinnedImageSetStatus[]): PinnedImag
     state: cut(s.state ?? ''),
     lastFailureCode: cut(s.lastFailureCode ?? ''),
   }));
+}
+
+const STAGING_STATES: ReadonlySet<string> = new Set(['Staging', 'Staged', 'Failed']);
+
+function boundStaging(s: StagingStatus | null): StagingStatus | null {
+  if (!s) return null;
+  return {
+    config: cut(s.config),
+    // A state outside the protocol reads as a failure, quoting it.
+    state: STAGING_STATES.has(s.state) ? s.state : 'Failed',
+    bytesDone: count(s.bytesDone),
+    bytesTotal: count(s.bytesTotal),
+    reason: cut(STAGING_STATES.has(s.state) ? s.reason : `agent reported unknown staging state ${JSON.stringify(cut(s.state))}${s.reason ? `: ${s.reason}` : ''}`, MAX_REASON_CHARS),
+    startedUnixMs: count(s.startedUnixMs),
+    endedUnixMs: count(s.endedUnixMs),
+  };
+}
+
+/** A count or a time: a finite non-negative integer, else 0. */
+function count(n: number): number {
+  return Number.isSafeInteger(n) && n >= 0 ? n : 0;
 }
 
 function boundDrift(drift: readonly Drift[]): Drift[] {

@@ -37,6 +37,9 @@ describe('packaging/kubernetes/rbac.yaml', () => {
       'machineconfiguration.openshift.io machineconfigpools/status get', 'machineconfiguration.openshift.io machineconfigpools/status update',
       'machineconfiguration.openshift.io machineconfigs get', 'machineconfiguration.openshift.io machineconfigs list', 'machineconfiguration.openshift.io machineconfigs watch',
       'policy poddisruptionbudgets get', 'policy poddisruptionbudgets list',
+      // MCO's MachineConfigNode objects, kept per node when the cluster has their CRD.
+      ...['list', 'create', 'update', 'delete'].map((v) => `machineconfiguration.openshift.io machineconfignodes ${v}`),
+      'machineconfiguration.openshift.io machineconfignodes/status update',
       // mcctl import and --kubernetes-source: the higher-level configs and the PinnedImageSets.
       ...['machineconfiguration.openshift.io kubeletconfigs', 'machineconfiguration.openshift.io containerruntimeconfigs', 'machineconfiguration.openshift.io pinnedimagesets',
         'config.openshift.io images', 'config.openshift.io imagedigestmirrorsets', 'config.openshift.io imagetagmirrorsets',

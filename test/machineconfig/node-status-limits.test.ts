@@ -29,3 +29,16 @@ test('every field is cut, and a cut never splits a surrogate pair', () => {
   assert.equal(out.os!.extensions.length, 257);
   assert.equal(out.os!.extensions.at(-1), '… and 44 more');
 });
+
+test('staging and PinnedImageSet reports: kept as sent within the limits; a state outside the protocol, a bad count and a long reason are not', () => {
+  const staging = { config: 'rendered-worker-2', state: 'Staging' as const, bytesDone: 10, bytesTotal: 100, reason: '', startedUnixMs: 1, endedUnixMs: 0 };
+  const set = { name: 'web', desiredGeneration: 2, currentGeneration: 1, imagesDone: 1, imagesTotal: 2, lastFailedImage: '', lastFailureReason: '', lastFailureUnixMs: 0 };
+  assert.deepEqual(boundNodeStatus({ ...base, staging, pinnedImageSets: [set] }), { ...base, staging, pinnedImageSets: [set] });
+  const odd = boundNodeStatus({ ...base, staging: { ...staging, state: 'Exploded' as never, bytesDone: -5, reason: 'x' }, pinnedImageSets: Array.from({ length: 300 }, () => ({ ...set, lastFailureReason: 'r'.repeat(10_000), imagesDone: Number.NaN })) });
+  assert.equal(odd.staging!.state, 'Failed');
+  assert.equal(odd.staging!.reason, 'agent reported unknown staging state "Exploded": x');
+  assert.equal(odd.staging!.bytesDone, 0);
+  assert.equal(odd.pinnedImageSets!.length, 256);
+  assert.ok(odd.pinnedImageSets![0]!.lastFailureReason.length <= 4096);
+  assert.equal(odd.pinnedImageSets![0]!.imagesDone, 0);
+});

@@ -8,7 +8,7 @@ import { ConfigurationError } from '../../machineconfig/index.ts';
 
 /** What a positional argument completes to, by its name in the command's usage. */
 const ARGUMENT_WORDS: Record<string, string[]> = {
-  resource: ['pools', 'nodes', 'mc', 'rendered', 'replicas', 'events', 'pool/', 'node/', 'mc/', 'rendered/'],
+  resource: ['pools', 'nodes', 'mc', 'rendered', 'mcn', 'replicas', 'events', 'pool/', 'node/', 'mc/', 'rendered/'],
   'pool/NAME': ['pool/'],
   shell: ['bash', 'zsh', 'fish'],
 };

@@ -52,7 +52,7 @@ interface Target {
 
 /** `nodes n1 n2`, `pool/worker node/n1`, `pools,nodes`: kubectl's ways to name what to get. */
 export function parseTargets(args: string[]): Target[] {
-  if (args.length === 0) throw new ConfigurationError('get needs a resource: pools (mcp), nodes, mc, rendered or replicas, or TYPE/NAME');
+  if (args.length === 0) throw new ConfigurationError('get needs a resource: pools (mcp), nodes, mc, rendered, mcn or replicas, or TYPE/NAME');
   if (args[0]!.includes('/')) {
     const targets: Target[] = [];
     for (const arg of args) {
@@ -87,8 +87,8 @@ export async function getCommand(c: Clients, io: Io, args: string[], options: Ge
   const targets = parseTargets(args);
   const selector = options.selector !== undefined ? parseSelectorFlag(options.selector) : undefined;
   if (selector && targets.some((t) => t.names.length)) throw new ConfigurationError('--selector cannot be combined with names: give one or the other');
-  if (options.pool !== undefined && targets.some((t) => t.resource !== 'nodes' && t.resource !== 'rendered' && t.resource !== 'events')) {
-    throw new ConfigurationError('--pool filters nodes, rendered configs and events only');
+  if (options.pool !== undefined && targets.some((t) => t.resource !== 'nodes' && t.resource !== 'rendered' && t.resource !== 'events' && t.resource !== 'mcn')) {
+    throw new ConfigurationError('--pool filters nodes, rendered configs, machineconfignodes and events only');
   }
   if (options.node !== undefined && targets.some((t) => t.resource !== 'events')) {
     throw new ConfigurationError('--node filters events only (mcctl get events --node NAME)');

@@ -64,6 +64,8 @@ export const STATUS_RULES = {
   GetServerInfo: READ,
   ListEvents: READ,
   GetNodeHistory: READ,
+  ListMachineConfigNodes: READ,
+  GetMachineConfigNode: READ,
 } as const satisfies Record<RpcNames<StatusServiceHandlers>, Rule>;
 
 export const CONFIG_RULES = {

@@ -140,6 +140,8 @@ function statusFromWire(s: NodeStatus__Output | null, bootId = '', agentVersion 
     // Checked field by field (types, lengths) on admission, like the rest.
     currentUpdate: (s?.currentUpdate ?? null) as NodeStatus['currentUpdate'],
     lastUpdate: (s?.lastUpdate ?? null) as NodeStatus['lastUpdate'],
+    // Fields 15-16 (staging, PinnedImageSets): checked and bounded on admission like the rest.
+    staging: s?.staging ? { ...s.staging, state: s.staging.state as NonNullable<NodeStatus['staging']>['state'] } : null,
     pinnedImageSets: s?.pinnedImageSets ?? [],
   };
 }

@@ -17,6 +17,8 @@ import { NodeListEncoder } from './node-list-encoding.ts';
 import type { ApiReads, ServingReplica } from './api-access.ts';
 import { unary } from './status-errors.ts';
 import { eventToWire, nodeToWire, poolToWire } from './to-wire.ts';
+import { machineConfigNode, machineConfigNodes } from '../cache/machine-config-nodes.ts';
+import { machineConfigNodeToWire } from './machine-config-node-wire.ts';
 import type { Event } from '../../runtime/generated/mcplane/v1/Event.ts';
 import type { EventRecord } from '../store/stored-records.ts';
 import type { StoredObject } from '../store/store.ts';
@@ -78,6 +80,14 @@ export function statusService({ cache, store }: ApiReads, replica: ServingReplic
       const stored = await store.get('NodeHistory', req.name);
       if (!stored && !cache.nodes.has(req.name)) throw new NotFoundError('Node', req.name);
       return { node: req.name, updates: stored?.value.updates ?? [] };
+    }),
+    ListMachineConfigNodes: unary(log, async (req: { pool: string }) => ({
+      machineConfigNodes: (await machineConfigNodes(cache, store, req.pool)).map(machineConfigNodeToWire),
+    })),
+    GetMachineConfigNode: unary(log, async (req: { name: string }) => {
+      const m = await machineConfigNode(cache, store, req.name);
+      if (!m) throw new NotFoundError('MachineConfigNode', req.name);
+      return machineConfigNodeToWire(m);
     }),
     Watch(call: ServerWritableStream<WatchRequest__Output, WatchEvent>) {
       const none = !call.request.pools && !call.request.nodes && !call.request.events;

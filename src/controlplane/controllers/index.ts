@@ -15,6 +15,7 @@ import { EnrollmentTokenCollector } from './enrollment-token-collector.ts';
 import { GeneratedConfigController } from './generated-config-controller.ts';
 import type { EventRecorder } from './event-recorder.ts';
 import type { KubernetesSourceController } from './kubernetes-source-controller.ts';
+import { MachineConfigNodeController } from './machine-config-node-controller.ts';
 import { NodeAnnotationController } from './node-annotation-controller.ts';
 import { PoolMembershipController } from './pool-membership-controller.ts';
 import { PoolStatusController } from './pool-status-controller.ts';
@@ -55,5 +56,7 @@ export function createControllers(d: ControllerDependencies): KeyedController<st
     wholePass(d.events),
     d.drains,
     ...(d.kubernetes ? [wholePass(new NodeAnnotationController(d.cache, d.kubernetes.ops, d.kubernetes.sync, d.log))] : []),
+    // MCO's MachineConfigNode objects in the cluster, when it has their CRD.
+    ...(d.kubernetes ? [wholePass(new MachineConfigNodeController(d.cache, d.kubernetes.ops.access, d.log))] : []),
   ];
 }
