@@ -140,5 +140,8 @@ function statusFromWire(s: NodeStatus__Output | null, bootId = '', agentVersion 
     // Checked field by field (types, lengths) on admission, like the rest.
     currentUpdate: (s?.currentUpdate ?? null) as NodeStatus['currentUpdate'],
     lastUpdate: (s?.lastUpdate ?? null) as NodeStatus['lastUpdate'],
+    // Bounded and checked on admission, like the drift entries' content.
+    driftPolicy: (s?.driftPolicy ?? '') as NodeStatus['driftPolicy'],
+    drifted: (s?.drifted ?? null) as NodeStatus['drifted'],
   };
 }

@@ -192,7 +192,9 @@ export class EventRecorder implements Controller {
     if (last && last.id !== before.lastUpdate && last.result) {
       const took = last.endedUnixMs && last.startedUnixMs ? ` in ${Math.max(0, Math.round((last.endedUnixMs - last.startedUnixMs) / 1000))}s` : '';
       const at = last.endedUnixMs || now;
-      if (last.result === 'Done') add('Normal', 'UpdateDone', `updated ${last.fromConfig || '<none>'} -> ${last.toConfig}${took} (disruption: ${last.disruption || 'none'})`, at);
+      // A rewrite under driftPolicy Reconcile is an update of the node to its own config: said so.
+      if (last.result === 'Done' && last.cause) add('Warning', 'DriftReconciled', `${last.cause}; re-applied ${last.toConfig}${took}`, at);
+      else if (last.result === 'Done') add('Normal', 'UpdateDone', `updated ${last.fromConfig || '<none>'} -> ${last.toConfig}${took} (disruption: ${last.disruption || 'none'})`, at);
       else if (last.result === 'Superseded') add('Normal', 'UpdateSuperseded', `update ${last.fromConfig || '<none>'} -> ${last.toConfig} ${last.reason}`, at);
       else if (last.result === 'RolledBack') add('Warning', 'RolledBack', `update ${last.fromConfig || '<none>'} -> ${last.toConfig} rolled back: ${last.reason}`, at);
       else add('Warning', 'UpdateFailed', `update ${last.fromConfig || '<none>'} -> ${last.toConfig} ${last.result}: ${last.reason}`, at);
