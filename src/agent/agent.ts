@@ -316,7 +316,16 @@ export class Agent {
     }
     const policy = this.#driftPolicy();
     if (policy === 'Adopt') return this.#adopt(found);
-    if (found.length === 0) return;
+    if (found.length === 0) {
+      // Reconcile's drift gone by itself (put back while a rewrite waited): nothing to report.
+      // Degrade's stays until the node is put right (mcctl node reapply), as before.
+      if (policy === 'Reconcile' && this.engine.progress.state === 'Done' && this.#driftFound.length) {
+        this.#driftFound = [];
+        this.metrics.drift([]);
+        this.session?.report();
+      }
+      return;
+    }
     this.#driftFound = found;
     this.metrics.drift(found);
     if (policy === 'Reconcile') return this.#reconcile(found);

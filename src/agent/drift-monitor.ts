@@ -85,7 +85,8 @@ export class DriftMonitor {
       this.#recheck = undefined;
       if (this.#expected.size === 0) return; // stopped meanwhile (an update runs)
       this.#known.clear();
-      void this.checkAll();
+      // Nothing left (the file was put back meanwhile) is worth saying too.
+      void this.checkAll().then((found) => { if (found.length === 0) this.onDrift([]); });
     }, ms);
     this.#recheck.unref();
   }
