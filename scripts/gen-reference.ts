@@ -36,7 +36,7 @@ const AGENT_KEYS: Record<string, string> = {
   systemdBus: '`system`, `session`, or a D-Bus address such as `unix:path=/run/user/0/bus`',
   rpmOstree: 'the rpm-ostree program to run',
   reboot: '`{method: logind}`, or `{method: command, command: [PROGRAM, ARGS...]}`',
-  drift: '`{intervalSeconds}`: the period of the full drift check (inotify reports changes between)',
+  drift: '`{intervalSeconds, reconcileMaxRewrites, reconcileBackoffSeconds, reconcileWindowSeconds}`: the period of the full drift check (inotify reports changes between); under a pool\'s `driftPolicy: Reconcile`, a file is rewritten at once, then after 2, 4, 8 … s (from `reconcileBackoffSeconds`), and given up on (the node Degraded, naming it) after `reconcileMaxRewrites` (5) rewrites within `reconcileWindowSeconds` (600)',
   heartbeatSeconds: 'how often the agent reports while nothing changes',
   logLevel: 'fatal, error, warn, info, debug, trace or silent',
   jobTimeoutSeconds: 'how long to wait on one systemd job',

@@ -43,7 +43,13 @@ export interface AgentConfig {
   systemdBus: string;
   rpmOstree: string;
   reboot: { method: 'logind' } | { method: 'command'; command: string[] };
-  drift: { intervalSeconds: number };
+  /**
+   * intervalSeconds: the full comparison's period. The reconcile* bounds are driftPolicy
+   * Reconcile's per file (drift-reconciler.ts): the first rewrite is at once, each next one waits
+   * twice as long as the one before (from reconcileBackoffSeconds), and a file rewritten
+   * reconcileMaxRewrites times within reconcileWindowSeconds is given up on (the node Degraded).
+   */
+  drift: { intervalSeconds: number; reconcileMaxRewrites: number; reconcileBackoffSeconds: number; reconcileWindowSeconds: number };
   heartbeatSeconds: number;
   logLevel: string;
   /** How long to wait on one systemd job. */
@@ -215,7 +221,12 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
     systemdBus: str(r.systemdBus, 'systemdBus', 'system'),
     rpmOstree: str(r.rpmOstree, 'rpmOstree', 'rpm-ostree'),
     reboot,
-    drift: { intervalSeconds: num(r.drift?.intervalSeconds, 'drift.intervalSeconds', 60) },
+    drift: {
+      intervalSeconds: num(r.drift?.intervalSeconds, 'drift.intervalSeconds', 60),
+      reconcileMaxRewrites: Math.ceil(num(r.drift?.reconcileMaxRewrites, 'drift.reconcileMaxRewrites', 5)),
+      reconcileBackoffSeconds: num(r.drift?.reconcileBackoffSeconds, 'drift.reconcileBackoffSeconds', 2),
+      reconcileWindowSeconds: num(r.drift?.reconcileWindowSeconds, 'drift.reconcileWindowSeconds', 600),
+    },
     heartbeatSeconds: num(r.heartbeatSeconds, 'heartbeatSeconds', 30),
     logLevel: logLevelOf(r.logLevel, fail),
     jobTimeoutSeconds: num(r.jobTimeoutSeconds, 'jobTimeoutSeconds', 90),

@@ -4,6 +4,8 @@
 import { readFileSync } from 'node:fs';
 import {
   API_VERSION,
+  driftedConditionMessage,
+  driftIgnoreProblem,
   parseAssignedDisruptionPolicy,
   parseAssignedDriftPolicy,
   parseHealthCheck,
@@ -12,7 +14,9 @@ import {
   ProblemCollector,
   type DisruptionPolicy,
   type Drift,
+  type DriftPolicy,
   type HealthCheck,
+  type NodeCondition,
   type NodeStatus,
   type OsStatus,
 } from '../machineconfig/index.ts';
@@ -24,7 +28,10 @@ import { startMetricsServer, type MetricsServer } from '../runtime/metrics-http.
 import type { AgentConfig } from './agent-config.ts';
 import { AgentMetrics } from './agent-metrics.ts';
 import { desiredFiles, layoutOf } from './desired-files.ts';
-import { describeDrift, DriftMonitor } from './drift-monitor.ts';
+import { withNodeContent } from './drift-content.ts';
+import { describeDrift, DriftMonitor, ignorePath } from './drift-monitor.ts';
+import { DriftReconciler } from './drift-reconciler.ts';
+import { DriftSettings } from './drift-settings.ts';
 import { recoverCertificateFiles } from './certificate-store.ts';
 import { enrollIfNeeded } from './enrollment.ts';
 import { Failpoints } from './failpoints.ts';
@@ -37,6 +44,9 @@ import { AgentSession } from './session.ts';
 import { SystemdClient } from './systemd-client.ts';
 import { unitMismatches } from './unit-operations.ts';
 import { UpdateEngine, type Assignment } from './update-engine.ts';
+
+/** How soon drift found while an update is ending is looked at again. */
+const RECHECK_BUSY_MS = 200;
 
 export class Agent {
   readonly journal: Journal;
@@ -54,6 +64,13 @@ export class Agent {
   #latest: Assignment | undefined;
   /** Set while a drift-policy Reconcile rewrite runs: its drift stays reported afterwards. */
   #reconciling = false;
+  /** What the running Reconcile rewrite says of itself in the node's history (its record's cause). */
+  #reconcileCause: string | undefined;
+  readonly #reconciler: DriftReconciler;
+  /** The pool's driftPolicy and driftIgnore, from the latest assignment (kept across restarts). */
+  readonly #driftSettings: DriftSettings;
+  /** Under Adopt, while drift is reported: the node's Drifted condition. */
+  #drifted: NodeCondition | null = null;
 
   private constructor(readonly config: AgentConfig, private readonly log: Logger) {
     this.journal = new Journal(config.paths.stateDir);
@@ -68,14 +85,33 @@ export class Agent {
       onChange: () => this.session?.report(),
       log,
     });
+    this.#driftSettings = new DriftSettings(config.paths.stateDir);
+    this.#reconciler = new DriftReconciler({
+      maxRewrites: config.drift.reconcileMaxRewrites,
+      backoffMs: config.drift.reconcileBackoffSeconds * 1000,
+      windowMs: config.drift.reconcileWindowSeconds * 1000,
+    });
     this.engine = new UpdateEngine({
       config, journal: this.journal, systemd: this.#systemd, rpmOstree: this.#rpm,
       rebooter: createRebooter(config.reboot), failpoints: new Failpoints(), log,
       onProgress: (p) => {
         this.metrics.progress(p);
         if (p.state === 'Working') this.drift.stop();
+        if (p.state !== 'Working' && this.#reconcileCause) {
+          // The rewrite's record says what started it, before anyone hears it finished.
+          const cause = this.#reconcileCause;
+          this.#reconcileCause = undefined;
+          this.journal.update((s) => { if (s.lastUpdate) s.lastUpdate = { ...s.lastUpdate, cause }; });
+          if (p.state !== 'Done') {
+            // The rewrite failed (the file changed again before its validation): it counted, and
+            // the watch decides the next one (or gives up) as for any drift.
+            this.#reconciling = false;
+            this.#watchDrift();
+          }
+        }
         if (p.state === 'Done' && p.phase === 'done') {
           if (!this.#reconciling) this.#driftFound = [];
+          this.#drifted = null;
           this.metrics.drift(this.#driftFound);
           this.#reconciling = false;
           // Watch before the control plane hears "Done", so no edit can slip in between.
@@ -151,7 +187,13 @@ export class Agent {
       currentUpdate: j.currentUpdate ?? null,
       lastUpdate: j.lastUpdate ?? null,
       pinnedImageSets: this.pinnedImages.status(),
+      driftPolicy: this.#driftPolicy(),
+      drifted: this.#drifted,
     };
+  }
+
+  #driftPolicy(): DriftPolicy {
+    return this.#driftSettings.policy(this.journal.state.currentDriftPolicy);
   }
 
   /** MCO's forcefile: re-apply the whole desired config, rewriting files that already match. */
@@ -162,6 +204,8 @@ export class Agent {
       return;
     }
     this.log.info({ requestedBy, config: a.config }, 'forced re-apply');
+    // An operator's re-apply: Reconcile's count of rewrites starts afresh.
+    this.#reconciler.reset();
     this.engine.assign(a, true);
   }
 
@@ -232,8 +276,16 @@ export class Agent {
     }
     const driftPolicy = parseAssignedDriftPolicy(a.driftPolicy, c, 'driftPolicy');
     if (!driftPolicy) return bad("the assignment's drift policy is invalid");
+    const ignore = (a.driftIgnore ?? []).filter((g) => typeof g === 'string');
+    ignore.forEach((g, i) => {
+      const problem = driftIgnoreProblem(g);
+      if (problem) c.add(`driftIgnore[${i}]`, 'drift-ignore', problem);
+    });
+    if (!c.ok) return bad("the assignment's driftIgnore is invalid");
     const assignment: Assignment = { config: a.renderedConfig, spec: mc.spec, policy, driftPolicy, healthCheck };
     this.#latest = assignment;
+    if (a.renderedConfig !== this.journal.state.currentConfig) this.#reconciler.reset();
+    if (this.#driftSettings.update({ policy: driftPolicy, ignore })) this.#driftSettingsChanged();
     this.engine.assign(assignment);
   }
 
@@ -261,6 +313,8 @@ export class Agent {
     } catch {
       return;
     }
+    // Ignored paths are watched for nothing: not reported, not rewritten, not degrading the node.
+    files = files.filter((f) => !this.#driftSettings.ignored(ignorePath(f)));
     // Enablement and masks have no file to hash: the drift carries the expected and actual state.
     this.drift.watch(files, async () => (await unitMismatches(this.#systemd, spec)).map((m) => ({
       path: m.unit, kind: 'unit' as const, expectedHash: m.expected, actualHash: m.actual, detectedUnixMs: Date.now(),
@@ -268,19 +322,77 @@ export class Agent {
   }
 
   #onDrift(found: Drift[]): void {
-    if (this.engine.busy || found.length === 0) return;
+    if (this.engine.busy) {
+      // Found at the edge of an update (the watch restarts as it reports Done): looked at again
+      // once it is over, not dropped (the drift is known now, so nothing would report it again).
+      this.drift.recheckIn(RECHECK_BUSY_MS);
+      return;
+    }
+    const policy = this.#driftPolicy();
+    if (policy === 'Adopt') return this.#adopt(found);
+    if (found.length === 0) {
+      // Reconcile's drift gone by itself (put back while a rewrite waited): nothing to report.
+      // Degrade's stays until the node is put right (mcctl node reapply), as before.
+      if (policy === 'Reconcile' && this.engine.progress.state === 'Done' && this.#driftFound.length) {
+        this.#driftFound = [];
+        this.metrics.drift([]);
+        this.session?.report();
+      }
+      return;
+    }
     this.#driftFound = found;
     this.metrics.drift(found);
-    const reason = `drift: ${found.map(describeDrift).join('; ')}`;
-    if (this.journal.state.currentDriftPolicy === 'Reconcile') {
-      this.log.warn({ files: found.map((d) => d.path) }, 'drift policy Reconcile: rewriting the managed files');
-      const a = this.#currentAssignment();
-      this.#reconciling = true;
-      if (a) this.engine.assign(a, true);
+    if (policy === 'Reconcile') return this.#reconcile(found);
+    this.engine.markFailed('Degraded', 'drift', `drift: ${found.map(describeDrift).join('; ')}`);
+  }
+
+  /** Reconcile: the managed files rewritten (a forced re-apply), at most as often as drift-reconciler.ts allows each. */
+  #reconcile(found: Drift[]): void {
+    const decision = this.#reconciler.decide(found.map((d) => d.path));
+    if (decision.action === 'give-up') {
+      this.log.error({ files: decision.paths }, 'drift policy Reconcile: these files keep changing; no more rewrites');
+      this.engine.markFailed('Degraded', 'drift', decision.reason);
+      return;
+    }
+    if (decision.action === 'wait') {
+      this.log.warn({ files: decision.paths, waitMs: decision.waitMs }, 'drift policy Reconcile: rewritten recently; the next rewrite waits');
+      this.drift.recheckIn(decision.waitMs);
       this.session?.report();
       return;
     }
-    this.engine.markFailed('Degraded', 'drift', reason);
+    this.log.warn({ files: found.map((d) => d.path) }, 'drift policy Reconcile: rewriting the managed files');
+    const a = this.#currentAssignment();
+    this.#reconciling = true;
+    if (a) {
+      this.#reconcileCause = decision.cause;
+      this.engine.assign(a, true);
+    }
+    this.session?.report();
+  }
+
+  /** Adopt: the node keeps its files and reports their content for a proposal; it stays Done. */
+  #adopt(found: Drift[]): void {
+    this.#driftFound = found.length ? withNodeContent(found, (d) => this.drift.hostPathOf(d.path)) : [];
+    this.metrics.drift(this.#driftFound);
+    this.#drifted = found.length
+      ? {
+        type: 'Drifted', status: 'True', reason: 'Adopt',
+        message: driftedConditionMessage(found, this.config.nodeName),
+        lastTransitionTimeUnixMs: this.#drifted?.lastTransitionTimeUnixMs ?? Date.now(),
+      }
+      : null;
+    if (found.length) this.log.warn({ files: found.map((d) => d.path) }, 'drift policy Adopt: the node keeps its version; reported for a proposal');
+    this.session?.report();
+  }
+
+  /** A new policy or ignore list acts at once on an idle node: the watch starts again under it. */
+  #driftSettingsChanged(): void {
+    this.log.info({ policy: this.#driftSettings.policy(this.journal.state.currentDriftPolicy), ignore: this.#driftSettings.ignore }, 'drift settings changed');
+    if (this.engine.busy || this.journal.state.pending) return;
+    this.#driftFound = [];
+    this.#drifted = null;
+    this.metrics.drift([]);
+    this.#watchDrift();
   }
 }
 

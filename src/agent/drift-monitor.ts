@@ -19,6 +19,9 @@ export class DriftMonitor {
   #settle: NodeJS.Timeout | undefined;
   #extraChecks: () => Promise<Drift[]> = async () => [];
   #known = new Map<string, Drift>();
+  /** A drift entry's path (as the config names it) to the file on this host. */
+  #hostPaths = new Map<string, string>();
+  #recheck: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly log: Logger,
@@ -30,7 +33,10 @@ export class DriftMonitor {
   watch(files: DesiredFile[], extraChecks?: () => Promise<Drift[]>): void {
     this.stop();
     this.#known.clear();
-    for (const f of files) this.#expected.set(f.hostPath, { ...f, hash: sha256(f.bytes) });
+    for (const f of files) {
+      this.#expected.set(f.hostPath, { ...f, hash: sha256(f.bytes) });
+      this.#hostPaths.set(reportedPath(f), f.hostPath);
+    }
     if (extraChecks) this.#extraChecks = extraChecks;
     for (const dir of new Set(files.map((f) => dirname(f.hostPath)))) {
       try {
@@ -56,9 +62,33 @@ export class DriftMonitor {
     this.#watchers = [];
     clearInterval(this.#timer);
     clearTimeout(this.#settle);
+    clearTimeout(this.#recheck);
+    this.#settle = undefined;
     this.#timer = undefined;
     this.#expected.clear();
+    this.#hostPaths.clear();
     this.#pending.clear();
+  }
+
+  /** The file on this host behind a drift entry's path, while it is watched. */
+  hostPathOf(path: string): string | undefined {
+    return this.#hostPaths.get(path);
+  }
+
+  /**
+   * Compares everything again in `ms` and reports all it finds, new or not: a rewrite that
+   * waited out its backoff (drift-reconciler.ts) acts on what is there then.
+   */
+  recheckIn(ms: number): void {
+    clearTimeout(this.#recheck);
+    this.#recheck = setTimeout(() => {
+      this.#recheck = undefined;
+      if (this.#expected.size === 0) return; // stopped meanwhile (an update runs)
+      this.#known.clear();
+      // Nothing left (the file was put back meanwhile) is worth saying too.
+      void this.checkAll().then((found) => { if (found.length === 0) this.onDrift([]); });
+    }, ms);
+    this.#recheck.unref();
   }
 
   /** Compares every managed file (and the extra checks) now; reports if anything is new. */
@@ -110,18 +140,44 @@ export class DriftMonitor {
       if (!worldReadable(f.mode)) expected = withheld(f.mode);
       actual = '';
     }
-    return { path: f.object.startsWith('file ') ? f.object.slice(5) : f.hostPath, kind: f.object.startsWith('unit') || f.object.startsWith('dropin') ? 'unit' : 'file', expectedHash: expected, actualHash: actual, detectedUnixMs: Date.now() };
+    return { path: reportedPath(f), kind: f.object.startsWith('unit') || f.object.startsWith('dropin') ? 'unit' : 'file', expectedHash: expected, actualHash: actual, detectedUnixMs: Date.now() };
   }
 
   #publish(found: Drift[], full: boolean): void {
-    const fresh = found.filter((d) => !this.#known.has(d.path));
+    // A file changed again (another hash) is news too: Adopt reports the new content.
+    const fresh = found.filter((d) => this.#known.get(d.path)?.actualHash !== d.actualHash || !this.#known.has(d.path));
     for (const d of found) this.#known.set(d.path, d);
-    if (full) for (const path of [...this.#known.keys()]) if (!found.some((d) => d.path === path)) this.#known.delete(path);
+    let gone = 0;
+    if (full) {
+      for (const path of [...this.#known.keys()]) {
+        if (!found.some((d) => d.path === path)) {
+          this.#known.delete(path);
+          gone++;
+        }
+      }
+    }
+    // Drift that went away (a file put back by hand) is reported too, as what remains.
+    if (!fresh.length && gone) this.onDrift([...this.#known.values()]);
     if (fresh.length) {
       this.log.warn({ drift: fresh.map((d) => ({ path: d.path, expected: d.expectedHash.slice(0, 16), actual: d.actualHash.slice(0, 16) || 'missing' })) }, 'managed files changed outside the agent');
       this.onDrift([...this.#known.values()]);
     }
   }
+}
+
+/** The path a drift entry names: the config's for a file, the file on the host for a unit's. */
+function reportedPath(f: DesiredFile): string {
+  return f.object.startsWith('file ') ? f.object.slice(5) : f.hostPath;
+}
+
+/** The path driftIgnore matches: the config's for a file, /etc/systemd/system's for a unit's files. */
+export function ignorePath(f: DesiredFile): string {
+  if (f.object.startsWith('unit ')) return `/etc/systemd/system/${f.object.slice(5)}`;
+  if (f.object.startsWith('dropin ')) {
+    const [unit, dropin] = f.object.slice(7).split('/');
+    return `/etc/systemd/system/${unit}.d/${dropin}`;
+  }
+  return reportedPath(f);
 }
 
 /**

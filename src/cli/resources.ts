@@ -22,7 +22,7 @@ import { age } from './format.ts';
 import { events } from './events.ts';
 import { condition, machineConfigObject, nodeObject, poolObject, renderedObject, replicaObject } from './objects.ts';
 
-export type ResourceName = 'pools' | 'nodes' | 'mc' | 'rendered' | 'replicas' | 'events' | 'tokens' | 'enrollments' | 'audit' | 'mcn' | SourceResourceName;
+export type ResourceName = 'pools' | 'nodes' | 'mc' | 'rendered' | 'replicas' | 'events' | 'tokens' | 'enrollments' | 'audit' | 'mcn' | 'drift' | SourceResourceName;
 /** The higher-level configs (the catalogue's source kinds), one resource per kind, under its plural. */
 export type SourceResourceName = SourcePlural;
 
@@ -69,6 +69,7 @@ export const ALIASES: Readonly<Record<string, ResourceName>> = {
   mcn: 'mcn', machineconfignode: 'mcn', machineconfignodes: 'mcn',
   tokens: 'tokens', token: 'tokens', bootstraptoken: 'tokens', bootstraptokens: 'tokens',
   audit: 'audit', audits: 'audit', auditrecord: 'audit', auditrecords: 'audit',
+  drift: 'drift', drifts: 'drift', nodedrift: 'drift', nodedrifts: 'drift',
   enrollments: 'enrollments', enrollment: 'enrollments', enrollmentrequest: 'enrollments', enrollmentrequests: 'enrollments', er: 'enrollments',
   // An API kind is also known by its kind, its plural and its short names (kubectl's).
   ...Object.fromEntries((Object.entries(API_KIND_RESOURCES) as [ApiKind, ResourceName][]).flatMap(([kind, r]) => [kind.toLowerCase(), API_KINDS[kind].plural, ...API_KINDS[kind].shortNames].map((alias) => [alias, r]))),
@@ -82,7 +83,7 @@ const SOURCE_NAMES = SOURCE_KINDS.map((kind) => {
 
 export function resourceOf(name: string): ResourceName {
   const r = ALIASES[name.toLowerCase()];
-  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, machineconfignodes (mcn), replicas, events, tokens, enrollments, audit, ${SOURCE_NAMES.slice(0, -1).join(', ')} or ${SOURCE_NAMES.at(-1)}`);
+  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, machineconfignodes (mcn), replicas, events, tokens, enrollments, audit, drift, ${SOURCE_NAMES.slice(0, -1).join(', ')} or ${SOURCE_NAMES.at(-1)}`);
   return r;
 }
 
@@ -423,6 +424,51 @@ const audit: Resource<AuditRecord__Output> = {
   },
 };
 
+// `mcctl get drift`: the nodes reporting drift, one row each, with the drift policy their agent
+// acted on and the paths. Read from the nodes' status (GetDriftProposal has the content).
+const driftedNodes = (nodes: Node__Output[]): Node__Output[] => nodes.filter((n) => (n.status?.drift.length ?? 0) > 0);
+const driftPaths = (n: Node__Output): string => n.status!.drift.map((d) => d.path).join(',');
+const adoptable = (n: Node__Output): string => {
+  if (n.status?.driftPolicy !== 'Adopt') return '<not Adopt>';
+  const files = n.status.drift.filter((d) => d.kind === 'file' && d.path.startsWith('/') && !d.contentOmitted && d.actualHash !== '');
+  return `${files.length}/${n.status.drift.length}`;
+};
+
+const drift: Resource<Node__Output> = {
+  name: 'drift',
+  typeName: 'nodedrift',
+  list: async (c, f) => driftedNodes(await listAllNodes(c, f.pool ?? '')),
+  get: async (c, name) => {
+    const node = await call(c, c.status.getNode.bind(c.status), { name }, `get node ${name}`);
+    if (!driftedNodes([node]).length) throw new NotFoundError('NodeDrift', name);
+    return node;
+  },
+  nameOf: (n) => n.name,
+  object: (n) => ({
+    apiVersion: 'mcplane.io/v1', kind: 'NodeDrift',
+    metadata: { name: n.name, labels: n.labels },
+    pool: n.pool,
+    policy: n.status?.driftPolicy || 'Degrade',
+    state: n.status?.state ?? '',
+    ...(n.status?.drifted ? { condition: n.status.drifted } : {}),
+    drift: (n.status?.drift ?? []).map((d) => ({
+      kind: d.kind, path: d.path, expectedHash: d.expectedHash, actualHash: d.actualHash, detected: new Date(Number(d.detectedUnixMs)).toISOString(),
+      ...(d.mode ? { mode: d.mode, user: d.user, group: d.group } : {}),
+      ...(d.contentOmitted ? { contentOmitted: d.contentOmitted } : {}),
+    })),
+  }),
+  labels: (n) => n.labels,
+  columns: ['NODE', 'POOL', 'POLICY', 'STATE', 'PATHS', 'DETECTED'],
+  wideColumns: ['ADOPTABLE', 'REASON'],
+  row: (n, wide) => {
+    const s = n.status!;
+    const first = Math.min(...s.drift.map((d) => Number(d.detectedUnixMs) || Date.now()));
+    const row: (string | number)[] = [n.name, n.pool || '<none>', s.driftPolicy || '<unknown>', nodeState(n), driftPaths(n), age(first)];
+    if (wide) row.push(adoptable(n), reasonText(s.reason) || '<none>');
+    return row;
+  },
+};
+
 interface SourceStatus {
   conditions: { type: string; status: string; reason?: string; message: string }[];
   generated: string[];
@@ -502,4 +548,4 @@ const sourceResources = Object.fromEntries(Object.entries(SOURCE_RESOURCE_KINDS)
 })) as Record<SourceResourceName, Resource<SourceObject__Output>>;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const RESOURCES: Record<ResourceName, Resource<any>> = { pools, nodes, mc: machineConfigs, rendered, mcn: machineConfigNodes, replicas, events, tokens, enrollments, audit, ...sourceResources };
+export const RESOURCES: Record<ResourceName, Resource<any>> = { pools, nodes, mc: machineConfigs, rendered, mcn: machineConfigNodes, replicas, events, tokens, enrollments, audit, drift, ...sourceResources };

@@ -29,6 +29,7 @@ export function formatTimeline(reported: UpdateRecord__Output[], current: Update
     const took = u.endedUnixMs ? duration(u.endedUnixMs - u.startedUnixMs) : `${duration(now - u.startedUnixMs)} so far`;
     lines.push(`  ${u.fromConfig || '<none>'} -> ${u.toConfig}`);
     lines.push(`    Result:      ${result}${u.reason ? `: ${u.reason}` : ''}`);
+    if (u.cause) lines.push(`    Cause:       ${u.cause}`);
     lines.push(`    Started:     ${clock(u.startedUnixMs)} (took ${took})`);
     lines.push(`    Disruption:  ${u.disruption || '<none>'}`);
     const width = Math.max(5, ...u.phases.map((p) => p.name.length + (p.source === 'control-plane' ? 16 : 0)));

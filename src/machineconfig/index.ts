@@ -12,6 +12,8 @@ export { formatSelector, isEmptySelector, matchesSelector } from './label-select
 export { parseMachineConfig } from './machine-config.ts';
 export { parseMachineConfiguration } from './machine-configuration.ts';
 export { mergeDisruptionPolicies, policyEntryOrigin } from './disruption-policy-merge.ts';
+export { boundAdoptedContent, driftedConditionMessage, driftProposal, MAX_ADOPTED_FILE_BYTES, MAX_ADOPTED_FILES, MAX_ADOPTED_TOTAL_BYTES, proposalName } from './drift-adoption.ts';
+export { driftIgnoreMatcher, driftIgnoreProblem, MAX_DRIFT_IGNORE_ENTRIES, parseDriftIgnore } from './drift-ignore.ts';
 export { defaultPools, parseAssignedDisruptionPolicy, parseAssignedDriftPolicy, parseMachineConfigPool } from './machine-config-pool.ts';
 export { resolveMaxUnavailable } from './max-unavailable.ts';
 export { parseDocuments, parseManifests, readDocuments, type ParsedManifests, type RawDocument } from './manifest.ts';

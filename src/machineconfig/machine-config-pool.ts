@@ -7,6 +7,7 @@ import {
   WORKER_POOL,
 } from './constants.ts';
 import { parseDisruptionBudget } from './disruption-budget.ts';
+import { parseDriftIgnore } from './drift-ignore.ts';
 import { MAX_POLICY_ACTIONS, parseDisruptionPolicyEntries, unitName } from './disruption-policy-entries.ts';
 import { parseLabelSelector } from './label-selector.ts';
 import { parseMaintenanceWindows, WINDOW_SCOPES } from './maintenance-window.ts';
@@ -31,7 +32,7 @@ import type {
 // from a cluster load unmodified.
 const SPEC_KEYS = [
   'machineConfigSelector', 'nodeSelector', 'paused', 'maxUnavailable', 'configuration', 'pinnedImageSets',
-  'disruptionPolicy', 'driftPolicy', 'drain',
+  'disruptionPolicy', 'driftPolicy', 'driftIgnore', 'drain',
   'maintenanceWindows', 'maintenanceWindowScope', 'disruptionBudget',
   'rollout', 'healthCheck',
 ];
@@ -39,7 +40,7 @@ const PERCENT = /^(\d+)%$/;
 const ACTION_TYPES: Record<string, DisruptionActionType> = {
   none: 'none', reload: 'reload', restart: 'restart', 'daemon-reload': 'daemon-reload', daemonreload: 'daemon-reload', drain: 'drain', reboot: 'reboot',
 };
-const DRIFT_POLICIES: readonly DriftPolicy[] = ['Degrade', 'Reconcile'];
+const DRIFT_POLICIES: readonly DriftPolicy[] = ['Degrade', 'Reconcile', 'Adopt'];
 
 export function parseMachineConfigPool(doc: Record<string, unknown>, c: ProblemCollector): MachineConfigPool | undefined {
   checkApiVersion(doc, c);
@@ -61,6 +62,8 @@ export function parseMachineConfigPool(doc: Record<string, unknown>, c: ProblemC
     if (DRIFT_POLICIES.includes(drift as DriftPolicy)) spec.driftPolicy = drift as DriftPolicy;
     else c.add('spec.driftPolicy', 'drift-policy', `driftPolicy "${drift}" is not one of ${DRIFT_POLICIES.join(', ')}`);
   }
+  const ignore = parseDriftIgnore(rawSpec.driftIgnore, c, 'spec.driftIgnore');
+  if (ignore?.length) spec.driftIgnore = ignore;
   if (rawSpec.disruptionPolicy !== undefined && rawSpec.disruptionPolicy !== null) {
     spec.disruptionPolicy = parseDisruptionPolicyEntries(rawSpec.disruptionPolicy, c, 'spec.disruptionPolicy', parseActions);
   }

@@ -4,10 +4,11 @@
 // entries would otherwise make every status read of the whole cluster that much larger.
 
 import { quote } from './control-characters.ts';
+import { boundAdoptedContent } from './drift-adoption.ts';
 import type { Problem } from './errors.ts';
 import { labelProblem } from './pool-membership.ts';
 import { MAX_POOL_PINNED_IMAGE_SETS } from './pinned-image-set.ts';
-import type { Drift, NodeState, NodeStatus, OsStatus, PinnedImageSetStatus, StagingStatus } from './types.ts';
+import type { Drift, DriftPolicy, NodeCondition, NodeState, NodeStatus, OsStatus, PinnedImageSetStatus, StagingStatus } from './types.ts';
 import { boundUpdateRecord } from './update-record.ts';
 
 /** A reason is a sentence or a short stack of them; MCO's are rarely above a few hundred bytes. */
@@ -123,6 +124,22 @@ export function boundNodeStatus(status: NodeStatus): NodeStatus {
     ...(status.lastUpdate !== undefined ? { lastUpdate: boundUpdateRecord(status.lastUpdate) } : {}),
     ...(status.staging !== undefined ? { staging: boundStaging(status.staging) } : {}),
     ...(status.pinnedImageSets !== undefined ? { pinnedImageSets: boundPinnedImageSets(status.pinnedImageSets) } : {}),
+    ...(status.driftPolicy ? { driftPolicy: DRIFT_POLICIES.has(status.driftPolicy) ? status.driftPolicy : '' } : {}),
+    ...(status.drifted ? { drifted: boundCondition(status.drifted) } : {}),
+  };
+}
+
+const DRIFT_POLICIES: ReadonlySet<string> = new Set<DriftPolicy>(['Degrade', 'Reconcile', 'Adopt']);
+const CONDITION_STATUSES: ReadonlySet<string> = new Set(['True', 'False', 'Unknown']);
+
+function boundCondition(c: NodeCondition): NodeCondition | null {
+  if (typeof c !== 'object' || c === null) return null;
+  return {
+    type: cut(c.type, 64),
+    status: CONDITION_STATUSES.has(c.status) ? c.status : 'Unknown',
+    reason: cut(c.reason, 128),
+    message: cut(c.message, MAX_REASON_CHARS),
+    lastTransitionTimeUnixMs: typeof c.lastTransitionTimeUnixMs === 'number' && Number.isFinite(c.lastTransitionTimeUnixMs) ? c.lastTransitionTimeUnixMs : 0,
   };
 }
 
@@ -168,9 +185,15 @@ function count(n: number): number {
 }
 
 function boundDrift(drift: readonly Drift[]): Drift[] {
-  const kept = drift.slice(0, MAX_DRIFT_ENTRIES).map((d) => ({
+  // Adopt's content (and the file's mode and owner with it) within drift-adoption.ts's bounds.
+  const kept: Drift[] = boundAdoptedContent(drift.slice(0, MAX_DRIFT_ENTRIES).map((d) => ({
     path: cut(d.path), kind: d.kind, expectedHash: cut(d.expectedHash), actualHash: cut(d.actualHash), detectedUnixMs: d.detectedUnixMs,
-  }));
+    ...(typeof d.contentBase64 === 'string' && d.contentBase64 ? { contentBase64: d.contentBase64 } : {}),
+    ...(typeof d.mode === 'string' && d.mode ? { mode: cut(d.mode, 8) } : {}),
+    ...(typeof d.user === 'string' && d.user ? { user: cut(d.user, 16) } : {}),
+    ...(typeof d.group === 'string' && d.group ? { group: cut(d.group, 16) } : {}),
+    ...(typeof d.contentOmitted === 'string' && d.contentOmitted ? { contentOmitted: cut(d.contentOmitted) } : {}),
+  })));
   if (drift.length > MAX_DRIFT_ENTRIES) {
     // An entry rather than a new field: every reader (mcctl describe, pool conditions) already
     // shows drift entries, so the count reaches the operator without anyone changing.

@@ -169,7 +169,8 @@ export interface DisruptionBudget {
 }
 
 /** mcplane addition: what the agent does when a managed file changes behind its back. */
-export type DriftPolicy = 'Degrade' | 'Reconcile';
+/** Degrade: the node is Degraded; Reconcile: the agent rewrites the file; Adopt: the node keeps it and reports it for a proposal. */
+export type DriftPolicy = 'Degrade' | 'Reconcile' | 'Adopt';
 
 export interface MachineConfigPoolSpec {
   /** null means "selects nothing", {} means "selects every config", as in Kubernetes. */
@@ -181,6 +182,8 @@ export interface MachineConfigPoolSpec {
   maxUnavailable: number | string;
   disruptionPolicy?: DisruptionPolicy;
   driftPolicy: DriftPolicy;
+  /** mcplane addition: paths and globs the agent watches for nothing (drift-ignore.ts). */
+  driftIgnore?: string[];
   /** mcplane addition: how the leader's drains of this pool's nodes are bounded. */
   drain?: PoolDrainPolicy;
   /** mcplane addition: when drains and reboots may start (maintenance-window.ts). */
@@ -298,6 +301,14 @@ export interface Drift {
   expectedHash: string;
   actualHash: string;
   detectedUnixMs: number;
+  /** Under driftPolicy Adopt: the node's version of the file, base64 (drift-adoption.ts bounds it). */
+  contentBase64?: string;
+  /** The file's mode ("0644"), uid and gid on the node, when its content is reported. */
+  mode?: string;
+  user?: string;
+  group?: string;
+  /** Why no content is reported for this entry under Adopt (a unit, missing, withheld, over a bound). */
+  contentOmitted?: string;
 }
 
 /** What the node's agent reports. */
@@ -320,6 +331,19 @@ export interface NodeStatus {
   staging?: StagingStatus | null;
   /** One per PinnedImageSet of the node's pool. */
   pinnedImageSets?: PinnedImageSetStatus[];
+  /** The drift policy the agent acts on; "" (or absent) from agents that do not say. */
+  driftPolicy?: DriftPolicy | '';
+  /** Under Adopt, while drift is reported: the Drifted condition (the node stays Done). */
+  drifted?: NodeCondition | null;
+}
+
+/** A condition a node reports of itself (as MCO's MachineConfigNode conditions). */
+export interface NodeCondition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  lastTransitionTimeUnixMs: number;
 }
 
 /** A download ahead of the drain: Staging while it runs, Staged when the apply may go cache-only. */

@@ -28,6 +28,8 @@ export interface UpdateRecord {
   /** "" while it runs. */
   result: UpdateResult | '';
   reason: string;
+  /** What started it when not an assignment (a drift rewrite under Reconcile); absent otherwise. */
+  cause?: string;
 }
 
 /** Updates each node's history keeps on the control plane (the oldest goes first). */
@@ -108,6 +110,7 @@ export function boundUpdateRecord(r: unknown): UpdateRecord | null {
     disruption: text(x.disruption, MAX_TEXT),
     result,
     reason: text(x.reason, MAX_REASON),
+    ...(typeof x.cause === 'string' && x.cause ? { cause: text(x.cause, MAX_TEXT) } : {}),
   };
 }
 

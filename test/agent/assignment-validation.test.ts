@@ -28,7 +28,7 @@ let last: NodeStatus__Output | undefined;
 let port = 0;
 
 const SPEC = JSON.stringify({ config: { ignition: { version: '3.4.0' }, storage: { files: [{ path: '/etc/valid.conf', contents: { source: 'data:,valid' } }] } } });
-const assign = (name: string, fields: Record<string, string>) => stream!.write({
+const assign = (name: string, fields: Record<string, string | string[]>) => stream!.write({
   assignment: { renderedConfig: name, specJson: SPEC, pool: 'worker', disruptionPolicyJson: '', driftPolicy: 'Degrade', healthCheckJson: '', ...fields },
 });
 
@@ -63,14 +63,15 @@ after(async () => {
   server.forceShutdown();
 });
 
-const cases: [string, Record<string, string>, RegExp][] = [
+const cases: [string, Record<string, string | string[]>, RegExp][] = [
   ['a disruption policy that is not JSON', { disruptionPolicyJson: '{"files": [' }, /^check: rendered-bad-1: the assignment's disruption policy is invalid: disruptionPolicy: the assignment's disruption policy is not JSON: /],
   ['a disruption policy with an unknown action', { disruptionPolicyJson: JSON.stringify({ files: [{ path: '/etc/', actions: [{ type: 'explode' }] }] }) },
     /^check: rendered-bad-2: the assignment's disruption policy is invalid: disruptionPolicy\.files\[0\]\.actions\[0\]\.type: action type "explode" is not one of none, reload, restart, daemon-reload, drain, reboot$/],
   ['a disruption policy that is a list', { disruptionPolicyJson: '[]' }, /^check: rendered-bad-3: the assignment's disruption policy is invalid: disruptionPolicy: must be an object, got /],
-  ['an unknown drift policy', { driftPolicy: 'Sometimes' }, /^check: rendered-bad-4: the assignment's drift policy is invalid: driftPolicy: driftPolicy "Sometimes" is not one of Degrade, Reconcile$/],
+  ['an unknown drift policy', { driftPolicy: 'Sometimes' }, /^check: rendered-bad-4: the assignment's drift policy is invalid: driftPolicy: driftPolicy "Sometimes" is not one of Degrade, Reconcile, Adopt$/],
   ['a spec that is not JSON', { specJson: '{' }, /^check: rendered-bad-5: the assignment is not a valid rendered config: spec: the assignment's spec is not JSON: /],
   ['a health check with a bad timeout', { healthCheckJson: JSON.stringify({ units: ['a.service'], timeout: 'soon' }) }, /^check: rendered-bad-6: the assignment's health check is invalid: healthCheck\.timeout: /],
+  ['a driftIgnore entry that is not an absolute path', { driftIgnore: ['/etc/ok', 'etc/motd'] }, /^check: rendered-bad-7: the assignment's driftIgnore is invalid: driftIgnore\[1\]: "etc\/motd" is not an absolute path/],
 ];
 
 for (const [i, [what, fields, reason]] of cases.entries()) {

@@ -77,7 +77,7 @@ function cases(): Record<string, { service: ServiceKey; rule: Rule; calls: { req
   const inOut = (inside: unknown, outside: unknown) => [{ request: inside, scope: 'in' as Scope }, { request: outside, scope: 'out' as Scope }];
   const status: Record<keyof typeof STATUS_RULES, { request: unknown; scope: Scope }[]> = {
     ListPools: none({}), GetPool: none({ name: 'edge' }), ListNodes: none({}), GetNode: none({ name: 'e1' }), Watch: none({ pools: true }),
-    ListReplicas: none({}), GetServerInfo: none({}), ListEvents: none({}), GetNodeHistory: none({ name: 'e1' }),
+    ListReplicas: none({}), GetServerInfo: none({}), ListEvents: none({}), GetNodeHistory: none({ name: 'e1' }), GetDriftProposal: none({ node: 'e1' }),
     ListMachineConfigNodes: none({ pool: '' }), GetMachineConfigNode: none({ name: 'e1' }),
   };
   const config: Record<keyof typeof CONFIG_RULES, { request: unknown; scope: Scope }[]> = {

@@ -236,6 +236,28 @@ test("a node's report is bounded: a 1 MiB reason and 10,000 drift entries come b
   agent.close();
 });
 
+test("Adopt's reported content is bounded on admission (8 files, 32 KiB each, 64 KiB in all), each cut saying why, and never served in lists", async () => {
+  const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node('hoarder'), name: 'hoarder' });
+  await agent.connect();
+  const b64 = (bytes: number, fill: string) => Buffer.alloc(bytes, fill).toString('base64');
+  const entry = (i: number, contentBase64: string) => ({ path: `/etc/adopt/${i}.conf`, kind: 'file', expectedHash: 'a'.repeat(64), actualHash: 'b'.repeat(64), detectedUnixMs: 1_700_000_000_000 + i, contentBase64, mode: '0644', user: '0', group: '0' });
+  // An agent that ignores the bounds: one 1 MiB file, then 12 of 10 KiB, one not base64.
+  const drift = [entry(0, b64(1024 * 1024, 'x')), ...Array.from({ length: 12 }, (_, i) => entry(i + 1, b64(10 * 1024, 'y'))), entry(13, 'not base64!')];
+  agent.report({ state: 'Done', phase: 'done', drift, driftPolicy: 'Adopt' });
+  await eventually(async () => (await call(c, c.status.getNode.bind(c.status), { name: 'hoarder' }, 'get')).status!.drift.length === 14, 10_000, 'the report');
+  const listed = (await call(c, c.status.listNodes.bind(c.status), { pool: '', limit: 0, continueToken: '' }, 'list')).nodes.find((n) => n.name === 'hoarder')!;
+  assert.ok(listed.status!.drift.every((d) => d.contentBase64 === ''), 'no content in ListNodes');
+  const proposal = await call(c, c.status.getDriftProposal.bind(c.status), { node: 'hoarder' }, 'proposal');
+  const files = (JSON.parse(proposal.manifestJson) as { spec: { config: { storage: { files: { path: string; contents: { source: string } }[] } } } }).spec.config.storage.files;
+  // 6 files of 10 KiB fit in 64 KiB; the 1 MiB one is past its own bound.
+  assert.deepEqual(files.map((f) => f.path), [1, 2, 3, 4, 5, 6].map((i) => `/etc/adopt/${i}.conf`));
+  assert.ok(files.every((f) => Buffer.from(f.contents.source.replace('data:;base64,', ''), 'base64').length === 10 * 1024));
+  assert.match(proposal.leftOut[0]!, /^file \/etc\/adopt\/0\.conf: content not reported: the file has 1048576 bytes, more than the 32768 a report carries; adopt it by hand$/);
+  assert.match(proposal.leftOut[1]!, /^file \/etc\/adopt\/7\.conf: content not reported: the drifted files together pass the 65536 bytes/);
+  assert.match(proposal.leftOut.at(-1)!, /^file \/etc\/adopt\/13\.conf: the content reported was not base64$/);
+  agent.close();
+});
+
 test('a 9 MiB message from a node is refused on its own stream; the server keeps serving', async () => {
   const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node('flood'), name: 'flood' });
   await agent.connect();

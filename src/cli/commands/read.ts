@@ -87,8 +87,8 @@ export async function getCommand(c: Clients, io: Io, args: string[], options: Ge
   const targets = parseTargets(args);
   const selector = options.selector !== undefined ? parseSelectorFlag(options.selector) : undefined;
   if (selector && targets.some((t) => t.names.length)) throw new ConfigurationError('--selector cannot be combined with names: give one or the other');
-  if (options.pool !== undefined && targets.some((t) => t.resource !== 'nodes' && t.resource !== 'rendered' && t.resource !== 'events' && t.resource !== 'mcn')) {
-    throw new ConfigurationError('--pool filters nodes, rendered configs, machineconfignodes and events only');
+  if (options.pool !== undefined && targets.some((t) => t.resource !== 'nodes' && t.resource !== 'rendered' && t.resource !== 'events' && t.resource !== 'mcn' && t.resource !== 'drift')) {
+    throw new ConfigurationError('--pool filters nodes, rendered configs, machineconfignodes, events and drift only');
   }
   if (options.node !== undefined && targets.some((t) => t.resource !== 'events')) {
     throw new ConfigurationError('--node filters events only (mcctl get events --node NAME)');
@@ -351,6 +351,7 @@ function describePool(pool: MachineConfigPool__Output, poolNodes: Node__Output[]
     `Machine Config Selector: ${formatSelector(spec.machineConfigSelector ?? null)}`,
     `Node Selector:           ${formatSelector(spec.nodeSelector ?? null)}`,
     `Drift Policy:            ${spec.driftPolicy ?? 'Degrade'}`,
+    ...(spec.driftIgnore?.length ? [`Drift Ignore:            ${(spec.driftIgnore as string[]).join(', ')}`] : []),
     `Disruption Policy:       ${spec.disruptionPolicy ? JSON.stringify(spec.disruptionPolicy) : '<MCO defaults: reboot for files and units, none for SSH keys>'}`,
     `Drain:                   ${describeDrainPolicy(spec.drain ?? {})}`,
     ...(spec.maintenanceWindows?.length ? [
@@ -398,6 +399,8 @@ function describeNode(node: Node__Output): string {
       ? [`  Booted Image:      ${os.bootedImage || '<none>'}`, `  Kernel Type:       ${os.kernelType || 'default'}`, `  Kernel Arguments:  ${os.kernelArguments.join(' ') || '<none>'}`,
         `  Extensions:        ${os.extensions.join(', ') || '<none>'}`, `  Staged Image:      ${os.stagedImage || '<none>'}`].join('\n')
       : '  <not reported>',
+    `Drift Policy:    ${s?.driftPolicy || '<not reported>'}`,
+    ...(s?.drifted ? [`Conditions:`, indent(table(['TYPE', 'STATUS', 'REASON', 'AGE', 'MESSAGE'], [[s.drifted.type, s.drifted.status, s.drifted.reason, age(s.drifted.lastTransitionTimeUnixMs), shown(s.drifted.message)]]))] : []),
     'Drift:',
     s?.drift.length
       ? indent(table(['KIND', 'PATH', 'EXPECTED', 'ACTUAL', 'DETECTED'], s.drift.map((d) => [d.kind, d.path, d.expectedHash.slice(0, 16), d.actualHash.slice(0, 16) || '<missing>', age(d.detectedUnixMs) + ' ago'])))

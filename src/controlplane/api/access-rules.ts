@@ -66,6 +66,9 @@ export const STATUS_RULES = {
   GetNodeHistory: READ,
   ListMachineConfigNodes: READ,
   GetMachineConfigNode: READ,
+  // Content a viewer may read already: the node's version of files a MachineConfig manages,
+  // files others may read on the node (drift-content.ts withholds the rest).
+  GetDriftProposal: READ,
 } as const satisfies Record<RpcNames<StatusServiceHandlers>, Rule>;
 
 export const CONFIG_RULES = {

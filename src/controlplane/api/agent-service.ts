@@ -143,5 +143,8 @@ function statusFromWire(s: NodeStatus__Output | null, bootId = '', agentVersion 
     // Fields 15-16 (staging, PinnedImageSets): checked and bounded on admission like the rest.
     staging: s?.staging ? { ...s.staging, state: s.staging.state as NonNullable<NodeStatus['staging']>['state'] } : null,
     pinnedImageSets: s?.pinnedImageSets ?? [],
+    // Bounded and checked on admission, like the drift entries' content.
+    driftPolicy: (s?.driftPolicy ?? '') as NodeStatus['driftPolicy'],
+    drifted: (s?.drifted ?? null) as NodeStatus['drifted'],
   };
 }

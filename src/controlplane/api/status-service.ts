@@ -2,7 +2,7 @@
 // controllers or the store, on any replica.
 
 import { status as Status, type ServerWritableStream } from '@grpc/grpc-js';
-import { InvalidDocumentError, NotFoundError } from '../../machineconfig/index.ts';
+import { driftProposal, InvalidDocumentError, NotFoundError, PreconditionFailedError, ROLE_LABEL } from '../../machineconfig/index.ts';
 import type { Node } from '../../runtime/generated/mcplane/v1/Node.ts';
 import type { StatusServiceHandlers } from '../../runtime/generated/mcplane/v1/StatusService.ts';
 import type { WatchEvent } from '../../runtime/generated/mcplane/v1/WatchEvent.ts';
@@ -88,6 +88,19 @@ export function statusService({ cache, store }: ApiReads, replica: ServingReplic
       const m = await machineConfigNode(cache, store, req.name);
       if (!m) throw new NotFoundError('MachineConfigNode', req.name);
       return machineConfigNodeToWire(m);
+    }),
+    GetDriftProposal: read((req: { node: string }) => {
+      const view = viewOf(req.node);
+      const s = view.status;
+      if (s.driftPolicy !== 'Adopt') {
+        throw new PreconditionFailedError(`node ${req.node} acts on driftPolicy ${s.driftPolicy || 'Degrade'} (pool ${view.pool || '<none>'}): only a pool with spec.driftPolicy: Adopt has its nodes report the content of drifted files`);
+      }
+      if (s.drift.length === 0) throw new PreconditionFailedError(`node ${req.node} reports no drift: nothing to adopt`);
+      // The labels that make the pool select the proposal: its selector's, else MCO's role label.
+      const matchLabels = cache.pools.get(view.pool)?.value.spec.machineConfigSelector?.matchLabels;
+      const poolLabels = matchLabels && Object.keys(matchLabels).length ? matchLabels : { [ROLE_LABEL]: view.pool };
+      const proposal = driftProposal({ node: req.node, pool: view.pool, poolLabels, drift: s.drift });
+      return { node: req.node, pool: view.pool, manifestJson: proposal.manifest ? JSON.stringify(proposal.manifest) : '', leftOut: proposal.leftOut };
     }),
     Watch(call: ServerWritableStream<WatchRequest__Output, WatchEvent>) {
       const none = !call.request.pools && !call.request.nodes && !call.request.events;

@@ -53,6 +53,9 @@ function convertNode(node: NodeView): Node {
     status: {
       ...node.status,
       reason,
+      // The content Adopt reports stays on the server: every list and watch would carry it
+      // otherwise. GetDriftProposal serves it.
+      drift: node.status.drift.map(({ contentBase64: _content, ...d }) => d),
       // The control plane's decision is the node's desired config; the agent's echo may lag.
       desiredConfig: node.desiredConfig,
       lastSeenUnixMs: node.lastSeen,

@@ -62,6 +62,8 @@ interface NodeSeen {
   lastUpdate: string;
   /** Degraded or Unreconcilable since it last was Done (it goes through Working to recover). */
   failed: NodeState | '';
+  /** The phase a failed node failed in ("" otherwise): a new failure in another phase is news. */
+  failedIn?: string;
 }
 
 const WATCHED = ['PoolStatus', 'NodeAssignment', 'NodeStatus', 'Node'] as const;
@@ -116,7 +118,7 @@ export class EventRecorder implements Controller {
       // A node new since the last pass starts from nothing, except the update it finished
       // before it came (its journal's lastUpdate is old news).
       const before = first ? undefined : this.#nodes!.get(view.name) ?? {
-        desired: '', state: 'Done' as NodeState, drift: 0, failed: '' as const, lastUpdate: view.status.lastUpdate?.id ?? '',
+        desired: '', state: 'Done' as NodeState, drift: 0, failed: '' as const, failedIn: '', lastUpdate: view.status.lastUpdate?.id ?? '',
         phases: new Map(view.status.lastUpdate ? [[view.status.lastUpdate.id, view.status.lastUpdate.phases.length]] : []),
       };
       seen.set(view.name, this.#node(view, before, out, now));
@@ -171,6 +173,7 @@ export class EventRecorder implements Controller {
     const seen: NodeSeen = {
       desired: view.desiredConfig, state: s.state, drift: s.drift.length, lastUpdate: s.lastUpdate?.id ?? '',
       failed: FAILED.has(s.state) ? s.state : s.state === 'Done' ? '' : before?.failed ?? '',
+      failedIn: FAILED.has(s.state) ? s.phase : '',
       phases: new Map(updates.map((u) => [u.id, u.phases.length])),
     };
     if (!before) return seen;
@@ -192,7 +195,9 @@ export class EventRecorder implements Controller {
     if (last && last.id !== before.lastUpdate && last.result) {
       const took = last.endedUnixMs && last.startedUnixMs ? ` in ${Math.max(0, Math.round((last.endedUnixMs - last.startedUnixMs) / 1000))}s` : '';
       const at = last.endedUnixMs || now;
-      if (last.result === 'Done') add('Normal', 'UpdateDone', `updated ${last.fromConfig || '<none>'} -> ${last.toConfig}${took} (disruption: ${last.disruption || 'none'})`, at);
+      // A rewrite under driftPolicy Reconcile is an update of the node to its own config: said so.
+      if (last.cause) add('Warning', 'DriftReconciled', `${last.cause}; ${last.result === 'Done' ? `re-applied ${last.toConfig}${took}` : `the rewrite ended ${last.result}: ${last.reason}`}`, at);
+      else if (last.result === 'Done') add('Normal', 'UpdateDone', `updated ${last.fromConfig || '<none>'} -> ${last.toConfig}${took} (disruption: ${last.disruption || 'none'})`, at);
       else if (last.result === 'Superseded') add('Normal', 'UpdateSuperseded', `update ${last.fromConfig || '<none>'} -> ${last.toConfig} ${last.reason}`, at);
       else if (last.result === 'RolledBack') add('Warning', 'RolledBack', `update ${last.fromConfig || '<none>'} -> ${last.toConfig} rolled back: ${last.reason}`, at);
       else add('Warning', 'UpdateFailed', `update ${last.fromConfig || '<none>'} -> ${last.toConfig} ${last.result}: ${last.reason}`, at);
@@ -200,7 +205,8 @@ export class EventRecorder implements Controller {
     if (seen.drift > 0 && before.drift === 0) {
       add('Warning', 'DriftDetected', `drift: ${s.drift.map((d) => `${d.kind} ${d.path}`).join(', ')}`);
     }
-    if (FAILED.has(seen.state) && seen.state !== before.state) add('Warning', seen.state, s.reason || `the node is ${seen.state}`);
+    // Failed again in another step (a rewrite's validation, then drift) is a new failure too.
+    if (FAILED.has(seen.state) && (seen.state !== before.state || (before.failedIn !== undefined && seen.failedIn !== before.failedIn))) add('Warning', seen.state, s.reason || `the node is ${seen.state}`);
     if (seen.state === 'Done' && before.failed) add('Normal', 'Recovered', `the node is Done again on ${s.currentConfig || '<none>'} (was ${before.failed})`);
     return seen;
   }

@@ -189,11 +189,14 @@ export class RolloutController implements KeyedController<string> {
     for (const [name, stored] of this.cache.assignments) {
       const a = stored.value;
       if (!a.desiredConfig || alreadyWritten.has(name)) continue;
-      if (a.driftPolicy === policy.driftPolicy && a.healthCheckJson === policy.healthCheckJson) continue;
+      const sameIgnore = (a.driftIgnore ?? []).join('\n') === (policy.driftIgnore ?? []).join('\n');
+      if (a.driftPolicy === policy.driftPolicy && a.healthCheckJson === policy.healthCheckJson && sameIgnore) continue;
       if (rendered.get(a.desiredConfig)?.value.pool !== poolName) continue;
-      ops.push({ type: 'put', kind: 'NodeAssignment', name, value: { ...a, ...policy }, expectedVersion: stored.resourceVersion, createdAt: stored.createdAt });
+      // A driftIgnore the pool dropped goes from the record too (the spread alone would keep it).
+      const { driftIgnore: _dropped, ...rest } = a;
+      ops.push({ type: 'put', kind: 'NodeAssignment', name, value: { ...rest, ...policy }, expectedVersion: stored.resourceVersion, createdAt: stored.createdAt });
     }
-    if (ops.length) this.log.info({ pool: poolName, nodes: ops.length, ...policy }, "the pool's drift policy or health check changed; its nodes' assignments follow");
+    if (ops.length) this.log.info({ pool: poolName, nodes: ops.length, ...policy }, "the pool's drift policy, driftIgnore or health check changed; its nodes' assignments follow");
     return ops;
   }
 

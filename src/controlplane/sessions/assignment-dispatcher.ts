@@ -57,6 +57,7 @@ export class AssignmentDispatcher {
         healthCheckJson: assignment.healthCheckJson ?? live!.healthCheckJson,
         pinnedImageSets: pinnedImageSetsFor(this.cache, rendered.pool),
         pinnedImageSetsSent: true,
+        driftIgnore: (live ? live.driftIgnore : assignment.driftIgnore) ?? [],
       },
     };
   }
@@ -65,8 +66,8 @@ export class AssignmentDispatcher {
   sendAssignment(session: LocalSession, always = false): void {
     const message = this.assignmentFor(session.node);
     if (!message?.assignment) return;
-    const { renderedConfig, disruptionPolicyJson, driftPolicy, healthCheckJson, pinnedImageSets } = message.assignment;
-    const fingerprint = `${renderedConfig}\n${disruptionPolicyJson}\n${driftPolicy}\n${healthCheckJson ?? ''}\n${(pinnedImageSets ?? []).map((p) => `${p.name}@${p.generation}`).join(',')}`;
+    const { renderedConfig, disruptionPolicyJson, driftPolicy, healthCheckJson, pinnedImageSets, driftIgnore } = message.assignment;
+    const fingerprint = `${renderedConfig}\n${disruptionPolicyJson}\n${driftPolicy}\n${healthCheckJson ?? ''}\n${(pinnedImageSets ?? []).map((p) => `${p.name}@${p.generation}`).join(',')}\n${(driftIgnore ?? []).join('\0')}`;
     if (!always && session.lastAssignment === fingerprint) return;
     const kept = this.#encode(fingerprint, message);
     // The kept fingerprint: every session of a pool shares one string instead of holding a copy.

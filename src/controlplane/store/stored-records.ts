@@ -125,6 +125,8 @@ export interface NodeAssignmentRecord {
    */
   driftPolicy?: DriftPolicy;
   healthCheckJson?: string;
+  /** The pool's spec.driftIgnore, followed like the drift policy; absent when it has none. */
+  driftIgnore?: string[];
 }
 
 /** What the node's agent last said, written by the replica holding its stream. */
