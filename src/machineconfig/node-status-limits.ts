@@ -158,8 +158,9 @@ function boundPinnedImageSets(sets: readonly PinnedImageSetStatus[]): PinnedImag
     lastFailedImage: cut(s.lastFailedImage),
     lastFailureReason: cut(typeof s.lastFailureReason === 'string' ? s.lastFailureReason.trim() : s.lastFailureReason, MAX_REASON_CHARS),
     lastFailureUnixMs: count(s.lastFailureUnixMs),
-    state: cut(s.state ?? ''),
-    lastFailureCode: cut(s.lastFailureCode ?? ''),
+    // mcplane's additions to MCO's fields: kept when the agent sends them.
+    ...(s.state !== undefined ? { state: cut(s.state) } : {}),
+    ...(s.lastFailureCode !== undefined ? { lastFailureCode: cut(s.lastFailureCode) } : {}),
   }));
 }
 
