@@ -6,7 +6,7 @@
 import { quote } from './control-characters.ts';
 import type { Problem } from './errors.ts';
 import { labelProblem } from './pool-membership.ts';
-import type { Drift, NodeState, NodeStatus, OsStatus } from './types.ts';
+import type { Drift, NodeState, NodeStatus, OsStatus, StagingStatus } from './types.ts';
 import { boundUpdateRecord } from './update-record.ts';
 
 /** A reason is a sentence or a short stack of them; MCO's are rarely above a few hundred bytes. */
@@ -120,6 +120,20 @@ export function boundNodeStatus(status: NodeStatus): NodeStatus {
     // An agent from before update records sends none: the status stays as it was.
     ...(status.currentUpdate !== undefined ? { currentUpdate: boundUpdateRecord(status.currentUpdate) } : {}),
     ...(status.lastUpdate !== undefined ? { lastUpdate: boundUpdateRecord(status.lastUpdate) } : {}),
+    ...(status.staging !== undefined ? { staging: boundStaging(status.staging) } : {}),
+  };
+}
+
+const STAGING_STATES: ReadonlySet<string> = new Set(['Staging', 'Staged', 'Failed']);
+
+/** A staging report within limits; one in a state outside the protocol's is dropped (the rollout waits as for none). */
+function boundStaging(s: StagingStatus | null): StagingStatus | null {
+  if (!s || !STAGING_STATES.has(s.state)) return null;
+  const n = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : 0);
+  return {
+    config: cut(s.config), state: s.state, bytesDone: n(s.bytesDone), bytesTotal: n(s.bytesTotal),
+    reason: cut(typeof s.reason === 'string' ? s.reason.trim() : s.reason, MAX_REASON_CHARS),
+    startedUnixMs: n(s.startedUnixMs), endedUnixMs: n(s.endedUnixMs),
   };
 }
 

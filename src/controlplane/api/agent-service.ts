@@ -2,7 +2,7 @@
 // client certificate names; after that the stream speaks only for that node.
 
 import type { ServerDuplexStream, ServiceError } from '@grpc/grpc-js';
-import { agentVersionProblem, InvalidDocumentError, NODE_NAME_RULE, nodeNameProblem, McplaneError, PermissionDeniedError, RateLimitedError, registrationProblems, type NodeStatus } from '../../machineconfig/index.ts';
+import { agentVersionProblem, InvalidDocumentError, NODE_NAME_RULE, nodeNameProblem, McplaneError, PermissionDeniedError, RateLimitedError, registrationProblems, type NodeStatus, type StagingStatus } from '../../machineconfig/index.ts';
 import type { AgentMessage__Output } from '../../runtime/generated/mcplane/v1/AgentMessage.ts';
 import type { AgentServiceHandlers } from '../../runtime/generated/mcplane/v1/AgentService.ts';
 import type { NodeStatus__Output } from '../../runtime/generated/mcplane/v1/NodeStatus.ts';
@@ -140,5 +140,6 @@ function statusFromWire(s: NodeStatus__Output | null, bootId = '', agentVersion 
     // Checked field by field (types, lengths) on admission, like the rest.
     currentUpdate: (s?.currentUpdate ?? null) as NodeStatus['currentUpdate'],
     lastUpdate: (s?.lastUpdate ?? null) as NodeStatus['lastUpdate'],
+    staging: s?.staging ? { ...s.staging, state: s.staging.state as StagingStatus['state'] } : null,
   };
 }

@@ -54,16 +54,24 @@ export class AssignmentDispatcher {
         disruptionPolicyJson: assignment.disruptionPolicyJson ?? disruptionPolicyJsonFor(this.cache, rendered.pool),
         driftPolicy: assignment.driftPolicy ?? live!.driftPolicy,
         healthCheckJson: assignment.healthCheckJson ?? live!.healthCheckJson,
+        ...this.#stageOf(assignment),
       },
     };
+  }
+
+  /** The config to stage, with its spec, when the leader picked the node to download ahead. */
+  #stageOf(assignment: NodeAssignmentRecord): { stageConfig?: string; stageSpecJson?: string } {
+    if (!assignment.stageConfig || assignment.stageConfig === assignment.desiredConfig) return {};
+    const staged = this.cache.renderedConfig(assignment.stageConfig);
+    return staged ? { stageConfig: staged.name, stageSpecJson: staged.specJson } : {};
   }
 
   /** Sends the node's assignment if it differs from what its stream last got (or always). */
   sendAssignment(session: LocalSession, always = false): void {
     const message = this.assignmentFor(session.node);
     if (!message?.assignment) return;
-    const { renderedConfig, disruptionPolicyJson, driftPolicy, healthCheckJson } = message.assignment;
-    const fingerprint = `${renderedConfig}\n${disruptionPolicyJson}\n${driftPolicy}\n${healthCheckJson ?? ''}`;
+    const { renderedConfig, disruptionPolicyJson, driftPolicy, healthCheckJson, stageConfig } = message.assignment;
+    const fingerprint = `${renderedConfig}\n${disruptionPolicyJson}\n${driftPolicy}\n${healthCheckJson ?? ''}\n${stageConfig ?? ''}`;
     if (!always && session.lastAssignment === fingerprint) return;
     const kept = this.#encode(fingerprint, message);
     // The kept fingerprint: every session of a pool shares one string instead of holding a copy.
