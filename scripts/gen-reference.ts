@@ -44,6 +44,7 @@ const AGENT_KEYS: Record<string, string> = {
   rpmOstreeTimeoutSeconds: 'how long one rpm-ostree command may run',
   stepTimeoutSeconds: 'how long one step of an update may take before the node is Degraded naming the step (and the watchdog starves)',
   metrics: '`{listen, allowNonLoopback}`: Prometheus /metrics; `listen: ""` turns it off, a non-loopback address needs `allowNonLoopback: true`',
+  staging: '`{fileSystem, minFreeDisk, imageSizes, defaultImageSize, packageSize, retrySeconds, maxRetrySeconds}`: downloads ahead of the drain (docs/operate/staging.md): the file system rpm-ostree downloads into (default `/sysroot`), the bytes kept free there (default 1Gi), size estimates by image (default 2Gi) and per package (100Mi), and the retry backoff of a failed download (10 s doubling to 600 s)',
 };
 const PATH_KEY_TEXT: Record<string, string> = {
   root: 'managed files are written under this root',

@@ -100,11 +100,11 @@ export class RpmOstree {
     if (from === to) return;
     const c = cacheOnly ? ['-C'] : [];
     if (to === 'default') {
-      await this.run(['override', 'reset', ...c, ...KERNEL_PACKAGES.default, ...KERNEL_PACKAGES[from].flatMap((p) => ['--uninstall', p])]);
+      await this.run(['override', 'reset', ...KERNEL_PACKAGES.default, ...KERNEL_PACKAGES[from].flatMap((p) => ['--uninstall', p]), ...c]);
     } else if (from === 'default') {
-      await this.run(['override', 'remove', ...c, ...KERNEL_PACKAGES.default, ...KERNEL_PACKAGES[to].flatMap((p) => ['--install', p])]);
+      await this.run(['override', 'remove', ...KERNEL_PACKAGES.default, ...KERNEL_PACKAGES[to].flatMap((p) => ['--install', p]), ...c]);
     } else {
-      await this.run(['override', 'remove', ...c, ...KERNEL_PACKAGES.default, ...KERNEL_PACKAGES[from].flatMap((p) => ['--uninstall', p]), ...KERNEL_PACKAGES[to].flatMap((p) => ['--install', p])]);
+      await this.run(['override', 'remove', ...KERNEL_PACKAGES.default, ...KERNEL_PACKAGES[from].flatMap((p) => ['--uninstall', p]), ...KERNEL_PACKAGES[to].flatMap((p) => ['--install', p]), ...c]);
     }
   }
 
@@ -112,11 +112,11 @@ export class RpmOstree {
     const uninstall = remove.flatMap((e) => EXTENSION_PACKAGES[e] ?? []);
     const install = add.flatMap((e) => EXTENSION_PACKAGES[e] ?? []);
     if (!uninstall.length && !install.length) return;
-    await this.run(['update', ...(cacheOnly ? ['-C'] : []), ...install.flatMap((p) => ['--install', p]), ...uninstall.flatMap((p) => ['--uninstall', p])]);
+    await this.run(['update', ...install.flatMap((p) => ['--install', p]), ...uninstall.flatMap((p) => ['--uninstall', p]), ...(cacheOnly ? ['-C'] : [])]);
   }
 
   async rebase(image: string, cacheOnly = false): Promise<void> {
-    await this.run(['rebase', '--experimental', ...(cacheOnly ? ['-C'] : []), `ostree-unverified-registry:${image}`]);
+    await this.run(['rebase', '--experimental', `ostree-unverified-registry:${image}`, ...(cacheOnly ? ['-C'] : [])]);
   }
 
   /**

@@ -88,7 +88,7 @@ test('a real agent: a failed download never drains the node; it stays schedulabl
     assert.deepEqual(violations, []);
     const downloads = calls(host).filter((l) => l.includes('--download-only'));
     assert.equal(downloads.length, 3, `two failed downloads and one that succeeded: ${downloads.join(' | ')}`);
-    assert.deepEqual(deployCalls(host), [`rebase --experimental -C ostree-unverified-registry:${IMAGE}`], 'the apply came from the cache');
+    assert.deepEqual(deployCalls(host), [`rebase --experimental ostree-unverified-registry:${IMAGE} -C`], 'the apply came from the cache');
     assert.equal(done.status!.staging?.config, target);
     assert.equal(done.status!.staging?.state, 'Staged');
     const evicted = standIn.requests.filter((r) => r.subresource === 'eviction' && r.code === 201).map((r) => r.name);
