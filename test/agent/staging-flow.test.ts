@@ -5,7 +5,8 @@
 // night, applied on Saturday).
 
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
@@ -14,6 +15,7 @@ import { ManualClock } from '../../src/controlplane/replica/clock.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { untilNode } from '../helpers/converge.ts';
+import { runCliAsync } from '../helpers/run-cli.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { startTestServer } from '../helpers/test-server.ts';
 
@@ -81,6 +83,11 @@ test('staged inside the download window, applied inside the maintenance window',
     // A new host takes its first config at once: it serves nothing yet.
     await untilNode(c, [host], 'windowed', (n) => n.status!.currentConfig === first && n.status!.state === 'Done');
     const rebootsBefore = host.reboots;
+    // The preview says both: it downloads when the download window opens, and is disrupted in the maintenance window.
+    const preview = await call(c, c.config.apply.bind(c.config), { manifests: [pool, KARGS, OS].map((text, i) => ({ source: `m${i}.yaml`, text })), dryRun: true }, 'preview');
+    assert.deepEqual(preview.nodePreviews.map((n) => [n.node, n.action, n.batch, n.staging, n.window]), [['windowed', 'reboot', 1, '2026-11-25T22:00Z (in 10h)', '2026-11-28T02:00Z (in 2d14h)']]);
+    assert.equal(Number(preview.nodePreviews[0]!.stagesAtUnixMs), Date.parse('2026-11-25T22:00:00Z'));
+    assert.equal(Number(preview.nodePreviews[0]!.startsAtUnixMs), Date.parse('2026-11-28T02:00:00Z'));
     await apply(c, pool, KARGS, OS);
     const want = await target(c);
     await pause(1500);
@@ -128,6 +135,14 @@ test('maxStaging holds: with maxStaging 1, one node downloads at a time, and eve
     const first = await target(c);
     await Promise.all(hosts.map((h) => h.start()));
     for (const name of names) await untilNode(c, hosts, name, (n) => n.status!.currentConfig === first && n.status!.state === 'Done');
+    // mcctl's preview: who downloads now, who after the nodes ahead (maxStaging 1), and that each is disrupted once staged.
+    const dir = mkdtempSync(join(tmpdir(), 'staging-preview-'));
+    writeFileSync(join(dir, 'all.yaml'), [pool, KARGS, OS].join('\n---\n'));
+    const dry = await runCliAsync(['apply', '--dry-run', '-f', join(dir, 'all.yaml')], { env: { MCPLANE_SERVER: server.address, MCPLANE_PKI_DIR: server.pki.dir } });
+    assert.equal(dry.status, 0, dry.stderr);
+    assert.match(dry.stdout, /NODE\s+POOL\s+ACTION\s+WHY\s+BATCH\s+WINDOW\s+STAGES\s+DISRUPTED\n/);
+    const stages = names.map((name) => new RegExp(`^${name}\\s.*\\s(\\d)\\s+-\\s+(now|after \\d nodes? ahead staged)\\s+\\S+Z, once staged$`, 'm').exec(dry.stdout)?.slice(1, 3));
+    assert.deepEqual(stages.map((m) => m?.[1]).sort(), ['after 1 node ahead staged', 'after 2 nodes ahead staged', 'now'], dry.stdout);
     // A slow image source: each download takes about 2 s.
     for (const h of hosts) {
       h.rpmOstree('standin-size', IMAGE, '2000000');
