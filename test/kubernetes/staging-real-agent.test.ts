@@ -17,6 +17,7 @@ import { untilNode } from '../helpers/converge.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
 import { addNode, addPod, type KubeObjectLike } from '../helpers/kube-workloads.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
+import { eventually } from '../helpers/simulated-agent.ts';
 import { startTestServer } from '../helpers/test-server.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
@@ -90,6 +91,14 @@ test('a real agent: a failed download never drains the node; it stays schedulabl
     assert.match(described.stdout, new RegExp(`^Staging:\n  Config: +${target}\n  State: +Failed\n`, 'm'));
     assert.match(described.stdout, /^ {2}Reason: +stage: image quay\.io\/example\/os@sha256:2222: .*manifest unknown/m);
 
+    // The pool is Degraded for it, naming the node, the image and the cause.
+    await eventually(async () => {
+      const conditions = (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get pool')).status!.conditions;
+      const staging = conditions.find((x) => x.type === 'StagingDegraded');
+      const degraded = conditions.find((x) => x.type === 'Degraded');
+      return staging?.status === 'True' && /host-a \(stage: image quay\.io\/example\/os@sha256:2222: .*manifest unknown/.test(staging.message) &&
+        degraded?.status === 'True' && degraded.reason.includes('StagingFailed');
+    }, 30_000, 'the pool says the node could not stage');
     // Retried with backoff while it fails; still never drained (the sampler watches).
     await untilNode(c, [host], 'host-a', () => calls(host).filter((l) => l.includes('--download-only')).length >= 3, 60_000);
     const failedAttempts = calls(host).filter((l) => l.includes('--download-only')).length;

@@ -77,3 +77,17 @@ test('the pool fields: staging, maxStaging and downloadWindows are checked with 
   ]);
   assert.match(problems.find((p) => p.field === 'spec.rollout.maxStaging')!.message, /whole number of nodes \(1 or more\) or a percentage from 1% to 100%, got 0/);
 });
+
+test('a node that could not stage the target makes the pool Degraded (StagingDegraded) naming the node and the cause; the node itself stays Done', async () => {
+  const { computePoolStatus } = await import('../../src/machineconfig/index.ts');
+  const all = nodes();
+  all[1]!.status.staging = { config: 'new', state: 'Failed', bytesDone: 0, bytesTotal: 0, reason: 'stage: image q/os:2: manifest unknown; retry 1 in 10s', startedUnixMs: 1, endedUnixMs: 2 };
+  const status = computePoolStatus({ pool: pool(), target: 'new', nodes: all, targetSources: [] } as never);
+  const staging = status.conditions.find((c) => c.type === 'StagingDegraded');
+  assert.equal(staging?.status, 'True');
+  assert.equal(staging?.message, '1 node could not stage new and keeps serving on its config: n2 (stage: image q/os:2: manifest unknown; retry 1 in 10s)');
+  assert.equal(status.conditions.find((c) => c.type === 'Degraded')?.status, 'True');
+  assert.equal(status.conditions.find((c) => c.type === 'NodeDegraded')?.status, 'False', 'no node is Degraded itself');
+  all[1]!.status.staging = { ...all[1]!.status.staging!, state: 'Staged' };
+  assert.equal(computePoolStatus({ pool: pool(), target: 'new', nodes: all, targetSources: [] } as never).conditions.find((c) => c.type === 'StagingDegraded'), undefined);
+});
