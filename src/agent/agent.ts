@@ -62,7 +62,7 @@ export class Agent {
     this.#systemd = SystemdClient.connect(config.systemdBus, config.jobTimeoutSeconds * 1000, config.dbusTimeoutSeconds * 1000);
     this.#rpm = new RpmOstree(config.rpmOstree, log, (attempt, retryInMs) =>
       this.engine.note(`rpm-ostree is busy with another transaction; retry ${attempt} in ${(retryInMs / 1000).toFixed(1)}s`), undefined, config.rpmOstreeTimeoutSeconds * 1000);
-    this.staging = new OsStaging(this.#rpm, config.staging, config.paths.stateDir, log, () => this.session?.report());
+    this.staging = new OsStaging(this.#rpm, config.staging, config.paths.stateDir, log, () => this.session?.report(), () => this.engine.busy);
     this.drift = new DriftMonitor(log, config.drift.intervalSeconds * 1000, (found) => this.#onDrift(found));
     this.engine = new UpdateEngine({
       config, journal: this.journal, systemd: this.#systemd, rpmOstree: this.#rpm,

@@ -47,6 +47,11 @@ export class OsStaging {
     private readonly log: Logger,
     /** Told on every change of the status (the agent reports it). */
     private readonly onChange: () => void,
+    /**
+     * Whether an update runs now: rpm-ostree runs one transaction at a time, and an update's
+     * rpm-ostree step must not wait out a long download, so a download starts only between updates.
+     */
+    private readonly updateRunning: () => boolean = () => false,
   ) {
     this.#file = join(stateDir, 'staging.json');
     this.#status = load(this.#file);
@@ -101,6 +106,8 @@ export class OsStaging {
   }
 
   async #run(config: string, spec: MachineConfigSpec, attempt: number): Promise<void> {
+    while (this.updateRunning() && this.#current === config && !this.#stopped) await new Promise((r) => setTimeout(r, 1000).unref());
+    if (this.#current !== config || this.#stopped) return;
     const started = Date.now();
     let downloads: OsDownloads;
     try {
