@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { InsufficientDiskError, UpdateStepError, type MachineConfigSpec, type StagingStatus } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { StagingConfig } from './agent-config.ts';
-import { unlinkDurable, writeFileAtomic } from './durable-fs.ts';
+import { writeFileAtomic } from './durable-fs.ts';
 import { osDownloadsFor, type OsDownloads } from './os-operations.ts';
 import type { RpmOstree } from './rpm-ostree.ts';
 
@@ -198,14 +198,6 @@ export class OsStaging {
     }
     this.#lastReport = Date.now();
     this.onChange();
-  }
-
-  /** Forgets a staging (the node finished a later config); the file goes too. */
-  clear(): void {
-    this.#status = null;
-    this.#current = undefined;
-    clearTimeout(this.#retry);
-    unlinkDurable(this.#file);
   }
 }
 
