@@ -147,6 +147,7 @@ export class Agent {
       currentUpdate: j.currentUpdate ?? null,
       lastUpdate: j.lastUpdate ?? null,
       staging: this.staging.status(),
+      agentFeatures: ['staging'],
     };
   }
 

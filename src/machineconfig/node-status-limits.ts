@@ -121,9 +121,12 @@ export function boundNodeStatus(status: NodeStatus): NodeStatus {
     ...(status.currentUpdate !== undefined ? { currentUpdate: boundUpdateRecord(status.currentUpdate) } : {}),
     ...(status.lastUpdate !== undefined ? { lastUpdate: boundUpdateRecord(status.lastUpdate) } : {}),
     ...(status.staging !== undefined ? { staging: boundStaging(status.staging) } : {}),
+    ...(status.agentFeatures !== undefined ? { agentFeatures: (Array.isArray(status.agentFeatures) ? status.agentFeatures : []).slice(0, MAX_AGENT_FEATURES).map((f) => cut(f, 64)) } : {}),
   };
 }
 
+/** Features an agent may name: a handful, not a list to store without bound. */
+const MAX_AGENT_FEATURES = 16;
 const STAGING_STATES: ReadonlySet<string> = new Set(['Staging', 'Staged', 'Failed']);
 
 /** A staging report within limits; one in a state outside the protocol's is dropped (the rollout waits as for none). */

@@ -328,6 +328,8 @@ export interface NodeStatus {
   staging?: StagingStatus | null;
   /** One per PinnedImageSet of the node's pool. */
   pinnedImageSets?: PinnedImageSetStatus[];
+  /** What the agent can do beyond the base protocol ("staging"); absent from older agents. */
+  agentFeatures?: string[];
 }
 
 /** A download ahead of the drain: Staging while it runs, Staged when the apply may go cache-only. */

@@ -141,5 +141,6 @@ function statusFromWire(s: NodeStatus__Output | null, bootId = '', agentVersion 
     currentUpdate: (s?.currentUpdate ?? null) as NodeStatus['currentUpdate'],
     lastUpdate: (s?.lastUpdate ?? null) as NodeStatus['lastUpdate'],
     staging: s?.staging ? { ...s.staging, state: s.staging.state as StagingStatus['state'] } : null,
+    agentFeatures: s?.agentFeatures ?? [],
   };
 }

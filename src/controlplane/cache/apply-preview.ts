@@ -159,8 +159,9 @@ export function previewApply(cache: ClusterCache, applied: AppliedDocuments, now
       const n = cache.nodes.get(node);
       const fromName = n?.status.currentConfig ?? '';
       const from = fromName ? cache.renderedConfig(fromName)?.spec : undefined;
-      // A node with no config yet takes its first at once: nothing to stage ahead.
-      return !!fromName && needsStaging(from, rendered.spec);
+      // A node with no config yet takes its first at once: nothing to stage ahead; an agent from
+      // before staging downloads during its update.
+      return !!fromName && !!n?.status.agentFeatures?.includes('staging') && needsStaging(from, rendered.spec);
     }, now);
     for (const n of nodes) {
       const plan = plans.get(n.name);

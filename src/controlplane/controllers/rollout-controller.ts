@@ -239,13 +239,16 @@ export class RolloutController implements KeyedController<string> {
 /**
  * What the rollout reads of staging for `target`: a node is ready for its disruption once it
  * reported Staged for the target, or when its update downloads nothing (files and kernel
- * arguments only). A config not in the cache yet counts as needing staging.
+ * arguments only), or when its agent does not stage (it does not say "staging" in its
+ * features). A config not in the cache yet counts as needing staging.
  */
 export function stagingGate(cache: ClusterCache, target: string): NonNullable<RolloutContext['staging']> {
   const to = cache.renderedConfig(target);
   const needs = new Map<string, boolean>();
   return {
     ready: (n: NodeRecord): boolean => {
+      // An agent from before staging never reports Staged: it downloads during its update, as before.
+      if (!n.status.agentFeatures?.includes('staging')) return true;
       const from = n.status.currentConfig;
       let need = needs.get(from);
       if (need === undefined) {
