@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { parse, stringify } from 'yaml';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { ManualClock } from '../../src/controlplane/replica/clock.ts';
@@ -172,6 +173,38 @@ test('maxStaging holds: with maxStaging 1, one node downloads at a time, and eve
   } finally {
     clearInterval(sampler);
     for (const h of hosts) await h.stop();
+    await server.close();
+  }
+});
+
+test('the disk check runs again right before the apply: a disk that filled up after staging fails the apply before rpm-ostree deploys, naming the file system and the sizes', { skip }, async () => {
+  const clock = new ManualClock(Date.parse('2026-11-25T12:00:00Z'));
+  const server = await startTestServer({ clock });
+  const host = new SandboxHost({ name: 'filled', server: server.address, pki: server.pki });
+  const pool = poolYaml('worker', '  maintenanceWindows:\n    - {schedule: "0 2 * * 6", duration: 4h, timeZone: UTC}\n');
+  try {
+    const c = server.admin();
+    await apply(c, pool, KARGS);
+    const first = await target(c);
+    await host.start();
+    await untilNode(c, [host], 'filled', (n) => n.status!.currentConfig === first && n.status!.state === 'Done');
+    await apply(c, pool, KARGS, OS);
+    const want = await target(c);
+    await untilNode(c, [host], 'filled', (n) => n.status!.staging?.state === 'Staged' && n.status!.staging.config === want);
+    // The disk fills up after the download: here, the floor rises past what any disk has (the agent restarts with it).
+    await host.kill();
+    const config = parse(readFileSync(host.configPath, 'utf8')) as Record<string, unknown>;
+    writeFileSync(host.configPath, stringify({ ...config, staging: { minFreeDisk: '4Pi' } }));
+    host.spawnAgent();
+    clock.set(Date.parse('2026-11-28T02:30:00Z'));
+    server.handle.controlPlane.resync();
+    const node = await untilNode(c, [host], 'filled', (n) => n.status!.state === 'Degraded' || n.status!.state === 'RolledBack');
+    const fs = join(host.root, 'sysroot');
+    assert.match(node.status!.reason, new RegExp(`apply: disk: ${esc(fs)} has \\d+ bytes free; the apply of ${esc(want)} \\(content staged\\) \\(0 bytes\\) with staging.minFreeDisk \\(4503599627370496 bytes\\) kept free needs 4503599627370496 bytes free there`));
+    assert.deepEqual(calls(host).filter((l) => /^(rebase|update|override)\b/.test(l) && !l.includes('--download-only')), [], 'rpm-ostree deployed nothing');
+    assert.equal(node.status!.currentConfig, first);
+  } finally {
+    await host.stop();
     await server.close();
   }
 });
