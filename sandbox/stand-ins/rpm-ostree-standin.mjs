@@ -38,8 +38,9 @@
 // (state.cache: images and packages) and stage nothing; with -C/--cache-only a command that needs
 // an image or a package the cache lacks fails and stages nothing (the message is the stand-in's),
 // so an agent cannot pass by downloading during the apply. Without either flag a command
-// downloads what the cache lacks, then stages. `override remove ... --install P` takes -C too, as
-// `rpm-ostree override remove --help` lists it (the man page does not). A download is a
+// downloads what the cache lacks, then stages. The man page documents -C for deploy, install,
+// rebase and upgrade only; the stand-in takes it on `override remove/reset ... --install P` too,
+// as the agent passes it there for a kernel type (not checked against a real host). A download is a
 // transaction: while one runs, other commands but `status` fail as busy, as rpm-ostreed's do.
 //
 // Test-only verbs (not rpm-ostree's): `standin-size NAME BYTES` gives an image reference (as
