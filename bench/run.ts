@@ -8,6 +8,8 @@ const BENCHMARKS: Record<string, () => Promise<{ run: () => void | Promise<void>
   // The agent's memory table alone (agent runs it too).
   'agent-rss': async () => ({ run: (await import('./agent-rss.ts')).benchRss }),
   'cli-startup': () => import('./cli-startup.ts'),
+  // Real agents and a slow image source: minutes, not seconds.
+  staging: () => import('./staging.ts'),
 };
 
 // `--compare REF` (controlplane): the same sizes on REF's server and this one's, with ratios.

@@ -78,7 +78,7 @@ export class SandboxHost {
     this.rebootMarker = join(this.dir, 'reboot-requested');
     this.rebootFailMarker = `${this.rebootMarker}.fail`;
     this.standinState = join(this.dir, 'rpm-ostree.json');
-    for (const d of ['etc', 'var/usrlocal/bin', 'usr/bin', 'home/core/.ssh', 'opt-target', SANDBOX_RUN]) mkdirSync(join(this.root, d), { recursive: true });
+    for (const d of ['etc', 'var/usrlocal/bin', 'usr/bin', 'home/core/.ssh', 'opt-target', 'sysroot', SANDBOX_RUN]) mkdirSync(join(this.root, d), { recursive: true });
     if (options.usrLocalIsDirectory) mkdirSync(join(this.root, 'usr/local/bin'), { recursive: true });
     else symlinkSync('../var/usrlocal', join(this.root, 'usr/local'));
     writeFileSync(join(this.root, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000:CoreOS Admin:/home/core:/bin/bash\n');

@@ -46,6 +46,7 @@ const AGENT_KEYS: Record<string, string> = {
   metrics: '`{listen, allowNonLoopback}`: Prometheus /metrics; `listen: ""` turns it off, a non-loopback address needs `allowNonLoopback: true`',
   criSocket: 'the container runtime\'s CRI socket the pool\'s PinnedImageSets are pulled through (this machine\'s path, not moved by --root); see docs/operate/pinned-images.md',
   pinnedImages: '`{minFreeBytes, imageSizeBytes, retrySeconds}`: the room check before a set is pulled (bytes the image filesystem keeps free, MCO\'s 10 GiB; the size counted twice for each missing image, 1 GiB) and the wait before a failed set is tried again',
+  staging: '`{fileSystem, minFreeDisk, imageSizes, defaultImageSize, packageSize, retrySeconds, maxRetrySeconds}`: downloads ahead of the drain (docs/operate/staging.md): the file system rpm-ostree downloads into (default `/sysroot`), the bytes kept free there (default 1Gi), size estimates by image (default 2Gi) and per package (100Mi), and the retry backoff of a failed download (10 s doubling to 600 s)',
 };
 const PATH_KEY_TEXT: Record<string, string> = {
   root: 'managed files are written under this root',

@@ -27,7 +27,29 @@
 //                                         moves to the top of the boot order. Without one it fails
 //                                         with rpm-ostree's "No rollback deployment found".
 //
-// Test-only verbs (not rpm-ostree's): `standin-boot` makes the staged deployment the booted
+//
+// Download and cache, as rpm-ostree(1) documents them for rebase, upgrade (update) and deploy:
+//   "--download-only to only download the target ostree and layered RPMs without actually
+//    performing the deployment. This can be used with a subsequent --cache-only invocation to
+//    perform the operation completely offline."
+//   "--cache-only or -C to perform the rebase without trying to download the target tree from
+//    the remote nor the latest packages."
+// So `rebase --download-only REF` and `update --download-only --install P` only fill the cache
+// (state.cache: images and packages) and stage nothing; with -C/--cache-only a command that needs
+// an image or a package the cache lacks fails and stages nothing (the message is the stand-in's),
+// so an agent cannot pass by downloading during the apply. Without either flag a command
+// downloads what the cache lacks, then stages. The man page documents -C for deploy, install,
+// rebase and upgrade only; the stand-in takes it on `override remove/reset ... --install P` too,
+// as the agent passes it there for a kernel type (not checked against a real host). A download is a
+// transaction: while one runs, other commands but `status` fail as busy, as rpm-ostreed's do.
+//
+// Test-only verbs (not rpm-ostree's): `standin-size NAME BYTES` gives an image reference (as
+// written after ostree-unverified-registry:) or a package its download size (default 0);
+// `standin-rate BYTES_PER_SECOND` makes every download take size/rate seconds (0: no limit), a
+// slow image source on loopback; `standin-fail-download N CAUSE` makes the next N downloads fail
+// with `error: CAUSE` (a registry that refuses, a network that drops); a download prints
+// `Receiving NAME: DONE/TOTAL bytes` lines as it goes (the stand-in's format).
+// Other test-only verbs: `standin-boot` makes the staged deployment the booted
 // one (what a reboot does); `standin-busy N` makes the next N commands fail as if another
 // transaction were running, with rpm-ostree's message; `standin-hang N` makes the next N
 // commands that stage a deployment hang forever, as a wedged rpm-ostreed would;
@@ -84,13 +106,17 @@ function fail(message, code = 1) {
   process.exit(code);
 }
 
-const state = load();
+let state = load();
 const verb = args[0];
-if (verb !== 'standin-boot' && verb !== 'standin-busy' && verb !== 'standin-fail') state.calls.push(args.join(' '));
+if (!verb.startsWith('standin-')) state.calls.push(args.join(' '));
 if (state.fail?.[verb] > 0) {
   state.fail[verb]--;
   save(state);
   fail(`${verb} failed (standin-fail)`);
+}
+if (state.transaction && verb !== 'status' && !verb.startsWith('standin-') && alive(state.transaction.pid)) {
+  save(state);
+  fail(`Transaction in progress: ${state.transaction.what}\n You can cancel the current transaction with \`rpm-ostree cancel\``);
 }
 if (state.busy > 0 && !verb.startsWith('standin-') && !(verb === 'status')) {
   state.busy--;
@@ -98,6 +124,60 @@ if (state.busy > 0 && !verb.startsWith('standin-') && !(verb === 'status')) {
   fail('Transaction in progress: deploy --lock-finalization\n You can cancel the current transaction with `rpm-ostree cancel`');
 }
 
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+const cacheOnly = args.includes('-C') || args.includes('--cache-only');
+const downloadOnly = args.includes('--download-only');
+/**
+ * What the command needs from the remote (the image, packages) against the cache: with -C a miss
+ * fails; otherwise the misses are downloaded (at the set rate, failing as set) into the cache.
+ * With --download-only the command ends here, having staged nothing.
+ */
+async function fetchInto(needed) {
+  state.cache ??= { images: [], packages: [] };
+  const missing = needed.filter((n) => !state.cache[n.kind].includes(n.name));
+  if (cacheOnly && missing.length) {
+    save(state);
+    fail(`${missing.map((n) => n.name).join(', ')}: not in the local cache and --cache-only forbids downloading (stage it first with --download-only)`);
+  }
+  for (const n of missing) {
+    if (state.failDownload?.count > 0) {
+      state.failDownload.count--;
+      save(state);
+      fail(`fetching ${n.name}: ${state.failDownload.cause}`);
+    }
+    const total = state.sizes?.[n.name] ?? 0;
+    const rate = state.rate ?? 0;
+    state.transaction = { pid: process.pid, what: `${verb} ${n.name}` };
+    save(state);
+    const ms = rate > 0 ? (total / rate) * 1000 : 0;
+    const started = Date.now();
+    process.stdout.write(`Receiving ${n.name}: 0/${total} bytes\n`);
+    while (Date.now() - started < ms) {
+      await new Promise((r) => setTimeout(r, Math.min(200, ms - (Date.now() - started))));
+      process.stdout.write(`Receiving ${n.name}: ${Math.min(total, Math.round(((Date.now() - started) / ms) * total))}/${total} bytes\n`);
+    }
+    process.stdout.write(`Receiving ${n.name}: ${total}/${total} bytes\n`);
+    // Other commands (status) wrote the state meanwhile: start again from theirs.
+    state = load();
+    state.cache ??= { images: [], packages: [] };
+    if (!state.cache[n.kind].includes(n.name)) state.cache[n.kind].push(n.name);
+    delete state.transaction;
+    save(state);
+  }
+  if (downloadOnly) {
+    save(state);
+    process.stdout.write(missing.length ? 'Downloaded; nothing deployed (--download-only)\n' : 'Nothing to download; nothing deployed (--download-only)\n');
+    process.exit(0);
+  }
+}
+const packagesOf = (list) => list.map((name) => ({ kind: 'packages', name }));
 const booted = () => state.deployments.find((d) => d.booted);
 const staged = () => state.deployments.find((d) => d.staged);
 /**
@@ -123,7 +203,7 @@ function stage(change) {
 }
 const opts = (name) => args.filter((a) => a.startsWith(`--${name}=`)).map((a) => a.slice(name.length + 3))
   .concat(args.flatMap((a, i) => (a === `--${name}` ? [args[i + 1]] : [])));
-const positional = () => args.slice(1).filter((a, i, all) => !a.startsWith('--') && !['--install', '--uninstall'].includes(all[i - 1]));
+const positional = () => args.slice(1).filter((a, i, all) => !a.startsWith('-') && !['--install', '--uninstall'].includes(all[i - 1]));
 
 switch (verb) {
   case 'status':
@@ -152,6 +232,8 @@ switch (verb) {
     const install = opts('install');
     const uninstall = opts('uninstall');
     if (sub !== 'remove' && sub !== 'reset') fail(`unknown override subcommand ${sub}`);
+    if (downloadOnly) fail('override does not take --download-only');
+    await fetchInto(packagesOf(install));
     stage((d) => {
       if (sub === 'remove') d.removals = [...new Set([...d.removals, ...pkgs])];
       else d.removals = d.removals.filter((p) => !pkgs.includes(p));
@@ -163,6 +245,7 @@ switch (verb) {
   case 'update': {
     const install = opts('install');
     const uninstall = opts('uninstall');
+    await fetchInto(packagesOf(install));
     stage((d) => { d.packages = [...new Set([...d.packages.filter((p) => !uninstall.includes(p)), ...install])]; });
     process.stdout.write('Staging deployment... done\n');
     break;
@@ -170,6 +253,7 @@ switch (verb) {
   case 'rebase': {
     const ref = positional()[0];
     if (!ref || !/^ostree-(unverified-registry|image-signed|remote-image):/.test(ref)) fail(`rebase needs an ostree container reference, got ${ref}`);
+    await fetchInto([{ kind: 'images', name: ref.replace(/^ostree-[a-z-]+:/, '') }]);
     stage((d) => { d.image = ref; });
     process.stdout.write('Staging deployment... done\n');
     break;
@@ -213,6 +297,18 @@ switch (verb) {
   }
   case 'standin-hang':
     state.hang = Number(args[1] ?? 1);
+    save(state);
+    break;
+  case 'standin-size':
+    state.sizes = { ...state.sizes, [args[1]]: Number(args[2] ?? 0) };
+    save(state);
+    break;
+  case 'standin-rate':
+    state.rate = Number(args[1] ?? 0);
+    save(state);
+    break;
+  case 'standin-fail-download':
+    state.failDownload = { count: Number(args[1] ?? 1), cause: args.slice(2).join(' ') || 'connection reset by peer' };
     save(state);
     break;
   case 'standin-fail':

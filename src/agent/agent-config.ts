@@ -7,6 +7,7 @@ import { hostname } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { parse } from 'yaml';
 import { ConfigurationError, nodeNameProblem } from '../machineconfig/index.ts';
+import { parseQuantity } from '../machineconfig/quantity.ts';
 import { isLoopbackHost } from '../runtime/tls.ts';
 import { CRIO_SOCKET } from './cri-image-client.ts';
 
@@ -74,6 +75,23 @@ export interface AgentConfig {
    * failed waits before it is tried again.
    */
   pinnedImages: { minFreeBytes: number; imageSizeBytes: number; retrySeconds: number };
+  /** Downloads ahead of the drain (os-staging.ts): the disk check and the retry backoff. */
+  staging: StagingConfig;
+}
+
+export interface StagingConfig {
+  /** The file system rpm-ostree downloads into (the ostree repo's: /sysroot on CoreOS). */
+  fileSystem: string;
+  /** Bytes that must stay free on it after a download (the check refuses below that). */
+  minFreeDisk: number;
+  /** Download size estimates in bytes by image (as in osImageURL), for when the tool cannot tell. */
+  imageSizes: Record<string, number>;
+  /** The estimate for an image not in imageSizes, and for each layered package. */
+  defaultImageSize: number;
+  packageSize: number;
+  /** The first retry of a failed download, doubled each time up to maxRetrySeconds. */
+  retrySeconds: number;
+  maxRetrySeconds: number;
 }
 
 /** The agent's /metrics port (127.0.0.1 only by default); ntp_exporter has 9559, hence not that. */
@@ -83,7 +101,7 @@ export const DEFAULT_METRICS_LISTEN = '127.0.0.1:9624';
 export const PATH_KEYS = ['root', 'unitDir', 'stateDir', 'sshKeysDir', 'bootIdFile', 'kernelCmdlineFile'];
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 const ENROLLMENT_KEYS = ['url', 'tokenFile', 'pool', 'pollSeconds'];
-export const KNOWN_KEYS = ['server', 'servers', 'tls', 'insecure', 'enrollment', 'nodeName', 'labels', 'paths', 'systemdBus', 'rpmOstree', 'reboot', 'drift', 'heartbeatSeconds', 'logLevel', 'jobTimeoutSeconds', 'dbusTimeoutSeconds', 'rpmOstreeTimeoutSeconds', 'stepTimeoutSeconds', 'metrics', 'criSocket', 'pinnedImages'];
+export const KNOWN_KEYS = ['server', 'servers', 'tls', 'insecure', 'enrollment', 'nodeName', 'labels', 'paths', 'systemdBus', 'rpmOstree', 'reboot', 'drift', 'heartbeatSeconds', 'logLevel', 'jobTimeoutSeconds', 'dbusTimeoutSeconds', 'rpmOstreeTimeoutSeconds', 'stepTimeoutSeconds', 'metrics', 'criSocket', 'pinnedImages', 'staging'];
 
 export const DEFAULT_CONFIG_PATH = '/etc/mcplane/agent.yaml';
 
@@ -237,6 +255,42 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
     // The runtime runs on this machine: its socket is not moved under --root.
     criSocket: criSocketOf(r.criSocket, fail),
     pinnedImages: pinnedImagesOf(r.pinnedImages, fail),
+    staging: stagingOf(r.staging, fail, (p) => path(p, 'staging.fileSystem') ?? under('/sysroot')),
+  };
+}
+
+const STAGING_KEYS = ['fileSystem', 'minFreeDisk', 'imageSizes', 'defaultImageSize', 'packageSize', 'retrySeconds', 'maxRetrySeconds'];
+/** ostree needs room for a deployment's checkout and /boot's copies beyond the download: 1 GiB kept free by default. */
+export const DEFAULT_MIN_FREE_DISK = 1024 ** 3;
+
+function stagingOf(v: unknown, fail: (field: string, rule: string) => never, fileSystem: (p: unknown) => string): StagingConfig {
+  const m = (v ?? {}) as Record<string, unknown>;
+  if (typeof m !== 'object' || Array.isArray(m)) fail('staging', 'must be a mapping: {minFreeDisk: 1Gi, imageSizes: {IMAGE: 2Gi}}');
+  for (const key of Object.keys(m)) if (!STAGING_KEYS.includes(key)) fail(`staging.${key}`, `unknown field (expected one of: ${STAGING_KEYS.join(', ')})`);
+  const bytes = (raw: unknown, field: string, dflt: number): number => {
+    if (raw === undefined || raw === null) return dflt;
+    const q = typeof raw === 'string' || typeof raw === 'number' ? parseQuantity(raw) : { error: 'not a string or number' };
+    if ('error' in q || q.value < 0) fail(field, `must be a size such as 1Gi, 500Mi or 2000000000 (bytes), got ${JSON.stringify(raw)}${'error' in q ? `: ${q.error}` : ''}`);
+    return (q as { value: number }).value;
+  };
+  const seconds = (raw: unknown, field: string, dflt: number): number => {
+    if (raw === undefined || raw === null) return dflt;
+    if (typeof raw !== 'number' || !(raw > 0)) fail(field, 'must be a positive number of seconds');
+    return raw as number;
+  };
+  const imageSizes: Record<string, number> = {};
+  if (m.imageSizes !== undefined && m.imageSizes !== null) {
+    if (typeof m.imageSizes !== 'object' || Array.isArray(m.imageSizes)) fail('staging.imageSizes', 'must map images (as in osImageURL) to sizes');
+    for (const [image, size] of Object.entries(m.imageSizes as Record<string, unknown>)) imageSizes[image] = bytes(size, `staging.imageSizes.${image}`, 0);
+  }
+  return {
+    fileSystem: fileSystem(m.fileSystem),
+    minFreeDisk: bytes(m.minFreeDisk, 'staging.minFreeDisk', DEFAULT_MIN_FREE_DISK),
+    imageSizes,
+    defaultImageSize: bytes(m.defaultImageSize, 'staging.defaultImageSize', 2 * 1024 ** 3),
+    packageSize: bytes(m.packageSize, 'staging.packageSize', 100 * 1024 ** 2),
+    retrySeconds: seconds(m.retrySeconds, 'staging.retrySeconds', 10),
+    maxRetrySeconds: seconds(m.maxRetrySeconds, 'staging.maxRetrySeconds', 600),
   };
 }
 

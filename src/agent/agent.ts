@@ -39,6 +39,7 @@ import { Journal } from './journal.ts';
 import { readKernelCmdline } from './kernel-cmdline.ts';
 import { createRebooter } from './reboot.ts';
 import { PinnedImageSets } from './pinned-image-sets.ts';
+import { OsStaging } from './os-staging.ts';
 import { RpmOstree } from './rpm-ostree.ts';
 import { AgentSession } from './session.ts';
 import { SystemdClient } from './systemd-client.ts';
@@ -55,6 +56,7 @@ export class Agent {
   readonly metrics: AgentMetrics;
   /** The pool's pinned image sets: pulled and pinned on their own, never through the update engine. */
   readonly pinnedImages: PinnedImageSets;
+  readonly staging: OsStaging;
   session: AgentSession | undefined;
   #metricsServer: MetricsServer | undefined;
   #systemd: SystemdClient;
@@ -62,6 +64,8 @@ export class Agent {
   #os: OsStatus | null = null;
   #driftFound: Drift[] = [];
   #latest: Assignment | undefined;
+  #lastAssignmentKey = '';
+  #lastStage = '';
   /** Set while a drift-policy Reconcile rewrite runs: its drift stays reported afterwards. */
   #reconciling = false;
   /** What the running Reconcile rewrite says of itself in the node's history (its record's cause). */
@@ -78,6 +82,7 @@ export class Agent {
     this.#systemd = SystemdClient.connect(config.systemdBus, config.jobTimeoutSeconds * 1000, config.dbusTimeoutSeconds * 1000);
     this.#rpm = new RpmOstree(config.rpmOstree, log, (attempt, retryInMs) =>
       this.engine.note(`rpm-ostree is busy with another transaction; retry ${attempt} in ${(retryInMs / 1000).toFixed(1)}s`), undefined, config.rpmOstreeTimeoutSeconds * 1000);
+    this.staging = new OsStaging(this.#rpm, config.staging, config.paths.stateDir, log, () => this.session?.report(), () => this.engine.busy);
     this.drift = new DriftMonitor(log, config.drift.intervalSeconds * 1000, (found) => this.#onDrift(found));
     this.pinnedImages = new PinnedImageSets({
       criSocket: config.criSocket, root: config.paths.root, ...config.pinnedImages,
@@ -93,7 +98,7 @@ export class Agent {
     });
     this.engine = new UpdateEngine({
       config, journal: this.journal, systemd: this.#systemd, rpmOstree: this.#rpm,
-      rebooter: createRebooter(config.reboot), failpoints: new Failpoints(), log,
+      rebooter: createRebooter(config.reboot), failpoints: new Failpoints(), log, staging: this.staging,
       onProgress: (p) => {
         this.metrics.progress(p);
         if (p.state === 'Working') this.drift.stop();
@@ -189,6 +194,8 @@ export class Agent {
       pinnedImageSets: this.pinnedImages.status(),
       driftPolicy: this.#driftPolicy(),
       drifted: this.#drifted,
+      staging: this.staging.status(),
+      agentFeatures: ['staging'],
     };
   }
 
@@ -229,6 +236,7 @@ export class Agent {
     this.session?.stop();
     this.drift.stop();
     this.pinnedImages.stop();
+    this.staging.stop();
     await this.engine.idle();
     this.#systemd.close();
   }
@@ -286,7 +294,35 @@ export class Agent {
     this.#latest = assignment;
     if (a.renderedConfig !== this.journal.state.currentConfig) this.#reconciler.reset();
     if (this.#driftSettings.update({ policy: driftPolicy, ignore })) this.#driftSettingsChanged();
-    this.engine.assign(assignment);
+    // A message that changes only what to stage is not the config handed again: a node Degraded
+    // on its config (drift, say) must not re-apply it because the next one is being staged.
+    const key = JSON.stringify([a.renderedConfig, a.specJson, a.disruptionPolicyJson, a.driftPolicy, a.healthCheckJson]);
+    const stageOnly = key === this.#lastAssignmentKey && a.stageConfig !== this.#lastStage;
+    this.#lastAssignmentKey = key;
+    this.#lastStage = a.stageConfig;
+    if (!stageOnly) this.engine.assign(assignment);
+    if (a.stageConfig && a.stageConfig !== a.renderedConfig) this.#stage(a.stageConfig, a.stageSpecJson);
+  }
+
+  /**
+   * The config the node gets next, to download ahead (os-staging.ts). Checked as an assignment
+   * is; a malformed one is logged and staged not at all (the node keeps serving, and the
+   * control plane, seeing no Staged, gives it nothing).
+   */
+  #stage(config: string, specJson: string): void {
+    const c = new ProblemCollector(`RenderedConfig/${config}`);
+    let spec: unknown;
+    try {
+      spec = JSON.parse(specJson);
+    } catch (err) {
+      c.add('stageSpec', 'json', `the staged config's spec is not JSON: ${(err as Error).message}`);
+    }
+    const mc = c.ok ? parseMachineConfig({ apiVersion: API_VERSION, kind: 'MachineConfig', metadata: { name: config }, spec }, c) : undefined;
+    if (!mc) {
+      this.log.error({ config, problems: c.problems }, 'the config to stage is malformed; nothing is downloaded');
+      return;
+    }
+    this.staging.stage(config, mc.spec);
   }
 
   #currentAssignment(): Assignment | undefined {

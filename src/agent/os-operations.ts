@@ -5,14 +5,14 @@
 
 import { splitKernelArguments, UpdateStepError, type MachineConfigSpec } from '../machineconfig/index.ts';
 import { readKernelCmdline } from './kernel-cmdline.ts';
-import { EXTENSION_PACKAGES, extensionsOf, imageOf, kernelTypeOf, type RpmOstree } from './rpm-ostree.ts';
+import { EXTENSION_PACKAGES, extensionsOf, imageOf, KERNEL_PACKAGES, kernelTypeOf, type Deployment, type RpmOstree } from './rpm-ostree.ts';
 
 /**
  * `undone`: kernel arguments and extensions of undone updates, which the pending deployment may
  * still hold when their deployment could not be dropped (or was the one left to boot next); taken
  * out unless `to` wants them.
  */
-export async function applyOsChanges(rpm: RpmOstree, from: MachineConfigSpec | null, to: MachineConfigSpec, undone: { kargs?: readonly string[] | null; extensions?: readonly string[] | null } = {}): Promise<string[]> {
+export async function applyOsChanges(rpm: RpmOstree, from: MachineConfigSpec | null, to: MachineConfigSpec, undone: { kargs?: readonly string[] | null; extensions?: readonly string[] | null } = {}, { cacheOnly = false } = {}): Promise<string[]> {
   const done: string[] = [];
   const step = async (object: string, fn: () => Promise<void>): Promise<void> => {
     try {
@@ -35,15 +35,36 @@ export async function applyOsChanges(rpm: RpmOstree, from: MachineConfigSpec | n
   if (remove.length || add.length) await step('kernelArguments', () => rpm.changeKargs(remove, add));
 
   const kernelType = kernelTypeOf(pending);
-  if (kernelType !== to.kernelType) await step('kernelType', () => rpm.setKernelType(kernelType, to.kernelType));
+  if (kernelType !== to.kernelType) await step('kernelType', () => rpm.setKernelType(kernelType, to.kernelType, cacheOnly));
 
   const installed = extensionsOf(pending);
   const extAdd = to.extensions.filter((e) => !installed.includes(e) && EXTENSION_PACKAGES[e]);
   const extRemove = [...new Set([...(from?.extensions ?? []), ...(undone.extensions ?? [])])].filter((e) => !to.extensions.includes(e) && installed.includes(e));
-  if (extAdd.length || extRemove.length) await step('extensions', () => rpm.changeExtensions(extRemove, extAdd));
+  if (extAdd.length || extRemove.length) await step('extensions', () => rpm.changeExtensions(extRemove, extAdd, cacheOnly));
 
-  if (to.osImageURL && imageOf(pending) !== to.osImageURL) await step('osImageURL', () => rpm.rebase(to.osImageURL));
+  if (to.osImageURL && imageOf(pending) !== to.osImageURL) await step('osImageURL', () => rpm.rebase(to.osImageURL, cacheOnly));
   return done;
+}
+
+/** What `to` needs downloaded on top of rpm-ostree's pending (else booted) deployment: what staging fetches. */
+export interface OsDownloads {
+  image?: string;
+  packages: string[];
+}
+
+export async function osDownloadsFor(rpm: RpmOstree, to: MachineConfigSpec): Promise<OsDownloads> {
+  const status = await rpm.status();
+  return osDownloadsFrom(status.pending ?? status.booted, to);
+}
+
+export function osDownloadsFrom(base: Deployment, to: MachineConfigSpec): OsDownloads {
+  const out: OsDownloads = { packages: [] };
+  if (to.osImageURL && imageOf(base) !== to.osImageURL) out.image = to.osImageURL;
+  const kernelType = kernelTypeOf(base);
+  if (kernelType !== to.kernelType && to.kernelType !== 'default') out.packages.push(...KERNEL_PACKAGES[to.kernelType]);
+  const installed = extensionsOf(base);
+  for (const e of to.extensions) if (!installed.includes(e)) out.packages.push(...(EXTENSION_PACKAGES[e] ?? []));
+  return out;
 }
 
 /**

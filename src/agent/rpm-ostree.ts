@@ -2,7 +2,7 @@
 // Control drive it. A busy daemon (another transaction running) is retried with backoff and
 // logged; it is not a failure of the update.
 
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { RpmOstreeError, splitKernelArguments, type OsStatus } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { configurableArgs, type Cmdline } from './kernel-cmdline.ts';
@@ -95,26 +95,69 @@ export class RpmOstree {
     await this.run(['kargs', ...remove.map((k) => `--delete-if-present=${k}`), ...add.map((k) => `--append-if-missing=${k}`)]);
   }
 
-  async setKernelType(from: keyof typeof KERNEL_PACKAGES, to: keyof typeof KERNEL_PACKAGES): Promise<void> {
+  /** `cacheOnly`: -C, from what a download-only run put in the cache (os-staging.ts); nothing is fetched. */
+  async setKernelType(from: keyof typeof KERNEL_PACKAGES, to: keyof typeof KERNEL_PACKAGES, cacheOnly = false): Promise<void> {
     if (from === to) return;
+    const c = cacheOnly ? ['-C'] : [];
     if (to === 'default') {
-      await this.run(['override', 'reset', ...KERNEL_PACKAGES.default, ...KERNEL_PACKAGES[from].flatMap((p) => ['--uninstall', p])]);
+      await this.run(['override', 'reset', ...KERNEL_PACKAGES.default, ...KERNEL_PACKAGES[from].flatMap((p) => ['--uninstall', p]), ...c]);
     } else if (from === 'default') {
-      await this.run(['override', 'remove', ...KERNEL_PACKAGES.default, ...KERNEL_PACKAGES[to].flatMap((p) => ['--install', p])]);
+      await this.run(['override', 'remove', ...KERNEL_PACKAGES.default, ...KERNEL_PACKAGES[to].flatMap((p) => ['--install', p]), ...c]);
     } else {
-      await this.run(['override', 'remove', ...KERNEL_PACKAGES.default, ...KERNEL_PACKAGES[from].flatMap((p) => ['--uninstall', p]), ...KERNEL_PACKAGES[to].flatMap((p) => ['--install', p])]);
+      await this.run(['override', 'remove', ...KERNEL_PACKAGES.default, ...KERNEL_PACKAGES[from].flatMap((p) => ['--uninstall', p]), ...KERNEL_PACKAGES[to].flatMap((p) => ['--install', p]), ...c]);
     }
   }
 
-  async changeExtensions(remove: string[], add: string[]): Promise<void> {
+  async changeExtensions(remove: string[], add: string[], cacheOnly = false): Promise<void> {
     const uninstall = remove.flatMap((e) => EXTENSION_PACKAGES[e] ?? []);
     const install = add.flatMap((e) => EXTENSION_PACKAGES[e] ?? []);
     if (!uninstall.length && !install.length) return;
-    await this.run(['update', ...install.flatMap((p) => ['--install', p]), ...uninstall.flatMap((p) => ['--uninstall', p])]);
+    await this.run(['update', ...install.flatMap((p) => ['--install', p]), ...uninstall.flatMap((p) => ['--uninstall', p]), ...(cacheOnly ? ['-C'] : [])]);
   }
 
-  async rebase(image: string): Promise<void> {
-    await this.run(['rebase', '--experimental', `ostree-unverified-registry:${image}`]);
+  async rebase(image: string, cacheOnly = false): Promise<void> {
+    await this.run(['rebase', '--experimental', `ostree-unverified-registry:${image}`, ...(cacheOnly ? ['-C'] : [])]);
+  }
+
+  /**
+   * rpm-ostree's --download-only: the image (rebase) or the packages (update --install) into
+   * the local cache, nothing deployed. `onProgress` hears each "DONE/TOTAL bytes" the tool
+   * prints. No busy retry here: staging retries the whole download with its own backoff.
+   */
+  downloadImage(image: string, onProgress: (done: number, total: number) => void): Promise<void> {
+    return this.#stream(['rebase', '--experimental', '--download-only', `ostree-unverified-registry:${image}`], onProgress);
+  }
+
+  downloadPackages(packages: string[], onProgress: (done: number, total: number) => void): Promise<void> {
+    return this.#stream(['update', '--download-only', ...packages.flatMap((p) => ['--install', p])], onProgress);
+  }
+
+  #stream(args: string[], onProgress: (done: number, total: number) => void): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(this.binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      let partial = '';
+      const timer = setTimeout(() => child.kill('SIGKILL'), this.timeoutMs);
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+        const lines = (partial + chunk).split('\n');
+        partial = lines.pop() ?? '';
+        for (const line of lines) {
+          const m = /(\d+)\s*\/\s*(\d+)\s*bytes/.exec(line);
+          if (m) onProgress(Number(m[1]), Number(m[2]));
+        }
+      });
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => { if (stderr.length < 64 * 1024) stderr += chunk; });
+      child.once('error', (err) => {
+        clearTimeout(timer);
+        reject(new RpmOstreeError(`rpm-ostree ${args.join(' ')}: ${err.message}`));
+      });
+      child.once('close', (code, signal) => {
+        clearTimeout(timer);
+        if (code === 0) return resolve();
+        const detail = signal === 'SIGKILL' ? `did not finish within ${this.timeoutMs / 1000}s; killed` : failureLine(stderr) || `exited with ${code ?? signal}`;
+        reject(new RpmOstreeError(`rpm-ostree ${args.join(' ')}: ${detail}`, BUSY.test(stderr)));
+      });
+    });
   }
 
   /** What the node reports as its OS status; kernel arguments as the kernel booted with them. */

@@ -87,6 +87,8 @@ export interface EngineDeps {
   log: Logger;
   /** Called on every phase or state change. */
   onProgress: (p: Progress) => void;
+  /** Staging before the drain (os-staging.ts): the disk check before the OS apply, and whether it may go --cache-only. */
+  staging?: { cacheOnlyFor(config: string): boolean; checkBeforeApply(config: string, spec: MachineConfigSpec): Promise<void> };
 }
 
 export class UpdateEngine {
@@ -392,7 +394,9 @@ export class UpdateEngine {
   async #applyOs(): Promise<void> {
     const j = this.#d.journal;
     await this.#applyStep('os-done', 'rpm-ostree', async () => {
-      const changed = await applyOsChanges(this.#d.rpmOstree, j.state.currentSpec, j.state.pending!.toSpec, { kargs: j.state.undoneKargs, extensions: j.state.undoneExtensions });
+      const p = j.state.pending!;
+      await this.#d.staging?.checkBeforeApply(p.to, p.toSpec);
+      const changed = await applyOsChanges(this.#d.rpmOstree, j.state.currentSpec, p.toSpec, { kargs: j.state.undoneKargs, extensions: j.state.undoneExtensions }, { cacheOnly: this.#d.staging?.cacheOnlyFor(p.to) ?? false });
       if (changed.length) this.#d.log.info({ changed }, 'OS changes staged with rpm-ostree');
       if (changed.length) j.update((s) => { s.pending!.osChanged = true; });
     });

@@ -134,6 +134,26 @@ export class RpmOstreeError extends McplaneError {
 }
 
 /**
+ * A download ahead of the drain (or the apply after it) would leave the file system rpm-ostree
+ * writes to under its floor: the message names the file system, the bytes free and needed.
+ */
+export class InsufficientDiskError extends McplaneError {
+  override readonly code = 'MCPLANE_INSUFFICIENT_DISK';
+  constructor(readonly fileSystem: string, readonly freeBytes: number, readonly neededBytes: number, what: string) {
+    super(`${fileSystem} has ${freeBytes} bytes free; ${what} needs ${neededBytes} bytes free there (${formatBytes(freeBytes)} free, ${formatBytes(neededBytes)} needed)`);
+  }
+}
+
+/** 1.5 GiB, 300 MiB: for messages. */
+export function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let i = 0;
+  let v = n;
+  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+  return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
+}
+
+/**
  * A step of a node update failed. The message is what the node's reason shows: the step, the
  * object and the cause, e.g. "apply: file /etc/chrony.conf: EACCES: permission denied".
  */
@@ -309,6 +329,7 @@ export const ERROR_CLASSES = [
   // The pinned image puller's (the agent's): their codes reach the control plane in a set's
   // status (PinnedImageSetStatus.lastFailureCode), never as an API error.
   CriCallError, PinnedImageDiskSpaceError, PinnedImagePullError,
+  InsufficientDiskError,
 ] as const;
 
 /** The stable codes, one per class above. */

@@ -44,3 +44,4 @@ export { parseHealthCheck, parseRolloutPolicy } from './rollout-policy.ts';
 export { canaryCount, canaryGate, canaryNames, isCanary, type CanaryGate, type CanarySoak } from './canary.ts';
 export { activeHalt, describeHalt, effectiveTarget, failedNodes, nextRolloutState, type FailedNode, type RolloutHalt, type RolloutState } from './rollout-failures.ts';
 export { MCPLANE_POOL_FIELDS, POOL_SPEC_ANNOTATION } from './pool-spec-annotation.ts';
+export { needsStaging, previewStaging, resolveMaxStaging, stagingEnabled, type StagingSchedule } from './staging.ts';

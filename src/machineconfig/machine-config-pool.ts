@@ -33,7 +33,7 @@ import type {
 const SPEC_KEYS = [
   'machineConfigSelector', 'nodeSelector', 'paused', 'maxUnavailable', 'configuration', 'pinnedImageSets',
   'disruptionPolicy', 'driftPolicy', 'driftIgnore', 'drain',
-  'maintenanceWindows', 'maintenanceWindowScope', 'disruptionBudget',
+  'maintenanceWindows', 'maintenanceWindowScope', 'downloadWindows', 'disruptionBudget',
   'rollout', 'healthCheck',
 ];
 const PERCENT = /^(\d+)%$/;
@@ -71,6 +71,8 @@ export function parseMachineConfigPool(doc: Record<string, unknown>, c: ProblemC
   if (drain) spec.drain = drain;
   const windows = parseMaintenanceWindows(rawSpec.maintenanceWindows, c, 'spec.maintenanceWindows');
   if (windows?.length) spec.maintenanceWindows = windows;
+  const downloads = parseMaintenanceWindows(rawSpec.downloadWindows, c, 'spec.downloadWindows');
+  if (downloads?.length) spec.downloadWindows = downloads;
   const scope = c.string(rawSpec.maintenanceWindowScope, 'spec.maintenanceWindowScope');
   if (scope !== undefined) {
     if (WINDOW_SCOPES.includes(scope as MaintenanceWindowScope)) spec.maintenanceWindowScope = scope as MaintenanceWindowScope;

@@ -126,8 +126,12 @@ export function boundNodeStatus(status: NodeStatus): NodeStatus {
     ...(status.pinnedImageSets !== undefined ? { pinnedImageSets: boundPinnedImageSets(status.pinnedImageSets) } : {}),
     ...(status.driftPolicy ? { driftPolicy: DRIFT_POLICIES.has(status.driftPolicy) ? status.driftPolicy : '' } : {}),
     ...(status.drifted ? { drifted: boundCondition(status.drifted) } : {}),
+    ...(status.agentFeatures !== undefined ? { agentFeatures: (Array.isArray(status.agentFeatures) ? status.agentFeatures : []).slice(0, MAX_AGENT_FEATURES).map((f) => cut(f, 64)) } : {}),
   };
 }
+
+/** Features an agent may name: a handful, not a list to store without bound. */
+const MAX_AGENT_FEATURES = 16;
 
 const DRIFT_POLICIES: ReadonlySet<string> = new Set<DriftPolicy>(['Degrade', 'Reconcile', 'Adopt']);
 const CONDITION_STATUSES: ReadonlySet<string> = new Set(['True', 'False', 'Unknown']);

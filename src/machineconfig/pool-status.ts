@@ -72,7 +72,15 @@ export function computePoolStatus(input: PoolStatusInput): PoolStatus {
     add('NodeDegraded', 'False', 'NoNodesDegraded', 'no node is degraded');
   }
 
-  const degradedCauses = conditions.filter((c) => (c.type === 'RenderDegraded' || c.type === 'NodeDegraded') && c.status === 'True');
+  // Staging before the drain: a node whose download of the target failed keeps serving on its
+  // config (it is not Degraded itself, which would spend budget); the pool says so, naming each
+  // node's image and cause. The condition is there only while one fails.
+  const stagingFailed = nodes.filter((n) => n.status.staging?.state === 'Failed' && n.status.staging.config === target && n.status.currentConfig !== target);
+  if (stagingFailed.length > 0) {
+    add('StagingDegraded', 'True', 'StagingFailed',
+      `${stagingFailed.length} node${stagingFailed.length === 1 ? '' : 's'} could not stage ${target} and keep${stagingFailed.length === 1 ? 's' : ''} serving on ${stagingFailed.length === 1 ? 'its' : 'their'} config: ${list(stagingFailed, (n) => `${n.name} (${n.status.staging!.reason})`)}`);
+  }
+  const degradedCauses = conditions.filter((c) => (c.type === 'RenderDegraded' || c.type === 'NodeDegraded' || c.type === 'StagingDegraded') && c.status === 'True');
   if (degradedCauses.length > 0) add('Degraded', 'True', degradedCauses.map((c) => c.reason).join(','), degradedCauses.map((c) => c.message).join(' | '));
   else add('Degraded', 'False', 'NotDegraded', 'the pool renders and no node is degraded');
 

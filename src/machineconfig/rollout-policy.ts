@@ -19,7 +19,7 @@ const UNIT_NAME = /^[A-Za-z0-9:_.\\@-]+\.(service|socket|target|mount|automount|
 export function parseRolloutPolicy(raw: unknown, c: ProblemCollector, field = 'spec.rollout'): RolloutPolicy | undefined {
   const r = c.record(raw, field);
   if (!r) return undefined;
-  c.onlyKeys(r, field, ['canary', 'soak', 'maxFailures', 'onFailure']);
+  c.onlyKeys(r, field, ['canary', 'soak', 'maxFailures', 'onFailure', 'staging', 'maxStaging']);
   const out: RolloutPolicy = { maxFailures: 0, onFailure: 'Pause' };
   if (r.canary !== undefined && r.canary !== null) {
     const v = r.canary;
@@ -42,6 +42,17 @@ export function parseRolloutPolicy(raw: unknown, c: ProblemCollector, field = 's
   if (action !== undefined) {
     if (FAILURE_ACTIONS.includes(action as RolloutFailureAction)) out.onFailure = action as RolloutFailureAction;
     else c.add(join(field, 'onFailure'), 'on-failure', `onFailure "${action}" is not one of ${FAILURE_ACTIONS.join(', ')}`);
+  }
+  const staging = c.string(r.staging, field, 'staging');
+  if (staging !== undefined) {
+    if (staging === 'Enabled' || staging === 'Disabled') out.staging = staging;
+    else c.add(join(field, 'staging'), 'staging', `staging "${staging}" is not one of Enabled, Disabled (Enabled: download a node's OS content while it serves, before its drain)`);
+  }
+  if (r.maxStaging !== undefined && r.maxStaging !== null) {
+    const v = r.maxStaging;
+    if (typeof v === 'number' && Number.isInteger(v) && v >= 1) out.maxStaging = v;
+    else if (typeof v === 'string' && PERCENT.test(v) && Number(PERCENT.exec(v)![1]) >= 1 && Number(PERCENT.exec(v)![1]) <= 100) out.maxStaging = v;
+    else c.add(join(field, 'maxStaging'), 'max-staging', `maxStaging must be a whole number of nodes (1 or more) or a percentage from 1% to 100%, got ${JSON.stringify(v)}`);
   }
   if (out.soak && durationMs(out.soak)! > 0 && !out.canary) {
     c.add(join(field, 'soak'), 'soak-needs-canary', 'a soak needs canaries to soak: set canary to a count or a percentage of the pool\'s nodes');

@@ -8,6 +8,7 @@ import { GroupBudget } from './disruption-budget.ts';
 import { waitsForWindow, windowState } from './maintenance-window.ts';
 import { activeHalt, effectiveTarget, type RolloutState } from './rollout-failures.ts';
 import { rolloutOrder } from './rollout-order.ts';
+import { resolveMaxStaging } from './staging.ts';
 import type { MachineConfigPool, NodeRecord } from './types.ts';
 
 /** What decisions read besides the pool and its nodes: the time, what each update costs, and the leader's rollout bookkeeping. */
@@ -18,6 +19,16 @@ export interface RolloutContext {
   actionOf?: (node: NodeRecord) => UpdateAction | undefined;
   /** spec.rollout: the canaries' soak and the circuit breaker's halt (rollout-failures.ts). */
   rolloutState?: RolloutState;
+  /**
+   * Staging before the drain (staging.ts): what each node reported of the target. Absent: no
+   * staging (every node may be disrupted at once, as before).
+   */
+  staging?: {
+    /** Staged for the target, or nothing to download: the node may be disrupted. */
+    ready: (node: NodeRecord) => boolean;
+    /** Asked to stage the target already (its assignment carries it). */
+    requested: (node: NodeRecord) => boolean;
+  };
 }
 
 /** The part of the context spec.rollout reads. */
@@ -45,6 +56,15 @@ export interface RolloutDecision {
   target?: string;
   /** The canary gate, when the pool has canaries and is not halted. */
   canary?: CanaryGate;
+  /** Nodes to ask to stage the target now (within maxStaging and the download windows). */
+  stage: string[];
+  /** Nodes the budget would take but that have not staged the target yet: they go once Staged. */
+  awaitingStage: string[];
+  /** Nodes asked to stage the target and not staged yet: they download now. */
+  downloading: number;
+  maxStaging: number;
+  /** When the next download window opens, when nodes wait for one. */
+  nextDownloadWindowStart?: number;
 }
 
 /**
@@ -67,7 +87,9 @@ export function decideRollout(pool: MachineConfigPool, renderedTarget: string, n
   const maxUnavailable = resolveMaxUnavailable(pool.spec.maxUnavailable, nodes.length);
   const unavailable = nodes.filter((n) => unavailableReason(n) !== undefined).length;
   const pending = nodes.filter((n) => n.desiredConfig !== target);
-  if (pool.spec.paused || !target || (halt && target === renderedTarget)) return { assign: [], maxUnavailable, unavailable, waiting: pending.length, heldForWindow: [], heldByGroupBudget: [], target };
+  const maxStaging = resolveMaxStaging(pool.spec.rollout?.maxStaging, nodes.length);
+  const noStaging = { stage: [], awaitingStage: [], downloading: 0, maxStaging };
+  if (pool.spec.paused || !target || (halt && target === renderedTarget)) return { assign: [], maxUnavailable, unavailable, waiting: pending.length, heldForWindow: [], heldByGroupBudget: [], target, ...noStaging };
   // Windows hold drains and reboots (every update with scope All) while they are closed.
   const windows = pool.spec.maintenanceWindows?.length ? windowState(pool.spec.maintenanceWindows, context.now) : undefined;
   const held: NodeRecord[] = [];
@@ -91,17 +113,43 @@ export function decideRollout(pool: MachineConfigPool, renderedTarget: string, n
   // updating node takes the target within the budget, counted as if it were available, before
   // the available ones. For free, new hosts that had all just finished their first config would
   // all start the next one together.
+  // Staging: a node is disrupted only once it has downloaded the target; until then it neither
+  // takes nor holds budget, and the next staged node in order goes in its place.
+  const staging = context.staging;
+  const ready = (n: NodeRecord): boolean => !staging || staging.ready(n);
+  const awaiting: NodeRecord[] = [];
   const capacity = Math.max(0, maxUnavailable - (unavailable - updating.length));
-  const switched = updating.sort(rolloutOrder).slice(0, capacity);
+  const switched = updating.sort(rolloutOrder).filter((n) => ready(n) || (awaiting.push(n), false)).slice(0, capacity);
   const groups = pool.spec.disruptionBudget && new GroupBudget(pool.spec.disruptionBudget, nodes, (n) => unavailableReason(n) !== undefined);
   const taken: NodeRecord[] = [];
   const heldByGroupBudget: string[] = [];
+  const notTaken: NodeRecord[] = [];
   for (const n of budgeted.sort(rolloutOrder)) {
-    if (switched.length + taken.length >= capacity) break;
-    if (groups && !groups.take(n)) heldByGroupBudget.push(n.name);
+    if (switched.length + taken.length >= capacity) {
+      notTaken.push(n);
+      continue;
+    }
+    if (!ready(n)) awaiting.push(n);
+    else if (groups && !groups.take(n)) heldByGroupBudget.push(n.name);
     else taken.push(n);
   }
   const chosen = [...fresh, ...free, ...switched, ...taken];
+  // Who downloads now: the nodes the budget waits on first, then the rest the rollout will reach
+  // (beyond the budget, or held for a maintenance window: staged in the night, applied on Saturday).
+  let stage: string[] = [];
+  let downloading = 0;
+  let nextDownloadWindowStart: number | undefined;
+  if (staging) {
+    const unready = [...awaiting, ...[...notTaken, ...held].sort(rolloutOrder)].filter((n) => !ready(n));
+    downloading = unready.filter((n) => staging.requested(n)).length;
+    const asked = unready.filter((n) => !staging.requested(n));
+    const downloadWindows = pool.spec.downloadWindows?.length ? windowState(pool.spec.downloadWindows, context.now) : undefined;
+    if (downloadWindows && !downloadWindows.open) {
+      if (asked.length) nextDownloadWindowStart = downloadWindows.nextStart;
+    } else {
+      stage = asked.slice(0, Math.max(0, maxStaging - downloading)).map((n) => n.name);
+    }
+  }
   return {
     assign: chosen.map((n) => n.name), maxUnavailable, unavailable, waiting: pending.length - chosen.length,
     heldForWindow: held.sort(rolloutOrder).map((n) => n.name),
@@ -109,6 +157,8 @@ export function decideRollout(pool: MachineConfigPool, renderedTarget: string, n
     heldByGroupBudget,
     target,
     ...(gate ? { canary: gate } : {}),
+    stage, awaitingStage: awaiting.map((n) => n.name), downloading, maxStaging,
+    ...(nextDownloadWindowStart !== undefined ? { nextDownloadWindowStart } : {}),
   };
 }
 

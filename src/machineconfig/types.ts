@@ -190,6 +190,8 @@ export interface MachineConfigPoolSpec {
   maintenanceWindows?: MaintenanceWindow[];
   /** mcplane addition: Disruptive (default) holds drains and reboots for a window; All holds every update. */
   maintenanceWindowScope?: MaintenanceWindowScope;
+  /** mcplane addition: when nodes may start downloading their next config ahead of the drain (staging); none: any time. */
+  downloadWindows?: MaintenanceWindow[];
   /** mcplane addition: at most so many unavailable nodes per label group (disruption-budget.ts). */
   disruptionBudget?: DisruptionBudget;
   /** mcplane addition: canaries, soak and the circuit breaker (rollout-policy.ts). */
@@ -212,6 +214,14 @@ export interface RolloutPolicy {
   /** Nodes that may fail on a config before the pool stops (default 0: the first failure stops it). */
   maxFailures: number;
   onFailure: RolloutFailureAction;
+  /**
+   * Staging before the drain (os-staging.ts on the agent): Enabled (the default) downloads a
+   * node's OS content while it serves and disrupts it only once staged; Disabled downloads
+   * during the update, as before.
+   */
+  staging?: 'Enabled' | 'Disabled';
+  /** Nodes downloading at once: a count or a percentage of the pool; default every node the rollout will reach. */
+  maxStaging?: number | string;
 }
 
 /** mcplane addition: a node's update fails unless these hold within `timeout` after it. */
@@ -335,6 +345,8 @@ export interface NodeStatus {
   driftPolicy?: DriftPolicy | '';
   /** Under Adopt, while drift is reported: the Drifted condition (the node stays Done). */
   drifted?: NodeCondition | null;
+  /** What the agent can do beyond the base protocol ("staging"); absent from older agents. */
+  agentFeatures?: string[];
 }
 
 /** A condition a node reports of itself (as MCO's MachineConfigNode conditions). */

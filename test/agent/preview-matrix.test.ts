@@ -166,8 +166,9 @@ test('a mix: an OS image with a policy-covered file reboots, and the preview nam
   if (process.env.SHOW_PREVIEW) process.stdout.write(text);
   assert.match(text, /^machineconfig\/50-shared configured \(dry run\)$/m);
   assert.match(text, /^  OS image -> quay\.io\/example\/os@sha256:0123456789abcdef$/m);
-  assert.match(text, /^NODE\s+POOL\s+ACTION\s+WHY\s+BATCH\s+WINDOW$/m);
-  assert.match(text, /^w1\s+worker\s+reboot\s+osImageURL changed: default: osImageURL changes always reboot/m);
+  // The image is downloaded ahead of the reboot (staging): when each node stages and is disrupted.
+  assert.match(text, /^NODE\s+POOL\s+ACTION\s+WHY\s+BATCH\s+WINDOW\s+STAGES\s+DISRUPTED$/m);
+  assert.match(text, /^w1\s+worker\s+reboot\s+osImageURL changed: default: osImageURL changes always reboot.*\s1\s+-\s+now\s+\S+Z, once staged$/m);
   const p = await round([shared(state)], { w1: 'reboot', i1: 'reboot' });
   assert.deepEqual(p[0]!.rules.map((r) => [r.change, r.actions]), [['osImageURL changed', 'reboot'], ['file /etc/demo/motd changed', 'restart demo.service']]);
 });

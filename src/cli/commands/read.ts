@@ -415,6 +415,13 @@ function describeNode(node: Node__Output): string {
       ])))
       : '  <none>',
   ];
+  // Staging before the drain: shown once the node has staged (or tried to) a config.
+  const st = s?.staging;
+  if (st) {
+    const bytes = Number(st.bytesTotal) ? `${Number(st.bytesDone)} of ${Number(st.bytesTotal)} bytes` : `${Number(st.bytesDone)} bytes`;
+    lines.push('Staging:', `  Config:  ${st.config}`, `  State:   ${st.state}`, `  Bytes:   ${bytes}`,
+      `  Reason:  ${shown(st.reason) || '<none>'}`, `  Started: ${Number(st.startedUnixMs) ? `${age(Number(st.startedUnixMs))} ago` : '<unknown>'}${Number(st.endedUnixMs) ? `, ended ${age(Number(st.endedUnixMs))} ago` : ''}`);
+  }
   return lines.join('\n').replace(/\n+$/, '') + '\n';
 }
 

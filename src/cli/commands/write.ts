@@ -46,6 +46,12 @@ function previewText(pools: PoolPreview__Output[], nodes: NodePreview__Output[])
   }
   if (nodes.length === 0) return out;
   const rows = nodes.map((n) => [n.node, n.pool || '<none>', n.action, n.why, n.batch ? String(n.batch) : `- (${n.note})`, n.window]);
+  // Staging before the drain: when each node downloads, and when it is disrupted at the earliest.
+  if (nodes.some((n) => n.staging && n.staging !== '-')) {
+    const at = (ms: number): string => `${new Date(ms).toISOString().slice(0, 16)}Z`;
+    nodes.forEach((n, i) => rows[i]!.push(n.staging || '-', !n.batch ? '-' : `${at(Number(n.startsAtUnixMs))}${n.staging && n.staging !== '-' ? ', once staged' : ''}`));
+    return out + '\n' + table(['NODE', 'POOL', 'ACTION', 'WHY', 'BATCH', 'WINDOW', 'STAGES', 'DISRUPTED'], rows);
+  }
   return out + '\n' + table(['NODE', 'POOL', 'ACTION', 'WHY', 'BATCH', 'WINDOW'], rows);
 }
 

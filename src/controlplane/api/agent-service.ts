@@ -2,7 +2,7 @@
 // client certificate names; after that the stream speaks only for that node.
 
 import type { ServerDuplexStream, ServiceError } from '@grpc/grpc-js';
-import { agentVersionProblem, InvalidDocumentError, NODE_NAME_RULE, nodeNameProblem, McplaneError, PermissionDeniedError, RateLimitedError, registrationProblems, type NodeStatus } from '../../machineconfig/index.ts';
+import { agentVersionProblem, InvalidDocumentError, NODE_NAME_RULE, nodeNameProblem, McplaneError, PermissionDeniedError, RateLimitedError, registrationProblems, type NodeStatus, type StagingStatus } from '../../machineconfig/index.ts';
 import type { AgentMessage__Output } from '../../runtime/generated/mcplane/v1/AgentMessage.ts';
 import type { AgentServiceHandlers } from '../../runtime/generated/mcplane/v1/AgentService.ts';
 import type { NodeStatus__Output } from '../../runtime/generated/mcplane/v1/NodeStatus.ts';
@@ -146,5 +146,6 @@ function statusFromWire(s: NodeStatus__Output | null, bootId = '', agentVersion 
     // Bounded and checked on admission, like the drift entries' content.
     driftPolicy: (s?.driftPolicy ?? '') as NodeStatus['driftPolicy'],
     drifted: (s?.drifted ?? null) as NodeStatus['drifted'],
+    agentFeatures: s?.agentFeatures ?? [],
   };
 }

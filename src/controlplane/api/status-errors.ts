@@ -42,6 +42,7 @@ const STATUS_BY_CODE: Record<McplaneErrorCode, Status> = {
   MCPLANE_CRI_CALL: Status.INTERNAL,
   MCPLANE_PINNED_IMAGE_DISK_SPACE: Status.INTERNAL,
   MCPLANE_PINNED_IMAGE_PULL: Status.INTERNAL,
+  MCPLANE_INSUFFICIENT_DISK: Status.INTERNAL,
 };
 
 export const PROBLEMS_TRAILER = 'mcplane-problems-bin';

@@ -11,7 +11,9 @@ import {
   mergeDisruptionPolicies,
   policyEntryOrigin,
   poolMembership,
+  needsStaging,
   previewRollout,
+  previewStaging,
   RenderError,
   renderPool,
   typicalUpdate,
@@ -70,6 +72,9 @@ export interface NodePreview {
   window: string;
   startsAtUnixMs: number;
   note: string;
+  /** When it downloads the config ahead of the disruption (staging): "-" when it downloads nothing. */
+  staging: string;
+  stagesAtUnixMs: number;
 }
 
 export interface ApplyPreview {
@@ -149,6 +154,15 @@ export function previewApply(cache: ClusterCache, applied: AppliedDocuments, now
       : 'no update history in this pool yet: batches taken to be instant';
     // Nodes already on the would-be target (a no-op apply) have nothing to schedule.
     const schedule = new Map(previewRollout(pool, rendered.name, nodes, { now, actionOf }, typical?.ms ?? 0).map((s) => [s.node, s]));
+    // Staging: who downloads the config ahead of the disruption, and when (in rollout order).
+    const stagingOf = previewStaging(pool, [...schedule.values()].filter((s) => s.order > 0).sort((a, b) => a.order - b.order).map((s) => s.node), (node) => {
+      const n = cache.nodes.get(node);
+      const fromName = n?.status.currentConfig ?? '';
+      const from = fromName ? cache.renderedConfig(fromName)?.spec : undefined;
+      // A node with no config yet takes its first at once: nothing to stage ahead; an agent from
+      // before staging downloads during its update.
+      return !!fromName && !!n?.status.agentFeatures?.includes('staging') && needsStaging(from, rendered.spec);
+    }, now);
     for (const n of nodes) {
       const plan = plans.get(n.name);
       const s = schedule.get(n.name)!;
@@ -159,6 +173,9 @@ export function previewApply(cache: ClusterCache, applied: AppliedDocuments, now
         rule: d.entry && !d.entry.builtin ? `${policyEntryOrigin(cluster, poolPolicy, name, d.entry)} (${d.entry.kind === 'sshkey' ? 'sshkey' : d.entry.key})` : d.rule,
       })) ?? [];
       const action = plan ? updateActionOf(plan) : 'reboot';
+      const st = stagingOf.get(n.name);
+      // A node cannot be disrupted before it has staged: not before its download can start.
+      const startsAt = st?.at !== undefined ? Math.max(s.startsAt, st.at) : s.startsAt;
       const movedFrom = n.pool !== name ? `moves from ${n.pool ? `pool ${n.pool}` : 'no pool'} (its labels match this pool's nodeSelector now); ` : '';
       nodePreviews.push({
         node: n.name,
@@ -171,8 +188,10 @@ export function previewApply(cache: ClusterCache, applied: AppliedDocuments, now
         batch: onTarget ? 0 : s.batch,
         order: s.order,
         window: onTarget ? '-' : windowText(s.window, now),
-        startsAtUnixMs: s.startsAt,
+        startsAtUnixMs: startsAt,
         note: onTarget ? 'already on the config' : s.note,
+        staging: onTarget || !st?.needed ? '-' : st.at !== undefined ? (st.at <= now ? 'now' : `${iso(st.at)} (in ${formatWait(st.at - now)})`) : `after ${st.after} node${st.after === 1 ? '' : 's'} ahead staged`,
+        stagesAtUnixMs: onTarget || !st?.needed ? 0 : st.at ?? 0,
       });
     }
   }
@@ -183,7 +202,7 @@ export function previewApply(cache: ClusterCache, applied: AppliedDocuments, now
     nodePreviews.push({
       node: n.name, pool: '', from: n.status.currentConfig, action: 'none', actions: 'none', rules: [],
       why: `leaves pool ${n.pool}: ${m.poolError ?? 'no pool selects it'}`,
-      batch: 0, order: 0, window: '-', startsAtUnixMs: 0,
+      batch: 0, order: 0, window: '-', startsAtUnixMs: 0, staging: '-', stagesAtUnixMs: 0,
       note: 'keeps its current config and gets no updates until a pool selects it',
     });
   }

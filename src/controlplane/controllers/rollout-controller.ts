@@ -8,7 +8,7 @@
 // leader's, never the user's spec): the last config every node reached, when the canaries'
 // soak began, and the circuit breaker's halt. It asks to run again when a soak ends.
 
-import { activeHalt, decideRollout, isDisruptive, nextRolloutState, waitsForWindow, windowState, type RolloutState } from '../../machineconfig/index.ts';
+import { activeHalt, decideRollout, effectiveTarget, isDisruptive, needsStaging, nextRolloutState, stagingEnabled, waitsForWindow, windowState, type NodeRecord, type RolloutContext, type RolloutState } from '../../machineconfig/index.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
 import { PoolKeys } from './pool-keys.ts';
@@ -58,7 +58,8 @@ export class RolloutController implements KeyedController<string> {
       const nodes = this.cache.nodesInPool(name);
       const record = this.cache.poolStatuses.get(name);
       const state = this.#rolloutState(name, target, nodes, record?.value.rollout, now, stored.value);
-      const decision = decideRollout(stored.value, target, nodes, { ...rolloutContext(this.cache, now, target), rolloutState: state });
+      const staging = stagingEnabled(stored.value) ? stagingGate(this.cache, effectiveTarget(state, target)) : undefined;
+      const decision = decideRollout(stored.value, target, nodes, { ...rolloutContext(this.cache, now, target), rolloutState: state, ...(staging ? { staging } : {}) });
       if (decision.canary) state.soak = decision.canary.soak;
       if (!state.soak) delete state.soak;
       if (decision.canary?.soakEndsAt !== undefined) requeueAt = Math.min(requeueAt ?? Infinity, decision.canary.soakEndsAt);
@@ -73,6 +74,11 @@ export class RolloutController implements KeyedController<string> {
       const resume = this.cache.poolResumes.get(name);
       if (resume) ops.push({ type: 'delete', kind: 'PoolResume', name, expectedVersion: resume.resourceVersion });
       if (decision.assign.length > 0) ops.push(...this.#assign(name, decision.target ?? target, decision));
+      if (decision.stage.length > 0) ops.push(...this.#stage(name, decision.target ?? target, decision));
+      if (decision.nextDownloadWindowStart !== undefined) requeueAt = Math.min(requeueAt ?? Infinity, decision.nextDownloadWindowStart);
+      if (decision.awaitingStage.length && decision.assign.length === 0) {
+        this.log.debug({ pool: name, awaitingStage: decision.awaitingStage.length, downloading: decision.downloading }, 'waiting for nodes to stage the target before disrupting them');
+      }
     }
     const redecided = this.#redecideUnderNewPolicy(name, now, new Set(ops.map((op) => op.name)));
     ops.push(...redecided.ops);
@@ -81,6 +87,19 @@ export class RolloutController implements KeyedController<string> {
     await this.writer.commitEach(ops, signal);
     // setTimeout fires at once beyond 2^31 ms: a far window is looked at again within hours.
     return requeueAt === undefined ? {} : { requeueAfterMs: Math.min(Math.max(10, requeueAt - now), MAX_REQUEUE_MS) };
+  }
+
+  /**
+   * Staging: the nodes picked to download `target` ahead of their disruption get it as
+   * stageConfig beside the config they run; nothing else of their assignment changes.
+   */
+  #stage(name: string, target: string, decision: ReturnType<typeof decideRollout>): WriteOp[] {
+    this.log.info({ pool: name, target, nodes: decision.stage.length <= 20 ? decision.stage : `${decision.stage.length} nodes`, downloading: decision.downloading, maxStaging: Number.isFinite(decision.maxStaging) ? decision.maxStaging : 'all' }, 'staging: nodes download the target ahead of their drain');
+    return decision.stage.flatMap((node) => {
+      const assignment = this.cache.assignments.get(node);
+      if (!assignment) return [];
+      return [{ type: 'put' as const, kind: 'NodeAssignment' as const, name: node, value: { ...assignment.value, stageConfig: target }, expectedVersion: assignment.resourceVersion, createdAt: assignment.createdAt }];
+    });
   }
 
   /** The assignments that hand `sendTo` to the nodes the decision picked, each held for a drain where it needs one. */
@@ -101,7 +120,8 @@ export class RolloutController implements KeyedController<string> {
         waitReason = drain.wait;
         continue;
       }
-      const value: NodeAssignmentRecord = { ...withoutDrainHold(assignment.value), desiredConfig: sendTo, disruptionPolicyJson: policyJson, ...agentPolicy };
+      const { stageConfig: _staged, ...rest } = withoutDrainHold(assignment.value);
+      const value: NodeAssignmentRecord = { ...rest, desiredConfig: sendTo, disruptionPolicyJson: policyJson, ...agentPolicy };
       if (drain.hold) value.holdForDrain = true;
       else if (drain.note) value.drainNote = drain.note;
       if (drain.hold) this.log.info({ node, target: sendTo }, 'config held until the node is drained');
@@ -217,4 +237,32 @@ export class RolloutController implements KeyedController<string> {
     }
     return next;
   }
+}
+
+/**
+ * What the rollout reads of staging for `target`: a node is ready for its disruption once it
+ * reported Staged for the target, or when its update downloads nothing (files and kernel
+ * arguments only), or when its agent does not stage (it does not say "staging" in its
+ * features). A config not in the cache yet counts as needing staging.
+ */
+export function stagingGate(cache: ClusterCache, target: string): NonNullable<RolloutContext['staging']> {
+  const to = cache.renderedConfig(target);
+  const needs = new Map<string, boolean>();
+  return {
+    ready: (n: NodeRecord): boolean => {
+      // An agent from before staging never reports Staged: it downloads during its update, as before.
+      if (!n.status.agentFeatures?.includes('staging')) return true;
+      const from = n.status.currentConfig;
+      let need = needs.get(from);
+      if (need === undefined) {
+        const spec = from ? cache.renderedConfig(from)?.spec : undefined;
+        need = !to || (from !== '' && !spec) || needsStaging(spec, to.spec);
+        needs.set(from, need);
+      }
+      if (!need) return true;
+      const s = n.status.staging;
+      return s?.config === target && s.state === 'Staged';
+    },
+    requested: (n: NodeRecord): boolean => cache.assignments.get(n.name)?.value.stageConfig === target,
+  };
 }

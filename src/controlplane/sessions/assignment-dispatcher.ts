@@ -58,16 +58,24 @@ export class AssignmentDispatcher {
         pinnedImageSets: pinnedImageSetsFor(this.cache, rendered.pool),
         pinnedImageSetsSent: true,
         driftIgnore: (live ? live.driftIgnore : assignment.driftIgnore) ?? [],
+        ...this.#stageOf(assignment),
       },
     };
+  }
+
+  /** The config to stage, with its spec, when the leader picked the node to download ahead. */
+  #stageOf(assignment: NodeAssignmentRecord): { stageConfig?: string; stageSpecJson?: string } {
+    if (!assignment.stageConfig || assignment.stageConfig === assignment.desiredConfig) return {};
+    const staged = this.cache.renderedConfig(assignment.stageConfig);
+    return staged ? { stageConfig: staged.name, stageSpecJson: staged.specJson } : {};
   }
 
   /** Sends the node's assignment if it differs from what its stream last got (or always). */
   sendAssignment(session: LocalSession, always = false): void {
     const message = this.assignmentFor(session.node);
     if (!message?.assignment) return;
-    const { renderedConfig, disruptionPolicyJson, driftPolicy, healthCheckJson, pinnedImageSets, driftIgnore } = message.assignment;
-    const fingerprint = `${renderedConfig}\n${disruptionPolicyJson}\n${driftPolicy}\n${healthCheckJson ?? ''}\n${(pinnedImageSets ?? []).map((p) => `${p.name}@${p.generation}`).join(',')}\n${(driftIgnore ?? []).join('\0')}`;
+    const { renderedConfig, disruptionPolicyJson, driftPolicy, healthCheckJson, pinnedImageSets, driftIgnore, stageConfig } = message.assignment;
+    const fingerprint = `${renderedConfig}\n${disruptionPolicyJson}\n${driftPolicy}\n${healthCheckJson ?? ''}\n${(pinnedImageSets ?? []).map((p) => `${p.name}@${p.generation}`).join(',')}\n${(driftIgnore ?? []).join('\0')}\n${stageConfig ?? ''}`;
     if (!always && session.lastAssignment === fingerprint) return;
     const kept = this.#encode(fingerprint, message);
     // The kept fingerprint: every session of a pool shares one string instead of holding a copy.

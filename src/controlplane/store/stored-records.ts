@@ -106,6 +106,12 @@ export interface NodeAssignmentRecord {
    * while it stands, and the drain controller clears it once the node is drained.
    */
   holdForDrain?: boolean;
+  /**
+   * Staging before the drain (issue 32): the config this node will be given next, sent for the
+   * agent to download while it keeps running desiredConfig. The rollout gives it desiredConfig
+   * only once the node reports Staged for it; the assignment that does so drops this field.
+   */
+  stageConfig?: string;
   /** Why this update went ahead without a drain (no Kubernetes Node, a single-node cluster). */
   drainNote?: string;
   /**
