@@ -35,7 +35,7 @@ import { RpmOstree } from './rpm-ostree.ts';
 import { AgentSession } from './session.ts';
 import { SystemdClient } from './systemd-client.ts';
 import { unitMismatches } from './unit-operations.ts';
-import { UpdateEngine, type Assignment } from './update-engine.ts';
+import { UpdateEngine, type Assignment, type EngineStatus } from './update-engine.ts';
 
 export class Agent {
   readonly journal: Journal;
@@ -49,6 +49,8 @@ export class Agent {
   #os: OsStatus | null = null;
   #driftFound: Drift[] = [];
   #latest: Assignment | undefined;
+  /** The engine's last pushed status (progress and the journal's record). */
+  #engineStatus: EngineStatus;
   /** Set while a drift-policy Reconcile rewrite runs: its drift stays reported afterwards. */
   #reconciling = false;
 
@@ -62,7 +64,8 @@ export class Agent {
     this.engine = new UpdateEngine({
       config, journal: this.journal, systemd: this.#systemd, rpmOstree: this.#rpm,
       rebooter: createRebooter(config.reboot), failpoints: new Failpoints(), log,
-      onProgress: (p) => {
+      onStatus: (p) => {
+        this.#engineStatus = p;
         this.metrics.progress(p);
         if (p.state === 'Working') this.drift.stop();
         if (p.state === 'Done' && p.phase === 'done') {
@@ -71,11 +74,12 @@ export class Agent {
           this.#reconciling = false;
           // Watch before the control plane hears "Done", so no edit can slip in between.
           this.#watchDrift();
-          void this.#refreshOs().then(() => this.session?.report());
+          void this.#refreshOs().then(() => this.#publish());
         }
-        this.session?.report();
+        this.#publish();
       },
     });
+    this.#engineStatus = this.engine.status();
   }
 
   /** `onEnrollmentWait`: told, before each wait, what the host waits for to join and how long until it says more. */
@@ -108,7 +112,7 @@ export class Agent {
       agentVersion: VERSION,
       heartbeatMs: config.heartbeatSeconds * 1000,
       bootId: () => agent.bootId(),
-      status: () => agent.status(),
+      status: agent.status(),
       onAssignment: (a) => agent.#onAssignment(a),
       onForceReapply: (by) => agent.forceReapply(by),
       log,
@@ -125,23 +129,28 @@ export class Agent {
     }
   }
 
+  /** The node's status from what the engine, the drift monitor and rpm-ostree last said. */
   status(): NodeStatus {
-    const j = this.journal.state;
-    const p = this.engine.progress;
+    const e = this.#engineStatus;
     return {
-      currentConfig: j.currentConfig,
-      desiredConfig: p.desiredConfig,
-      state: p.state,
-      phase: p.phase,
-      reason: p.reason,
+      currentConfig: e.currentConfig,
+      desiredConfig: e.desiredConfig,
+      state: e.state,
+      phase: e.phase,
+      reason: e.reason,
       drift: this.#driftFound,
       os: this.#os,
       bootId: this.bootId(),
       agentVersion: VERSION,
-      lastDisruption: j.lastDisruption,
-      currentUpdate: j.currentUpdate ?? null,
-      lastUpdate: j.lastUpdate ?? null,
+      lastDisruption: e.lastDisruption,
+      currentUpdate: e.currentUpdate,
+      lastUpdate: e.lastUpdate,
     };
+  }
+
+  /** Hands the session the status, which sends it when it differs from what the server has. */
+  #publish(): void {
+    this.session?.report(this.status());
   }
 
   /** MCO's forcefile: re-apply the whole desired config, rewriting files that already match. */
@@ -263,7 +272,7 @@ export class Agent {
       const a = this.#currentAssignment();
       this.#reconciling = true;
       if (a) this.engine.assign(a, true);
-      this.session?.report();
+      this.#publish();
       return;
     }
     this.engine.markFailed('Degraded', 'drift', reason);
