@@ -7,12 +7,14 @@ import {
   parseAssignedDisruptionPolicy,
   parseAssignedDriftPolicy,
   parseHealthCheck,
+  parseTryPolicy,
   parseMachineConfig,
   SystemdError,
   ProblemCollector,
   type DisruptionPolicy,
   type Drift,
   type HealthCheck,
+  type TryPolicy,
   type NodeStatus,
   type OsStatus,
 } from '../machineconfig/index.ts';
@@ -64,6 +66,7 @@ export class Agent {
     this.engine = new UpdateEngine({
       config, journal: this.journal, systemd: this.#systemd, rpmOstree: this.#rpm,
       rebooter: createRebooter(config.reboot), failpoints: new Failpoints(), log,
+      controlPlaneConnected: () => this.session?.connected ?? false,
       onStatus: (p) => {
         this.#engineStatus = p;
         this.metrics.progress(p);
@@ -115,6 +118,7 @@ export class Agent {
       status: agent.status(),
       onAssignment: (a) => agent.#onAssignment(a),
       onForceReapply: (by) => agent.forceReapply(by),
+      onConfirmTry: (config, by) => agent.confirmTry(config, by),
       log,
     });
     agent.session.start();
@@ -151,6 +155,12 @@ export class Agent {
   /** Hands the session the status, which sends it when it differs from what the server has. */
   #publish(): void {
     this.session?.report(this.status());
+  }
+
+  /** mcctl confirm: the try of `config` in progress is confirmed by hand (journaled by the engine). */
+  confirmTry(config: string, requestedBy: string): void {
+    if (this.engine.confirmTry(config, requestedBy)) this.log.info({ config, requestedBy }, 'try confirmed by hand');
+    else this.log.warn({ config, requestedBy }, 'a confirmation came for a try this node is not in; ignored');
   }
 
   /** MCO's forcefile: re-apply the whole desired config, rewriting files that already match. */
@@ -227,14 +237,21 @@ export class Agent {
     }
     const driftPolicy = parseAssignedDriftPolicy(a.driftPolicy, c, 'driftPolicy');
     if (!driftPolicy) return bad("the assignment's drift policy is invalid");
-    const assignment: Assignment = { config: a.renderedConfig, spec: mc.spec, policy, driftPolicy, healthCheck };
+    // Try mode (the pool's spec.rollout.confirm), checked as the pool's spec was.
+    let tryPolicy: TryPolicy | null = null;
+    if (a.tryJson) {
+      const raw = json(a.tryJson, 'try', "the assignment's try");
+      if (c.ok) tryPolicy = parseTryPolicy(raw, c, 'try') ?? null;
+      if (!c.ok) return bad("the assignment's try is invalid");
+    }
+    const assignment: Assignment = { config: a.renderedConfig, spec: mc.spec, policy, driftPolicy, healthCheck, try: tryPolicy };
     this.#latest = assignment;
     this.engine.assign(assignment);
   }
 
   #currentAssignment(): Assignment | undefined {
     const j = this.journal.state;
-    if (j.pending) return { config: j.pending.to, spec: j.pending.toSpec, policy: j.pending.policy, driftPolicy: j.pending.driftPolicy, healthCheck: j.pending.healthCheck ?? null };
+    if (j.pending) return { config: j.pending.to, spec: j.pending.toSpec, policy: j.pending.policy, driftPolicy: j.pending.driftPolicy, healthCheck: j.pending.healthCheck ?? null, try: j.pending.try ?? null };
     if (!j.currentSpec) return undefined;
     return { config: j.currentConfig, spec: j.currentSpec, policy: j.currentPolicy, driftPolicy: j.currentDriftPolicy, healthCheck: j.currentHealthCheck ?? null };
   }

@@ -49,6 +49,8 @@ export interface SessionOptions {
   status: NodeStatus;
   onAssignment: (a: Assignment__Output) => void;
   onForceReapply: (requestedBy: string) => void;
+  /** mcctl confirm: the try of `config` is confirmed by hand. */
+  onConfirmTry?: (config: string, requestedBy: string) => void;
   log: Logger;
   backoff?: { initialMs: number; maxMs: number };
 }
@@ -214,6 +216,7 @@ export class AgentSession {
       if (this.#stream !== stream) return;
       if (m.assignment) this.#o.onAssignment(m.assignment);
       if (m.command?.forceReapply) this.#o.onForceReapply(m.command.forceReapply.requestedBy);
+      if (m.command?.confirmTry) this.#o.onConfirmTry?.(m.command.confirmTry.config, m.command.confirmTry.requestedBy);
       if (m.certificate) this.#pendingRenewal?.resolve(m.certificate);
       if (m.renewalFailed) this.#pendingRenewal?.reject(m.renewalFailed);
     });

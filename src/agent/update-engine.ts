@@ -41,6 +41,8 @@ import {
   type DisruptionPolicy,
   type DriftPolicy,
   type HealthCheck,
+  type TryPolicy,
+  tryTimeoutMs,
   type MachineConfigSpec,
   type NodeState,
   type UpdateRecord,
@@ -61,6 +63,7 @@ import type { RpmOstree } from './rpm-ostree.ts';
 import type { SystemdClient } from './systemd-client.ts';
 import { applyUnitStates, describeUnitMismatch, retireRemovedUnits, runActions, undoAddedUnits, unitMismatches, unitStatesToRemember } from './unit-operations.ts';
 import { runHealthGate } from './health-gate.ts';
+import { tryProblem } from './try-checks.ts';
 import { FIRST_STEP, keptAfterFailure, stepNamed, type StepOutcome, type StepRunner, type UpdatePhase } from './update-steps.ts';
 
 export interface Assignment {
@@ -70,6 +73,8 @@ export interface Assignment {
   driftPolicy: DriftPolicy;
   /** The pool's health gate (spec.healthCheck); null for none. */
   healthCheck?: HealthCheck | null;
+  /** Try mode (the pool's spec.rollout.confirm); null for none. */
+  try?: TryPolicy | null;
 }
 
 export interface Progress {
@@ -101,6 +106,8 @@ export interface EngineDeps {
   log: Logger;
   /** Pushed on every phase or state change. */
   onStatus: (status: EngineStatus) => void;
+  /** Whether the agent's stream to the control plane is registered now (a try's controlPlane check). */
+  controlPlaneConnected?: () => boolean;
 }
 
 export class UpdateEngine {
@@ -177,7 +184,7 @@ export class UpdateEngine {
     const current = !s.pending && !s.failure && s.currentConfig === assignment.config;
     if (current && !force) return;
     // Rolled back from this very config: an operator's re-apply or another config, not a retry loop.
-    if (!force && !s.pending && s.failure?.state === 'RolledBack' && s.failure.config === assignment.config) return;
+    if (!force && !s.pending && (s.failure?.state === 'RolledBack' || s.failure?.state === 'TryReverted') && s.failure.config === assignment.config) return;
     if (s.pending && s.pending.to === assignment.config && !force && !this.#running) {
       this.#start(() => this.#resume());
       return;
@@ -303,7 +310,7 @@ export class UpdateEngine {
       const id = randomBytes(4).toString('hex');
       s.pending = {
         id, from: s.currentConfig, to: a.config, toSpec: a.spec,
-        policy: a.policy, driftPolicy: a.driftPolicy, healthCheck: a.healthCheck ?? null, step: FIRST_STEP, force,
+        policy: a.policy, driftPolicy: a.driftPolicy, healthCheck: a.healthCheck ?? null, try: a.try ?? null, step: FIRST_STEP, force,
         ...(this.#note ? { note: this.#note } : {}),
         ...(undone.length ? { undone } : {}),
       };
@@ -359,6 +366,7 @@ export class UpdateEngine {
     },
     validate: () => this.#validateAndFinish(),
     healthGate: () => this.#healthGate(),
+    tryChecks: () => this.#tryChecks(),
     rollBackNode: async () => {
       if (await this.#undo.rollBackNode() === 'wait') return 'wait'; // the process ends with the machine
       this.#undo.recordRolledBack();
@@ -526,8 +534,80 @@ export class UpdateEngine {
       this.#advance('gate');
       return 'next';
     }
+    return this.#tryOrFinish();
+  }
+
+  /** A try comes next when the update has one; else the update is done. */
+  #tryOrFinish(): StepOutcome {
+    const p = this.#d.journal.state.pending!;
+    if (p.try) {
+      const deadline = Date.now() + tryTimeoutMs(p.try);
+      this.#advance('try', (s) => { s.pending!.tryDeadline = deadline; });
+      return 'next';
+    }
     this.#finishUpdate();
     return 'finished';
+  }
+
+  /**
+   * A try: its checks run until they all pass or the node is confirmed by hand (mcctl confirm),
+   * and the node reverts by itself once the journaled deadline passes without either; with no
+   * control plane needed, since the change may have cut the host off from it. Past the deadline
+   * at start (the agent or the host was down) it reverts without checking again: the try was
+   * not confirmed in its time.
+   */
+  async #tryChecks(): Promise<StepOutcome> {
+    const j = this.#d.journal;
+    const p = j.state.pending!;
+    const policy = p.try!;
+    const deadline = p.tryDeadline ?? Date.now() + tryTimeoutMs(policy);
+    const until = new Date(deadline).toISOString();
+    let said = '';
+    for (;;) {
+      const by = j.state.pending!.tryConfirmedBy;
+      if (by) {
+        this.#d.log.info({ config: p.to, by }, 'try confirmed by hand');
+        this.#finishUpdate();
+        return 'finished';
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      const problem = policy.checks.length === 0
+        ? 'no checks: waiting to be confirmed (mcctl confirm)'
+        : await tryProblem(policy.checks, {
+          activeState: (u) => this.#within('try', `unit ${u}`, () => this.#d.systemd.activeState(u)),
+          controlPlaneConnected: () => this.#d.controlPlaneConnected?.() ?? false,
+        }, left);
+      if (!problem) {
+        this.#d.log.info({ config: p.to }, 'try confirmed: its checks passed');
+        this.#finishUpdate();
+        return 'finished';
+      }
+      if (problem !== said) {
+        said = problem;
+        j.update((s) => { s.pending!.tryProblem = problem; });
+        this.#report('Working', 'try', `trying ${p.to}: ${problem}; reverts at ${until} unless its checks pass or \`mcctl confirm node\` confirms it`);
+      }
+      if (j.state.pending!.tryConfirmedBy) continue;
+      await new Promise((r) => setTimeout(r, Math.min(TRY_POLL_MS, Math.max(0, deadline - Date.now()))));
+    }
+    const cause = `${j.state.pending!.tryProblem ?? 'not confirmed'} (not confirmed within ${policy.timeout}, the try's timeout)`;
+    this.#d.log.error({ config: p.to, cause }, 'try not confirmed; reverting the node');
+    this.#advance('failed', (s) => { s.pending!.rollbackCause = cause; s.pending!.rollbackFor = 'try'; });
+    return 'next';
+  }
+
+  /**
+   * An operator's confirmation of the try of `config` (mcctl confirm): journaled, so a try it
+   * reaches before its checks pass ends confirmed even across a restart. False when the node is
+   * not updating to that config.
+   */
+  confirmTry(config: string, by: string): boolean {
+    const j = this.#d.journal;
+    const p = j.state.pending;
+    if (!p || p.to !== config || !p.try || p.undoing || p.rollbackCause) return false;
+    if (!p.tryConfirmedBy) j.update((s) => { s.pending!.tryConfirmedBy = by; });
+    return true;
   }
 
   /** The update is applied and healthy: the undo links go and currentConfig advances. */
@@ -562,11 +642,10 @@ export class UpdateEngine {
     const cause = await runHealthGate(p.healthCheck!, { activeState: (u) => this.#within('health', `unit ${u}`, () => this.#d.systemd.activeState(u)) });
     if (!cause) {
       this.#d.log.info({ config: p.to }, 'health check passed');
-      this.#finishUpdate();
-      return 'finished';
+      return this.#tryOrFinish();
     }
     this.#d.log.error({ config: p.to, cause }, 'health check failed; rolling the node back');
-    this.#advance('failed', (s) => { s.pending!.rollbackCause = cause; });
+    this.#advance('failed', (s) => { s.pending!.rollbackCause = cause; s.pending!.rollbackFor = 'health'; });
     return 'next';
   }
 
@@ -603,6 +682,9 @@ export class UpdateEngine {
     }
   }
 }
+
+/** How often a try runs its checks again (and looks for a confirmation). */
+const TRY_POLL_MS = 1000;
 
 function recoveryNote(r: { movedTo: string; cause: string }): string {
   return `recovered from a corrupt journal (${r.cause}), moved aside to ${r.movedTo}`;

@@ -20,6 +20,8 @@ export interface StepRunner {
   rebootOrContinue(): Promise<StepOutcome>;
   validate(): Promise<StepOutcome>;
   healthGate(): Promise<StepOutcome>;
+  /** A try's checks until they pass, the node is confirmed, or the journaled deadline passes. */
+  tryChecks(): Promise<StepOutcome>;
   rollBackNode(): Promise<StepOutcome>;
   rollbackRebootOrFinish(): Promise<StepOutcome>;
   /** Puts the host back to the current config (files, units, password, staged deployment). */
@@ -38,7 +40,7 @@ export type StepOutcome = 'next' | 'wait' | 'finished';
  * What happened in a step, as its transition names it: the table's `next` maps it to the step
  * the journal records next (the runner never names a step itself).
  */
-export type StepEvent = 'planned' | 'staged' | 'abandoned' | 'committed' | 'applied' | 'reboot' | 'booted' | 'validate' | 'gate' | 'failed';
+export type StepEvent = 'planned' | 'staged' | 'abandoned' | 'committed' | 'applied' | 'reboot' | 'booted' | 'validate' | 'gate' | 'try' | 'failed';
 
 interface StepDef {
   readonly name: string;
@@ -64,9 +66,12 @@ export const UPDATE_STEPS = [
   { name: 'rebooting', reports: ['reboot'], run: (r) => r.rebootOrContinue(), next: { booted: 'validating' }, undo: null, failpoint: true },
   { name: 'actions-done', reports: ['validate'], run: (r) => r.validate(), next: { validate: 'validating' }, undo: null, failpoint: false },
   // A validation that failed is kept: a forced re-apply or another config comes next.
-  { name: 'validating', reports: ['validate'], run: (r) => r.validate(), next: { gate: 'health' }, undo: null, failpoint: false },
+  { name: 'validating', reports: ['validate'], run: (r) => r.validate(), next: { gate: 'health', try: 'trying' }, undo: null, failpoint: false },
   // The health gate, and the way back when it fails: each resumes after a crash or the reboot.
-  { name: 'health', reports: ['health'], run: (r) => r.healthGate(), next: { failed: 'rolling-back' }, undo: null, failpoint: false },
+  { name: 'health', reports: ['health'], run: (r) => r.healthGate(), next: { failed: 'rolling-back', try: 'trying' }, undo: null, failpoint: false },
+  // A try (spec.rollout.confirm): its deadline is journaled on the way in, so a restart or a
+  // reboot goes on waiting for the same instant; past it, the way back is the rollback's steps.
+  { name: 'trying', reports: ['try'], run: (r) => r.tryChecks(), next: { failed: 'rolling-back' }, undo: null, failpoint: true },
   { name: 'rolling-back', reports: ['rollback'], run: (r) => r.rollBackNode(), next: { reboot: 'rollback-rebooting' }, undo: null, failpoint: true },
   { name: 'rollback-rebooting', reports: ['reboot'], run: (r) => r.rollbackRebootOrFinish(), next: {}, undo: null, failpoint: false },
 ] as const satisfies readonly StepDef[];

@@ -180,7 +180,7 @@ export class UpdateUndo {
     const d = this.#d;
     const j = d.journal;
     const p = j.state.pending!;
-    d.report('Working', 'rollback', `health: ${p.rollbackCause}; returning to ${p.from || 'no config'}`);
+    d.report('Working', 'rollback', `${p.rollbackFor === 'try' ? 'try' : 'health'}: ${p.rollbackCause}; returning to ${p.from || 'no config'}`);
     // The undo links are still there (finish() runs only after the gate): every old inode comes
     // back, with the units' states; the units the update added are disabled first.
     const { errors } = await this.undoHost();
@@ -190,7 +190,7 @@ export class UpdateUndo {
       const bootId = d.bootId();
       d.advance('reboot', (s) => {
         s.pending!.rebootFromBootId = bootId;
-        s.lastDisruption = 'reboot: rollback after a failed health check';
+        s.lastDisruption = p.rollbackFor === 'try' ? 'reboot: revert after a try that was not confirmed' : 'reboot: rollback after a failed health check';
       });
       await d.reboot();
       return 'wait';
@@ -203,23 +203,30 @@ export class UpdateUndo {
     return 'rolled-back';
   }
 
-  /** The node is back on the previous config after a failed health gate: RolledBack, with why. */
+  /**
+   * The node is back on the previous config: RolledBack after a failed health gate, TryReverted
+   * after a try that was not confirmed, with why.
+   */
   recordRolledBack(): void {
     const d = this.#d;
     const j = d.journal;
     const p = j.state.pending!;
-    const cause = p.rollbackCause ?? 'the health check failed';
+    const tried = p.rollbackFor === 'try';
+    const cause = p.rollbackCause ?? (tried ? 'the try was not confirmed' : 'the health check failed');
     const back = p.from || 'no config';
-    const reason = `health: ${cause}; rolled back to ${back}${p.osChanged ? ' (rpm-ostree rollback and a reboot)' : p.plan?.reboot ? ' (with a reboot)' : ''}; \`mcctl node reapply\` retries ${p.to}, a new config replaces it`;
+    const how = p.osChanged ? ' (rpm-ostree rollback and a reboot)' : p.plan?.reboot ? ' (with a reboot)' : '';
+    const reason = `${tried ? 'try' : 'health'}: ${cause}; ${tried ? 'reverted' : 'rolled back'} to ${back}${how}; \`mcctl node reapply\` retries ${p.to}, a new config replaces it`;
+    const state: NodeState = tried ? 'TryReverted' : 'RolledBack';
+    const phase: UpdatePhase = tried ? 'try' : 'health';
     d.files.release();
     j.update((s) => {
-      s.failure = { state: 'RolledBack', phase: 'health', reason, config: s.pending!.to };
+      s.failure = { state, phase, reason, config: s.pending!.to };
       s.pending = null;
-      if (s.currentUpdate) s.lastUpdate = finishUpdate(s.currentUpdate, 'RolledBack', reason, Date.now());
+      if (s.currentUpdate) s.lastUpdate = finishUpdate(s.currentUpdate, state as 'RolledBack' | 'TryReverted', reason, Date.now());
       s.currentUpdate = null;
     });
-    d.log.warn({ config: back, failed: j.state.failure!.config }, 'node rolled back');
-    d.report('RolledBack', 'health', reason);
+    d.log.warn({ config: back, failed: j.state.failure!.config, state }, tried ? 'node reverted its try' : 'node rolled back');
+    d.report(state, phase, reason);
   }
 
   /**

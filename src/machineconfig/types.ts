@@ -207,6 +207,8 @@ export interface RolloutPolicy {
   /** Nodes that may fail on a config before the pool stops (default 0: the first failure stops it). */
   maxFailures: number;
   onFailure: RolloutFailureAction;
+  /** Try mode: each node must pass these checks (or be confirmed) within the timeout, or it reverts by itself. */
+  confirm?: TryPolicy;
 }
 
 /** mcplane addition: a node's update fails unless these hold within `timeout` after it. */
@@ -271,13 +273,18 @@ export interface RenderedConfig {
   sources: string[];
 }
 
+import type { TryPolicy } from './try-policy.ts';
+
 // ---- Node ---------------------------------------------------------------------------------------
 
 /**
  * RolledBack (mcplane addition): the update failed its health check and the agent put the node
  * back on its previous config; it does not retry that config until an operator acts or a new one comes.
+ * TryReverted (mcplane addition): the node tried the config (spec.rollout.confirm), its checks
+ * did not pass within the timeout, and it reverted by itself; as RolledBack it waits for an
+ * operator or a new config.
  */
-export type NodeState = 'Done' | 'Working' | 'Degraded' | 'Unreconcilable' | 'RolledBack';
+export type NodeState = 'Done' | 'Working' | 'Degraded' | 'Unreconcilable' | 'RolledBack' | 'TryReverted';
 
 /** What rpm-ostree reports for the booted deployment. */
 export interface OsStatus {

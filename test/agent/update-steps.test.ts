@@ -13,10 +13,10 @@ import { FAILPOINTS, nextStep, UPDATE_PHASES, UPDATE_STEPS } from '../../src/age
 import { ConfigurationError } from '../../src/machineconfig/index.ts';
 
 test('the phases and failpoints are the step table\'s', () => {
-  assert.deepEqual(UPDATE_PHASES, ['check', 'diff', 'plan', 'apply', 'actions', 'reboot', 'validate', 'health', 'rollback', 'done', 'drift']);
-  assert.deepEqual(FAILPOINTS, ['staging', 'committing', 'units-done', 'os-done', 'rebooting', 'rolling-back', 'staging-file', 'commit-file', 'rollback-files']);
+  assert.deepEqual(UPDATE_PHASES, ['check', 'diff', 'plan', 'apply', 'actions', 'reboot', 'validate', 'health', 'try', 'rollback', 'done', 'drift']);
+  assert.deepEqual(FAILPOINTS, ['staging', 'committing', 'units-done', 'os-done', 'rebooting', 'trying', 'rolling-back', 'staging-file', 'commit-file', 'rollback-files']);
   // A step kept after a failure is resumed (or undone when another config replaces it); every other one is undone at once.
-  assert.deepEqual(UPDATE_STEPS.filter((s) => s.undo === null).map((s) => s.name), ['rebooting', 'actions-done', 'validating', 'health', 'rolling-back', 'rollback-rebooting']);
+  assert.deepEqual(UPDATE_STEPS.filter((s) => s.undo === null).map((s) => s.name), ['rebooting', 'actions-done', 'validating', 'health', 'trying', 'rolling-back', 'rollback-rebooting']);
 });
 
 test('MCPLANE_FAILPOINT naming no failpoint is refused, listing the failpoints', () => {

@@ -1,4 +1,4 @@
-// mcctl apply / delete / pause / resume / node reapply.
+// mcctl apply / delete / pause / resume / confirm / node reapply.
 
 import { ConfigurationError, formatDuration } from '../../machineconfig/index.ts';
 import { call } from '../client/call.ts';
@@ -46,6 +46,10 @@ function previewText(pools: PoolPreview__Output[], nodes: NodePreview__Output[])
   }
   if (nodes.length === 0) return out;
   const rows = nodes.map((n) => [n.node, n.pool || '<none>', n.action, n.why, n.batch ? String(n.batch) : `- (${n.note})`, n.window]);
+  // Try mode: a column only when some node tries, so a preview without tries reads as before.
+  if (nodes.some((n) => n.try)) {
+    return out + '\n' + table(['NODE', 'POOL', 'ACTION', 'WHY', 'BATCH', 'WINDOW', 'TRY'], rows.map((r, i) => [...r, nodes[i]!.try || '-']));
+  }
   return out + '\n' + table(['NODE', 'POOL', 'ACTION', 'WHY', 'BATCH', 'WINDOW'], rows);
 }
 
@@ -83,6 +87,15 @@ export async function pauseCommand(c: Clients, resource: string, name: string, p
   if (resourceOf(resource) !== 'pools') throw new ConfigurationError(`only pools can be ${paused ? 'paused' : 'resumed'}`);
   await call(c, c.config.setPoolPaused.bind(c.config), { name, paused }, `${paused ? 'pause' : 'resume'} pool ${name}`);
   return `machineconfigpool/${name} ${paused ? 'paused' : 'resumed'}\n`;
+}
+
+/** `mcctl confirm pool|node NAME`: the tries in progress there are confirmed, each node named. */
+export async function confirmCommand(c: Clients, resource: string, name: string): Promise<string> {
+  const r = resourceOf(resource);
+  if (r !== 'pools' && r !== 'nodes') throw new ConfigurationError(`mcctl confirm takes a pool or a node (mcctl confirm pool NAME, mcctl confirm node NAME), not "${resource}"`);
+  const kind = r === 'pools' ? 'pool' : 'node';
+  const res = await call(c, c.config.confirmTry.bind(c.config), { kind, name }, `confirm ${kind} ${name}`);
+  return res.confirmed.map((t) => `node/${t.node}: try of ${t.config} confirmed\n`).join('');
 }
 
 export async function reapplyCommand(c: Clients, name: string): Promise<string> {

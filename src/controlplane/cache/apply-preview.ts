@@ -6,6 +6,7 @@
 
 import {
   configsForPool,
+  describeTryCheck,
   diffSpecs,
   formatWait,
   mergeDisruptionPolicies,
@@ -23,6 +24,7 @@ import {
   type MachineConfig,
   type MachineConfigPool,
   type MachineConfiguration,
+  type TryPolicy,
   type UpdateAction,
   type UpdateRecord,
 } from '../../machineconfig/index.ts';
@@ -70,6 +72,8 @@ export interface NodePreview {
   window: string;
   startsAtUnixMs: number;
   note: string;
+  /** Try mode: the timeout and the checks the node tries the config with, "" when it does not try. */
+  try: string;
 }
 
 export interface ApplyPreview {
@@ -173,6 +177,7 @@ export function previewApply(cache: ClusterCache, applied: AppliedDocuments, now
         window: onTarget ? '-' : windowText(s.window, now),
         startsAtUnixMs: s.startsAt,
         note: onTarget ? 'already on the config' : s.note,
+        try: onTarget ? '' : tryText(pool.spec.rollout?.confirm),
       });
     }
   }
@@ -185,6 +190,7 @@ export function previewApply(cache: ClusterCache, applied: AppliedDocuments, now
       why: `leaves pool ${n.pool}: ${m.poolError ?? 'no pool selects it'}`,
       batch: 0, order: 0, window: '-', startsAtUnixMs: 0,
       note: 'keeps its current config and gets no updates until a pool selects it',
+      try: '',
     });
   }
   return { poolPreviews, nodePreviews };
@@ -230,4 +236,10 @@ function wireDiff(d: ConfigDiff, to: { kernelType: string; osImageURL: string })
     osImageUrl: d.osImageURL ? to.osImageURL : '',
     fips: d.fips,
   };
+}
+
+/** A try as the preview says it: "5m: tcp 10.0.0.1:6443, unit crio.service", or "" for none. */
+function tryText(policy: TryPolicy | undefined): string {
+  if (!policy) return '';
+  return `${policy.timeout}: ${policy.checks.length ? policy.checks.map(describeTryCheck).join(', ') : 'no checks, confirmed by hand (mcctl confirm)'}`;
 }

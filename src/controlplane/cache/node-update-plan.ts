@@ -43,12 +43,18 @@ export interface AgentPolicy {
   driftPolicy: DriftPolicy;
   /** JSON, "" when the pool has none. */
   healthCheckJson: string;
+  /** The pool's spec.rollout.confirm as JSON, "" when the pool does not try. */
+  tryJson: string;
 }
 
 /** The pool's drift policy and health check as they stand in its spec (the defaults without one). */
 export function agentPolicyFor(cache: ClusterCache, pool: string): AgentPolicy {
   const spec = cache.pools.get(pool)?.value.spec;
-  return { driftPolicy: spec?.driftPolicy ?? 'Degrade', healthCheckJson: spec?.healthCheck ? JSON.stringify(spec.healthCheck) : '' };
+  return {
+    driftPolicy: spec?.driftPolicy ?? 'Degrade',
+    healthCheckJson: spec?.healthCheck ? JSON.stringify(spec.healthCheck) : '',
+    tryJson: spec?.rollout?.confirm ? JSON.stringify(spec.rollout.confirm) : '',
+  };
 }
 
 /**

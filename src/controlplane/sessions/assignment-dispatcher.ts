@@ -54,6 +54,7 @@ export class AssignmentDispatcher {
         disruptionPolicyJson: assignment.disruptionPolicyJson ?? disruptionPolicyJsonFor(this.cache, rendered.pool),
         driftPolicy: assignment.driftPolicy ?? live!.driftPolicy,
         healthCheckJson: assignment.healthCheckJson ?? live!.healthCheckJson,
+        tryJson: assignment.tryJson ?? (live ?? agentPolicyFor(this.cache, rendered.pool)).tryJson,
       },
     };
   }
@@ -62,8 +63,8 @@ export class AssignmentDispatcher {
   sendAssignment(session: LocalSession, always = false): void {
     const message = this.assignmentFor(session.node);
     if (!message?.assignment) return;
-    const { renderedConfig, disruptionPolicyJson, driftPolicy, healthCheckJson } = message.assignment;
-    const fingerprint = `${renderedConfig}\n${disruptionPolicyJson}\n${driftPolicy}\n${healthCheckJson ?? ''}`;
+    const { renderedConfig, disruptionPolicyJson, driftPolicy, healthCheckJson, tryJson } = message.assignment;
+    const fingerprint = `${renderedConfig}\n${disruptionPolicyJson}\n${driftPolicy}\n${healthCheckJson ?? ''}\n${tryJson ?? ''}`;
     if (!always && session.lastAssignment === fingerprint) return;
     const kept = this.#encode(fingerprint, message);
     // The kept fingerprint: every session of a pool shares one string instead of holding a copy.
@@ -91,6 +92,18 @@ export class AssignmentDispatcher {
     await this.cache.store.commit([{ type: 'delete', kind: 'ReapplyRequest', name: session.node, expectedVersion: request.resourceVersion }])
       .catch((err: unknown) => {
         if (!(err instanceof ConflictError)) this.log.warn({ err, node: session.node }, 'could not remove the delivered re-apply request');
+      });
+  }
+
+  /** Delivers a pending try confirmation (mcctl confirm) to the node's stream, then removes it. */
+  async deliverTryConfirmation(session: LocalSession): Promise<void> {
+    const request = this.cache.tryConfirmations.get(session.node);
+    if (!request) return;
+    session.stream.write({ command: { confirmTry: { config: request.value.config, requestedBy: request.value.requestedBy } } });
+    this.log.info({ node: session.node, config: request.value.config, requestedBy: request.value.requestedBy }, 'try confirmation sent');
+    await this.cache.store.commit([{ type: 'delete', kind: 'TryConfirmation', name: session.node, expectedVersion: request.resourceVersion }])
+      .catch((err: unknown) => {
+        if (!(err instanceof ConflictError)) this.log.warn({ err, node: session.node }, 'could not remove the delivered try confirmation');
       });
   }
 
@@ -125,6 +138,10 @@ export class AssignmentDispatcher {
     for (const node of change.changed.get('ReapplyRequest') ?? []) {
       const session = this.sessions.get(node);
       if (session) void this.deliverReapply(session);
+    }
+    for (const node of change.changed.get('TryConfirmation') ?? []) {
+      const session = this.sessions.get(node);
+      if (session) void this.deliverTryConfirmation(session);
     }
   }
 }

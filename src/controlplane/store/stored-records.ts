@@ -125,6 +125,8 @@ export interface NodeAssignmentRecord {
    */
   driftPolicy?: DriftPolicy;
   healthCheckJson?: string;
+  /** The pool's try mode (spec.rollout.confirm) as JSON, "" for none; absent in records from before it existed. */
+  tryJson?: string;
 }
 
 /** What the node's agent last said, written by the replica holding its stream. */
@@ -139,6 +141,13 @@ export interface AgentSessionRecord {
   replica: string;
   since: number;
   bootId: string;
+}
+
+/** `mcctl confirm`: the node's try of `config` is confirmed; deleted once its stream delivers it (as ReapplyRequest). */
+export interface TryConfirmationRecord {
+  config: string;
+  requestedBy: string;
+  requestedAt: number;
 }
 
 export interface ReapplyRequestRecord {
@@ -364,6 +373,7 @@ interface ControlPlaneValues {
   NodeStatus: NodeStatusRecord;
   AgentSession: AgentSessionRecord;
   ReapplyRequest: ReapplyRequestRecord;
+  TryConfirmation: TryConfirmationRecord;
   Replica: ReplicaRecord;
   Leader: LeaderRecord;
   EnrollmentToken: EnrollmentTokenRecord;
