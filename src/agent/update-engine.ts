@@ -554,7 +554,8 @@ export class UpdateEngine {
    * and the node reverts by itself once the journaled deadline passes without either; with no
    * control plane needed, since the change may have cut the host off from it. Past the deadline
    * at start (the agent or the host was down) it reverts without checking again: the try was
-   * not confirmed in its time.
+   * not confirmed in its time. A new config ends it too, unconfirmed: its update undoes the try
+   * before it starts (an operator's fix must not wait for a long try's timeout).
    */
   async #tryChecks(): Promise<StepOutcome> {
     const j = this.#d.journal;
@@ -572,6 +573,11 @@ export class UpdateEngine {
       }
       const left = deadline - Date.now();
       if (left <= 0) break;
+      // Another config came: the try is over unconfirmed, and that update undoes it first.
+      if (this.#next && this.#next.assignment.config !== p.to) {
+        this.#d.log.warn({ config: p.to, by: this.#next.assignment.config }, 'a new config replaces the try before it was confirmed; it is undone first');
+        return 'wait';
+      }
       const problem = policy.checks.length === 0
         ? 'no checks: waiting to be confirmed (mcctl confirm)'
         : await tryProblem(policy.checks, {

@@ -108,7 +108,7 @@ test('spec.rollout.confirm is checked when applied: each bad field named with it
 test('a try whose check fails reverts by itself while the control plane is stopped, then reports TryReverted with the check\'s output', { skip }, async () => {
   server = await startTestServer();
   let c = server.admin();
-  const { host, first } = await onFirstConfig(c, tryingPool(seconds(8), MOTD_CHECK));
+  const { host, first } = await onFirstConfig(c, tryingPool(seconds(15), MOTD_CHECK));
 
   await apply(c, demoServiceConfig('bad'));
   const second = await target(c);
@@ -121,6 +121,7 @@ test('a try whose check fails reverts by itself while the control plane is stopp
   const { dataDir, address } = server;
   await server.close();
   server = undefined;
+  assert.ok(Date.now() < journalOf(host).pending.tryDeadline, 'the control plane is gone before the try ends');
   await eventually(async () => journalOf(host).failure?.state === 'TryReverted', scaled(60_000), 'the agent reverted on its own');
   assert.equal(host.file('etc/demo/motd'), 'good', 'the previous file is back');
   assert.equal(journalOf(host).currentConfig, first);
@@ -222,4 +223,20 @@ test('kill -9 at the trying step: the journal holds the try and its deadline, an
   host.spawnAgent({ MCPLANE_TEST_ROOT: host.root, MCPLANE_TEST_CMDLINE: host.cmdlineFile });
   await untilNode(c, hosts, 'host-a', (n) => n.status!.currentConfig === second && n.status!.state === 'Done');
   assert.equal(host.file('etc/demo/motd'), 'good, tried');
+});
+
+test('a new config during a try ends it unconfirmed: the try is undone and the new config applied, without waiting for its timeout', { skip }, async () => {
+  server = await startTestServer();
+  const c = server.admin();
+  const { host } = await onFirstConfig(c, tryingPool('1h', '{unit: absent.service}'));
+  await apply(c, demoServiceConfig('tried', { files: { '/etc/demo/only-tried': 'x' } }));
+  await untilNode(c, hosts, 'host-a', (n) => n.status!.phase === 'try');
+  assert.equal(host.file('etc/demo/only-tried'), 'x');
+  // The fix comes with a pool that no longer tries.
+  await apply(c, poolYaml('worker', `  maxUnavailable: 1\n${noRebootPolicy}`), demoServiceConfig('fixed'));
+  const third = await target(c);
+  await untilNode(c, hosts, 'host-a', (n) => n.status!.currentConfig === third && n.status!.state === 'Done');
+  assert.equal(host.file('etc/demo/motd'), 'fixed');
+  assert.equal(host.file('etc/demo/only-tried'), undefined, 'what only the try wrote is gone');
+  assert.equal(journalOf(host).lastUpdate.toConfig, third);
 });
