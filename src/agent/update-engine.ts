@@ -7,6 +7,8 @@
 //   reboot    only if the plan says so, through logind, after the journal records it
 //   validate  the disk, systemd and the booted deployment match the config
 //   health    the pool's health gate (spec.healthCheck): units active, a command succeeds
+//   try       the pool's try (spec.rollout.confirm): checks pass or an operator confirms before
+//             the journaled deadline, else the node reverts by itself (update-undo.ts)
 //   done      currentConfig advances
 //
 // Each phase is also written to the journal's timeline of the update (currentUpdate) with its
