@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DriftMonitor } from '../src/agent/drift-monitor.ts';
 import { FileTransaction, type DesiredFile } from '../src/agent/file-transaction.ts';
+import { stepAdvance } from '../src/agent/step-advance.ts';
 import { Failpoints } from '../src/agent/failpoints.ts';
 import { Journal } from '../src/agent/journal.ts';
 import { SystemdClient } from '../src/agent/systemd-client.ts';
@@ -53,7 +54,8 @@ export async function benchFiles(): Promise<void> {
   const txDir = join(base, 'tx');
   for (const d of [plainDir, txDir]) for (let i = 0; i < 20; i++) mkdirSync(join(d, `d${i}`), { recursive: true });
   const journal = new Journal(join(base, 'state'));
-  const tx = new FileTransaction(journal, new Failpoints(''));
+  const failpoints = new Failpoints('');
+  const tx = new FileTransaction(journal, failpoints, stepAdvance(journal, failpoints));
   let version = 0;
   const apply = (list: DesiredFile[]): void => {
     journal.update((s) => {

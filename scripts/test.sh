@@ -96,6 +96,7 @@ SERIAL=(
   test/agent/enrollment-wait-systemd.test.ts      # the agent's first poll within TimeoutStartSec=5
   test/agent/health-gate.test.ts                  # health checks' timeouts and intervals
   test/agent/health-gate-crash.test.ts
+  test/agent/try-mode.test.ts                     # a try's deadline against the test's own steps
   test/packaging/demo.test.ts                     # every process gone within 5 s of Ctrl-C
   test/kubernetes/held-drain-isolation.test.ts    # one pool's rollout time with and without a held drain
   test/controlplane/status-thread.test.ts         # reads answered while the main thread is held 3 s
@@ -158,6 +159,7 @@ SLOW_FIRST=(
   test/controlplane/store-contract.test.ts
   test/agent/drift-and-failures.test.ts
   test/agent/health-gate.test.ts
+  test/agent/try-mode.test.ts
   test/packaging/demo.test.ts
 )
 

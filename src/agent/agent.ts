@@ -9,6 +9,7 @@ import {
   parseAssignedDisruptionPolicy,
   parseAssignedDriftPolicy,
   parseHealthCheck,
+  parseTryPolicy,
   parseMachineConfig,
   SystemdError,
   ProblemCollector,
@@ -17,6 +18,7 @@ import {
   type DriftPolicy,
   type HealthCheck,
   type NodeCondition,
+  type TryPolicy,
   type NodeStatus,
   type OsStatus,
 } from '../machineconfig/index.ts';
@@ -44,7 +46,7 @@ import { RpmOstree } from './rpm-ostree.ts';
 import { AgentSession } from './session.ts';
 import { SystemdClient } from './systemd-client.ts';
 import { unitMismatches } from './unit-operations.ts';
-import { UpdateEngine, type Assignment } from './update-engine.ts';
+import { UpdateEngine, type Assignment, type EngineStatus } from './update-engine.ts';
 
 /** How soon drift found while an update is ending is looked at again. */
 const RECHECK_BUSY_MS = 200;
@@ -66,6 +68,8 @@ export class Agent {
   #latest: Assignment | undefined;
   #lastAssignmentKey = '';
   #lastStage = '';
+  /** The engine's last pushed status (progress and the journal's record). */
+  #engineStatus: EngineStatus;
   /** Set while a drift-policy Reconcile rewrite runs: its drift stays reported afterwards. */
   #reconciling = false;
   /** What the running Reconcile rewrite says of itself in the node's history (its record's cause). */
@@ -82,12 +86,12 @@ export class Agent {
     this.#systemd = SystemdClient.connect(config.systemdBus, config.jobTimeoutSeconds * 1000, config.dbusTimeoutSeconds * 1000);
     this.#rpm = new RpmOstree(config.rpmOstree, log, (attempt, retryInMs) =>
       this.engine.note(`rpm-ostree is busy with another transaction; retry ${attempt} in ${(retryInMs / 1000).toFixed(1)}s`), undefined, config.rpmOstreeTimeoutSeconds * 1000);
-    this.staging = new OsStaging(this.#rpm, config.staging, config.paths.stateDir, log, () => this.session?.report(), () => this.engine.busy);
+    this.staging = new OsStaging(this.#rpm, config.staging, config.paths.stateDir, log, () => this.#publish(), () => this.engine.busy);
     this.drift = new DriftMonitor(log, config.drift.intervalSeconds * 1000, (found) => this.#onDrift(found));
     this.pinnedImages = new PinnedImageSets({
       criSocket: config.criSocket, root: config.paths.root, ...config.pinnedImages,
       reloadRuntime: () => this.#systemd.reloadUnit('crio.service'),
-      onChange: () => this.session?.report(),
+      onChange: () => this.#publish(),
       log,
     });
     this.#driftSettings = new DriftSettings(config.paths.stateDir);
@@ -99,7 +103,9 @@ export class Agent {
     this.engine = new UpdateEngine({
       config, journal: this.journal, systemd: this.#systemd, rpmOstree: this.#rpm,
       rebooter: createRebooter(config.reboot), failpoints: new Failpoints(), log, staging: this.staging,
-      onProgress: (p) => {
+      controlPlaneConnected: () => this.session?.connected ?? false,
+      onStatus: (p) => {
+        this.#engineStatus = p;
         this.metrics.progress(p);
         if (p.state === 'Working') this.drift.stop();
         if (p.state !== 'Working' && this.#reconcileCause) {
@@ -107,6 +113,8 @@ export class Agent {
           const cause = this.#reconcileCause;
           this.#reconcileCause = undefined;
           this.journal.update((s) => { if (s.lastUpdate) s.lastUpdate = { ...s.lastUpdate, cause }; });
+          // The status pushed with this change was taken before the cause: take it again.
+          this.#engineStatus = this.engine.status();
           if (p.state !== 'Done') {
             // The rewrite failed (the file changed again before its validation): it counted, and
             // the watch decides the next one (or gives up) as for any drift.
@@ -121,11 +129,12 @@ export class Agent {
           this.#reconciling = false;
           // Watch before the control plane hears "Done", so no edit can slip in between.
           this.#watchDrift();
-          void this.#refreshOs().then(() => this.session?.report());
+          void this.#refreshOs().then(() => this.#publish());
         }
-        this.session?.report();
+        this.#publish();
       },
     });
+    this.#engineStatus = this.engine.status();
   }
 
   /** `onEnrollmentWait`: told, before each wait, what the host waits for to join and how long until it says more. */
@@ -158,9 +167,10 @@ export class Agent {
       agentVersion: VERSION,
       heartbeatMs: config.heartbeatSeconds * 1000,
       bootId: () => agent.bootId(),
-      status: () => agent.status(),
+      status: agent.status(),
       onAssignment: (a) => agent.#onAssignment(a),
       onForceReapply: (by) => agent.forceReapply(by),
+      onConfirmTry: (config, by) => agent.confirmTry(config, by),
       log,
     });
     agent.session.start();
@@ -175,22 +185,22 @@ export class Agent {
     }
   }
 
+  /** The node's status from what the engine, the drift monitor and rpm-ostree last said. */
   status(): NodeStatus {
-    const j = this.journal.state;
-    const p = this.engine.progress;
+    const e = this.#engineStatus;
     return {
-      currentConfig: j.currentConfig,
-      desiredConfig: p.desiredConfig,
-      state: p.state,
-      phase: p.phase,
-      reason: p.reason,
+      currentConfig: e.currentConfig,
+      desiredConfig: e.desiredConfig,
+      state: e.state,
+      phase: e.phase,
+      reason: e.reason,
       drift: this.#driftFound,
       os: this.#os,
       bootId: this.bootId(),
       agentVersion: VERSION,
-      lastDisruption: j.lastDisruption,
-      currentUpdate: j.currentUpdate ?? null,
-      lastUpdate: j.lastUpdate ?? null,
+      lastDisruption: e.lastDisruption,
+      currentUpdate: e.currentUpdate,
+      lastUpdate: e.lastUpdate,
       pinnedImageSets: this.pinnedImages.status(),
       driftPolicy: this.#driftPolicy(),
       drifted: this.#drifted,
@@ -201,6 +211,17 @@ export class Agent {
 
   #driftPolicy(): DriftPolicy {
     return this.#driftSettings.policy(this.journal.state.currentDriftPolicy);
+  }
+
+  /** Hands the session the status, which sends it when it differs from what the server has. */
+  #publish(): void {
+    this.session?.report(this.status());
+  }
+
+  /** mcctl confirm: the try of `config` in progress is confirmed by hand (journaled by the engine). */
+  confirmTry(config: string, requestedBy: string): void {
+    if (this.engine.confirmTry(config, requestedBy)) this.log.info({ config, requestedBy }, 'try confirmed by hand');
+    else this.log.warn({ config, requestedBy }, 'a confirmation came for a try this node is not in; ignored');
   }
 
   /** MCO's forcefile: re-apply the whole desired config, rewriting files that already match. */
@@ -290,7 +311,14 @@ export class Agent {
       if (problem) c.add(`driftIgnore[${i}]`, 'drift-ignore', problem);
     });
     if (!c.ok) return bad("the assignment's driftIgnore is invalid");
-    const assignment: Assignment = { config: a.renderedConfig, spec: mc.spec, policy, driftPolicy, healthCheck };
+    // Try mode (the pool's spec.rollout.confirm), checked as the pool's spec was.
+    let tryPolicy: TryPolicy | null = null;
+    if (a.tryJson) {
+      const raw = json(a.tryJson, 'try', "the assignment's try");
+      if (c.ok) tryPolicy = parseTryPolicy(raw, c, 'try') ?? null;
+      if (!c.ok) return bad("the assignment's try is invalid");
+    }
+    const assignment: Assignment = { config: a.renderedConfig, spec: mc.spec, policy, driftPolicy, healthCheck, try: tryPolicy };
     this.#latest = assignment;
     if (a.renderedConfig !== this.journal.state.currentConfig) this.#reconciler.reset();
     if (this.#driftSettings.update({ policy: driftPolicy, ignore })) this.#driftSettingsChanged();
@@ -327,7 +355,7 @@ export class Agent {
 
   #currentAssignment(): Assignment | undefined {
     const j = this.journal.state;
-    if (j.pending) return { config: j.pending.to, spec: j.pending.toSpec, policy: j.pending.policy, driftPolicy: j.pending.driftPolicy, healthCheck: j.pending.healthCheck ?? null };
+    if (j.pending) return { config: j.pending.to, spec: j.pending.toSpec, policy: j.pending.policy, driftPolicy: j.pending.driftPolicy, healthCheck: j.pending.healthCheck ?? null, try: j.pending.try ?? null };
     if (!j.currentSpec) return undefined;
     return { config: j.currentConfig, spec: j.currentSpec, policy: j.currentPolicy, driftPolicy: j.currentDriftPolicy, healthCheck: j.currentHealthCheck ?? null };
   }
@@ -372,7 +400,7 @@ export class Agent {
       if (policy === 'Reconcile' && this.engine.progress.state === 'Done' && this.#driftFound.length) {
         this.#driftFound = [];
         this.metrics.drift([]);
-        this.session?.report();
+        this.#publish();
       }
       return;
     }
@@ -393,7 +421,7 @@ export class Agent {
     if (decision.action === 'wait') {
       this.log.warn({ files: decision.paths, waitMs: decision.waitMs }, 'drift policy Reconcile: rewritten recently; the next rewrite waits');
       this.drift.recheckIn(decision.waitMs);
-      this.session?.report();
+      this.#publish();
       return;
     }
     this.log.warn({ files: found.map((d) => d.path) }, 'drift policy Reconcile: rewriting the managed files');
@@ -403,7 +431,7 @@ export class Agent {
       this.#reconcileCause = decision.cause;
       this.engine.assign(a, true);
     }
-    this.session?.report();
+    this.#publish();
   }
 
   /** Adopt: the node keeps its files and reports their content for a proposal; it stays Done. */
@@ -418,7 +446,7 @@ export class Agent {
       }
       : null;
     if (found.length) this.log.warn({ files: found.map((d) => d.path) }, 'drift policy Adopt: the node keeps its version; reported for a proposal');
-    this.session?.report();
+    this.#publish();
   }
 
   /** A new policy or ignore list acts at once on an idle node: the watch starts again under it. */

@@ -21,7 +21,8 @@ import { readFileSync, unlinkSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 import { fsyncPath, writeTempBeside } from './durable-fs.ts';
-import type { BackupRecord, FileOp, Journal } from './journal.ts';
+import type { BackupRecord, FileOp, Journal, JournalState } from './journal.ts';
+import type { StepEvent } from './update-steps.ts';
 import type { Failpoints } from './failpoints.ts';
 import { DirCache, inParentOf, type DirHandle } from './no-follow-fs.ts';
 
@@ -41,11 +42,18 @@ export interface StagedChange {
   restores: number;
 }
 
+/**
+ * Moves the pending update on by the step table's transition for `event`, with `change` in the
+ * same journal write (the step table, not this file, says which step that is), then stops at the
+ * new step's failpoint.
+ */
+export type Advance = (event: StepEvent, change?: (s: JournalState) => void) => void;
+
 export class FileTransaction {
   /** The directories of the update in progress, held open from staging until it ends. */
   #dirs = new DirCache();
 
-  constructor(private readonly journal: Journal, private readonly failpoints: Failpoints) {}
+  constructor(private readonly journal: Journal, private readonly failpoints: Failpoints, private readonly advance: Advance) {}
 
   /** Lets go of the directories held for the update (it is done, failed or superseded). */
   release(): void {
@@ -94,13 +102,11 @@ export class FileTransaction {
     }
 
     // 1. Record the plan before touching anything.
-    this.journal.update((s) => {
-      s.pending!.step = 'staging';
+    this.advance('planned', (s) => {
       s.pending!.fileOps = ops;
       s.pending!.backupsToAdd = backupsToAdd;
       s.pending!.backupsToDrop = backupsToDrop;
     });
-    this.failpoints.hit('staging');
 
     // 2. Stage: backups of originals, undo links, new contents in temps.
     for (const [hostPath, record] of Object.entries(backupsToAdd)) {
@@ -137,8 +143,7 @@ export class FileTransaction {
     this.#dirs.fsyncAll();
 
     // 3. The point of no return: from here a crash rolls forward.
-    this.journal.update((s) => { s.pending!.step = 'committing'; });
-    this.failpoints.hit('committing');
+    this.advance('staged');
     return { writes: ops.filter((o) => o.action === 'write').length - restores, deletes: ops.filter((o) => o.action === 'delete').length, restores };
   }
 
@@ -153,7 +158,7 @@ export class FileTransaction {
       this.failpoints.hit('commit-file', i);
     }
     this.#dirs.fsyncAll();
-    this.journal.update((s) => {
+    this.advance('committed', (s) => {
       for (const [path, record] of Object.entries(s.pending!.backupsToAdd ?? {})) s.backups[path] = record;
       // The originals put back are kept until the update is done: a rollback (a unit that will
       // not start, a failed health gate) makes them backups again, or they would be lost.
@@ -166,7 +171,6 @@ export class FileTransaction {
       s.pending!.addedBackups = [...(s.pending!.addedBackups ?? []), ...Object.keys(s.pending!.backupsToAdd ?? {})];
       s.pending!.backupsToAdd = {};
       s.pending!.backupsToDrop = [];
-      s.pending!.step = 'files-done';
     });
   }
 
@@ -180,11 +184,10 @@ export class FileTransaction {
       });
     }
     for (const record of Object.values(pending.backupsToAdd ?? {})) if (record.backupFile) removeIfExists(record.backupFile);
-    this.journal.update((s) => {
+    this.advance('abandoned', (s) => {
       s.pending!.fileOps = [];
       s.pending!.backupsToAdd = {};
       s.pending!.backupsToDrop = [];
-      s.pending!.step = 'check';
     });
   }
 

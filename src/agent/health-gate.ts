@@ -39,10 +39,15 @@ async function healthProblem(check: HealthCheck, probe: HealthProbe, deadline: n
     if (state !== 'active') return `unit ${unit} is not active (${state})`;
   }
   if (check.command.length === 0) return undefined;
-  const r = await runCommand(check.command, Math.max(1000, deadline - now()));
+  return commandProblem(check.command, Math.max(1000, deadline - now()));
+}
+
+/** Runs argv (no shell): undefined when it exits 0, else how it failed with its last output lines. */
+export async function commandProblem(argv: string[], timeoutMs: number): Promise<string | undefined> {
+  const r = await runCommand(argv, timeoutMs);
   if (r.code === 0) return undefined;
   const how = r.error ? `could not run: ${r.error}` : r.timedOut ? 'did not finish before the timeout' : r.signal ? `was killed by ${r.signal}` : `exited ${r.code}`;
-  return `command ${shown(check.command)} ${how}${r.tail ? `: ${r.tail}` : ''}`;
+  return `command ${shown(argv)} ${how}${r.tail ? `: ${r.tail}` : ''}`;
 }
 
 /** The command as the reason names it: a long inline script is cut, its output says the rest. */

@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { JournalError } from '../machineconfig/index.ts';
 import { join } from 'node:path';
-import type { DisruptionPlan, DisruptionPolicy, DriftPolicy, HealthCheck, MachineConfigSpec, NodeState, UpdateRecord } from '../machineconfig/index.ts';
+import type { DisruptionPlan, DisruptionPolicy, DriftPolicy, HealthCheck, MachineConfigSpec, NodeState, TryPolicy, UpdateRecord } from '../machineconfig/index.ts';
 import { fsyncPath, writeFileAtomic } from './durable-fs.ts';
 import { UPDATE_STEPS, type UpdatePhase, type UpdateStep } from './update-steps.ts';
 
@@ -57,8 +57,18 @@ export interface PendingUpdate {
   healthCheck?: HealthCheck | null;
   /** rpm-ostree staged a deployment for this update: a rollback must go back to the previous one. */
   osChanged?: boolean;
-  /** Why the health gate failed, kept while the node rolls back (across its reboot too). */
+  /** Why the health gate or the try failed, kept while the node rolls back (across its reboot too). */
   rollbackCause?: string;
+  /** What the rollback follows: a failed health gate (the default) or a try that was not confirmed. */
+  rollbackFor?: 'health' | 'try';
+  /** Try mode for this update (the pool's spec.rollout.confirm); null or absent: no try. */
+  try?: TryPolicy | null;
+  /** When the try reverts unless its checks passed or it was confirmed (Unix ms), set as it starts. */
+  tryDeadline?: number;
+  /** The check that failed last while trying, with its output: the revert's cause after a restart too. */
+  tryProblem?: string;
+  /** Who confirmed the try by hand (mcctl confirm), before its checks passed. */
+  tryConfirmedBy?: string;
   /**
    * Set while this update is being undone because a new config replaced it before it finished
    * (its reboot failed, say): a restart finishes the undo instead of resuming the update.

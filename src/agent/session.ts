@@ -45,9 +45,12 @@ export interface SessionOptions {
   agentVersion: string;
   heartbeatMs: number;
   bootId: () => string;
-  status: () => NodeStatus;
+  /** The status to register with until the agent reports another (report() pushes each change). */
+  status: NodeStatus;
   onAssignment: (a: Assignment__Output) => void;
   onForceReapply: (requestedBy: string) => void;
+  /** mcctl confirm: the try of `config` is confirmed by hand. */
+  onConfirmTry?: (config: string, requestedBy: string) => void;
   log: Logger;
   backoff?: { initialMs: number; maxMs: number };
 }
@@ -76,6 +79,8 @@ export class AgentSession {
   #delay: number;
   #retry: NodeJS.Timeout | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
+  /** The node's latest status, as the agent last pushed it. */
+  #status: NodeStatus;
   #lastSent = '';
   pool = '';
 
@@ -83,6 +88,7 @@ export class AgentSession {
     this.#o = options;
     this.#delay = options.backoff?.initialMs ?? 1000;
     this.#tls = options.tls;
+    this.#status = options.status;
     if (options.servers.length === 0) throw new Error('no control plane address');
   }
 
@@ -141,10 +147,10 @@ export class AgentSession {
     this.#open();
   }
 
-  /** Sends the status if it differs from what the server last got. */
-  report(): void {
+  /** Takes the node's latest status (pushed by the agent) and sends it if it differs from what the server last got. */
+  report(status: NodeStatus = this.#status): void {
+    this.#status = status;
     if (!this.#connected || !this.#stream) return;
-    const status = this.#o.status();
     const text = JSON.stringify(status);
     if (text === this.#lastSent) return;
     this.#lastSent = text;
@@ -180,7 +186,7 @@ export class AgentSession {
     if (switchTo) this.#candidate = stream;
     else this.#stream = stream;
     let registered = false;
-    const status = this.#o.status();
+    const status = this.#status;
     const registeredWith = JSON.stringify(status);
     stream.on('data', (m: ServerMessage__Output) => {
       if (m.registered) {
@@ -210,6 +216,7 @@ export class AgentSession {
       if (this.#stream !== stream) return;
       if (m.assignment) this.#o.onAssignment(m.assignment);
       if (m.command?.forceReapply) this.#o.onForceReapply(m.command.forceReapply.requestedBy);
+      if (m.command?.confirmTry) this.#o.onConfirmTry?.(m.command.confirmTry.config, m.command.confirmTry.requestedBy);
       if (m.certificate) this.#pendingRenewal?.resolve(m.certificate);
       if (m.renewalFailed) this.#pendingRenewal?.reject(m.renewalFailed);
     });

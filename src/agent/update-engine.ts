@@ -7,6 +7,8 @@
 //   reboot    only if the plan says so, through logind, after the journal records it
 //   validate  the disk, systemd and the booted deployment match the config
 //   health    the pool's health gate (spec.healthCheck): units active, a command succeeds
+//   try       the pool's try (spec.rollout.confirm): checks pass or an operator confirms before
+//             the journaled deadline, else the node reverts by itself (update-undo.ts)
 //   done      currentConfig advances
 //
 // Each phase is also written to the journal's timeline of the update (currentUpdate) with its
@@ -41,16 +43,21 @@ import {
   type DisruptionPolicy,
   type DriftPolicy,
   type HealthCheck,
+  type TryPolicy,
+  tryTimeoutMs,
   type MachineConfigSpec,
   type NodeState,
+  type UpdateRecord,
 } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { desiredFiles, layoutOf, managedPaths, sha256, SSH_KEYS_OBJECT, type HostLayout } from './desired-files.ts';
 import { inParentOf, openDirNoFollow } from './no-follow-fs.ts';
-import { FileTransaction, matchesOnDisk, type DesiredFile } from './file-transaction.ts';
+import { FileTransaction, matchesOnDisk, type Advance, type DesiredFile } from './file-transaction.ts';
+import { stepAdvance } from './step-advance.ts';
+import { UpdateUndo } from './update-undo.ts';
 import type { Failpoints } from './failpoints.ts';
 import type { AgentConfig } from './agent-config.ts';
-import type { Journal, PendingUpdate, UndonePath } from './journal.ts';
+import type { Journal, UndonePath } from './journal.ts';
 import { applyOsChanges, osMismatches } from './os-operations.ts';
 import { applyPasswordHash, LOCKED, passwordHashOf, shadowHashOfCore } from './password.ts';
 import type { Rebooter } from './reboot.ts';
@@ -58,7 +65,8 @@ import type { RpmOstree } from './rpm-ostree.ts';
 import type { SystemdClient } from './systemd-client.ts';
 import { applyUnitStates, describeUnitMismatch, retireRemovedUnits, runActions, undoAddedUnits, unitMismatches, unitStatesToRemember } from './unit-operations.ts';
 import { runHealthGate } from './health-gate.ts';
-import { keptAfterFailure, stepNamed, type StepOutcome, type StepRunner, type UpdatePhase } from './update-steps.ts';
+import { tryProblem } from './try-checks.ts';
+import { FIRST_STEP, keptAfterFailure, stepNamed, type StepOutcome, type StepRunner, type UpdatePhase } from './update-steps.ts';
 
 export interface Assignment {
   config: string;
@@ -67,6 +75,8 @@ export interface Assignment {
   driftPolicy: DriftPolicy;
   /** The pool's health gate (spec.healthCheck); null for none. */
   healthCheck?: HealthCheck | null;
+  /** Try mode (the pool's spec.rollout.confirm); null for none. */
+  try?: TryPolicy | null;
 }
 
 export interface Progress {
@@ -77,6 +87,17 @@ export interface Progress {
   desiredConfig: string;
 }
 
+/**
+ * What the engine tells the agent on every phase or state change, whole: the node's progress and
+ * the journal's record of what is applied, so the agent sends it on without reading the journal.
+ */
+export interface EngineStatus extends Progress {
+  currentConfig: string;
+  lastDisruption: string;
+  currentUpdate: UpdateRecord | null;
+  lastUpdate: UpdateRecord | null;
+}
+
 export interface EngineDeps {
   config: AgentConfig;
   journal: Journal;
@@ -85,8 +106,10 @@ export interface EngineDeps {
   rebooter: Rebooter;
   failpoints: Failpoints;
   log: Logger;
-  /** Called on every phase or state change. */
-  onProgress: (p: Progress) => void;
+  /** Pushed on every phase or state change. */
+  onStatus: (status: EngineStatus) => void;
+  /** Whether the agent's stream to the control plane is registered now (a try's controlPlane check). */
+  controlPlaneConnected?: () => boolean;
   /** Staging before the drain (os-staging.ts): the disk check before the OS apply, and whether it may go --cache-only. */
   staging?: { cacheOnlyFor(config: string): boolean; checkBeforeApply(config: string, spec: MachineConfigSpec): Promise<void> };
 }
@@ -95,6 +118,9 @@ export class UpdateEngine {
   readonly #d: EngineDeps;
   readonly #layout: HostLayout;
   readonly #files: FileTransaction;
+  readonly #undo: UpdateUndo;
+  /** Moves the pending update on by the step table's transition for an event (step-advance.ts). */
+  readonly #advance: Advance;
   #running: Promise<void> | undefined;
   #next: { assignment: Assignment; force: boolean } | undefined;
   /** The step running now, for its deadline. */
@@ -108,7 +134,17 @@ export class UpdateEngine {
   constructor(deps: EngineDeps) {
     this.#d = deps;
     this.#layout = layoutOf(deps.config);
-    this.#files = new FileTransaction(deps.journal, deps.failpoints);
+    const advance = stepAdvance(deps.journal, deps.failpoints);
+    this.#advance = advance;
+    this.#files = new FileTransaction(deps.journal, deps.failpoints, advance);
+    this.#undo = new UpdateUndo({
+      journal: deps.journal, files: this.#files, layout: this.#layout, systemd: deps.systemd, rpmOstree: deps.rpmOstree,
+      failpoints: deps.failpoints, log: deps.log, advance,
+      within: (phase, object, work) => this.#within(phase, object, work),
+      report: (state, phase, reason) => this.#report(state, phase, reason),
+      reboot: () => this.#reboot(),
+      bootId: () => this.#bootId(),
+    });
     const s = deps.journal.state;
     // A note about the update in progress survives its reboot.
     this.#note = s.pending?.note ?? '';
@@ -123,6 +159,18 @@ export class UpdateEngine {
       : s.pending
         ? { state: 'Working', phase: stepNamed(s.pending.step).reports[0], reason: '', desiredConfig: s.pending.to }
         : { state: 'Done', phase: 'done', reason: '', desiredConfig: s.currentConfig };
+  }
+
+  /** The status as of now (the same snapshot onStatus pushes). */
+  status(): EngineStatus {
+    const s = this.#d.journal.state;
+    return {
+      ...this.progress,
+      currentConfig: s.currentConfig,
+      lastDisruption: s.lastDisruption,
+      currentUpdate: s.currentUpdate ?? null,
+      lastUpdate: s.lastUpdate ?? null,
+    };
   }
 
   get busy(): boolean {
@@ -140,7 +188,7 @@ export class UpdateEngine {
     const current = !s.pending && !s.failure && s.currentConfig === assignment.config;
     if (current && !force) return;
     // Rolled back from this very config: an operator's re-apply or another config, not a retry loop.
-    if (!force && !s.pending && s.failure?.state === 'RolledBack' && s.failure.config === assignment.config) return;
+    if (!force && !s.pending && (s.failure?.state === 'RolledBack' || s.failure?.state === 'TryReverted') && s.failure.config === assignment.config) return;
     if (s.pending && s.pending.to === assignment.config && !force && !this.#running) {
       this.#start(() => this.#resume());
       return;
@@ -223,7 +271,7 @@ export class UpdateEngine {
     this.#recordPhase(state, phase);
     const s = this.#d.journal.state;
     this.progress = { state, phase, reason, desiredConfig: s.pending?.to ?? s.failure?.config ?? s.currentConfig };
-    this.#d.onProgress(this.progress);
+    this.#d.onStatus(this.status());
   }
 
   /** A new phase of the pending update goes into its timeline before anyone hears of it. */
@@ -241,14 +289,24 @@ export class UpdateEngine {
   async #run(a: Assignment, force: boolean): Promise<void> {
     const j = this.#d.journal;
     if (j.state.recovered) {
-      if (await this.#recover(a)) return;
+      try {
+        const { adopted, note } = await this.#undo.recover(a, recoveryNote(j.state.recovered), (spec) => this.#mismatches(spec, null));
+        this.#note = note;
+        if (adopted) {
+          this.#report('Done', 'done');
+          return;
+        }
+      } catch (err) {
+        await this.#fail(err);
+        return;
+      }
     } else {
       this.#note = '';
     }
     // An update that did not finish (its reboot failed, its validation failed) is undone before
     // the new one is planned from the current config: finishing it instead would keep its files,
     // units and keys, forget the originals it took over and plan from a config the disk is not on.
-    const undone = j.state.pending ? await this.#undoUnfinished(a.config) : [];
+    const undone = j.state.pending ? await this.#undo.undoUnfinished(a.config) : [];
     j.update((s) => {
       const now = Date.now();
       // An update still open here was overtaken before it finished (waiting for its reboot).
@@ -256,7 +314,7 @@ export class UpdateEngine {
       const id = randomBytes(4).toString('hex');
       s.pending = {
         id, from: s.currentConfig, to: a.config, toSpec: a.spec,
-        policy: a.policy, driftPolicy: a.driftPolicy, healthCheck: a.healthCheck ?? null, step: 'check', force,
+        policy: a.policy, driftPolicy: a.driftPolicy, healthCheck: a.healthCheck ?? null, try: a.try ?? null, step: FIRST_STEP, force,
         ...(this.#note ? { note: this.#note } : {}),
         ...(undone.length ? { undone } : {}),
       };
@@ -276,7 +334,7 @@ export class UpdateEngine {
       if (j.state.pending!.undoing) {
         // Killed while undoing an unfinished update for a new config: finish the undo; the new
         // config comes again with the session's next assignment.
-        await this.#undoUnfinished(j.state.pending!.to);
+        await this.#undo.undoUnfinished(j.state.pending!.to);
         return;
       }
       for (;;) {
@@ -307,18 +365,15 @@ export class UpdateEngine {
         return 'wait';
       }
       // The agent is back on the new boot: that is where the reboot phase ends.
-      j.update((s) => {
-        s.pending!.step = 'validating';
-        if (s.currentUpdate) endPhase(s.currentUpdate, Date.now());
-      });
+      this.#advance('booted', (s) => { if (s.currentUpdate) endPhase(s.currentUpdate, Date.now()); });
       return 'next';
     },
     validate: () => this.#validateAndFinish(),
     healthGate: () => this.#healthGate(),
+    tryChecks: () => this.#tryChecks(),
     rollBackNode: async () => {
-      await this.#rollBackNode();
-      if (this.#d.journal.state.pending!.step === 'rollback-rebooting') return 'wait'; // the process ends with the machine
-      this.#recordRolledBack();
+      if (await this.#undo.rollBackNode() === 'wait') return 'wait'; // the process ends with the machine
+      this.#undo.recordRolledBack();
       return 'finished';
     },
     rollbackRebootOrFinish: async () => {
@@ -326,12 +381,12 @@ export class UpdateEngine {
         await this.#reboot(); // the reboot has not happened yet
         return 'wait';
       }
-      this.#recordRolledBack();
+      this.#undo.recordRolledBack();
       return 'finished';
     },
-    undoHost: () => this.#undoHost(),
+    undoHost: () => this.#undo.undoHost(),
     undoActions: async () => {
-      await this.#undoHost();
+      await this.#undo.undoHost();
       // Bring the services back on the old files too.
       await runActions(this.#d.systemd, this.#actionsToRun()).catch(() => undefined);
     },
@@ -385,7 +440,7 @@ export class UpdateEngine {
       const before = await this.#within('apply', 'unit states before the update', () => unitStatesToRemember(this.#d.systemd, j.state.currentSpec, p.toSpec));
       j.update((s) => { s.pending!.unitsBefore = before; });
     }
-    await this.#applyStep('units-done', 'systemd units and the password of core', async () => {
+    await this.#applyStep('systemd units and the password of core', async () => {
       await applyUnitStates(this.#d.systemd, j.state.currentSpec, p.toSpec, unitFilesChanged);
       if (await applyPasswordHash(this.#layout.root, j.state.currentSpec, p.toSpec)) this.#d.log.info('password of core updated');
     });
@@ -393,7 +448,7 @@ export class UpdateEngine {
 
   async #applyOs(): Promise<void> {
     const j = this.#d.journal;
-    await this.#applyStep('os-done', 'rpm-ostree', async () => {
+    await this.#applyStep('rpm-ostree', async () => {
       const p = j.state.pending!;
       await this.#d.staging?.checkBeforeApply(p.to, p.toSpec);
       const changed = await applyOsChanges(this.#d.rpmOstree, j.state.currentSpec, p.toSpec, { kargs: j.state.undoneKargs, extensions: j.state.undoneExtensions }, { cacheOnly: this.#d.staging?.cacheOnlyFor(p.to) ?? false });
@@ -403,19 +458,18 @@ export class UpdateEngine {
   }
 
   /** Runs one apply step after the files are committed (a failure is undone by the step table). */
-  async #applyStep(done: 'units-done' | 'os-done', object: string, work: () => Promise<unknown>): Promise<void> {
+  async #applyStep(object: string, work: () => Promise<unknown>): Promise<void> {
     await this.#within('apply', object, work);
-    this.#d.journal.update((s) => { s.pending!.step = done; });
-    this.#d.failpoints.hit(done);
+    this.#advance('applied');
   }
 
   async #actionsOrReboot(): Promise<StepOutcome> {
     const j = this.#d.journal;
     const plan = j.state.pending!.plan!;
     if (plan.reboot) {
-      j.update((s) => {
-        s.pending!.step = 'rebooting';
-        s.pending!.rebootFromBootId = this.#bootId();
+      const bootId = this.#bootId();
+      this.#advance('reboot', (s) => {
+        s.pending!.rebootFromBootId = bootId;
         s.lastDisruption = `reboot: ${plan.rebootReasons.join('; ')}`;
         if (s.currentUpdate) s.currentUpdate.disruption = s.lastDisruption;
       });
@@ -425,8 +479,7 @@ export class UpdateEngine {
     this.#report('Working', 'actions');
     const actions = this.#actionsToRun();
     await this.#within('actions', actions.map((a) => (a.unit ? `${a.type} ${a.unit}` : a.type)).join(', ') || 'none', () => runActions(this.#d.systemd, actions));
-    j.update((s) => {
-      s.pending!.step = 'actions-done';
+    this.#advance('applied', (s) => {
       s.lastDisruption = actions.length ? actions.map((a) => (a.unit ? `${a.type} ${a.unit}` : a.type)).join(', ') : 'none';
       if (s.currentUpdate) s.currentUpdate.disruption = s.lastDisruption;
     });
@@ -446,50 +499,12 @@ export class UpdateEngine {
 
   async #reboot(): Promise<void> {
     this.#report('Working', 'reboot');
-    this.#d.failpoints.hit('rebooting');
     this.#d.log.info({ reasons: this.#d.journal.state.pending?.plan?.rebootReasons }, 'rebooting');
     try {
       await this.#d.rebooter.reboot();
     } catch (err) {
       throw new UpdateStepError('reboot', this.#d.config.reboot.method === 'logind' ? 'logind' : 'reboot command', (err as Error).message);
     }
-  }
-
-  /**
-   * After a corrupt journal: the agent no longer knows what it applied, so it checks the disk
-   * (files, units, password, booted deployment) against the desired config. If all match, it
-   * adopts the config without touching anything (no reboot); otherwise it applies it in full.
-   * Returns true when adopted.
-   */
-  async #recover(a: Assignment): Promise<boolean> {
-    const j = this.#d.journal;
-    const note = recoveryNote(j.state.recovered!);
-    this.#report('Working', 'check', `${note}; checking the disk against ${a.config}`);
-    let mismatches: string[];
-    try {
-      mismatches = await this.#mismatches(a.spec, null);
-    } catch (err) {
-      await this.#fail(err);
-      return true;
-    }
-    if (mismatches.length === 0) {
-      j.update((s) => {
-        s.currentConfig = a.config;
-        s.currentSpec = a.spec;
-        s.currentPolicy = a.policy;
-        s.currentDriftPolicy = a.driftPolicy;
-        s.recovered = null;
-        s.failure = null;
-      });
-      this.#note = `${note}; the disk matches ${a.config}, adopted without changes`;
-      this.#d.log.warn({ config: a.config }, 'recovered from a corrupt journal: the disk matches the desired config; adopted it without changes');
-      this.#report('Done', 'done');
-      return true;
-    }
-    this.#note = `${note}; the disk differed from ${a.config} (${mismatches.length} difference${mismatches.length === 1 ? '' : 's'}), applying it in full`;
-    this.#d.log.warn({ config: a.config, mismatches }, 'recovered from a corrupt journal: the disk differs from the desired config; applying it in full');
-    j.update((s) => { s.recovered = null; });
-    return false;
   }
 
   /** Every way the disk, systemd and the booted deployment differ from `to`. */
@@ -517,16 +532,94 @@ export class UpdateEngine {
   async #validateAndFinish(): Promise<StepOutcome> {
     const j = this.#d.journal;
     const p = j.state.pending!;
-    if (p.step !== 'validating') j.update((s) => { s.pending!.step = 'validating'; });
+    if (p.step === 'actions-done') this.#advance('validate');
     this.#report('Working', 'validate');
     const mismatches = await this.#mismatches(p.toSpec, j.state.currentSpec, p.undone);
     if (mismatches.length) throw new UpdateStepError('validate', p.to, mismatches.join('; '));
     if (p.healthCheck) {
-      j.update((s) => { s.pending!.step = 'health'; });
+      this.#advance('gate');
+      return 'next';
+    }
+    return this.#tryOrFinish();
+  }
+
+  /** A try comes next when the update has one; else the update is done. */
+  #tryOrFinish(): StepOutcome {
+    const p = this.#d.journal.state.pending!;
+    if (p.try) {
+      const deadline = Date.now() + tryTimeoutMs(p.try);
+      this.#advance('try', (s) => { s.pending!.tryDeadline = deadline; });
       return 'next';
     }
     this.#finishUpdate();
     return 'finished';
+  }
+
+  /**
+   * A try: its checks run until they all pass or the node is confirmed by hand (mcctl confirm),
+   * and the node reverts by itself once the journaled deadline passes without either; with no
+   * control plane needed, since the change may have cut the host off from it. Past the deadline
+   * at start (the agent or the host was down) it reverts without checking again: the try was
+   * not confirmed in its time. A new config ends it too, unconfirmed: its update undoes the try
+   * before it starts (an operator's fix must not wait for a long try's timeout).
+   */
+  async #tryChecks(): Promise<StepOutcome> {
+    const j = this.#d.journal;
+    const p = j.state.pending!;
+    const policy = p.try!;
+    const deadline = p.tryDeadline ?? Date.now() + tryTimeoutMs(policy);
+    const until = new Date(deadline).toISOString();
+    let said = '';
+    for (;;) {
+      const by = j.state.pending!.tryConfirmedBy;
+      if (by) {
+        this.#d.log.info({ config: p.to, by }, 'try confirmed by hand');
+        this.#finishUpdate();
+        return 'finished';
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      // Another config came: the try is over unconfirmed, and that update undoes it first.
+      if (this.#next && this.#next.assignment.config !== p.to) {
+        this.#d.log.warn({ config: p.to, by: this.#next.assignment.config }, 'a new config replaces the try before it was confirmed; it is undone first');
+        return 'wait';
+      }
+      const problem = policy.checks.length === 0
+        ? 'no checks: waiting to be confirmed (mcctl confirm)'
+        : await tryProblem(policy.checks, {
+          activeState: (u) => this.#within('try', `unit ${u}`, () => this.#d.systemd.activeState(u)),
+          controlPlaneConnected: () => this.#d.controlPlaneConnected?.() ?? false,
+        }, left);
+      if (!problem) {
+        this.#d.log.info({ config: p.to }, 'try confirmed: its checks passed');
+        this.#finishUpdate();
+        return 'finished';
+      }
+      if (problem !== said) {
+        said = problem;
+        j.update((s) => { s.pending!.tryProblem = problem; });
+        this.#report('Working', 'try', `trying ${p.to}: ${problem}; reverts at ${until} unless its checks pass or \`mcctl confirm node\` confirms it`);
+      }
+      if (j.state.pending!.tryConfirmedBy) continue;
+      await new Promise((r) => setTimeout(r, Math.min(TRY_POLL_MS, Math.max(0, deadline - Date.now()))));
+    }
+    const cause = `${j.state.pending!.tryProblem ?? 'not confirmed'} (not confirmed within ${policy.timeout}, the try's timeout)`;
+    this.#d.log.error({ config: p.to, cause }, 'try not confirmed; reverting the node');
+    this.#advance('failed', (s) => { s.pending!.rollbackCause = cause; s.pending!.rollbackFor = 'try'; });
+    return 'next';
+  }
+
+  /**
+   * An operator's confirmation of the try of `config` (mcctl confirm): journaled, so a try it
+   * reaches before its checks pass ends confirmed even across a restart. False when the node is
+   * not updating to that config.
+   */
+  confirmTry(config: string, by: string): boolean {
+    const j = this.#d.journal;
+    const p = j.state.pending;
+    if (!p || p.to !== config || !p.try || p.undoing || p.rollbackCause) return false;
+    if (!p.tryConfirmedBy) j.update((s) => { s.pending!.tryConfirmedBy = by; });
+    return true;
   }
 
   /** The update is applied and healthy: the undo links go and currentConfig advances. */
@@ -561,182 +654,11 @@ export class UpdateEngine {
     const cause = await runHealthGate(p.healthCheck!, { activeState: (u) => this.#within('health', `unit ${u}`, () => this.#d.systemd.activeState(u)) });
     if (!cause) {
       this.#d.log.info({ config: p.to }, 'health check passed');
-      this.#finishUpdate();
-      return 'finished';
+      return this.#tryOrFinish();
     }
     this.#d.log.error({ config: p.to, cause }, 'health check failed; rolling the node back');
-    j.update((s) => { s.pending!.step = 'rolling-back'; s.pending!.rollbackCause = cause; });
-    this.#d.failpoints.hit('rolling-back');
+    this.#advance('failed', (s) => { s.pending!.rollbackCause = cause; s.pending!.rollbackFor = 'health'; });
     return 'next';
-  }
-
-  /** The node is back on the previous config after a failed health gate: RolledBack, with why. */
-  #recordRolledBack(): void {
-    const j = this.#d.journal;
-    const p = j.state.pending!;
-    const cause = p.rollbackCause ?? 'the health check failed';
-    const back = p.from || 'no config';
-    const reason = `health: ${cause}; rolled back to ${back}${p.osChanged ? ' (rpm-ostree rollback and a reboot)' : p.plan?.reboot ? ' (with a reboot)' : ''}; \`mcctl node reapply\` retries ${p.to}, a new config replaces it`;
-    this.#files.release();
-    j.update((s) => {
-      s.failure = { state: 'RolledBack', phase: 'health', reason, config: s.pending!.to };
-      s.pending = null;
-      if (s.currentUpdate) s.lastUpdate = finishUpdate(s.currentUpdate, 'RolledBack', reason, Date.now());
-      s.currentUpdate = null;
-    });
-    this.#d.log.warn({ config: back, failed: j.state.failure!.config }, 'node rolled back');
-    this.#report('RolledBack', 'health', reason);
-  }
-
-  /** Puts the files, units and password of the previous config back, and rpm-ostree's previous deployment. */
-  async #rollBackNode(): Promise<void> {
-    const j = this.#d.journal;
-    const p = j.state.pending!;
-    this.#report('Working', 'rollback', `health: ${p.rollbackCause}; returning to ${p.from || 'no config'}`);
-    // The undo links are still there (finish() runs only after the gate): every old inode comes
-    // back, with the units' states; the units the update added are disabled first.
-    const { errors } = await this.#undoHost();
-    this.#d.failpoints.hit('rollback-files');
-    if (errors.length) throw new UpdateStepError('rollback', 'the previous config', errors.join('; '));
-    if (p.plan?.reboot) {
-      j.update((s) => {
-        s.pending!.step = 'rollback-rebooting';
-        s.pending!.rebootFromBootId = this.#bootId();
-        s.lastDisruption = 'reboot: rollback after a failed health check';
-      });
-      await this.#reboot();
-      return;
-    }
-    // No reboot: the services the update restarted run again on the old files.
-    const actions = (p.plan?.actions ?? []).filter((a) => a.type === 'restart' || a.type === 'reload' || a.type === 'daemon-reload');
-    await this.#within('rollback', 'restarting services on the old files', () => runActions(this.#d.systemd, actions)).catch((err: unknown) => {
-      this.#d.log.error({ err: (err as Error).message }, 'a service did not restart on the old files');
-    });
-  }
-
-  /**
-   * \`rpm-ostree rollback\` makes the previous deployment the default for the next boot. Run it
-   * once only: it toggles, so after a crash the boot order tells whether it already ran (the
-   * booted deployment is first until it has).
-   */
-  async #rpmOstreeRollback(): Promise<void> {
-    const status = JSON.parse(await this.#d.rpmOstree.run(['status', '--json'])) as { deployments?: { booted?: boolean; staged?: boolean }[] };
-    const first = status.deployments?.[0];
-    if (!first || (!first.booted && !first.staged)) return;
-    await this.#d.rpmOstree.run(['rollback']);
-    this.#d.log.warn('rpm-ostree rollback: the previous deployment boots next');
-  }
-
-  /**
-   * Takes the host from the pending update back to the current config, whatever step it
-   * reached: the units it added (disabled and stopped while their files exist), its files (undo
-   * links renamed back; the originals it took over restored and their backups forgotten, the
-   * ones it put back listed again), the enablement and masks of the current config's units (a
-   * unit it retired is enabled again), the password of core, and rpm-ostree: a staged deployment
-   * is dropped; one already booted is rolled back, and the result says a reboot must follow.
-   * Each part is tried even when one before it failed; what failed is logged, and the
-   * validation of the next update (or the drift monitor) reports what is still wrong.
-   */
-  async #undoHost(): Promise<{ reboot: boolean; errors: string[] }> {
-    const j = this.#d.journal;
-    const p = j.state.pending!;
-    const previous = j.state.currentSpec;
-    const errors: string[] = [];
-    const attempt = async (what: string, work: () => Promise<unknown>): Promise<void> => {
-      try {
-        await this.#within('rollback', what, work);
-      } catch (err) {
-        errors.push(`${what}: ${(err as Error).message}`);
-      }
-    };
-    const created = new Set((p.fileOps ?? []).filter((op) => op.action === 'write' && !op.undo && dirname(op.hostPath) === this.#layout.unitDir).map((op) => basename(op.hostPath)));
-    await attempt('units the update added', () => undoAddedUnits(this.#d.systemd, previous, p.toSpec, created, p.unitsBefore ?? {}));
-    if (p.step === 'staging') this.#files.abandonStaged();
-    else if (p.step !== 'check') {
-      // Half-committed: roll forward first, so every op and backup is on record, then back.
-      if (p.step === 'committing') this.#files.commit();
-      this.#files.cleanupErrors = [];
-      this.#files.rollBack();
-      errors.push(...this.#files.cleanupErrors);
-    }
-    await attempt('systemd daemon-reload', () => this.#d.systemd.reload());
-    if (previous) {
-      await attempt('units of the current config', () => applyUnitStates(this.#d.systemd, p.toSpec, previous, false));
-      await attempt('password of core', () => applyPasswordHash(this.#layout.root, p.toSpec, previous));
-    } else {
-      // A first config: nothing was there before it; its retired units are already disabled.
-    }
-    const booted = p.rebootFromBootId !== undefined && this.#bootId() !== p.rebootFromBootId;
-    let reboot = false;
-    // Remembered before rpm-ostree is touched (a kill may come next): should its deployment stay
-    // pending, or be the one left to boot next, its kernel arguments and extensions are taken out
-    // again (below, and by the next update's applyOsChanges).
-    const kargs = splitKernelArguments(p.toSpec.kernelArguments);
-    const extensions = p.toSpec.extensions ?? [];
-    if (kargs.some((k) => !j.state.undoneKargs?.includes(k)) || extensions.some((e) => !j.state.undoneExtensions?.includes(e))) {
-      j.update((s) => {
-        s.undoneKargs = [...new Set([...(s.undoneKargs ?? []), ...kargs])];
-        s.undoneExtensions = [...new Set([...(s.undoneExtensions ?? []), ...extensions])];
-      });
-    }
-    if (p.osChanged && booted) {
-      await attempt('rpm-ostree rollback', () => this.#rpmOstreeRollback());
-      reboot = true;
-    } else if (p.osChanged || p.step === 'units-done') {
-      // Drops the deployment the update staged (at units-done a kill may have come between
-      // rpm-ostree's change and the journal's record of it): every later rpm-ostree change builds
-      // on the pending deployment, so a staged one left here would carry the undone update's
-      // changes into the next. An update that staged nothing leaves the pending deployment alone:
-      // it may be the one an earlier undo rolled back to. A failure is reported, not swallowed.
-      await attempt('rpm-ostree cleanup -p', () => this.#d.rpmOstree.run(['cleanup', '-p']));
-    }
-    if (p.osChanged || p.step === 'units-done') {
-      // The deployment that boots next must hold the current config's OS. Dropping the staged one
-      // or rolling back goes to the deployment before it, which is not always the current
-      // config's: after an earlier undo's rollback, the update was built on the deployment rolled
-      // back to (not booted), which rpm-ostree may have pruned, so a cleanup or a second rollback
-      // leaves the first undone update's deployment to boot next (its kernel type, extensions
-      // and image with it). What it holds that the current config does not is changed back there.
-      await attempt('rpm-ostree: the current config\'s OS in the next boot\'s deployment', async () => {
-        const changed = await applyOsChanges(this.#d.rpmOstree, p.toSpec, previous ?? { ...p.toSpec, kernelArguments: [], kernelType: 'default', extensions: [], osImageURL: '' }, { kargs: j.state.undoneKargs, extensions: j.state.undoneExtensions });
-        if (changed.length === 0) return;
-        this.#d.log.warn({ changed }, 'the deployment that boots next did not hold the current config\'s OS; staged it again');
-        reboot = true;
-      });
-    }
-    if (errors.length) this.#d.log.error({ errors }, 'some of the update could not be undone');
-    return { reboot, errors };
-  }
-
-  /**
-   * Undoes the pending update, which did not finish, because \`by\` replaces it. Journaled first
-   * (pending.undoing), so a kill in the middle finishes the undo on restart rather than resuming
-   * the update. Returns the paths it wrote, for the next update's validation.
-   */
-  async #undoUnfinished(by: string): Promise<UndonePath[]> {
-    const j = this.#d.journal;
-    const p = j.state.pending!;
-    this.#d.log.warn({ config: p.to, step: p.step, by }, 'undoing an update that did not finish: a new config replaces it');
-    if (!p.undoing) j.update((s) => { s.pending!.undoing = true; });
-    let written = new Map<string, DesiredFile>();
-    try {
-      written = new Map(desiredFiles(p.toSpec, this.#layout).map((f) => [f.hostPath, f]));
-    } catch {
-      // Its paths no longer resolve: nothing of it to check afterwards.
-    }
-    const undone: UndonePath[] = (p.fileOps ?? []).flatMap((op) => {
-      const f = written.get(op.hostPath);
-      return op.action === 'write' && f ? [{ hostPath: op.hostPath, object: f.object, existed: op.undo !== undefined, written: sha256(f.bytes) }] : [];
-    });
-    const { reboot } = await this.#undoHost();
-    this.#files.release();
-    j.update((s) => {
-      if (reboot) s.undoReboot = `undoing the unfinished update to ${p.to} (its rpm-ostree deployment was booted)`;
-      if (s.currentUpdate) s.lastUpdate = finishUpdate(s.currentUpdate, 'Superseded', `superseded by an update to ${by} before it finished; undone`, Date.now());
-      s.currentUpdate = null;
-      s.pending = null;
-    });
-    return undone;
   }
 
   async #fail(err: unknown): Promise<void> {
@@ -772,6 +694,9 @@ export class UpdateEngine {
     }
   }
 }
+
+/** How often a try runs its checks again (and looks for a confirmation). */
+const TRY_POLL_MS = 1000;
 
 function recoveryNote(r: { movedTo: string; cause: string }): string {
   return `recovered from a corrupt journal (${r.cause}), moved aside to ${r.movedTo}`;

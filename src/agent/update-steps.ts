@@ -20,6 +20,8 @@ export interface StepRunner {
   rebootOrContinue(): Promise<StepOutcome>;
   validate(): Promise<StepOutcome>;
   healthGate(): Promise<StepOutcome>;
+  /** A try's checks until they pass, the node is confirmed, or the journaled deadline passes. */
+  tryChecks(): Promise<StepOutcome>;
   rollBackNode(): Promise<StepOutcome>;
   rollbackRebootOrFinish(): Promise<StepOutcome>;
   /** Puts the host back to the current config (files, units, password, staged deployment). */
@@ -34,11 +36,19 @@ export interface StepRunner {
  */
 export type StepOutcome = 'next' | 'wait' | 'finished';
 
+/**
+ * What happened in a step, as its transition names it: the table's `next` maps it to the step
+ * the journal records next (the runner never names a step itself).
+ */
+export type StepEvent = 'planned' | 'staged' | 'abandoned' | 'committed' | 'applied' | 'reboot' | 'booted' | 'validate' | 'gate' | 'try' | 'failed';
+
 interface StepDef {
   readonly name: string;
   /** The phases the node reports while this step runs (its status). */
   readonly reports: readonly string[];
   readonly run: (r: StepRunner) => Promise<StepOutcome>;
+  /** Where the update goes from here, by what happened; an update that ends here has no entry. */
+  readonly next: Partial<Record<StepEvent, string>>;
   /** After a failure at this step: how the host goes back, or null to keep the update (see `kept`). */
   readonly undo: ((r: StepRunner) => Promise<unknown>) | null;
   /** The agent kills itself here under MCPLANE_FAILPOINT=<name>, once the step is journaled. */
@@ -46,25 +56,33 @@ interface StepDef {
 }
 
 export const UPDATE_STEPS = [
-  { name: 'check', reports: ['check', 'diff', 'plan', 'apply'], run: (r) => r.checkAndApplyFiles(), undo: (r) => r.undoHost(), failpoint: false },
-  { name: 'staging', reports: ['apply'], run: (r) => r.abandonStaged(), undo: (r) => r.undoHost(), failpoint: true },
-  { name: 'committing', reports: ['apply'], run: (r) => r.commitFiles(), undo: (r) => r.undoHost(), failpoint: true },
-  { name: 'files-done', reports: ['apply'], run: (r) => r.applyUnits(), undo: (r) => r.undoHost(), failpoint: false },
-  { name: 'units-done', reports: ['apply'], run: (r) => r.applyOs(), undo: (r) => r.undoHost(), failpoint: true },
-  { name: 'os-done', reports: ['actions', 'reboot'], run: (r) => r.actionsOrReboot(), undo: (r) => r.undoActions(), failpoint: true },
+  { name: 'check', reports: ['check', 'diff', 'plan', 'apply'], run: (r) => r.checkAndApplyFiles(), next: { planned: 'staging' }, undo: (r) => r.undoHost(), failpoint: false },
+  { name: 'staging', reports: ['apply'], run: (r) => r.abandonStaged(), next: { staged: 'committing', abandoned: 'check' }, undo: (r) => r.undoHost(), failpoint: true },
+  { name: 'committing', reports: ['apply'], run: (r) => r.commitFiles(), next: { committed: 'files-done' }, undo: (r) => r.undoHost(), failpoint: true },
+  { name: 'files-done', reports: ['apply'], run: (r) => r.applyUnits(), next: { applied: 'units-done' }, undo: (r) => r.undoHost(), failpoint: false },
+  { name: 'units-done', reports: ['apply'], run: (r) => r.applyOs(), next: { applied: 'os-done' }, undo: (r) => r.undoHost(), failpoint: true },
+  { name: 'os-done', reports: ['actions', 'reboot'], run: (r) => r.actionsOrReboot(), next: { reboot: 'rebooting', applied: 'actions-done' }, undo: (r) => r.undoActions(), failpoint: true },
   // A reboot that failed is kept: the same config asks again, another one undoes it.
-  { name: 'rebooting', reports: ['reboot'], run: (r) => r.rebootOrContinue(), undo: null, failpoint: true },
-  { name: 'actions-done', reports: ['validate'], run: (r) => r.validate(), undo: null, failpoint: false },
+  { name: 'rebooting', reports: ['reboot'], run: (r) => r.rebootOrContinue(), next: { booted: 'validating' }, undo: null, failpoint: true },
+  { name: 'actions-done', reports: ['validate'], run: (r) => r.validate(), next: { validate: 'validating' }, undo: null, failpoint: false },
   // A validation that failed is kept: a forced re-apply or another config comes next.
-  { name: 'validating', reports: ['validate'], run: (r) => r.validate(), undo: null, failpoint: false },
+  { name: 'validating', reports: ['validate'], run: (r) => r.validate(), next: { gate: 'health', try: 'trying' }, undo: null, failpoint: false },
   // The health gate, and the way back when it fails: each resumes after a crash or the reboot.
-  { name: 'health', reports: ['health'], run: (r) => r.healthGate(), undo: null, failpoint: false },
-  { name: 'rolling-back', reports: ['rollback'], run: (r) => r.rollBackNode(), undo: null, failpoint: true },
-  { name: 'rollback-rebooting', reports: ['reboot'], run: (r) => r.rollbackRebootOrFinish(), undo: null, failpoint: false },
+  { name: 'health', reports: ['health'], run: (r) => r.healthGate(), next: { failed: 'rolling-back', try: 'trying' }, undo: null, failpoint: false },
+  // A try (spec.rollout.confirm): its deadline is journaled on the way in, so a restart or a
+  // reboot goes on waiting for the same instant; past it, the way back is the rollback's steps.
+  { name: 'trying', reports: ['try'], run: (r) => r.tryChecks(), next: { failed: 'rolling-back' }, undo: null, failpoint: true },
+  { name: 'rolling-back', reports: ['rollback'], run: (r) => r.rollBackNode(), next: { reboot: 'rollback-rebooting' }, undo: null, failpoint: true },
+  { name: 'rollback-rebooting', reports: ['reboot'], run: (r) => r.rollbackRebootOrFinish(), next: {}, undo: null, failpoint: false },
 ] as const satisfies readonly StepDef[];
 
 /** Where an update is, as the journal records it. */
 export type UpdateStep = (typeof UPDATE_STEPS)[number]['name'];
+
+// Every transition names a step of the table (a misspelt one does not compile).
+type TargetsOf<T> = T extends unknown ? T[keyof T] : never;
+const transitionsNameSteps: TargetsOf<(typeof UPDATE_STEPS)[number]['next']> extends UpdateStep ? true : never = true;
+void transitionsNameSteps;
 
 /** What the node reports while it updates, plus done and a failure found outside an update. */
 export type UpdatePhase = (typeof UPDATE_STEPS)[number]['reports'][number] | 'done' | 'drift';
@@ -86,6 +104,16 @@ export function stepNamed(name: string): (typeof UPDATE_STEPS)[number] {
   if (!step) throw new Error(`the journal names an unknown update step "${name}"`);
   return step;
 }
+
+/** The step the update goes to from `from` on `event`: the table's transition, or an error naming both (a bug). */
+export function nextStep(from: UpdateStep, event: StepEvent): UpdateStep {
+  const next = (stepNamed(from).next as Partial<Record<StepEvent, UpdateStep>>)[event];
+  if (!next) throw new Error(`the step table has no transition from ${from} on ${event}`);
+  return next;
+}
+
+/** The step every update starts at. */
+export const FIRST_STEP: UpdateStep = UPDATE_STEPS[0].name;
 
 /** Whether the update is kept after a failure at this step (resumed, or undone when superseded). */
 export function keptAfterFailure(name: UpdateStep): boolean {

@@ -36,6 +36,7 @@ export const COMMAND_EXAMPLES: Record<string, string[]> = {
   'mcctl delete': ['mcctl delete mc 99-worker-chrony', 'mcctl delete pool infra', 'mcctl delete node retired-0'],
   'mcctl pause': ['mcctl pause pool worker'],
   'mcctl resume': ['mcctl resume pool worker'],
+  'mcctl confirm': ['# Keep what the nodes of worker are trying (spec.rollout.confirm) before their timeout', 'mcctl confirm pool worker', 'mcctl confirm node worker-0'],
   'mcctl watch': ['mcctl watch', 'mcctl watch --nodes --events'],
   'mcctl wait': ['# Until the workers have their config, for at most 10 minutes', 'mcctl wait pool/worker --for condition=Updated --timeout 10m', 'mcctl wait pool/worker --for condition=Degraded=False'],
   'mcctl rollout': ['mcctl rollout status pool/worker'],

@@ -190,6 +190,11 @@ export function buildProgram(io: Io): Command {
       .action(async (resource: string, name: string) => withClients(async (c) => (await commands.write()).pauseCommand(c, resource, name, paused)));
   }
 
+  connectionOptions(program.command('confirm')).description('confirm by hand the tries in progress (spec.rollout.confirm) on a pool\'s nodes or one node: they keep the config instead of reverting at the timeout')
+    .argument('<resource>', 'pool | node')
+    .argument('<name>')
+    .action(async (resource: string, name: string) => withClients(async (c) => (await commands.write()).confirmCommand(c, resource, name)));
+
   connectionOptions(program.command('watch')).description('print pool and node changes as they happen, reconnecting after a server restart (Ctrl-C to stop)')
     .option('--pools', 'pools only')
     .option('--nodes', 'nodes only')

@@ -139,7 +139,7 @@ export function nodeState(n: Node__Output): string {
 }
 
 /** Every state STATE can show, for get -w's column width. */
-const WIDEST_STATE = ['Done', 'Working', 'Degraded', 'Unreconcilable', 'RolledBack', 'New'].reduce((a, b) => (b.length > a.length ? b : a));
+const WIDEST_STATE = ['Done', 'Working', 'Degraded', 'Unreconcilable', 'RolledBack', 'TryReverted', 'New'].reduce((a, b) => (b.length > a.length ? b : a));
 
 /** A reason as one line: agents report command output, whose trailing newline is no part of it. */
 export function reasonText(reason: string | undefined): string {

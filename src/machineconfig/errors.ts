@@ -112,6 +112,11 @@ export class NodeNotConnectedError extends McplaneError {
   override readonly code = 'MCPLANE_NODE_NOT_CONNECTED';
 }
 
+/** mcctl confirm names a node (or a pool with no node) that is not trying a config (spec.rollout.confirm). */
+export class NotTryingError extends McplaneError {
+  override readonly code = 'MCPLANE_NOT_TRYING';
+}
+
 /** A call to a server failed; the message explains what the gRPC status means for the user. */
 export class RemoteCallError extends McplaneError {
   override readonly code = 'MCPLANE_REMOTE_CALL';
@@ -330,6 +335,7 @@ export const ERROR_CLASSES = [
   // status (PinnedImageSetStatus.lastFailureCode), never as an API error.
   CriCallError, PinnedImageDiskSpaceError, PinnedImagePullError,
   InsufficientDiskError,
+  NotTryingError,
 ] as const;
 
 /** The stable codes, one per class above. */

@@ -4,8 +4,8 @@
 import type { NodeRecord } from './types.ts';
 
 export function isDegraded(node: NodeRecord): boolean {
-  // RolledBack: the node runs its previous config, but its update failed and waits for an operator.
-  return node.status.state === 'Degraded' || node.status.state === 'Unreconcilable' || node.status.state === 'RolledBack';
+  // RolledBack, TryReverted: the node runs its previous config, but its update failed and waits for an operator.
+  return node.status.state === 'Degraded' || node.status.state === 'Unreconcilable' || node.status.state === 'RolledBack' || node.status.state === 'TryReverted';
 }
 
 /** Why a node is unavailable, or undefined when it is available. */

@@ -85,7 +85,7 @@ function labelSyntaxProblem(key: string, value: unknown): string | undefined {
   return labelProblem(key, value);
 }
 
-const NODE_STATES: ReadonlySet<string> = new Set<NodeState>(['Done', 'Working', 'Degraded', 'Unreconcilable', 'RolledBack']);
+const NODE_STATES: ReadonlySet<string> = new Set<NodeState>(['Done', 'Working', 'Degraded', 'Unreconcilable', 'RolledBack', 'TryReverted']);
 
 /**
  * What the control plane takes of an agent's report, the one admission step every report (the

@@ -7,7 +7,7 @@ import type { CanarySoak } from './canary.ts';
 import { isUpdated } from './node-availability.ts';
 import type { MachineConfigPool, NodeRecord, NodeState, RolloutFailureAction } from './types.ts';
 
-const FAILED_STATES: readonly NodeState[] = ['Degraded', 'Unreconcilable', 'RolledBack'];
+const FAILED_STATES: readonly NodeState[] = ['Degraded', 'Unreconcilable', 'RolledBack', 'TryReverted'];
 const LIST_LIMIT = 10;
 
 export interface FailedNode {

@@ -4,6 +4,7 @@
 
 import { durationMs } from './duration.ts';
 import { join, type ProblemCollector } from './problem-collector.ts';
+import { parseTryPolicy } from './try-policy.ts';
 import type { HealthCheck, RolloutFailureAction, RolloutPolicy } from './types.ts';
 
 const PERCENT = /^(\d+)%$/;
@@ -19,7 +20,7 @@ const UNIT_NAME = /^[A-Za-z0-9:_.\\@-]+\.(service|socket|target|mount|automount|
 export function parseRolloutPolicy(raw: unknown, c: ProblemCollector, field = 'spec.rollout'): RolloutPolicy | undefined {
   const r = c.record(raw, field);
   if (!r) return undefined;
-  c.onlyKeys(r, field, ['canary', 'soak', 'maxFailures', 'onFailure', 'staging', 'maxStaging']);
+  c.onlyKeys(r, field, ['canary', 'soak', 'maxFailures', 'onFailure', 'staging', 'maxStaging', 'confirm']);
   const out: RolloutPolicy = { maxFailures: 0, onFailure: 'Pause' };
   if (r.canary !== undefined && r.canary !== null) {
     const v = r.canary;
@@ -54,6 +55,8 @@ export function parseRolloutPolicy(raw: unknown, c: ProblemCollector, field = 's
     else if (typeof v === 'string' && PERCENT.test(v) && Number(PERCENT.exec(v)![1]) >= 1 && Number(PERCENT.exec(v)![1]) <= 100) out.maxStaging = v;
     else c.add(join(field, 'maxStaging'), 'max-staging', `maxStaging must be a whole number of nodes (1 or more) or a percentage from 1% to 100%, got ${JSON.stringify(v)}`);
   }
+  const confirm = parseTryPolicy(r.confirm, c, join(field, 'confirm'));
+  if (confirm) out.confirm = confirm;
   if (out.soak && durationMs(out.soak)! > 0 && !out.canary) {
     c.add(join(field, 'soak'), 'soak-needs-canary', 'a soak needs canaries to soak: set canary to a count or a percentage of the pool\'s nodes');
   }

@@ -222,6 +222,8 @@ export interface RolloutPolicy {
   staging?: 'Enabled' | 'Disabled';
   /** Nodes downloading at once: a count or a percentage of the pool; default every node the rollout will reach. */
   maxStaging?: number | string;
+  /** Try mode: each node must pass these checks (or be confirmed) within the timeout, or it reverts by itself. */
+  confirm?: TryPolicy;
 }
 
 /** mcplane addition: a node's update fails unless these hold within `timeout` after it. */
@@ -286,13 +288,18 @@ export interface RenderedConfig {
   sources: string[];
 }
 
+import type { TryPolicy } from './try-policy.ts';
+
 // ---- Node ---------------------------------------------------------------------------------------
 
 /**
  * RolledBack (mcplane addition): the update failed its health check and the agent put the node
  * back on its previous config; it does not retry that config until an operator acts or a new one comes.
+ * TryReverted (mcplane addition): the node tried the config (spec.rollout.confirm), its checks
+ * did not pass within the timeout, and it reverted by itself; as RolledBack it waits for an
+ * operator or a new config.
  */
-export type NodeState = 'Done' | 'Working' | 'Degraded' | 'Unreconcilable' | 'RolledBack';
+export type NodeState = 'Done' | 'Working' | 'Degraded' | 'Unreconcilable' | 'RolledBack' | 'TryReverted';
 
 /** What rpm-ostree reports for the booted deployment. */
 export interface OsStatus {

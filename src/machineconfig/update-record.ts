@@ -4,7 +4,7 @@
 // shapes and rules, shared by both sides, so both bound and read them the same way.
 
 /** Superseded: a newer assignment replaced it before it finished (it was neither done nor failed). */
-export type UpdateResult = 'Done' | 'Degraded' | 'Unreconcilable' | 'RolledBack' | 'Superseded';
+export type UpdateResult = 'Done' | 'Degraded' | 'Unreconcilable' | 'RolledBack' | 'TryReverted' | 'Superseded';
 
 export interface UpdatePhase {
   name: string;
@@ -38,7 +38,7 @@ export const MAX_HISTORY_UPDATES = 20;
 export const MAX_UPDATE_PHASES = 32;
 const MAX_TEXT = 1024;
 const MAX_REASON = 4096;
-const RESULTS: ReadonlySet<string> = new Set(['Done', 'Degraded', 'Unreconcilable', 'RolledBack', 'Superseded']);
+const RESULTS: ReadonlySet<string> = new Set(['Done', 'Degraded', 'Unreconcilable', 'RolledBack', 'TryReverted', 'Superseded']);
 
 export function startUpdate(id: string, fromConfig: string, toConfig: string, now: number): UpdateRecord {
   return { id, fromConfig, toConfig, startedUnixMs: now, endedUnixMs: 0, phases: [], disruption: '', result: '', reason: '' };

@@ -47,7 +47,7 @@ test('the agent renews several times on 9 s certificates, stores each, and its s
   const session = new AgentSession({
     servers: [server.address], tls: readTlsFiles(files, 'agent TLS'), tlsFiles: files, nodeName: 'agent-rot-1', labels: {},
     agentVersion: 'test', heartbeatMs: 1000, bootId: () => 'boot-1',
-    status: () => ({ currentConfig: '', desiredConfig: '', state: 'Done', phase: '', reason: '', drift: [], os: null, bootId: 'boot-1', agentVersion: 'test', lastDisruption: '', currentUpdate: null, lastUpdate: null }),
+    status: { currentConfig: '', desiredConfig: '', state: 'Done', phase: '', reason: '', drift: [], os: null, bootId: 'boot-1', agentVersion: 'test', lastDisruption: '', currentUpdate: null, lastUpdate: null },
     onAssignment: () => {}, onForceReapply: () => {}, log,
   });
   session.start();

@@ -34,7 +34,7 @@ test('the agents of a lost replica re-register on the other two, not all on the 
     const session = new AgentSession({
       servers, tls: readTlsFiles(files, 'agent TLS'), tlsFiles: files, nodeName, labels: {},
       agentVersion: 'test', heartbeatMs: 1000, bootId: () => 'boot-1', backoff: { initialMs: 50, maxMs: 500 },
-      status: () => ({ currentConfig: '', desiredConfig: '', state: 'Done', phase: '', reason: '', drift: [], os: null, bootId: 'boot-1', agentVersion: 'test', lastDisruption: '', currentUpdate: null, lastUpdate: null }),
+      status: { currentConfig: '', desiredConfig: '', state: 'Done', phase: '', reason: '', drift: [], os: null, bootId: 'boot-1', agentVersion: 'test', lastDisruption: '', currentUpdate: null, lastUpdate: null },
       onAssignment: () => {}, onForceReapply: () => {}, log: createLogger({ level: 'silent' }),
     });
     sessions.push(session);

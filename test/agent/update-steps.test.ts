@@ -3,20 +3,20 @@
 // and a misspelt failpoint is refused instead of silently never firing.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Failpoints } from '../../src/agent/failpoints.ts';
 import { Journal } from '../../src/agent/journal.ts';
-import { FAILPOINTS, UPDATE_PHASES, UPDATE_STEPS } from '../../src/agent/update-steps.ts';
+import { FAILPOINTS, nextStep, UPDATE_PHASES, UPDATE_STEPS } from '../../src/agent/update-steps.ts';
 import { ConfigurationError } from '../../src/machineconfig/index.ts';
 
 test('the phases and failpoints are the step table\'s', () => {
-  assert.deepEqual(UPDATE_PHASES, ['check', 'diff', 'plan', 'apply', 'actions', 'reboot', 'validate', 'health', 'rollback', 'done', 'drift']);
-  assert.deepEqual(FAILPOINTS, ['staging', 'committing', 'units-done', 'os-done', 'rebooting', 'rolling-back', 'staging-file', 'commit-file', 'rollback-files']);
+  assert.deepEqual(UPDATE_PHASES, ['check', 'diff', 'plan', 'apply', 'actions', 'reboot', 'validate', 'health', 'try', 'rollback', 'done', 'drift']);
+  assert.deepEqual(FAILPOINTS, ['staging', 'committing', 'units-done', 'os-done', 'rebooting', 'trying', 'rolling-back', 'staging-file', 'commit-file', 'rollback-files']);
   // A step kept after a failure is resumed (or undone when another config replaces it); every other one is undone at once.
-  assert.deepEqual(UPDATE_STEPS.filter((s) => s.undo === null).map((s) => s.name), ['rebooting', 'actions-done', 'validating', 'health', 'rolling-back', 'rollback-rebooting']);
+  assert.deepEqual(UPDATE_STEPS.filter((s) => s.undo === null).map((s) => s.name), ['rebooting', 'actions-done', 'validating', 'health', 'trying', 'rolling-back', 'rollback-rebooting']);
 });
 
 test('MCPLANE_FAILPOINT naming no failpoint is refused, listing the failpoints', () => {
@@ -32,4 +32,15 @@ test('a journal whose pending update names an unknown step is corrupt: moved asi
   assert.equal(j.state.pending, null);
   assert.match(j.state.recovered!.cause, /^pending\.step "teleporting" is not a step of an update$/);
   assert.match(readFileSync(j.state.recovered!.movedTo, 'utf8'), /teleporting/);
+});
+
+test('the step table owns the transitions: each next names a step, and no file but step-advance.ts sets the journal\'s step', () => {
+  const names = UPDATE_STEPS.map((s) => s.name as string);
+  for (const s of UPDATE_STEPS) for (const to of Object.values(s.next)) assert.ok(names.includes(to), `${s.name} -> ${to}`);
+  assert.equal(nextStep('os-done', 'reboot'), 'rebooting');
+  assert.equal(nextStep('os-done', 'applied'), 'actions-done');
+  assert.throws(() => nextStep('check', 'booted'), /the step table has no transition from check on booted/);
+  const dir = join(import.meta.dirname, '../../src/agent');
+  const setters = readdirSync(dir).filter((f) => f.endsWith('.ts') && /\.step\s*=[^=]/.test(readFileSync(join(dir, f), 'utf8')));
+  assert.deepEqual(setters, ['step-advance.ts']);
 });

@@ -88,6 +88,7 @@ function cases(): Record<string, { service: ServiceKey; rule: Rule; calls: { req
     ReapplyNode: inOut({ name: 'e1' }, { name: 'w1' }),
     LabelNode: inOut({ name: 'e1', set: { 'example.com/rack': 'r1' }, remove: [] }, { name: 'w1', set: { 'example.com/rack': 'r1' }, remove: [] }),
     ListSourceObjects: none({ kind: 'KubeletConfig' }), GetMachineConfiguration: none({ name: 'cluster' }),
+    ConfirmTry: inOut({ kind: 'node', name: 'e1' }, { kind: 'node', name: 'w1' }),
   };
   const identity: Record<keyof typeof IDENTITY_RULES, { request: unknown; scope: Scope }[]> = {
     CreateBootstrapToken: none({ pool: 'edge', ttlMs: 60_000, description: 'roles test' }),

@@ -17,7 +17,7 @@ const VALUE_FLAGS: Record<string, keyof ConnectionFlags> = {
 const OTHER_VALUE_FLAGS = new Set(['-o', '--output', '-l', '--selector', '--pool', '--node', '--for', '--timeout', '--sort-by', '--reason', '-f', '--filename']);
 
 /** Verbs whose first argument is a resource type and second a name. */
-const TYPED_VERBS = new Set(['get', 'describe', 'delete', 'pause', 'resume', 'label', 'approve', 'deny']);
+const TYPED_VERBS = new Set(['get', 'describe', 'delete', 'pause', 'resume', 'confirm', 'label', 'approve', 'deny']);
 
 export async function completeNames(words: string[], connect: (flags: ConnectionFlags) => Clients): Promise<string> {
   const current = words.at(-1) ?? '';

@@ -20,7 +20,7 @@ const OPTION_VALUES: Record<string, string[]> = {
 /** Options whose value is a path: complete file names. */
 const FILE_OPTIONS = new Set(['--filename', '--pki-dir', '--ca', '--cert', '--key', '--config']);
 /** Command paths whose arguments include object names, which `mcctl __complete` lists from the server. */
-const NAME_PATHS = ['/get', '/describe', '/delete', '/pause', '/resume', '/label', '/approve', '/deny', '/wait', '/rollout/status', '/node/reapply', '/node/revoke'];
+const NAME_PATHS = ['/get', '/describe', '/delete', '/pause', '/resume', '/confirm', '/label', '/approve', '/deny', '/wait', '/rollout/status', '/node/reapply', '/node/revoke'];
 
 interface Node {
   path: string;

@@ -51,8 +51,8 @@ function parseFor(text: string): { type: string; status: string } {
 
 const isWorking = (n: Node__Output): boolean =>
   n.status?.state === 'Working' || (!!n.status?.desiredConfig && n.status.desiredConfig !== n.status.currentConfig);
-// RolledBack: the node's update failed its health gate; it waits for an operator or a new config.
-const isDegraded = (n: Node__Output): boolean => n.status?.state === 'Degraded' || n.status?.state === 'Unreconcilable' || n.status?.state === 'RolledBack';
+// RolledBack, TryReverted: the node's update failed its health gate or its try; it waits for an operator or a new config.
+const isDegraded = (n: Node__Output): boolean => n.status?.state === 'Degraded' || n.status?.state === 'Unreconcilable' || n.status?.state === 'RolledBack' || n.status?.state === 'TryReverted';
 
 /** The display: a summary line, then one line per node at work or degraded. */
 export function progressLines(name: string, reportedPool: MachineConfigPool__Output | undefined, reportedNodes: Node__Output[]): string[] {

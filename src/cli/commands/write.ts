@@ -1,4 +1,4 @@
-// mcctl apply / delete / pause / resume / node reapply.
+// mcctl apply / delete / pause / resume / confirm / node reapply.
 
 import { ConfigurationError, formatDuration } from '../../machineconfig/index.ts';
 import { call } from '../client/call.ts';
@@ -46,11 +46,22 @@ function previewText(pools: PoolPreview__Output[], nodes: NodePreview__Output[])
   }
   if (nodes.length === 0) return out;
   const rows = nodes.map((n) => [n.node, n.pool || '<none>', n.action, n.why, n.batch ? String(n.batch) : `- (${n.note})`, n.window]);
-  // Staging before the drain: when each node downloads, and when it is disrupted at the earliest.
-  if (nodes.some((n) => n.staging && n.staging !== '-')) {
+  // Staging before the drain (when each node downloads, and when it is disrupted at the earliest)
+  // and try mode: columns only when some node stages or tries, so a plain preview reads as before.
+  const staging = nodes.some((n) => n.staging && n.staging !== '-');
+  const tries = nodes.some((n) => n.try);
+  if (staging || tries) {
     const at = (ms: number): string => `${new Date(ms).toISOString().slice(0, 16)}Z`;
-    nodes.forEach((n, i) => rows[i]!.push(n.staging || '-', !n.batch ? '-' : `${at(Number(n.startsAtUnixMs))}${n.staging && n.staging !== '-' ? ', once staged' : ''}`));
-    return out + '\n' + table(['NODE', 'POOL', 'ACTION', 'WHY', 'BATCH', 'WINDOW', 'STAGES', 'DISRUPTED'], rows);
+    const header = ['NODE', 'POOL', 'ACTION', 'WHY', 'BATCH', 'WINDOW'];
+    if (staging) {
+      header.push('STAGES', 'DISRUPTED');
+      nodes.forEach((n, i) => rows[i]!.push(n.staging || '-', !n.batch ? '-' : `${at(Number(n.startsAtUnixMs))}${n.staging && n.staging !== '-' ? ', once staged' : ''}`));
+    }
+    if (tries) {
+      header.push('TRY');
+      nodes.forEach((n, i) => rows[i]!.push(n.try || '-'));
+    }
+    return out + '\n' + table(header, rows);
   }
   return out + '\n' + table(['NODE', 'POOL', 'ACTION', 'WHY', 'BATCH', 'WINDOW'], rows);
 }
@@ -89,6 +100,15 @@ export async function pauseCommand(c: Clients, resource: string, name: string, p
   if (resourceOf(resource) !== 'pools') throw new ConfigurationError(`only pools can be ${paused ? 'paused' : 'resumed'}`);
   await call(c, c.config.setPoolPaused.bind(c.config), { name, paused }, `${paused ? 'pause' : 'resume'} pool ${name}`);
   return `machineconfigpool/${name} ${paused ? 'paused' : 'resumed'}\n`;
+}
+
+/** `mcctl confirm pool|node NAME`: the tries in progress there are confirmed, each node named. */
+export async function confirmCommand(c: Clients, resource: string, name: string): Promise<string> {
+  const r = resourceOf(resource);
+  if (r !== 'pools' && r !== 'nodes') throw new ConfigurationError(`mcctl confirm takes a pool or a node (mcctl confirm pool NAME, mcctl confirm node NAME), not "${resource}"`);
+  const kind = r === 'pools' ? 'pool' : 'node';
+  const res = await call(c, c.config.confirmTry.bind(c.config), { kind, name }, `confirm ${kind} ${name}`);
+  return res.confirmed.map((t) => `node/${t.node}: try of ${t.config} confirmed\n`).join('');
 }
 
 export async function reapplyCommand(c: Clients, name: string): Promise<string> {

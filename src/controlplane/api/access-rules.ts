@@ -10,6 +10,7 @@
 // call touches is one of them:
 //   SetPoolPaused            the pool named
 //   ReapplyNode              the node's pool
+//   ConfirmTry               the pool named, or the node's pool
 //   LabelNode                the node's pool now AND the pool its new labels select (a scoped
 //                            operator cannot move a node into, or out of, another pool)
 //   Approve/DenyEnrollment   the pool the request asks to join
@@ -112,6 +113,15 @@ export const CONFIG_RULES = {
   },
   ListSourceObjects: READ,
   GetMachineConfiguration: READ,
+  ConfirmTry: {
+    role: 'operator',
+    pools: (req: { kind: string; name: string }, cache: ClusterCache) => {
+      if (req.kind === 'pool') return [req.name];
+      const pool = nodePool(cache, req.name);
+      return pool === undefined ? undefined : [pool];
+    },
+    objects: (req: { kind: string; name: string }) => one(req.kind === 'pool' ? 'MachineConfigPool' : 'Node', req.name),
+  },
 } as const satisfies Record<RpcNames<ConfigServiceHandlers>, Rule>;
 
 const requestPool = (req: { name: string }, cache: ClusterCache): string[] | undefined => {

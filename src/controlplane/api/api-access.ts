@@ -27,7 +27,7 @@ export interface ApiReads {
 export type AgentEntry = Pick<AgentEntryClass, 'registerNode' | 'reportStatus' | 'renewCertificate' | 'disconnect'>;
 
 /** The operator's config commands (ConfigService). */
-export type ConfigCommands = Pick<ConfigCommandsClass, 'apply' | 'delete' | 'setPoolPaused' | 'labelNode' | 'reapplyNode'>;
+export type ConfigCommands = Pick<ConfigCommandsClass, 'apply' | 'delete' | 'setPoolPaused' | 'labelNode' | 'reapplyNode' | 'confirmTry'>;
 
 /** The operator's identity commands (IdentityService), and the CA key approvals sign with. */
 export type IdentityCommands = Pick<ConfigCommandsClass, 'revokeNode'> & {

@@ -12,6 +12,7 @@ import {
   labelProblem,
   MASTER_POOL,
   NodeNotConnectedError,
+  NotTryingError,
   NotFoundError,
   PermissionDeniedError,
   PreconditionFailedError,
@@ -22,6 +23,7 @@ import {
   type MachineConfig,
   type MachineConfigPool,
   type MachineConfiguration,
+  type NodeRecord,
   type Problem,
   type UpdateRecord,
 } from '../../machineconfig/index.ts';
@@ -35,7 +37,7 @@ import type { Clock } from '../replica/clock.ts';
 import { DELETED_WITH_NODE } from '../store/kinds.ts';
 import { revocationWrites } from '../cache/node-revocation.ts';
 import type { Store, StoredKind, StoredObject, WriteOp } from '../store/store.ts';
-import type { NodeRecordValue, PoolResumeRecord, ReapplyRequestRecord, RevokedCertificateRecord } from '../store/stored-records.ts';
+import type { NodeRecordValue, PoolResumeRecord, ReapplyRequestRecord, RevokedCertificateRecord, TryConfirmationRecord } from '../store/stored-records.ts';
 
 export interface AppliedObject {
   kind: string;
@@ -286,6 +288,43 @@ export class ConfigCommands {
     });
     await this.#cache.waitForRevision(revision);
     this.log.info({ node: name, requestedBy, replica: session.value.replica }, 'forced re-apply requested');
+  }
+
+  /**
+   * `mcctl confirm pool|node`: the tries in progress are confirmed by hand (spec.rollout.confirm).
+   * A node tries while it reports phase "try"; each is sent a confirmation of the config it
+   * tries, stored first so that whichever replica holds its stream delivers it. A node that is
+   * not trying (or a pool with none) is refused, naming what it does instead.
+   */
+  async confirmTry(kind: string, name: string, requestedBy: string): Promise<{ node: string; config: string }[]> {
+    if (kind !== 'pool' && kind !== 'node') throw new NotTryingError(`confirm takes "pool" or "node", got ${JSON.stringify(kind)}`);
+    const trying = (n: NodeRecord): boolean => n.status.state === 'Working' && n.status.phase === 'try' && n.status.desiredConfig !== '';
+    let nodes: NodeRecord[];
+    if (kind === 'node') {
+      const node = this.#cache.nodes.get(name);
+      if (!node) throw new NotFoundError('Node', name);
+      if (!trying(node)) throw new NotTryingError(`Node/${name} is not trying a config (state ${node.status.state}${node.status.phase ? `, phase ${node.status.phase}` : ''}); only a node in phase "try" can be confirmed`);
+      nodes = [node];
+    } else {
+      if (!this.#cache.pools.get(name)) throw new NotFoundError('MachineConfigPool', name);
+      nodes = [...this.#cache.nodes.values()].filter((n) => n.pool === name && trying(n));
+      if (nodes.length === 0) throw new NotTryingError(`MachineConfigPool/${name} has no node trying a config (phase "try"); nothing to confirm`);
+    }
+    const ops: WriteOp[] = [];
+    for (const n of nodes) {
+      const session = this.#cache.sessions.get(n.name);
+      if (!session) throw new NodeNotConnectedError(`Node/${n.name} is not connected; its try cannot be confirmed (it reverts by itself at its deadline)`);
+      const value: TryConfirmationRecord = { config: n.status.desiredConfig, requestedBy, requestedAt: Date.now() };
+      ops.push({ type: 'check', kind: 'AgentSession', name: n.name, expectedVersion: session.resourceVersion }, { type: 'put', kind: 'TryConfirmation', name: n.name, value });
+    }
+    const { revision } = await this.#store.commit(ops).catch((err: unknown) => {
+      if (err instanceof ConflictError) throw new NodeNotConnectedError(`a node of ${kind === 'pool' ? `MachineConfigPool/${name}` : `Node/${name}`} disconnected while its try was being confirmed; try again`);
+      throw err;
+    });
+    await this.#cache.waitForRevision(revision);
+    const confirmed = nodes.map((n) => ({ node: n.name, config: n.status.desiredConfig }));
+    this.log.info({ confirmed, requestedBy }, 'tries confirmed by hand');
+    return confirmed;
   }
 
   /**

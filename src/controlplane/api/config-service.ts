@@ -87,5 +87,6 @@ export function configService({ cache }: ApiReads, commands: ConfigCommands, aut
       await commands.reapplyNode(req.name, who);
       return {};
     }),
+    ConfirmTry: handle(async (req: { kind: string; name: string }, who) => ({ confirmed: await commands.confirmTry(req.kind, req.name, who) })),
   };
 }

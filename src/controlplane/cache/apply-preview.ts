@@ -6,6 +6,7 @@
 
 import {
   configsForPool,
+  describeTryCheck,
   diffSpecs,
   formatWait,
   mergeDisruptionPolicies,
@@ -25,6 +26,7 @@ import {
   type MachineConfig,
   type MachineConfigPool,
   type MachineConfiguration,
+  type TryPolicy,
   type UpdateAction,
   type UpdateRecord,
 } from '../../machineconfig/index.ts';
@@ -75,6 +77,8 @@ export interface NodePreview {
   /** When it downloads the config ahead of the disruption (staging): "-" when it downloads nothing. */
   staging: string;
   stagesAtUnixMs: number;
+  /** Try mode: the timeout and the checks the node tries the config with, "" when it does not try. */
+  try: string;
 }
 
 export interface ApplyPreview {
@@ -192,6 +196,7 @@ export function previewApply(cache: ClusterCache, applied: AppliedDocuments, now
         note: onTarget ? 'already on the config' : s.note,
         staging: onTarget || !st?.needed ? '-' : st.at !== undefined ? (st.at <= now ? 'now' : `${iso(st.at)} (in ${formatWait(st.at - now)})`) : `after ${st.after} node${st.after === 1 ? '' : 's'} ahead staged`,
         stagesAtUnixMs: onTarget || !st?.needed ? 0 : st.at ?? 0,
+        try: onTarget ? '' : tryText(pool.spec.rollout?.confirm),
       });
     }
   }
@@ -204,6 +209,7 @@ export function previewApply(cache: ClusterCache, applied: AppliedDocuments, now
       why: `leaves pool ${n.pool}: ${m.poolError ?? 'no pool selects it'}`,
       batch: 0, order: 0, window: '-', startsAtUnixMs: 0, staging: '-', stagesAtUnixMs: 0,
       note: 'keeps its current config and gets no updates until a pool selects it',
+      try: '',
     });
   }
   return { poolPreviews, nodePreviews };
@@ -249,4 +255,10 @@ function wireDiff(d: ConfigDiff, to: { kernelType: string; osImageURL: string })
     osImageUrl: d.osImageURL ? to.osImageURL : '',
     fips: d.fips,
   };
+}
+
+/** A try as the preview says it: "5m: tcp 10.0.0.1:6443, unit crio.service", or "" for none. */
+function tryText(policy: TryPolicy | undefined): string {
+  if (!policy) return '';
+  return `${policy.timeout}: ${policy.checks.length ? policy.checks.map(describeTryCheck).join(', ') : 'no checks, confirmed by hand (mcctl confirm)'}`;
 }

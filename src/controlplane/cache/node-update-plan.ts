@@ -45,6 +45,8 @@ export interface AgentPolicy {
   healthCheckJson: string;
   /** The pool's spec.driftIgnore; absent when it has none (so older records need no rewrite). */
   driftIgnore?: string[];
+  /** The pool's spec.rollout.confirm as JSON, "" when the pool does not try. */
+  tryJson: string;
 }
 
 /** The pool's drift policy and health check as they stand in its spec (the defaults without one). */
@@ -54,6 +56,7 @@ export function agentPolicyFor(cache: ClusterCache, pool: string): AgentPolicy {
     driftPolicy: spec?.driftPolicy ?? 'Degrade',
     healthCheckJson: spec?.healthCheck ? JSON.stringify(spec.healthCheck) : '',
     ...(spec?.driftIgnore?.length ? { driftIgnore: spec.driftIgnore } : {}),
+    tryJson: spec?.rollout?.confirm ? JSON.stringify(spec.rollout.confirm) : '',
   };
 }
 

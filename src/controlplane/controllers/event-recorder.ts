@@ -199,6 +199,7 @@ export class EventRecorder implements Controller {
       if (last.cause) add('Warning', 'DriftReconciled', `${last.cause}; ${last.result === 'Done' ? `re-applied ${last.toConfig}${took}` : `the rewrite ended ${last.result}: ${last.reason}`}`, at);
       else if (last.result === 'Done') add('Normal', 'UpdateDone', `updated ${last.fromConfig || '<none>'} -> ${last.toConfig}${took} (disruption: ${last.disruption || 'none'})`, at);
       else if (last.result === 'Superseded') add('Normal', 'UpdateSuperseded', `update ${last.fromConfig || '<none>'} -> ${last.toConfig} ${last.reason}`, at);
+      else if (last.result === 'TryReverted') add('Warning', 'TryReverted', `update ${last.fromConfig || '<none>'} -> ${last.toConfig} tried and reverted: ${last.reason}`, at);
       else if (last.result === 'RolledBack') add('Warning', 'RolledBack', `update ${last.fromConfig || '<none>'} -> ${last.toConfig} rolled back: ${last.reason}`, at);
       else add('Warning', 'UpdateFailed', `update ${last.fromConfig || '<none>'} -> ${last.toConfig} ${last.result}: ${last.reason}`, at);
     }

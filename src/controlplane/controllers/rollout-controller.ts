@@ -170,7 +170,7 @@ export class RolloutController implements KeyedController<string> {
       // assignment yet as Working on it, and this decision is about what the agent has started.
       const s = this.cache.nodeStatuses.get(name)?.value.status ?? node.status;
       if (s.state === 'Done' && s.currentConfig === a.desiredConfig) continue;
-      if ((s.state === 'Working' || s.state === 'RolledBack') && s.desiredConfig === a.desiredConfig) continue;
+      if ((s.state === 'Working' || s.state === 'RolledBack' || s.state === 'TryReverted') && s.desiredConfig === a.desiredConfig) continue;
       if (activeHalt(this.cache.poolStatuses.get(poolName)?.value.rollout, this.cache.poolTarget(poolName))?.action === 'Pause') continue;
       if (pool.spec.maintenanceWindows?.length) {
         const windows = windowState(pool.spec.maintenanceWindows, now);
@@ -210,13 +210,13 @@ export class RolloutController implements KeyedController<string> {
       const a = stored.value;
       if (!a.desiredConfig || alreadyWritten.has(name)) continue;
       const sameIgnore = (a.driftIgnore ?? []).join('\n') === (policy.driftIgnore ?? []).join('\n');
-      if (a.driftPolicy === policy.driftPolicy && a.healthCheckJson === policy.healthCheckJson && sameIgnore) continue;
+      if (a.driftPolicy === policy.driftPolicy && a.healthCheckJson === policy.healthCheckJson && sameIgnore && a.tryJson === policy.tryJson) continue;
       if (rendered.get(a.desiredConfig)?.value.pool !== poolName) continue;
       // A driftIgnore the pool dropped goes from the record too (the spread alone would keep it).
       const { driftIgnore: _dropped, ...rest } = a;
       ops.push({ type: 'put', kind: 'NodeAssignment', name, value: { ...rest, ...policy }, expectedVersion: stored.resourceVersion, createdAt: stored.createdAt });
     }
-    if (ops.length) this.log.info({ pool: poolName, nodes: ops.length, ...policy }, "the pool's drift policy, driftIgnore or health check changed; its nodes' assignments follow");
+    if (ops.length) this.log.info({ pool: poolName, nodes: ops.length, ...policy }, "the pool's drift policy, driftIgnore, health check or try changed; its nodes' assignments follow");
     return ops;
   }
 

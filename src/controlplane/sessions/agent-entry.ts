@@ -51,6 +51,7 @@ export class AgentEntry {
     stream.write({ registered: { pool: membership.pool } });
     this.#dispatcher.sendAssignment(session, true);
     await this.#dispatcher.deliverReapply(session);
+    await this.#dispatcher.deliverTryConfirmation(session);
     return session;
   }
 

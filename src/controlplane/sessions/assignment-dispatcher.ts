@@ -59,6 +59,7 @@ export class AssignmentDispatcher {
         pinnedImageSetsSent: true,
         driftIgnore: (live ? live.driftIgnore : assignment.driftIgnore) ?? [],
         ...this.#stageOf(assignment),
+        tryJson: assignment.tryJson ?? (live ?? agentPolicyFor(this.cache, rendered.pool)).tryJson,
       },
     };
   }
@@ -74,8 +75,8 @@ export class AssignmentDispatcher {
   sendAssignment(session: LocalSession, always = false): void {
     const message = this.assignmentFor(session.node);
     if (!message?.assignment) return;
-    const { renderedConfig, disruptionPolicyJson, driftPolicy, healthCheckJson, pinnedImageSets, driftIgnore, stageConfig } = message.assignment;
-    const fingerprint = `${renderedConfig}\n${disruptionPolicyJson}\n${driftPolicy}\n${healthCheckJson ?? ''}\n${(pinnedImageSets ?? []).map((p) => `${p.name}@${p.generation}`).join(',')}\n${(driftIgnore ?? []).join('\0')}\n${stageConfig ?? ''}`;
+    const { renderedConfig, disruptionPolicyJson, driftPolicy, healthCheckJson, pinnedImageSets, driftIgnore, stageConfig, tryJson } = message.assignment;
+    const fingerprint = `${renderedConfig}\n${disruptionPolicyJson}\n${driftPolicy}\n${healthCheckJson ?? ''}\n${(pinnedImageSets ?? []).map((p) => `${p.name}@${p.generation}`).join(',')}\n${(driftIgnore ?? []).join('\0')}\n${stageConfig ?? ''}\n${tryJson ?? ''}`;
     if (!always && session.lastAssignment === fingerprint) return;
     const kept = this.#encode(fingerprint, message);
     // The kept fingerprint: every session of a pool shares one string instead of holding a copy.
@@ -103,6 +104,18 @@ export class AssignmentDispatcher {
     await this.cache.store.commit([{ type: 'delete', kind: 'ReapplyRequest', name: session.node, expectedVersion: request.resourceVersion }])
       .catch((err: unknown) => {
         if (!(err instanceof ConflictError)) this.log.warn({ err, node: session.node }, 'could not remove the delivered re-apply request');
+      });
+  }
+
+  /** Delivers a pending try confirmation (mcctl confirm) to the node's stream, then removes it. */
+  async deliverTryConfirmation(session: LocalSession): Promise<void> {
+    const request = this.cache.tryConfirmations.get(session.node);
+    if (!request) return;
+    session.stream.write({ command: { confirmTry: { config: request.value.config, requestedBy: request.value.requestedBy } } });
+    this.log.info({ node: session.node, config: request.value.config, requestedBy: request.value.requestedBy }, 'try confirmation sent');
+    await this.cache.store.commit([{ type: 'delete', kind: 'TryConfirmation', name: session.node, expectedVersion: request.resourceVersion }])
+      .catch((err: unknown) => {
+        if (!(err instanceof ConflictError)) this.log.warn({ err, node: session.node }, 'could not remove the delivered try confirmation');
       });
   }
 
@@ -142,6 +155,10 @@ export class AssignmentDispatcher {
     for (const node of change.changed.get('ReapplyRequest') ?? []) {
       const session = this.sessions.get(node);
       if (session) void this.deliverReapply(session);
+    }
+    for (const node of change.changed.get('TryConfirmation') ?? []) {
+      const session = this.sessions.get(node);
+      if (session) void this.deliverTryConfirmation(session);
     }
   }
 }

@@ -133,6 +133,8 @@ export interface NodeAssignmentRecord {
   healthCheckJson?: string;
   /** The pool's spec.driftIgnore, followed like the drift policy; absent when it has none. */
   driftIgnore?: string[];
+  /** The pool's try mode (spec.rollout.confirm) as JSON, "" for none; absent in records from before it existed. */
+  tryJson?: string;
 }
 
 /** What the node's agent last said, written by the replica holding its stream. */
@@ -147,6 +149,13 @@ export interface AgentSessionRecord {
   replica: string;
   since: number;
   bootId: string;
+}
+
+/** `mcctl confirm`: the node's try of `config` is confirmed; deleted once its stream delivers it (as ReapplyRequest). */
+export interface TryConfirmationRecord {
+  config: string;
+  requestedBy: string;
+  requestedAt: number;
 }
 
 export interface ReapplyRequestRecord {
@@ -372,6 +381,7 @@ interface ControlPlaneValues {
   NodeStatus: NodeStatusRecord;
   AgentSession: AgentSessionRecord;
   ReapplyRequest: ReapplyRequestRecord;
+  TryConfirmation: TryConfirmationRecord;
   Replica: ReplicaRecord;
   Leader: LeaderRecord;
   EnrollmentToken: EnrollmentTokenRecord;
