@@ -25,7 +25,7 @@ export { boundDetails, boundProblems, PROBLEMS_TRAILER_BUDGET, STATUS_DETAILS_BU
 export { mergeSpecs, renderPool, renderedConfigJson, renderedConfigManifest, renderedConfigName } from './render.ts';
 export { admitNodeStatus, agentVersionProblem, boundNodeStatus, MAX_AGENT_VERSION_CHARS, MAX_DRIFT_ENTRIES, MAX_NODE_LABELS, MAX_REASON_CHARS, registrationProblems } from './node-status-limits.ts';
 export { escapeControlCharacters } from './control-characters.ts';
-export { isDegraded, isReady, isUpdated, unavailableReason } from './node-availability.ts';
+export { FAILED_NODE_STATES, isDegraded, isReady, isUpdated, unavailableReason } from './node-availability.ts';
 export { isDnsSubdomain, MAX_NODE_NAME_CHARS, NODE_NAME_RULE, nodeNameProblem } from './node-name.ts';
 export { computePoolStatus, conditionOf, DEFAULT_DRAIN_STALLED_AFTER_MS, formatDuration, type DrainInProgress, type PoolStatusInput } from './pool-status.ts';
 export { decideRollout, type RolloutDecision, type RolloutSafetyInput } from './rollout.ts';

@@ -25,6 +25,7 @@
 //   registration) stands in.
 
 import { day1StorageChange } from './config-diff.ts';
+import { FAILED_NODE_STATES } from './node-availability.ts';
 import type { Condition, ConditionStatus, MachineConfigSpec, NodeState, NodeStatus, PinnedImageSetStatus, StagingStatus } from './types.ts';
 import type { UpdatePhase, UpdateRecord } from './update-record.ts';
 
@@ -209,7 +210,6 @@ function joinPhase(record: UpdateRecord, phase: UpdatePhase): UpdateRecord {
   return { ...record, phases, startedUnixMs: Math.min(record.startedUnixMs, phase.startedUnixMs) };
 }
 
-const FAILED: ReadonlySet<string> = new Set<NodeState>(['Degraded', 'Unreconcilable', 'RolledBack']);
 
 /** The calls MCO would have made during one update, with the times mcplane recorded for them. */
 function stepsOf(input: MachineConfigNodeInput, u: UpdateRecord, newest: boolean): Step[] {
@@ -230,7 +230,7 @@ function stepsOf(input: MachineConfigNodeInput, u: UpdateRecord, newest: boolean
   const actions = last('actions');
   // A running update's failure is in the agent's status, not yet in the record.
   const failedState = u.result && u.result !== 'Done' && u.result !== 'Superseded' ? u.result
-    : newest && u.endedUnixMs === 0 && FAILED.has(input.status.state) ? input.status.state : '';
+    : newest && u.endedUnixMs === 0 && FAILED_NODE_STATES.has(input.status.state) ? input.status.state : '';
   const failReason = u.result ? u.reason : input.status.reason;
   // When a failure of a running update happened is not on record: its last recorded step's time.
   const failedAt = u.endedUnixMs || Math.max(0, ...u.phases.map((p) => p.endedUnixMs || p.startedUnixMs));
@@ -275,7 +275,7 @@ function stepsOf(input: MachineConfigNodeInput, u: UpdateRecord, newest: boolean
     if (failedState === 'Unreconcilable') {
       at(failedAt, { type: 'UpdatePrepared', status: 'Unknown', reason: 'UpdatePrepared', message: `Update Failed compatibility validation. MachineConfigs ${u.fromConfig || '<none>'} and ${to} are not compatible. Err: ${failReason}` });
     }
-    at(failedAt, { type: 'NodeDegraded', status: 'True', reason: 'NodeDegraded', message: `Node ${name} upgrade failure. ${failedState === 'RolledBack' ? 'rolled back: ' : ''}${failReason}` });
+    at(failedAt, { type: 'NodeDegraded', status: 'True', reason: 'NodeDegraded', message: `Node ${name} upgrade failure. ${failedState === 'RolledBack' ? 'rolled back: ' : failedState === 'TryReverted' ? 'tried and reverted: ' : ''}${failReason}` });
     return steps;
   }
   if (!done) return steps;

@@ -1,11 +1,16 @@
 // When a node counts as updated, ready, unavailable or degraded: the definitions the pool's
 // counts and the rollout's budget both rest on, kept in one place so they cannot disagree.
 
-import type { NodeRecord } from './types.ts';
+import type { NodeRecord, NodeState } from './types.ts';
+
+/**
+ * The states of a node whose update failed and waits for an operator. RolledBack and
+ * TryReverted nodes run their previous config, but their update failed all the same.
+ */
+export const FAILED_NODE_STATES: ReadonlySet<string> = new Set<NodeState>(['Degraded', 'Unreconcilable', 'RolledBack', 'TryReverted']);
 
 export function isDegraded(node: NodeRecord): boolean {
-  // RolledBack, TryReverted: the node runs its previous config, but its update failed and waits for an operator.
-  return node.status.state === 'Degraded' || node.status.state === 'Unreconcilable' || node.status.state === 'RolledBack' || node.status.state === 'TryReverted';
+  return FAILED_NODE_STATES.has(node.status.state);
 }
 
 /** Why a node is unavailable, or undefined when it is available. */

@@ -5,9 +5,9 @@
 
 import type { CanarySoak } from './canary.ts';
 import { isUpdated } from './node-availability.ts';
+import { FAILED_NODE_STATES } from './node-availability.ts';
 import type { MachineConfigPool, NodeRecord, NodeState, RolloutFailureAction } from './types.ts';
 
-const FAILED_STATES: readonly NodeState[] = ['Degraded', 'Unreconcilable', 'RolledBack', 'TryReverted'];
 const LIST_LIMIT = 10;
 
 export interface FailedNode {
@@ -40,7 +40,7 @@ export interface RolloutState {
 export function failedNodes(target: string, nodes: readonly NodeRecord[], forgiven?: RolloutState['forgiven']): FailedNode[] {
   const skip = new Set(forgiven?.target === target ? forgiven.nodes : []);
   return nodes
-    .filter((n) => n.desiredConfig === target && n.status.desiredConfig === target && FAILED_STATES.includes(n.status.state) && !skip.has(n.name))
+    .filter((n) => n.desiredConfig === target && n.status.desiredConfig === target && FAILED_NODE_STATES.has(n.status.state) && !skip.has(n.name))
     .map((n) => ({ node: n.name, state: n.status.state, reason: n.status.reason }));
 }
 

@@ -133,6 +133,12 @@ test('a failed update: NodeDegraded True with the agent\'s reason; an unreconcil
   assert.deepEqual(m.status.irreconcilableChanges, [{ fieldPath: 'spec.fips', diff: '- false\n+ true\n' }]);
 });
 
+test('a try that reverted (try mode): NodeDegraded True naming the revert, as for a rollback', () => {
+  const u = { ...rebootingUpdate(41), result: 'TryReverted' as const, reason: 'try: check tcp 10.0.0.1:6443 failed: connect ECONNREFUSED' };
+  const m = buildMachineConfigNode(input({ status: status({ state: 'TryReverted', lastUpdate: u }) }));
+  assert.deepEqual(cond(m, 'NodeDegraded'), { type: 'NodeDegraded', status: 'True', reason: 'NodeDegraded', message: `Node host-a upgrade failure. tried and reverted: ${u.reason}`, lastTransitionTime: s(41) });
+});
+
 test('irreconcilable changes: each storage directory and link element that differs, with MCO\'s field path and diff', () => {
   const from = spec();
   from.config.storage.directories = [{ path: '/var/a', mode: 493 } as never];

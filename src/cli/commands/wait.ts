@@ -3,7 +3,7 @@
 // use: 0 when the pool reaches the condition, 1 with the reasons when a node degrades, the
 // render fails, or the time runs out.
 
-import { ConfigurationError, WaitFailedError } from '../../machineconfig/index.ts';
+import { ConfigurationError, FAILED_NODE_STATES, WaitFailedError } from '../../machineconfig/index.ts';
 import type { MachineConfigPool__Output } from '../../runtime/generated/mcplane/v1/MachineConfigPool.ts';
 import type { Node__Output } from '../../runtime/generated/mcplane/v1/Node.ts';
 import type { Clients } from '../client/connection.ts';
@@ -52,7 +52,7 @@ function parseFor(text: string): { type: string; status: string } {
 const isWorking = (n: Node__Output): boolean =>
   n.status?.state === 'Working' || (!!n.status?.desiredConfig && n.status.desiredConfig !== n.status.currentConfig);
 // RolledBack, TryReverted: the node's update failed its health gate or its try; it waits for an operator or a new config.
-const isDegraded = (n: Node__Output): boolean => n.status?.state === 'Degraded' || n.status?.state === 'Unreconcilable' || n.status?.state === 'RolledBack' || n.status?.state === 'TryReverted';
+const isDegraded = (n: Node__Output): boolean => FAILED_NODE_STATES.has(n.status?.state ?? '');
 
 /** The display: a summary line, then one line per node at work or degraded. */
 export function progressLines(name: string, reportedPool: MachineConfigPool__Output | undefined, reportedNodes: Node__Output[]): string[] {
