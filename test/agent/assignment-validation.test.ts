@@ -72,7 +72,7 @@ const cases: [string, Record<string, string | string[]>, RegExp][] = [
   ['a spec that is not JSON', { specJson: '{' }, /^check: rendered-bad-5: the assignment is not a valid rendered config: spec: the assignment's spec is not JSON: /],
   ['a health check with a bad timeout', { healthCheckJson: JSON.stringify({ units: ['a.service'], timeout: 'soon' }) }, /^check: rendered-bad-6: the assignment's health check is invalid: healthCheck\.timeout: /],
   ['a driftIgnore entry that is not an absolute path', { driftIgnore: ['/etc/ok', 'etc/motd'] }, /^check: rendered-bad-7: the assignment's driftIgnore is invalid: driftIgnore\[1\]: "etc\/motd" is not an absolute path/],
-  ['a try with a check of no known kind', { tryJson: JSON.stringify({ timeout: '5m', checks: [{ ping: '10.0.0.1' }] }) }, /^check: rendered-bad-7: the assignment's try is invalid: try\.checks\[0\]\.ping: unknown field "ping" \(expected one of: tcp, https, unit, command, controlPlane\); try\.checks\[0\]: each check names exactly one of tcp, https, unit, command, controlPlane, got none$/],
+  ['a try with a check of no known kind', { tryJson: JSON.stringify({ timeout: '5m', checks: [{ ping: '10.0.0.1' }] }) }, /^check: rendered-bad-8: the assignment's try is invalid: try\.checks\[0\]\.ping: unknown field "ping" \(expected one of: tcp, https, unit, command, controlPlane\); try\.checks\[0\]: each check names exactly one of tcp, https, unit, command, controlPlane, got none$/],
 ];
 
 for (const [i, [what, fields, reason]] of cases.entries()) {
