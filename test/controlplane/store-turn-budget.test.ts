@@ -62,5 +62,7 @@ test('a chain of SQLite commits lets the loop read a socket while it runs', asyn
   const chainEnd = await chain;
   assert.ok(chainEnd - chainStart > 200, `the chain ran ${(chainEnd - chainStart).toFixed(0)} ms`);
   assert.ok(readAt !== undefined, 'the socket was read');
-  assert.ok(readAt < chainStart + 100, `the socket was read ${(readAt - chainStart).toFixed(0)} ms into a ${(chainEnd - chainStart).toFixed(0)} ms chain of commits, not after it`);
+  // Within the chain's first half: "while it runs, not after it". A fixed 100 ms failed beside
+  // other CPU work (read 125 ms into a 2,093 ms chain), where every turn is slower alike.
+  assert.ok(readAt - chainStart < (chainEnd - chainStart) / 2, `the socket was read ${(readAt - chainStart).toFixed(0)} ms into a ${(chainEnd - chainStart).toFixed(0)} ms chain of commits, not after it`);
 });
