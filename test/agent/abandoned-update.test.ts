@@ -10,7 +10,7 @@ import { call } from '../../src/cli/client/call.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { startAgentTestBed, type AgentTestBed } from '../helpers/agent-test-bed.ts';
-import { untilNode } from '../helpers/converge.ts';
+import { startOnPoolTarget, untilNode } from '../helpers/converge.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
@@ -32,12 +32,8 @@ const journalOf = (h: SandboxHost) => JSON.parse(readFileSync(join(h.stateDir, '
 
 async function hostIn(p: string, name: string, prepare: (root: string) => void, config: Record<string, unknown> = {}): Promise<SandboxHost> {
   const host = new SandboxHost({ name, server: bed.server.address, pki: bed.server.pki, pool: p, systemd: bed.systemd, labels: { [`node-role.kubernetes.io/${p}`]: '' }, config });
-  hosts.push(host);
   prepare(host.root);
-  await host.start();
-  const want = await target(p);
-  await untilNode(bed.c, [host], name, (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
-  return host;
+  return startOnPoolTarget(bed.c, hosts, host, p);
 }
 
 before(async () => {

@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
-import { untilNode } from '../helpers/converge.ts';
+import { startOnPoolTarget, untilNode } from '../helpers/converge.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
 import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
@@ -30,12 +30,7 @@ const apply = (...texts: string[]) => call(c, c.config.apply.bind(c.config), { m
 const target = async (pool: string) => (await call(c, c.status.getPool.bind(c.status), { name: pool }, 'get')).status!.configuration;
 
 async function hostIn(pool: string, name: string, options: Partial<ConstructorParameters<typeof SandboxHost>[0]> = {}): Promise<SandboxHost> {
-  const host = new SandboxHost({ name, server: server.address, pki: server.pki, pool, systemd, labels: { [`node-role.kubernetes.io/${pool}`]: '' }, ...options });
-  hosts.push(host);
-  await host.start();
-  const want = await target(pool);
-  await untilNode(c, [host], name, (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
-  return host;
+  return startOnPoolTarget(c, hosts, new SandboxHost({ name, server: server.address, pki: server.pki, pool, systemd, labels: { [`node-role.kubernetes.io/${pool}`]: '' }, ...options }), pool);
 }
 
 before(async () => {

@@ -14,7 +14,7 @@ import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
-import { untilNode } from '../helpers/converge.ts';
+import { startOnPoolTarget, untilNode } from '../helpers/converge.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
@@ -37,12 +37,7 @@ const apply = (...texts: string[]) => call(c, c.config.apply.bind(c.config), { m
 const target = async (p: string) => (await call(c, c.status.getPool.bind(c.status), { name: p }, 'get')).status!.configuration;
 
 async function hostIn(p: string, name: string, config: Record<string, unknown> = {}): Promise<SandboxHost> {
-  const host = new SandboxHost({ name, server: server.address, pki: server.pki, pool: p, systemd, labels: { [`node-role.kubernetes.io/${p}`]: '' }, config });
-  hosts.push(host);
-  await host.start();
-  const want = await target(p);
-  await untilNode(c, [host], name, (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
-  return host;
+  return startOnPoolTarget(c, hosts, new SandboxHost({ name, server: server.address, pki: server.pki, pool: p, systemd, labels: { [`node-role.kubernetes.io/${p}`]: '' }, config }), p);
 }
 
 before(async () => {

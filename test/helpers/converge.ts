@@ -23,6 +23,18 @@ export async function untilNode(c: Clients, hosts: SandboxHost[], name: string, 
   }
 }
 
+/**
+ * Starts `host` (added to `hosts`, which the caller stops) and waits until its node runs the
+ * config its pool targets now, Done: a host joined and converged.
+ */
+export async function startOnPoolTarget(c: Clients, hosts: SandboxHost[], host: SandboxHost, pool: string): Promise<SandboxHost> {
+  hosts.push(host);
+  await host.start();
+  const want = (await call(c, c.status.getPool.bind(c.status), { name: pool }, 'get pool')).status!.configuration;
+  await untilNode(c, [host], host.options.name, (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
+  return host;
+}
+
 export async function untilPoolUpdated(c: Clients, hosts: SandboxHost[], pool: string, count: number, quietTimeoutMs = 90_000): Promise<void> {
   const timeoutMs = scaled(quietTimeoutMs);
   const deadline = Date.now() + timeoutMs;
