@@ -14,7 +14,10 @@ export function managedPathViolation(path: string): { rule: string; message: str
   }
   // Checked on the normalized path, before the spelling rules below, so that "/etc//mcplane/x",
   // "/etc/./mcplane" and "/etc/mcplane/../mcplane/x" name the rule that matters.
-  const owned = agentOwnedRoot(posix.normalize(path));
+  // Nearly every path is already in normal form (no "." or ".." segment, no empty one, no
+  // trailing "/"), and normalizing it would only copy it: the render checks every file's path.
+  const plain = !DOT_SEGMENT.test(path) && !path.includes('//') && !path.endsWith('/');
+  const owned = agentOwnedRoot(plain ? path : posix.normalize(path));
   if (owned) {
     return {
       rule: 'path-agent-owned',
@@ -40,16 +43,23 @@ export function managedPathViolation(path: string): { rule: string; message: str
 }
 
 function agentOwnedRoot(normalized: string): { root: string; replacing: boolean; exact: boolean } | undefined {
-  const path = normalized.length > 1 ? normalized.replace(/\/+$/, '') : normalized;
+  const path = normalized.length > 1 && normalized.endsWith('/') ? normalized.replace(/\/+$/, '') : normalized;
   for (const root of AGENT_OWNED_ROOTS) {
-    if (path === root || path.startsWith(root + '/')) return { root, replacing: false, exact: path === root };
+    if (path === root || isStrictlyUnder(path, root)) return { root, replacing: false, exact: path === root };
     // A file at /var/lib would have to replace the directory the journal lives in. (/etc and /var
     // themselves are refused by the writable-root rule, which says more.)
-    if (root.startsWith(path + '/') && isUnder(path, WRITABLE_ROOTS)) return { root, replacing: true, exact: false };
+    if (isStrictlyUnder(root, path) && isUnder(path, WRITABLE_ROOTS)) return { root, replacing: true, exact: false };
   }
   return undefined;
 }
 
 export function isUnder(path: string, roots: readonly string[]): boolean {
-  return roots.some((root) => path.startsWith(root + '/') && path.length > root.length + 1);
+  for (const root of roots) if (isStrictlyUnder(path, root) && path.length > root.length + 1) return true;
+  return false;
+}
+
+// `path.startsWith(root + '/')` without building the joined string: the render checks every
+// file's path against every root, and each join is a string to allocate and flatten.
+function isStrictlyUnder(path: string, root: string): boolean {
+  return path.length > root.length && path.charCodeAt(root.length) === 0x2f && path.startsWith(root);
 }
