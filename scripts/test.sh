@@ -136,7 +136,7 @@ ETCD=(
   test/kubernetes/held-drain-isolation.test.ts    # controller lanes: a held drain slows no other pool
   test/kubernetes/kubernetes-source.test.ts       # cluster objects mirrored into the store
   test/agent/update-flow.test.ts                  # one real agent's whole update over an etcd-backed server
-  test/agent/model-based.test.ts                  # random updates, failures and kills (20 s on etcd)
+  test/agent/model-based.test.ts                  # random updates, failures and kills: its own seed on etcd (about 2 min)
 )
 
 in_list() { local x=$1; shift; for y in "$@"; do [ "$x" = "$y" ] && return 0; done; return 1; }

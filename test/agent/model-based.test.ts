@@ -365,6 +365,10 @@ test(`seeded random updates, failures, rollbacks and kills: after every step the
 // extensions would come back): steps 1-3, an update staged on that deployment and undone before
 // it booted (rpm-ostree cleanup -p); steps 4-6, one that booted and is undone by a second
 // rollback. Each failed on the agent before the fix, at step 3 and at step 6.
-test('scripted: a second undo after an rpm-ostree rollback keeps the deployment rolled back to (cleanup -p, then a second rollback)', { skip, timeout: scaled(300_000) }, async (t) => {
-  await explore(t, 7, ['undone after boot', 'failing reboot', 'apply', 'undone after boot', 'undone after boot', 'apply']);
-});
+// A fixed sequence of the host's own steps: the store behind the server plays no part in it, so the
+// etcd pass (which replays its own seed above) does not run it a second time (52 s of a run).
+if (process.env.MCPLANE_TEST_STORE !== 'etcd') {
+  test('scripted: a second undo after an rpm-ostree rollback keeps the deployment rolled back to (cleanup -p, then a second rollback)', { skip, timeout: scaled(300_000) }, async (t) => {
+    await explore(t, 7, ['undone after boot', 'failing reboot', 'apply', 'undone after boot', 'undone after boot', 'apply']);
+  });
+}
