@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { parse } from 'yaml';
-import { ConfigurationError, nodeNameProblem } from '../machineconfig/index.ts';
+import { ConfigurationError, isDnsSubdomain, nodeNameProblem } from '../machineconfig/index.ts';
 import { parseQuantity } from '../machineconfig/quantity.ts';
 import { isLoopbackHost } from '../runtime/tls.ts';
 import { CRIO_SOCKET } from './cri-image-client.ts';
@@ -99,7 +99,6 @@ export const DEFAULT_METRICS_LISTEN = '127.0.0.1:9624';
 
 /** The keys agent.yaml accepts (also listed in docs/reference/flags.md, generated from these). */
 export const PATH_KEYS = ['root', 'unitDir', 'stateDir', 'sshKeysDir', 'bootIdFile', 'kernelCmdlineFile'];
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 const ENROLLMENT_KEYS = ['url', 'tokenFile', 'pool', 'pollSeconds'];
 export const KNOWN_KEYS = ['server', 'servers', 'tls', 'insecure', 'enrollment', 'nodeName', 'labels', 'paths', 'systemdBus', 'rpmOstree', 'reboot', 'drift', 'heartbeatSeconds', 'logLevel', 'jobTimeoutSeconds', 'dbusTimeoutSeconds', 'rpmOstreeTimeoutSeconds', 'stepTimeoutSeconds', 'metrics', 'criSocket', 'pinnedImages', 'staging'];
 
@@ -196,7 +195,7 @@ export function parseAgentConfig(raw: unknown, source = 'agent config', hostRoot
     const pool = str(r.enrollment.pool, 'enrollment.pool', '');
     if (Boolean(tokenFile) === Boolean(pool)) fail('enrollment', 'give tokenFile (the single-use token a bootstrap host gets) or pool (ask to join it and wait for approval), one of them');
     if (tokenFile && r.enrollment.pollSeconds !== undefined) fail('enrollment.pollSeconds', 'only with pool: a token enrolls at once');
-    if (pool && !DNS_SUBDOMAIN.test(pool)) fail('enrollment.pool', `"${pool}" is not a pool name (a DNS subdomain: lowercase letters, digits, "-", ".")`);
+    if (pool && !isDnsSubdomain(pool)) fail('enrollment.pool', `"${pool}" is not a pool name (a DNS subdomain: lowercase letters, digits, "-", ".")`);
     const pollSeconds = num(r.enrollment.pollSeconds, 'enrollment.pollSeconds', 10);
     if (pollSeconds < 0.1 || pollSeconds > 300) fail('enrollment.pollSeconds', 'must be between 0.1 and 300');
     enrollment = tokenFile ? { url, tokenFile: host(tokenFile) } : { url, pool, pollSeconds };

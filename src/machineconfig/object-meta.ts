@@ -1,8 +1,7 @@
 import { API_VERSION } from './constants.ts';
+import { isDnsSubdomain } from './node-name.ts';
 import { isRecord, join, type ProblemCollector } from './problem-collector.ts';
 import type { Labels, ObjectMeta } from './types.ts';
-
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 
 /** The "Kind/name" used in every problem, readable even when the name itself is invalid. */
 export function objectRef(doc: unknown, fallbackKind = 'Object'): string {
@@ -29,9 +28,11 @@ export function parseObjectMeta(raw: unknown, c: ProblemCollector): ObjectMeta |
   const name = c.string(meta.name, 'metadata.name');
   if (!name) {
     c.add('metadata.name', 'required', 'a name is required');
-  } else if (name.length > 253 || !DNS_SUBDOMAIN.test(name)) {
+  } else if (!isDnsSubdomain(name)) {
+    // The API server's rule for these kinds' names (an RFC 1123 subdomain), so that what mcplane
+    // stores can also be written to a cluster, and "a..b" is not a second spelling of a name.
     c.add('metadata.name', 'name-format',
-      `"${name}" is not a valid name: lowercase letters, digits, "-" and ".", starting and ending with a letter or digit, at most 253 characters`);
+      `"${name}" is not a valid name: dot-separated labels of lowercase letters, digits and "-", each starting and ending with a letter or digit, at most 253 characters`);
   }
   const labels = parseStringMap(meta.labels, c, 'metadata.labels');
   const annotations = parseStringMap(meta.annotations, c, 'metadata.annotations');

@@ -110,3 +110,12 @@ test('wrong types anywhere give problems, never an exception or a partial result
     assert.equal(parsed.configs.length, 0, `case ${i} must not yield a partial config`);
   }
 });
+
+test('an object name is an RFC 1123 subdomain: "a..b", "a.-b" and "a-.b" are refused, as the API server refuses them', () => {
+  for (const name of ['a..b', 'a.-b', 'a-.b', '.a', 'a.']) {
+    const problems = problemsOf(mcDoc(name, 'worker', { config: ign('3.4.0', {}) }));
+    assert.deepEqual(problems.map((p) => [p.field, p.rule]), [['metadata.name', 'name-format']], name);
+    assert.match(problems[0]!.message, /not a valid name/);
+  }
+  parseValid(mcDoc('99-worker.ssh-1', 'worker', { config: ign('3.4.0', {}) }));
+});
