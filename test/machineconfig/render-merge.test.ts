@@ -15,6 +15,18 @@ test('configs merge in name order: for the same path the later name wins', () =>
   assert.equal(fileText(r.spec.config.storage.files[0]!.contents.source), 'from 99');
 });
 
+test('many configs sharing paths: each path once, in path order, with the last config\'s content', () => {
+  // Twelve configs writing overlapping paths out of order: the merge must keep, for each path,
+  // what the config latest in name order wrote, whatever the order of paths within each config.
+  const docs = Array.from({ length: 12 }, (_, i) => mcDoc(`${String(i).padStart(2, '0')}-c`, 'worker',
+    files(...[7, 3, 11, 0, 5].map((p) => (p + i) % 9).map((p) => fileEntry(`/etc/p${p}`, `p${p} from ${i}`)))));
+  const r = renderPool(worker, parseValid(...docs.reverse()).configs);
+  const expected = new Map<string, string>();
+  for (let i = 0; i < 12; i++) for (const p of [7, 3, 11, 0, 5].map((q) => (q + i) % 9)) expected.set(`/etc/p${p}`, `p${p} from ${i}`);
+  const got = r.spec.config.storage.files.map((f) => [f.path, fileText(f.contents.source)]);
+  assert.deepEqual(got, [...expected].sort(([a], [b]) => (a < b ? -1 : 1)));
+});
+
 test('only configs the pool selects are merged', () => {
   const { configs } = parseValid(mcDoc('a', 'worker', { kernelArguments: ['w'] }), mcDoc('b', 'master', { kernelArguments: ['m'] }));
   assert.deepEqual(renderPool(worker, configs).spec.kernelArguments, ['w']);
