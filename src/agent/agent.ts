@@ -67,7 +67,7 @@ export class Agent {
   #driftFound: Drift[] = [];
   #latest: Assignment | undefined;
   #lastAssignmentKey = '';
-  #lastStage = '';
+  #lastBeside = '';
   /** The engine's last pushed status (progress and the journal's record). */
   #engineStatus: EngineStatus;
   /** Set while a drift-policy Reconcile rewrite runs: its drift stays reported afterwards. */
@@ -322,13 +322,17 @@ export class Agent {
     this.#latest = assignment;
     if (a.renderedConfig !== this.journal.state.currentConfig) this.#reconciler.reset();
     if (this.#driftSettings.update({ policy: driftPolicy, ignore })) this.#driftSettingsChanged();
-    // A message that changes only what to stage is not the config handed again: a node Degraded
-    // on its config (drift, say) must not re-apply it because the next one is being staged.
-    const key = JSON.stringify([a.renderedConfig, a.specJson, a.disruptionPolicyJson, a.driftPolicy, a.healthCheckJson]);
-    const stageOnly = key === this.#lastAssignmentKey && a.stageConfig !== this.#lastStage;
+    // A message that changes only what the update engine does not run with (what to stage, the
+    // pinned image sets, driftIgnore: each acted on by itself, here) is not the config handed
+    // again: a node Degraded on its config (drift, say) must not re-apply it for that. What the
+    // engine runs with, the try among it, is the key; a message identical to the last one (sent
+    // again on a new stream) still reaches the engine, as before.
+    const key = JSON.stringify([a.renderedConfig, a.specJson, a.disruptionPolicyJson, a.driftPolicy, a.healthCheckJson, a.tryJson]);
+    const beside = JSON.stringify([a.stageConfig, ignore, a.pinnedImageSetsSent ? a.pinnedImageSets : null]);
+    const besideOnly = key === this.#lastAssignmentKey && beside !== this.#lastBeside;
     this.#lastAssignmentKey = key;
-    this.#lastStage = a.stageConfig;
-    if (!stageOnly) this.engine.assign(assignment);
+    this.#lastBeside = beside;
+    if (!besideOnly) this.engine.assign(assignment);
     if (a.stageConfig && a.stageConfig !== a.renderedConfig) this.#stage(a.stageConfig, a.stageSpecJson);
   }
 

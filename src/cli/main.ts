@@ -170,8 +170,9 @@ export function buildProgram(io: Io): Command {
 
   files(connectionOptions(program.command('apply')).description('create or update MachineConfigs and pools (all or nothing)'))
     .option('--dry-run', 'validate and report what would change, store nothing; previews every node\'s update (action, why, batch, window)')
+    .option('--try <timeout>', 'try mode for this change: each node that gets the config it renders keeps it only if its checks pass (the pool\'s spec.rollout.confirm checks, else its health gate\'s and the control plane over the agent\'s stream) or it is confirmed (mcctl confirm) within the timeout (1s to 24h, e.g. 5m); otherwise it reverts by itself')
     .addOption(new Option('-o, --output <format>', 'print the result (and the dry-run preview) for machines').choices(['yaml', 'json']))
-    .action(async (opts: { filename: string[]; dryRun?: boolean; output?: OutputFormat }) => withClients(async (c) => (await commands.write()).applyCommand(c, opts.filename, opts.dryRun ?? false, io.err, opts.output)));
+    .action(async (opts: { filename: string[]; dryRun?: boolean; try?: string; output?: OutputFormat }) => withClients(async (c) => (await commands.write()).applyCommand(c, opts.filename, opts.dryRun ?? false, io.err, opts.output, opts.try)));
 
   connectionOptions(program.command('import')).description('import an existing cluster\'s MachineConfigs and MachineConfigPools through Apply (the path off MCO); MCO\'s rendered-* configs are skipped')
     .requiredOption('--kubeconfig <file>', 'kubeconfig of the cluster to import from (needs list on machineconfigs and machineconfigpools)')

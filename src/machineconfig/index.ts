@@ -41,7 +41,7 @@ export { rolloutOrder } from './rollout-order.ts';
 export { previewRollout, type NodeSchedule } from './rollout-preview.ts';
 export { durationMs } from './duration.ts';
 export { parseHealthCheck, parseRolloutPolicy } from './rollout-policy.ts';
-export { describeTryCheck, parseTryPolicy, tryTimeoutMs, tryTimeoutProblem, type TryCheck, type TryPolicy } from './try-policy.ts';
+export { describeTryCheck, effectiveTry, parseTryPolicy, tryTimeoutMs, tryTimeoutProblem, type TryCheck, type TryPolicy } from './try-policy.ts';
 export { canaryCount, canaryGate, canaryNames, isCanary, type CanaryGate, type CanarySoak } from './canary.ts';
 export { activeHalt, describeHalt, effectiveTarget, failedNodes, nextRolloutState, type FailedNode, type RolloutHalt, type RolloutState } from './rollout-failures.ts';
 export { MCPLANE_POOL_FIELDS, POOL_SPEC_ANNOTATION } from './pool-spec-annotation.ts';

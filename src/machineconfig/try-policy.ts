@@ -49,6 +49,28 @@ export function tryTimeoutProblem(timeout: string): string | undefined {
   return undefined;
 }
 
+/**
+ * The try a node runs a config of a pool with. `appliedTimeout` is an `mcctl apply --try` recorded
+ * for that config: its timeout wins, with the pool's own checks when it has some, else those the
+ * pool already trusts (its health gate's units and command) and the agent's stream to the control
+ * plane, the check a change that cuts the host off fails. Without one, the pool's
+ * spec.rollout.confirm (undefined: the node does not try).
+ */
+export function effectiveTry(spec: { rollout?: { confirm?: TryPolicy }; healthCheck?: { units: string[]; command: string[] } }, appliedTimeout?: string): TryPolicy | undefined {
+  const confirm = spec.rollout?.confirm;
+  if (!appliedTimeout) return confirm;
+  if (confirm?.checks.length) return { timeout: appliedTimeout, checks: confirm.checks };
+  const gate = spec.healthCheck;
+  return {
+    timeout: appliedTimeout,
+    checks: [
+      ...(gate?.units ?? []).map((unit) => ({ unit })),
+      ...(gate?.command.length ? [{ command: gate.command }] : []),
+      { controlPlane: true as const },
+    ],
+  };
+}
+
 export function parseTryPolicy(raw: unknown, c: ProblemCollector, field = 'spec.rollout.confirm'): TryPolicy | undefined {
   const r = c.record(raw as never, field);
   if (!r) return undefined;

@@ -211,3 +211,22 @@ test("a pool's driftIgnore and driftPolicy changed while its node is Done reach 
   assert.equal(node.status!.currentConfig, config, 'no new config was needed');
   await host.kill();
 });
+
+test('a message that changes only what the update engine does not run with (driftIgnore of another path) does not re-apply a node Degraded by drift: the hand edit stays until mcctl node reapply', { skip }, async () => {
+  await apply(pool('kept', ''), files('kept', '{path: /etc/kept/a.conf, contents: {source: "data:,managed"}}'));
+  const host = await hostIn('kept', 'kept-0');
+  writeFileSync(join(host.root, 'etc/kept/a.conf'), 'edited by hand');
+  await untilNode(c, [host], 'kept-0', (n) => n.status!.state === 'Degraded' && n.status!.drift.length > 0, 10_000);
+  await apply(pool('kept', '  driftIgnore: [/etc/kept/other.conf]\n'));
+  await eventually(async () => host.logs.some((l) => /drift settings changed/.test(l)), 20_000, 'the agent took the pool\'s new driftIgnore');
+  // A re-apply (what Degrade leaves to an operator) would have rewritten the file by now.
+  await new Promise((r) => setTimeout(r, scaled(3000)));
+  assert.equal(host.file('etc/kept/a.conf'), 'edited by hand', 'not re-applied');
+  const node = await untilNode(c, [host], 'kept-0', (n) => n.status!.state === 'Degraded', 10_000);
+  assert.deepEqual(node.status!.drift.map((d) => d.path), ['/etc/kept/a.conf']);
+  const reapplied = await cli('node', 'reapply', 'kept-0');
+  assert.equal(reapplied.status, 0, reapplied.stderr);
+  await untilNode(c, [host], 'kept-0', (n) => n.status!.state === 'Done', 30_000);
+  assert.equal(host.file('etc/kept/a.conf'), 'managed');
+  await host.kill();
+});

@@ -7,27 +7,22 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { runHealthGate } from '../../src/agent/health-gate.ts';
 import { SystemdClient } from '../../src/agent/systemd-client.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
-import { canRunUserSystemd, startUserSystemd } from '../../sandbox/user-systemd.ts';
+import { startUserSystemd } from '../../sandbox/user-systemd.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
 import { demoServiceConfig, poolYaml } from '../helpers/manifests.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { sandboxFleetPerTest, skipWithoutUserSystemd } from '../helpers/sandbox-fleet.ts';
+import { startTestServer } from '../helpers/test-server.ts';
 
-const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
-let server: TestServer | undefined;
-let hosts: SandboxHost[] = [];
-afterEach(async () => {
-  for (const h of hosts) await h.stop();
-  hosts = [];
-  await server?.close();
-  server = undefined;
-});
+const skip = skipWithoutUserSystemd;
+const fleet = sandboxFleetPerTest();
+const { hosts } = fleet;
 
 // The check runs on the host; in the sandbox the host's root is a directory the agent's
 // environment names (a real host's check would read /etc/demo/motd).
@@ -46,7 +41,7 @@ const getPool = async (c: Clients) => call(c, c.status.getPool.bind(c.status), {
 const updating = async (c: Clients) => (await getPool(c)).status!.conditions.find((x) => x.type === 'Updating')!;
 
 async function startHost(name: string, env: Record<string, string> = {}, prepare?: (h: SandboxHost) => void): Promise<SandboxHost> {
-  const host = new SandboxHost({ name, server: server!.address, pki: server!.pki });
+  const host = new SandboxHost({ name, server: fleet.server!.address, pki: fleet.server!.pki });
   hosts.push(host);
   prepare?.(host);
   await host.start({ MCPLANE_TEST_ROOT: host.root, MCPLANE_TEST_CMDLINE: host.cmdlineFile, ...env });
@@ -66,8 +61,8 @@ test('a unit that is not active fails the gate, named with its state (real syste
 });
 
 test('Pause: the canary fails its health gate, rolls its files back, reports RolledBack with the cause, and the pool halts naming it', { skip }, async () => {
-  server = await startTestServer();
-  const c = server.admin();
+  fleet.server = await startTestServer();
+  const c = fleet.server.admin();
   const pool = poolYaml('worker', `  maxUnavailable: 2
   rollout: {canary: 1, onFailure: Pause}
   healthCheck: {units: [demo.service], command: ${MOTD_CHECK}, timeout: 2s}
@@ -121,8 +116,8 @@ ${noRebootPolicy}`);
 });
 
 test('Rollback after a reboot update: the gate fails on the booted deployment, rpm-ostree rolls back with a reboot, and the pool returns its updated nodes to the previous config', { skip }, async () => {
-  server = await startTestServer();
-  const c = server.admin();
+  fleet.server = await startTestServer();
+  const c = fleet.server.admin();
   // No health check and no rollout yet: the first config reaches every node.
   await apply(c, poolYaml('worker', '  maxUnavailable: 1\n'), demoConfig('good', 'a=1'));
   const first = (await getPool(c)).status!.configuration;

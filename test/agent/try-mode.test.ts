@@ -11,28 +11,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { createServer, type AddressInfo } from 'node:net';
-import { afterEach, test } from 'node:test';
+import { test } from 'node:test';
 import { tryProblem } from '../../src/agent/try-checks.ts';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
-import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
 import { demoServiceConfig, poolYaml } from '../helpers/manifests.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { sandboxFleetPerTest, skipWithoutUserSystemd } from '../helpers/sandbox-fleet.ts';
+import { startTestServer } from '../helpers/test-server.ts';
 import { scaled } from '../helpers/time-scale.ts';
 
-const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
-let server: TestServer | undefined;
-let hosts: SandboxHost[] = [];
-afterEach(async () => {
-  for (const h of hosts) await h.stop();
-  hosts = [];
-  await server?.close();
-  server = undefined;
-});
+const skip = skipWithoutUserSystemd;
+const fleet = sandboxFleetPerTest();
+const { hosts } = fleet;
 
 // The checks run on the host; in the sandbox the host's root is a directory the agent's
 // environment names (a real host's check would read /etc/demo/motd).
@@ -49,13 +43,13 @@ ${extra}`);
 
 const apply = (c: Clients, ...texts: string[]) => call(c, c.config.apply.bind(c.config), { manifests: texts.map((text, i) => ({ source: `t${i}.yaml`, text })), dryRun: false }, 'apply');
 const target = async (c: Clients) => (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get pool')).status!.configuration;
-const cli = (...args: string[]) => runCliAsync(['--server', server!.address, '--pki-dir', server!.pki.dir, '--config', '/dev/null', ...args]);
+const cli = (...args: string[]) => runCliAsync(['--server', fleet.server!.address, '--pki-dir', fleet.server!.pki.dir, '--config', '/dev/null', ...args]);
 const journalOf = (h: SandboxHost) => JSON.parse(readFileSync(join(h.stateDir, 'journal.json'), 'utf8'));
 /** A try's timeout long enough for the test's own steps on a loaded machine. */
 const seconds = (s: number) => `${Math.ceil(scaled(s * 1000) / 1000)}s`;
 
 async function startHost(name: string): Promise<SandboxHost> {
-  const host = new SandboxHost({ name, server: server!.address, pki: server!.pki });
+  const host = new SandboxHost({ name, server: fleet.server!.address, pki: fleet.server!.pki });
   hosts.push(host);
   await host.start({ MCPLANE_TEST_ROOT: host.root, MCPLANE_TEST_CMDLINE: host.cmdlineFile });
   return host;
@@ -90,8 +84,8 @@ test('the checks on the host: a TCP endpoint, a command with its output, the age
 });
 
 test('spec.rollout.confirm is checked when applied: each bad field named with its rule', async () => {
-  server = await startTestServer();
-  const c = server.admin();
+  fleet.server = await startTestServer();
+  const c = fleet.server.admin();
   const bad = poolYaml('worker', '  rollout: {confirm: {timeout: 5x, checks: [{tcp: "nohost"}, {unit: "crio"}, {command: ["true"]}, {tcp: "a:1", unit: "b.service"}, {ping: x}]}}\n');
   await assert.rejects(apply(c, bad), (err: Error) => {
     assert.match(err.message, /spec\.rollout\.confirm\.timeout: a try's timeout must be a duration from 1s to 24h such as 90s or 5m, got "5x"/);
@@ -106,8 +100,8 @@ test('spec.rollout.confirm is checked when applied: each bad field named with it
 });
 
 test('a try whose check fails reverts by itself while the control plane is stopped, then reports TryReverted with the check\'s output', { skip }, async () => {
-  server = await startTestServer();
-  let c = server.admin();
+  fleet.server = await startTestServer();
+  let c = fleet.server.admin();
   const { host, first } = await onFirstConfig(c, tryingPool(seconds(15), MOTD_CHECK));
 
   await apply(c, demoServiceConfig('bad'));
@@ -118,16 +112,16 @@ test('a try whose check fails reverts by itself while the control plane is stopp
   assert.equal(host.file('etc/demo/motd'), 'bad', 'the change is on the host while it tries');
 
   // The control plane goes away: the node still ends its try, alone.
-  const { dataDir, address } = server;
-  await server.close();
-  server = undefined;
+  const { dataDir, address } = fleet.server;
+  await fleet.server.close();
+  fleet.server = undefined;
   assert.ok(Date.now() < journalOf(host).pending.tryDeadline, 'the control plane is gone before the try ends');
   await eventually(async () => journalOf(host).failure?.state === 'TryReverted', scaled(60_000), 'the agent reverted on its own');
   assert.equal(host.file('etc/demo/motd'), 'good', 'the previous file is back');
   assert.equal(journalOf(host).currentConfig, first);
 
-  server = await startTestServer({ dataDir, listen: address });
-  c = server.admin();
+  fleet.server = await startTestServer({ dataDir, listen: address });
+  c = fleet.server.admin();
   const node = await untilNode(c, hosts, 'host-a', (n) => n.status!.connected === true && n.status!.state === 'TryReverted', 90_000);
   assert.equal(node.status!.currentConfig, first);
   assert.equal(node.status!.desiredConfig, second, 'it reports the config it reverted from');
@@ -138,8 +132,8 @@ test('a try whose check fails reverts by itself while the control plane is stopp
 });
 
 test('a try that rebooted and then fails reverts with rpm-ostree rollback and a reboot', { skip }, async () => {
-  server = await startTestServer();
-  const c = server.admin();
+  fleet.server = await startTestServer();
+  const c = fleet.server.admin();
   const { host, first } = await onFirstConfig(c, tryingPool(seconds(4), KARG_CHECK, ''), 'host-a', demoServiceConfig('good', { kernelArguments: 'a=1' }), '');
 
   await apply(c, demoServiceConfig('good', { kernelArguments: 'a=2' }));
@@ -154,8 +148,8 @@ test('a try that rebooted and then fails reverts with rpm-ostree rollback and a 
 });
 
 test('an unconfirmed try reverts at its journaled deadline across an agent restart, even if its check would pass afterwards', { skip }, async () => {
-  server = await startTestServer();
-  const c = server.admin();
+  fleet.server = await startTestServer();
+  const c = fleet.server.admin();
   const { host, first } = await onFirstConfig(c, tryingPool(seconds(6), MARKER_CHECK));
   await apply(c, demoServiceConfig('tried'));
   await untilNode(c, hosts, 'host-a', (n) => n.status!.phase === 'try');
@@ -173,8 +167,8 @@ test('an unconfirmed try reverts at its journaled deadline across an agent resta
 });
 
 test('mcctl confirm keeps a try its checks do not confirm; confirming what does not try is refused', { skip }, async () => {
-  server = await startTestServer();
-  const c = server.admin();
+  fleet.server = await startTestServer();
+  const c = fleet.server.admin();
   const { host } = await onFirstConfig(c, tryingPool('10m', '{unit: absent.service}'));
   const refused = await cli('confirm', 'node', 'host-a');
   assert.notEqual(refused.status, 0);
@@ -195,8 +189,8 @@ test('mcctl confirm keeps a try its checks do not confirm; confirming what does 
 });
 
 test('the preview says which nodes try, with which checks and timeout', { skip }, async () => {
-  server = await startTestServer();
-  const c = server.admin();
+  fleet.server = await startTestServer();
+  const c = fleet.server.admin();
   await onFirstConfig(c, tryingPool('5m', '{tcp: "127.0.0.1:6443"}, {unit: crio.service}, {controlPlane: true}'));
   const res = await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'mc.yaml', text: demoServiceConfig('next') }], dryRun: true }, 'apply');
   assert.equal(res.nodePreviews.find((n) => n.node === 'host-a')!.try, "5m: tcp 127.0.0.1:6443, unit crio.service, the control plane over the agent's stream");
@@ -209,8 +203,8 @@ test('the preview says which nodes try, with which checks and timeout', { skip }
 });
 
 test('kill -9 at the trying step: the journal holds the try and its deadline, and the restarted agent goes on with it', { skip }, async () => {
-  server = await startTestServer();
-  const c = server.admin();
+  fleet.server = await startTestServer();
+  const c = fleet.server.admin();
   const { host } = await onFirstConfig(c, tryingPool(seconds(60), MOTD_CHECK));
   await host.kill();
   await apply(c, demoServiceConfig('good, tried'));
@@ -226,8 +220,8 @@ test('kill -9 at the trying step: the journal holds the try and its deadline, an
 });
 
 test('a new config during a try ends it unconfirmed: the try is undone and the new config applied, without waiting for its timeout', { skip }, async () => {
-  server = await startTestServer();
-  const c = server.admin();
+  fleet.server = await startTestServer();
+  const c = fleet.server.admin();
   const { host } = await onFirstConfig(c, tryingPool('1h', '{unit: absent.service}'));
   await apply(c, demoServiceConfig('tried', { files: { '/etc/demo/only-tried': 'x' } }));
   await untilNode(c, hosts, 'host-a', (n) => n.status!.phase === 'try');

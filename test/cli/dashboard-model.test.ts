@@ -29,6 +29,9 @@ const ev = (type: string, o: { pool?: MachineConfigPool__Output; node?: Node__Ou
 test('each node is in one bucket: degraded, then disconnected, then updating, waiting or updated', () => {
   assert.equal(nodeBucket(node('n', { state: 'Degraded', connected: false }), 'r-new'), 'degraded', 'degraded wins over disconnected');
   assert.equal(nodeBucket(node('n', { state: 'Unreconcilable' }), 'r-new'), 'degraded');
+  // A failed health gate or try: back on the old config, reporting the one it left as desired.
+  assert.equal(nodeBucket(node('n', { state: 'TryReverted', phase: 'try', desiredConfig: 'r-new' }), 'r-new'), 'degraded');
+  assert.equal(nodeBucket(node('n', { state: 'RolledBack', phase: 'rollback', desiredConfig: 'r-new' }), 'r-new'), 'degraded');
   assert.equal(nodeBucket(node('n', { state: 'Working', connected: false }), 'r-new'), 'disconnected');
   assert.equal(nodeBucket(node('n', { state: 'Working', phase: 'apply', desiredConfig: 'r-new' }), 'r-new'), 'updating');
   assert.equal(nodeBucket(node('n', { desiredConfig: 'r-new' }), 'r-new'), 'updating', 'assigned, not started');

@@ -12,11 +12,11 @@ import { formatObject, type OutputFormat } from '../output.ts';
 import { kindOfResource, resourceOf } from '../resources.ts';
 
 
-export async function applyCommand(c: Clients, paths: string[], dryRun: boolean, warn: (text: string) => void = () => {}, output?: OutputFormat): Promise<string> {
-  // The server validates; reading here gathers the texts (and reports unreadable files and
-  // YAML syntax errors with their line, before any round trip).
+export async function applyCommand(c: Clients, paths: string[], dryRun: boolean, warn: (text: string) => void = () => {}, output?: OutputFormat, tryTimeout = ''): Promise<string> {
+  // The server validates (the --try timeout too); reading here gathers the texts (and reports
+  // unreadable files and YAML syntax errors with their line, before any round trip).
   const { texts } = loadManifestFiles(paths);
-  const res = await call(c, c.config.apply.bind(c.config), { manifests: texts, dryRun }, 'apply');
+  const res = await call(c, c.config.apply.bind(c.config), { manifests: texts, dryRun, try: tryTimeout }, 'apply');
   for (const w of res.warnings ?? []) warn(`Warning: ${w}\n`);
   if (output) {
     return formatObject(dryRun ? { objects: res.objects, pools: res.poolPreviews, nodes: res.nodePreviews } : { objects: res.objects }, output);

@@ -5,6 +5,7 @@
 import type { MachineConfigPool__Output } from '../../runtime/generated/mcplane/v1/MachineConfigPool.ts';
 import type { Node__Output } from '../../runtime/generated/mcplane/v1/Node.ts';
 import type { WatchEvent__Output } from '../../runtime/generated/mcplane/v1/WatchEvent.ts';
+import { FAILED_NODE_STATES } from '../../machineconfig/index.ts';
 
 /**
  * A node's place in its pool's rollout, the segments of the progress bar. One bucket per node,
@@ -16,7 +17,9 @@ export type NodeBucket = (typeof BUCKETS)[number];
 
 export function nodeBucket(n: Node__Output, poolTarget: string | undefined): NodeBucket {
   const s = n.status;
-  if (s?.state === 'Degraded' || s?.state === 'Unreconcilable') return 'degraded';
+  // A node whose health gate or try failed (RolledBack, TryReverted) reports the config it left as
+  // desired: failed, not updating.
+  if (s && FAILED_NODE_STATES.has(s.state)) return 'degraded';
   if (s && !s.connected) return 'disconnected';
   // Assigned a config it has not reached: at work, or about to start.
   if (s?.state === 'Working' || (!!s?.desiredConfig && s.desiredConfig !== s.currentConfig)) return 'updating';

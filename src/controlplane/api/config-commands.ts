@@ -16,7 +16,10 @@ import {
   NotFoundError,
   PermissionDeniedError,
   PreconditionFailedError,
+  RenderError,
+  renderPool,
   StoreLimitError,
+  tryTimeoutProblem,
   StoreUnavailableError,
   WORKER_POOL,
   type ApplyRequest,
@@ -37,7 +40,13 @@ import type { Clock } from '../replica/clock.ts';
 import { DELETED_WITH_NODE } from '../store/kinds.ts';
 import { revocationWrites } from '../cache/node-revocation.ts';
 import type { Store, StoredKind, StoredObject, WriteOp } from '../store/store.ts';
-import type { NodeRecordValue, PoolResumeRecord, ReapplyRequestRecord, RevokedCertificateRecord, TryConfirmationRecord } from '../store/stored-records.ts';
+import type { ConfigTryRecord, NodeRecordValue, PoolResumeRecord, ReapplyRequestRecord, RevokedCertificateRecord, TryConfirmationRecord } from '../store/stored-records.ts';
+
+/** `mcctl apply --try`: the timeout, and who asked (the ConfigTry records name them). */
+export interface ApplyTry {
+  timeout: string;
+  requestedBy: string;
+}
 
 export interface AppliedObject {
   kind: string;
@@ -80,7 +89,11 @@ export class ConfigCommands {
    * and the leader has rendered the pools it touched (seen through the watch); a dry run stores
    * nothing and answers with the preview instead.
    */
-  async apply(request: ApplyRequest, dryRun = false): Promise<{ objects: AppliedObject[]; preview?: ApplyPreview }> {
+  async apply(request: ApplyRequest, dryRun = false, tried?: ApplyTry): Promise<{ objects: AppliedObject[]; preview?: ApplyPreview; warnings: string[] }> {
+    if (tried) {
+      const problem = tryTimeoutProblem(tried.timeout);
+      if (problem) throw new InvalidDocumentError([{ object: 'mcctl apply', field: '--try', rule: 'duration', message: problem }]);
+    }
     this.#refuseInSourceMode([...request.configs.map((c) => `MachineConfig/${c.metadata.name}`), ...request.pools.map((p) => `MachineConfigPool/${p.metadata.name}`), ...request.sources.map((o) => `${o.kind}/${o.metadata.name}`)], 'applied');
 
     const ops: WriteOp[] = [];
@@ -119,11 +132,16 @@ export class ConfigCommands {
     for (const source of request.sources) put(source.kind, source.metadata.name, source, this.#cache.sourcesOf(source.kind).get(source.metadata.name));
     const generated = request.sources.length > 0 ? generatedConfigWrites(this.#cache, generatedConfigsFor(this.#cache, request.sources).configs) : { ops: [], changed: [] };
     touchedConfigs.push(...generated.changed);
+    const generatedConfigs = generated.ops.flatMap((op) => (op.type === 'put' ? [op.value as MachineConfig] : []));
+    const tries = tried ? this.#configTries(request, generatedConfigs, touchedConfigs, tried) : [];
+    const warnings: string[] = [];
+    if (tried && tries.length === 0) warnings.push(`--try ${tried.timeout}: this Apply gives no pool a new rendered config, so nothing is tried`);
+    for (const t of tries) put('ConfigTry', t.config, t.value, this.#cache.configTries.get(t.config));
     if (dryRun) {
-      for (const op of generated.ops) if (op.type === 'put') changed.configs.push(op.value as MachineConfig);
-      return { objects: results, preview: await this.#preview(changed) };
+      changed.configs.push(...generatedConfigs);
+      return { objects: results, preview: await this.#preview(changed, tried?.timeout), warnings };
     }
-    if (ops.length === 0) return { objects: results };
+    if (ops.length === 0) return { objects: results, warnings };
     const { revision } = await this.#store.commit(ops).catch((err: unknown) => {
       // All or nothing means one transaction, and a transaction has etcd's limits.
       if (err instanceof StoreLimitError) {
@@ -134,11 +152,45 @@ export class ConfigCommands {
     this.log.info({ objects: results.filter((r) => r.action !== 'unchanged') }, 'applied');
     for (const name of this.#poolsSelecting(touchedConfigs, request.pools)) touchedPools.add(name);
     await this.#waitForRender(touchedPools, revision);
-    return { objects: results };
+    // Another Apply between this one's commit and the render makes a config this one did not
+    // foresee: that one is not tried, and the user is told.
+    for (const t of tries) {
+      const target = this.#cache.poolTarget(t.value.pool);
+      if (target !== t.config) warnings.push(`--try ${tried!.timeout}: MachineConfigPool/${t.value.pool} targets ${target ?? 'nothing'}, not ${t.config} as this Apply rendered it (another change came in between): ${target ?? 'it'} is not tried`);
+    }
+    if (tries.length) this.log.info({ tries: tries.map((t) => ({ pool: t.value.pool, config: t.config })), timeout: tried!.timeout, requestedBy: tried!.requestedBy }, 'apply --try: the configs this Apply renders are tried');
+    return { objects: results, warnings };
+  }
+
+  /**
+   * `mcctl apply --try`: the rendered config each pool the Apply touches will get, computed as
+   * the leader renders it (renderPool over the stored configs with the Apply's laid over them),
+   * recorded so that every node handed it tries it. Pools whose config stays (or would fail to
+   * render) try nothing.
+   */
+  #configTries(request: ApplyRequest, generatedConfigs: readonly MachineConfig[], touchedConfigs: readonly MachineConfig[], tried: ApplyTry): { config: string; value: ConfigTryRecord }[] {
+    const configs = new Map([...this.#cache.configs].map(([name, o]) => [name, o.value]));
+    for (const mc of [...request.configs, ...generatedConfigs]) configs.set(mc.metadata.name, mc);
+    const all = [...configs.values()];
+    const out: { config: string; value: ConfigTryRecord }[] = [];
+    for (const name of [...this.#poolsSelecting(touchedConfigs, request.pools)].sort()) {
+      const pool = request.pools.find((p) => p.metadata.name === name) ?? this.#cache.pools.get(name)?.value;
+      if (!pool) continue;
+      let rendered: string;
+      try {
+        rendered = renderPool(pool, all).name;
+      } catch (err) {
+        if (err instanceof RenderError) continue;
+        throw err;
+      }
+      if (rendered === this.#cache.poolTarget(name)) continue;
+      out.push({ config: rendered, value: { pool: name, timeout: tried.timeout, requestedBy: tried.requestedBy, requestedAt: this.#clock.now() } });
+    }
+    return out;
   }
 
   /** The dry-run preview of what an Apply changes (`applied`: its generated configs among them). */
-  async #preview(applied: AppliedDocuments): Promise<ApplyPreview> {
+  async #preview(applied: AppliedDocuments, tryTimeout?: string): Promise<ApplyPreview> {
     // What updates take, from the histories of up to PREVIEW_HISTORY_SAMPLE nodes per pool, read
     // when asked: a history is up to 20 updates with their phases, and a median needs no more.
     const sample: string[] = [];
@@ -156,7 +208,7 @@ export class ConfigCommands {
       const records = await Promise.all(names.map((name) => this.#store.get('NodeHistory', name)));
       names.forEach((name, j) => history.set(name, records[j]?.value.updates ?? []));
     }
-    return previewApply(this.#cache, applied, this.#clock.now(), history);
+    return previewApply(this.#cache, applied, this.#clock.now(), history, tryTimeout);
   }
 
   async delete(kind: string, name: string, requestedBy = 'unknown'): Promise<void> {

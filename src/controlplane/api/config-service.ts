@@ -15,12 +15,12 @@ export function configService({ cache }: ApiReads, commands: ConfigCommands, aut
   // Who may call what is checked before a handler runs (access-rules.ts, guarded-service.ts).
   const handle = <Req, Res>(fn: (req: Req, who: string) => Res | Promise<Res>) => unary<Req, Res>(log, (req, call) => fn(req, auth.identify(call)?.commonName ?? 'local'));
   return {
-    Apply: handle(async (req: { manifests: { source: string; text: string }[]; dryRun: boolean }) => {
+    Apply: handle(async (req: { manifests: { source: string; text: string }[]; dryRun: boolean; try?: string }, who) => {
       // Read once: what is stored, warned of and previewed are the same objects.
       const request = parseApplyRequest(req.manifests);
-      const { objects, preview } = await commands.apply(request, req.dryRun);
+      const { objects, preview, warnings: tryWarnings } = await commands.apply(request, req.dryRun, req.try ? { timeout: req.try, requestedBy: who } : undefined);
       const sets = new Set([...cache.sourcesOf('PinnedImageSet').keys(), ...request.sources.filter((o) => o.kind === KIND_PINNED_IMAGE_SET).map((o) => o.metadata.name)]);
-      const warnings = [...applyWarnings(request, [...cache.pools.values()].map((p) => p.value)), ...missingPinnedImageSetWarnings(request.pools, sets)];
+      const warnings = [...tryWarnings, ...applyWarnings(request, [...cache.pools.values()].map((p) => p.value)), ...missingPinnedImageSetWarnings(request.pools, sets)];
       return { objects, warnings, ...preview };
     }),
     Delete: handle(async (req: { kind: string; name: string }, who) => {

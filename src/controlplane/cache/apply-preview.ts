@@ -8,6 +8,7 @@ import {
   configsForPool,
   describeTryCheck,
   diffSpecs,
+  effectiveTry,
   formatWait,
   mergeDisruptionPolicies,
   policyEntryOrigin,
@@ -97,8 +98,9 @@ export interface AppliedDocuments {
  * configured: one identical to the stored object previews nothing), the generated configs among
  * them. `history` is each node's stored update history (NodeHistory): what recent updates took is
  * what the preview takes each batch to last, so batches spill into later windows as they would.
+ * `tryTimeout`: `mcctl apply --try`, which every node the Apply gives a new config tries.
  */
-export function previewApply(cache: ClusterCache, applied: AppliedDocuments, now: number, history: ReadonlyMap<string, readonly UpdateRecord[]> = new Map()): ApplyPreview {
+export function previewApply(cache: ClusterCache, applied: AppliedDocuments, now: number, history: ReadonlyMap<string, readonly UpdateRecord[]> = new Map(), tryTimeout?: string): ApplyPreview {
   const configs = new Map([...cache.configs].map(([name, o]) => [name, o.value]));
   for (const mc of applied.configs) configs.set(mc.metadata.name, mc);
   const pools = new Map([...cache.pools].map(([name, o]) => [name, o.value]));
@@ -138,6 +140,9 @@ export function previewApply(cache: ClusterCache, applied: AppliedDocuments, now
     const poolPreview: PoolPreview = { pool: name, current, rendered: rendered.name, diff: wireDiff(diffSpecs(currentSpec, rendered.spec), rendered.spec), renderProblems: [], batchSeconds: 0, batchBasis: '' };
     poolPreviews.push(poolPreview);
 
+    // The try a node handed this config runs (agentPolicyFor): this Apply's --try when the config
+    // is new, else one an earlier `apply --try` recorded for it.
+    const appliedTry = (rendered.name !== current ? tryTimeout : undefined) ?? cache.configTries.get(rendered.name)?.value.timeout;
     const poolPolicy = pool.spec.disruptionPolicy;
     const policy = mergeDisruptionPolicies(cluster, poolPolicy);
     const nodes = [...cache.nodes.values()].filter((n) => membership.get(n.name)!.pool === name);
@@ -196,7 +201,7 @@ export function previewApply(cache: ClusterCache, applied: AppliedDocuments, now
         note: onTarget ? 'already on the config' : s.note,
         staging: onTarget || !st?.needed ? '-' : st.at !== undefined ? (st.at <= now ? 'now' : `${iso(st.at)} (in ${formatWait(st.at - now)})`) : `after ${st.after} node${st.after === 1 ? '' : 's'} ahead staged`,
         stagesAtUnixMs: onTarget || !st?.needed ? 0 : st.at ?? 0,
-        try: onTarget ? '' : tryText(pool.spec.rollout?.confirm),
+        try: onTarget ? '' : tryText(effectiveTry(pool.spec, appliedTry)),
       });
     }
   }

@@ -128,6 +128,7 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
   get sessions() { return this.objects('AgentSession'); }
   get reapplyRequests() { return this.objects('ReapplyRequest'); }
   get tryConfirmations() { return this.objects('TryConfirmation'); }
+  get configTries() { return this.objects('ConfigTry'); }
   get poolResumes() { return this.objects('PoolResume'); }
   get replicas() { return this.objects('Replica'); }
   get events() { return this.objects('Event'); }

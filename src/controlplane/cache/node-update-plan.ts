@@ -5,6 +5,7 @@
 
 import {
   diffSpecs,
+  effectiveTry,
   mergeDisruptionPolicies,
   planDisruption,
   updateActionOf,
@@ -45,18 +46,24 @@ export interface AgentPolicy {
   healthCheckJson: string;
   /** The pool's spec.driftIgnore; absent when it has none (so older records need no rewrite). */
   driftIgnore?: string[];
-  /** The pool's spec.rollout.confirm as JSON, "" when the pool does not try. */
+  /** The try (effectiveTry) as JSON, "" when the node does not try. */
   tryJson: string;
 }
 
-/** The pool's drift policy and health check as they stand in its spec (the defaults without one). */
-export function agentPolicyFor(cache: ClusterCache, pool: string): AgentPolicy {
+/**
+ * The pool's drift policy and health check as they stand in its spec (the defaults without one),
+ * and the try a node handed `config` runs: an `mcctl apply --try` recorded for that config
+ * (ConfigTry), else the pool's spec.rollout.confirm.
+ */
+export function agentPolicyFor(cache: ClusterCache, pool: string, config = ''): AgentPolicy {
   const spec = cache.pools.get(pool)?.value.spec;
+  const applied = config ? cache.configTries.get(config)?.value : undefined;
+  const tried = spec ? effectiveTry(spec, applied?.pool === pool ? applied.timeout : undefined) : undefined;
   return {
     driftPolicy: spec?.driftPolicy ?? 'Degrade',
     healthCheckJson: spec?.healthCheck ? JSON.stringify(spec.healthCheck) : '',
     ...(spec?.driftIgnore?.length ? { driftIgnore: spec.driftIgnore } : {}),
-    tryJson: spec?.rollout?.confirm ? JSON.stringify(spec.rollout.confirm) : '',
+    tryJson: tried ? JSON.stringify(tried) : '',
   };
 }
 

@@ -35,6 +35,11 @@ export class PoolKeys {
       const pool = this.cache.rendered.get(name)?.value.pool;
       if (pool) pools.add(pool);
     }
+    // An `mcctl apply --try` names its pool: the assignments of the config it tries follow it.
+    for (const name of change.changed.get('ConfigTry') ?? []) {
+      const pool = this.cache.configTries.get(name)?.value.pool;
+      if (pool) pools.add(pool);
+    }
     for (const kind of NODE_KINDS) {
       for (const node of change.changed.get(kind) ?? []) {
         const now = this.cache.nodes.get(node)?.pool || this.cache.assignments.get(node)?.value.pool;

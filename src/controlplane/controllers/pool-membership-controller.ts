@@ -79,6 +79,6 @@ export class PoolMembershipController implements Controller {
     const current = this.cache.nodeStatuses.get(name)?.value.status.currentConfig ?? '';
     const configPool = current ? this.cache.rendered.get(current)?.value.pool : undefined;
     if (configPool === undefined) return { pool, desiredConfig: '' };
-    return { pool, desiredConfig: current, disruptionPolicyJson: disruptionPolicyJsonFor(this.cache, configPool), ...agentPolicyFor(this.cache, configPool) };
+    return { pool, desiredConfig: current, disruptionPolicyJson: disruptionPolicyJsonFor(this.cache, configPool), ...agentPolicyFor(this.cache, configPool, current) };
   }
 }

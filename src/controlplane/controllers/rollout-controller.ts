@@ -83,6 +83,7 @@ export class RolloutController implements KeyedController<string> {
     const redecided = this.#redecideUnderNewPolicy(name, now, new Set(ops.map((op) => op.name)));
     ops.push(...redecided.ops);
     ops.push(...this.#followAgentPolicy(name, new Set(ops.map((op) => op.name))));
+    ops.push(...this.#collectConfigTries(name));
     if (redecided.windowOpensAt !== undefined) requeueAt = Math.min(requeueAt ?? Infinity, redecided.windowOpensAt);
     await this.writer.commitEach(ops, signal);
     // setTimeout fires at once beyond 2^31 ms: a far window is looked at again within hours.
@@ -111,7 +112,7 @@ export class RolloutController implements KeyedController<string> {
     this.log.info({ pool: name, target: sendTo, nodes: decision.assign.length <= 20 ? decision.assign : `${decision.assign.length} nodes`, maxUnavailable: decision.maxUnavailable, waiting: decision.waiting }, 'assigning config');
     // What the drains below are decided with, and what the agents will plan with.
     const policyJson = disruptionPolicyJsonFor(this.cache, name);
-    const agentPolicy = agentPolicyFor(this.cache, name);
+    const agentPolicy = agentPolicyFor(this.cache, name, sendTo);
     for (const node of decision.assign) {
       const assignment = this.cache.assignments.get(node)!;
       const drain = drainDecision(this.cache, this.cache.nodes.get(node)!, sendTo, this.drains);
@@ -153,7 +154,6 @@ export class RolloutController implements KeyedController<string> {
     let windowOpensAt: number | undefined;
     if (this.#toldWaitingForWindow.size > 10_000) this.#toldWaitingForWindow.clear();
     let live: string | undefined;
-    let agentPolicy: AgentPolicy | undefined;
     const rendered = this.cache.rendered;
     for (const [name, stored] of this.cache.assignments) {
       const a = stored.value;
@@ -186,7 +186,7 @@ export class RolloutController implements KeyedController<string> {
       }
       const drain = drainDecision(this.cache, node, a.desiredConfig, this.drains);
       if ('wait' in drain) continue;
-      const value: NodeAssignmentRecord = { ...withoutDrainHold(a), disruptionPolicyJson: live, ...(agentPolicy ??= agentPolicyFor(this.cache, poolName)) };
+      const value: NodeAssignmentRecord = { ...withoutDrainHold(a), disruptionPolicyJson: live, ...agentPolicyFor(this.cache, poolName, a.desiredConfig) };
       if (drain.hold) value.holdForDrain = true;
       else if (drain.note) value.drainNote = drain.note;
       this.log.info({ node: name, config: a.desiredConfig, heldForDrain: drain.hold }, 'the disruption policy changed before the node finished its update; decided again under the new one');
@@ -204,11 +204,14 @@ export class RolloutController implements KeyedController<string> {
    */
   #followAgentPolicy(poolName: string, alreadyWritten: ReadonlySet<string>): WriteOp[] {
     const ops: WriteOp[] = [];
-    const policy = agentPolicyFor(this.cache, poolName);
+    // Per config: an `mcctl apply --try` (ConfigTry) makes one config of the pool tried, not another.
+    const policies = new Map<string, AgentPolicy>();
     const rendered = this.cache.rendered;
     for (const [name, stored] of this.cache.assignments) {
       const a = stored.value;
       if (!a.desiredConfig || alreadyWritten.has(name)) continue;
+      if (!policies.has(a.desiredConfig)) policies.set(a.desiredConfig, agentPolicyFor(this.cache, poolName, a.desiredConfig));
+      const policy = policies.get(a.desiredConfig)!;
       const sameIgnore = (a.driftIgnore ?? []).join('\n') === (policy.driftIgnore ?? []).join('\n');
       if (a.driftPolicy === policy.driftPolicy && a.healthCheckJson === policy.healthCheckJson && sameIgnore && a.tryJson === policy.tryJson) continue;
       if (rendered.get(a.desiredConfig)?.value.pool !== poolName) continue;
@@ -216,7 +219,25 @@ export class RolloutController implements KeyedController<string> {
       const { driftIgnore: _dropped, ...rest } = a;
       ops.push({ type: 'put', kind: 'NodeAssignment', name, value: { ...rest, ...policy }, expectedVersion: stored.resourceVersion, createdAt: stored.createdAt });
     }
-    if (ops.length) this.log.info({ pool: poolName, nodes: ops.length, ...policy }, "the pool's drift policy, driftIgnore, health check or try changed; its nodes' assignments follow");
+    if (ops.length) this.log.info({ pool: poolName, nodes: ops.length, policies: Object.fromEntries(policies) }, "the pool's drift policy, driftIgnore, health check or try changed; its nodes' assignments follow");
+    return ops;
+  }
+
+  /**
+   * An `mcctl apply --try` lasts while its config can still reach a node: it goes once the pool
+   * has rendered past the Apply that wrote it (so a record written before its config is rendered
+   * stays) and neither the pool's target nor any node's assignment is that config.
+   */
+  #collectConfigTries(poolName: string): WriteOp[] {
+    const renderedRevision = this.cache.poolStatuses.get(poolName)?.value.renderedRevision ?? 0;
+    const target = this.cache.poolTarget(poolName);
+    const ops: WriteOp[] = [];
+    for (const [config, stored] of this.cache.configTries) {
+      if (stored.value.pool !== poolName || renderedRevision < Number(stored.resourceVersion) || config === target) continue;
+      if ([...this.cache.assignments.values()].some((a) => a.value.desiredConfig === config || a.value.stageConfig === config)) continue;
+      this.log.info({ pool: poolName, config, timeout: stored.value.timeout, requestedBy: stored.value.requestedBy }, 'apply --try over: no node is handed its config any more');
+      ops.push({ type: 'delete', kind: 'ConfigTry', name: config, expectedVersion: stored.resourceVersion });
+    }
     return ops;
   }
 

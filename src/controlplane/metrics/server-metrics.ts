@@ -15,7 +15,9 @@ import { servedCertificates, type ServedCertificate } from './certificate-expiry
 import { phaseLabel, PhaseTracker } from './phase-tracker.ts';
 import { RolloutEta } from './rollout-eta.ts';
 
-const NODE_STATES: readonly NodeState[] = ['Done', 'Working', 'Degraded', 'Unreconcilable'];
+// Every state a node reports, failed ones included (a health gate's RolledBack, a try's
+// TryReverted): each has its series from the start, so an alert on it sees 0, not nothing.
+const NODE_STATES: readonly NodeState[] = ['Done', 'Working', 'Degraded', 'Unreconcilable', 'RolledBack', 'TryReverted'];
 
 /** Update phases take from well under a second (plan) to many minutes (reboot, drain). */
 const PHASE_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600];
@@ -172,7 +174,7 @@ export class ServerMetrics {
     perPool('mcplane_nodes_drifted', 'Nodes of the pool whose agent reports drift (files or units changed behind its back)', (p) => this.#nodesOf(p).filter((n) => n.status.drift.length > 0).length);
 
     const nodes: Gauge<'pool' | 'state'> = new Gauge({
-      name: 'mcplane_nodes', help: 'Nodes by pool and the state their agent reports (Done, Working, Degraded, Unreconcilable)',
+      name: 'mcplane_nodes', help: `Nodes by pool and the state their agent reports (${NODE_STATES.join(', ')})`,
       labelNames: ['pool', 'state'], registers,
       collect: () => {
         nodes.reset();

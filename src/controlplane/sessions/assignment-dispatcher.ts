@@ -46,7 +46,7 @@ export class AssignmentDispatcher {
     if (!rendered) return undefined; // its watch event is on its way; the change sends it
     // Records written by an older leader lack the policies: the live ones go until the leader
     // fills them in (a pass of its rollout controller; see NodeAssignmentRecord).
-    const live = isLegacy(assignment) ? agentPolicyFor(this.cache, rendered.pool) : undefined;
+    const live = isLegacy(assignment) ? agentPolicyFor(this.cache, rendered.pool, rendered.name) : undefined;
     return {
       assignment: {
         renderedConfig: rendered.name,
@@ -59,7 +59,7 @@ export class AssignmentDispatcher {
         pinnedImageSetsSent: true,
         driftIgnore: (live ? live.driftIgnore : assignment.driftIgnore) ?? [],
         ...this.#stageOf(assignment),
-        tryJson: assignment.tryJson ?? (live ?? agentPolicyFor(this.cache, rendered.pool)).tryJson,
+        tryJson: assignment.tryJson ?? (live ?? agentPolicyFor(this.cache, rendered.pool, rendered.name)).tryJson,
       },
     };
   }

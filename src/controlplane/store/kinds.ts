@@ -34,6 +34,9 @@ export const KINDS = {
   NodeAssignment: { writer: 'leader', holds: 'what the leader wants of a node: its pool and desired config', cached: true, nodeView: true, deletedWithNode: true },
   NodeStatus: { writer: 'stream holder', holds: 'what the node\'s agent last reported', cached: true, nodeView: true, deletedWithNode: true },
   AgentSession: { writer: 'stream holder', holds: 'a live agent stream on some replica; attached to that replica\'s lease', cached: true, nodeView: true, deletedWithNode: true },
+  // Written with the Apply's MachineConfigs, before the leader renders the config it names; the
+  // leader deletes it once neither the pool's target nor any node's assignment is that config.
+  ConfigTry: { writer: 'operator', holds: 'an `mcctl apply --try`: the rendered config that Apply produces is tried with its timeout on every node it reaches', cached: true },
   TryConfirmation: { writer: 'operator', holds: 'an operator\'s `mcctl confirm` of a node\'s try, until its stream delivers it', cached: true, deletedWithNode: true },
   ReapplyRequest: { writer: 'operator', holds: 'an operator\'s request to re-apply a node\'s config, until its stream delivers it', cached: true, deletedWithNode: true },
   Replica: { writer: 'replica', holds: 'a running mcplane-server; attached to its lease', cached: true },

@@ -151,6 +151,18 @@ export interface AgentSessionRecord {
   bootId: string;
 }
 
+/**
+ * `mcctl apply --try`, stored under the rendered config the Apply produces (its name is the hash
+ * of what it renders, computed as the leader will): every node handed that config tries it.
+ */
+export interface ConfigTryRecord {
+  pool: string;
+  /** The try's timeout as given ("5m"); the checks are the pool's (effectiveTry). */
+  timeout: string;
+  requestedBy: string;
+  requestedAt: number;
+}
+
 /** `mcctl confirm`: the node's try of `config` is confirmed; deleted once its stream delivers it (as ReapplyRequest). */
 export interface TryConfirmationRecord {
   config: string;
@@ -382,6 +394,7 @@ interface ControlPlaneValues {
   AgentSession: AgentSessionRecord;
   ReapplyRequest: ReapplyRequestRecord;
   TryConfirmation: TryConfirmationRecord;
+  ConfigTry: ConfigTryRecord;
   Replica: ReplicaRecord;
   Leader: LeaderRecord;
   EnrollmentToken: EnrollmentTokenRecord;
