@@ -20,25 +20,21 @@ spec:
 `;
 }
 
-/** A KubeletConfig selecting `pool` by MCO's pools.operator label, setting maxPods. */
-export const kubeletConfigYaml = (name: string, pool: string, maxPods: number): string => `---
+/** A source of `kind` selecting `pool` by MCO's pools.operator label, `spec` (flow YAML) under `field`. */
+const poolSource = (kind: string, field: string, name: string, pool: string, spec: string): string => `---
 apiVersion: machineconfiguration.openshift.io/v1
-kind: KubeletConfig
+kind: ${kind}
 metadata: {name: ${name}}
 spec:
   machineConfigPoolSelector: {matchLabels: {pools.operator.machineconfiguration.openshift.io/${pool}: ""}}
-  kubeletConfig: {maxPods: ${maxPods}}
+  ${field}: ${spec}
 `;
 
-/** A ContainerRuntimeConfig selecting `pool`, with `spec` as its containerRuntimeConfig (flow YAML). */
-export const containerRuntimeConfigYaml = (name: string, pool: string, spec: string): string => `---
-apiVersion: machineconfiguration.openshift.io/v1
-kind: ContainerRuntimeConfig
-metadata: {name: ${name}}
-spec:
-  machineConfigPoolSelector: {matchLabels: {pools.operator.machineconfiguration.openshift.io/${pool}: ""}}
-  containerRuntimeConfig: ${spec}
-`;
+/** A KubeletConfig for `pool` setting maxPods. */
+export const kubeletConfigYaml = (name: string, pool: string, maxPods: number): string => poolSource('KubeletConfig', 'kubeletConfig', name, pool, `{maxPods: ${maxPods}}`);
+
+/** A ContainerRuntimeConfig for `pool` with `spec` as its containerRuntimeConfig. */
+export const containerRuntimeConfigYaml = (name: string, pool: string, spec: string): string => poolSource('ContainerRuntimeConfig', 'containerRuntimeConfig', name, pool, spec);
 
 /** ImageDigestMirrorSet ubi: registry.access.redhat.com/ubi9 mirrored at mirror.example.com/ubi9. */
 export const UBI_MIRROR_SET = `---
