@@ -11,6 +11,7 @@ import { startOnPoolTarget, untilNode } from '../helpers/converge.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
 import { brokenUnitConfig, mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
+import { scaled } from '../helpers/time-scale.ts';
 
 const poolDoc = (name: string, extra: string) => poolYaml(name, `  maxUnavailable: 100%
   disruptionPolicy:
@@ -34,7 +35,8 @@ test('drift: a managed file changed by hand shows on the control plane within 2 
   const start = Date.now();
   const node = await untilNode(c, [host], 'drift-degrade', (n) => n.status!.drift.length > 0, 5000);
   const took = Date.now() - start;
-  assert.ok(took < 2000, `drift reported after ${took} ms`);
+  // 2 s on a quiet machine: the agent's watch and report are CPU work a busy machine slows down.
+  assert.ok(took < scaled(2000), `drift reported after ${took} ms (budget ${scaled(2000)} ms)`);
   const d = node.status!.drift[0]!;
   assert.equal(d.path, '/etc/watched.conf');
   assert.equal(d.kind, 'file');
