@@ -9,7 +9,7 @@ import { call } from '../../src/cli/client/call.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { assertDemoRestartedWithoutReboot } from '../helpers/demo-service-checks.ts';
-import { demoServiceConfig, poolYaml } from '../helpers/manifests.ts';
+import { demoServiceConfig, mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
 
 let host: SandboxHost;
@@ -77,17 +77,13 @@ test('kernel arguments and kernel type go through rpm-ostree and need a reboot; 
 test('a file taken over is backed up and restored when no config manages it; a new file is deleted', { skip }, async () => {
   const { writeFileSync } = await import('node:fs');
   writeFileSync(join(host.root, 'etc/original.conf'), 'the distribution default\n', { mode: 0o644 });
-  const takeover = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata: {name: 60-takeover, labels: {machineconfiguration.openshift.io/role: worker}}
-spec:
-  config:
+  const takeover = mcYaml('60-takeover', 'worker', `  config:
     ignition: {version: 3.4.0}
     storage:
       files:
         - {path: /etc/original.conf, contents: {source: "data:,managed"}}
         - {path: /usr/local/bin/tool, mode: 0755, contents: {source: "data:,%23!/bin/sh"}}
-`;
+`);
   await apply(takeover);
   let want = await target();
   await untilNode(c, [host], 'host-a', (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
