@@ -6,37 +6,19 @@ import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
-import { call } from '../../src/cli/client/call.ts';
-import type { Clients } from '../../src/cli/client/connection.ts';
+import { test } from 'node:test';
 import { parseAgentConfig } from '../../src/agent/agent-config.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
-import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { mcYaml } from '../helpers/manifests.ts';
 import { sample, samples, scrape } from '../helpers/prometheus-text.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
 
-const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
-let server: TestServer;
-let c: Clients;
-let systemd: UserSystemd;
-const hosts: SandboxHost[] = [];
-
-before(async () => {
-  if (skip) return;
-  server = await startTestServer();
-  c = server.admin();
-  systemd = await startUserSystemd();
+const { skip, server, c, systemd, hosts, apply, target: poolTarget } = sandboxFixture({
+  sharedSystemd: true,
   // A file with no disruption policy: MCO's default, a reboot.
-  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'mc.yaml', text: mcYaml('50-watched', 'worker', '  config:\n    ignition: {version: 3.4.0}\n    storage: {files: [{path: /etc/watched.conf, contents: {source: "data:,expected"}}]}\n') }], dryRun: false }, 'apply');
-});
-after(async () => {
-  if (skip) return;
-  for (const h of hosts) await h.kill();
-  await systemd.stop();
-  await server.close();
+  setUp: async () => { await apply(mcYaml('50-watched', 'worker', '  config:\n    ignition: {version: 3.4.0}\n    storage: {files: [{path: /etc/watched.conf, contents: {source: "data:,expected"}}]}\n')); },
 });
 
 async function metricsOf(host: SandboxHost) {
@@ -61,7 +43,7 @@ test('an update with a reboot: every phase timed (the reboot across the restart)
   const host = new SandboxHost({ name: 'metrics-a', server: server.address, pki: server.pki, systemd, driftIntervalSeconds: 1 });
   hosts.push(host);
   await host.start();
-  const target = (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get')).status!.configuration;
+  const target = await poolTarget();
   const startedAt = Date.now() / 1000;
   await untilNode(c, [host], 'metrics-a', (n) => n.status!.currentConfig === target && n.status!.state === 'Done');
   assert.equal(host.reboots, 1);

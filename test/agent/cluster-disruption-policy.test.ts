@@ -4,19 +4,18 @@
 // which is how the demo's infra node came to reboot before the cluster policy existed.
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { demoServiceConfig } from '../helpers/manifests.ts';
+import { test } from 'node:test';
+import { demoServiceConfig, INFRA_POOL_WITH_UNIT_POLICY } from '../helpers/manifests.ts';
 import { call } from '../../src/cli/client/call.ts';
-import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
-import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { untilNode } from '../helpers/converge.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { assertDemoRestartedWithoutReboot } from '../helpers/demo-service-checks.ts';
+import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
 
-const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
-let server: TestServer;
-let c: Clients;
 let host: SandboxHost;
+const { skip, server, c, hosts, apply, target } = sandboxFixture({
+  setUp: async () => { hosts.push(host = new SandboxHost({ name: 'infra-a', server: server.address, pki: server.pki, pool: 'infra', labels: { 'node-role.kubernetes.io/infra': '' } })); },
+});
 
 // As an OpenShift user writes it. Its unit entry is overridden by the pool's own below.
 const clusterPolicy = `apiVersion: operator.openshift.io/v1
@@ -39,42 +38,15 @@ spec:
           - type: None
 `;
 // A custom pool taking the worker configs, with a policy of its own for the unit only.
-const infraPool = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata: {name: infra}
-spec:
-  machineConfigSelector:
-    matchExpressions:
-      - {key: machineconfiguration.openshift.io/role, operator: In, values: [worker, infra]}
-  nodeSelector:
-    matchLabels: {node-role.kubernetes.io/infra: ""}
-  disruptionPolicy:
-    units:
-      - {name: demo.service, actions: [{type: daemon-reload}, {type: restart, unit: demo.service}]}
-`;
+const infraPool = INFRA_POOL_WITH_UNIT_POLICY;
 const config = (motd: string) => demoServiceConfig(motd);
 
-before(async () => {
-  if (skip) return;
-  server = await startTestServer();
-  c = server.admin();
-  host = new SandboxHost({ name: 'infra-a', server: server.address, pki: server.pki, pool: 'infra', labels: { 'node-role.kubernetes.io/infra': '' } });
-});
-after(async () => {
-  if (skip) return;
-  await host.stop();
-  await server.close();
-});
-
-const target = async () => (await call(c, c.status.getPool.bind(c.status), { name: 'infra' }, 'get')).status!.configuration;
-const apply = (source: string, text: string) => call(c, c.config.apply.bind(c.config), { manifests: [{ source, text }], dryRun: false }, 'apply');
-
 test('a node in a custom pool follows the cluster policy with its pool\'s entries on top: no reboot to take its config', { skip }, async () => {
-  await apply('cluster.yaml', clusterPolicy);
-  await apply('infra.yaml', infraPool);
-  await apply('demo.yaml', config('hello'));
+  await apply(clusterPolicy);
+  await apply(infraPool);
+  await apply(config('hello'));
   await host.start();
-  const want = await target();
+  const want = await target('infra');
   const node = await untilNode(c, [host], 'infra-a', (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
   assert.equal(node.pool, 'infra');
   assert.equal(host.reboots, 0);
@@ -84,22 +56,16 @@ test('a node in a custom pool follows the cluster policy with its pool\'s entrie
 });
 
 test('a file change covered only by the cluster policy restarts its unit over D-Bus, without a reboot', { skip }, async () => {
-  host.systemd.systemctl('start', 'demo.service');
-  const before = host.systemd.systemctl('show', '-p', 'ActiveEnterTimestampMonotonic', 'demo.service').stdout;
-  await apply('demo.yaml', config('changed'));
-  const want = await target();
-  const node = await untilNode(c, [host], 'infra-a', (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
-  assert.equal(host.reboots, 0, 'no reboot');
-  assert.equal(node.status!.lastDisruption, 'restart demo.service');
-  assert.equal(host.file('etc/demo/motd'), 'changed');
-  assert.equal(host.systemd.systemctl('is-active', 'demo.service').stdout.trim(), 'active');
-  assert.notEqual(host.systemd.systemctl('show', '-p', 'ActiveEnterTimestampMonotonic', 'demo.service').stdout, before);
+  await assertDemoRestartedWithoutReboot(c, host, async () => {
+    await apply(config('changed'));
+    return target('infra');
+  }, 'changed');
 });
 
 test('without the cluster policy the same change reboots the node (MCO\'s default)', { skip }, async () => {
   await call(c, c.config.delete.bind(c.config), { kind: 'MachineConfiguration', name: 'cluster' }, 'delete');
-  await apply('demo.yaml', config('again'));
-  const want = await target();
+  await apply(config('again'));
+  const want = await target('infra');
   const node = await untilNode(c, [host], 'infra-a', (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
   assert.equal(host.reboots, 1);
   assert.match(node.status!.lastDisruption, /^reboot: file \/etc\/demo\/motd changed: no disruption policy covers it$/);

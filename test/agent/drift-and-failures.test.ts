@@ -4,21 +4,14 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
-import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { startOnPoolTarget, untilNode } from '../helpers/converge.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
-import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
-import { mcYaml, poolYaml } from '../helpers/manifests.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
-
-const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
-let server: TestServer;
-let c: Clients;
-let systemd: UserSystemd;
-const hosts: SandboxHost[] = [];
+import { brokenUnitConfig, mcYaml, poolYaml } from '../helpers/manifests.ts';
+import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
+import { scaled } from '../helpers/time-scale.ts';
 
 const poolDoc = (name: string, extra: string) => poolYaml(name, `  maxUnavailable: 100%
   disruptionPolicy:
@@ -26,27 +19,15 @@ const poolDoc = (name: string, extra: string) => poolYaml(name, `  maxUnavailabl
     units: [{name: broken.service, actions: [{type: restart, unit: broken.service}]}]
 ${extra}`);
 const mc = mcYaml;
-const apply = (...texts: string[]) => call(c, c.config.apply.bind(c.config), { manifests: texts.map((text, i) => ({ source: `${i}.yaml`, text })), dryRun: false }, 'apply');
-const target = async (pool: string) => (await call(c, c.status.getPool.bind(c.status), { name: pool }, 'get')).status!.configuration;
+const file = (role: string) => mc(`50-${role}`, role, `  config:\n    ignition: {version: 3.4.0}\n    storage: {files: [{path: /etc/watched.conf, contents: {source: "data:,expected"}}]}\n`);
+const { skip, server, c, systemd, hosts, apply, target } = sandboxFixture({
+  sharedSystemd: true,
+  setUp: async () => { await apply(poolDoc('degrade', ''), poolDoc('heal', '  driftPolicy: Reconcile\n'), file('degrade'), file('heal')); },
+});
 
 async function hostIn(pool: string, name: string, options: Partial<ConstructorParameters<typeof SandboxHost>[0]> = {}): Promise<SandboxHost> {
   return startOnPoolTarget(c, hosts, new SandboxHost({ name, server: server.address, pki: server.pki, pool, systemd, labels: { [`node-role.kubernetes.io/${pool}`]: '' }, ...options }), pool);
 }
-
-before(async () => {
-  if (skip) return;
-  server = await startTestServer();
-  c = server.admin();
-  systemd = await startUserSystemd();
-  const file = (role: string) => mc(`50-${role}`, role, `  config:\n    ignition: {version: 3.4.0}\n    storage: {files: [{path: /etc/watched.conf, contents: {source: "data:,expected"}}]}\n`);
-  await apply(poolDoc('degrade', ''), poolDoc('heal', '  driftPolicy: Reconcile\n'), file('degrade'), file('heal'));
-});
-after(async () => {
-  if (skip) return;
-  for (const h of hosts) await h.kill();
-  await systemd.stop();
-  await server.close();
-});
 
 test('drift: a managed file changed by hand shows on the control plane within 2 s, with path and hashes; the node degrades', { skip }, async () => {
   const host = await hostIn('degrade', 'drift-degrade', { driftIntervalSeconds: 60 });
@@ -54,7 +35,8 @@ test('drift: a managed file changed by hand shows on the control plane within 2 
   const start = Date.now();
   const node = await untilNode(c, [host], 'drift-degrade', (n) => n.status!.drift.length > 0, 5000);
   const took = Date.now() - start;
-  assert.ok(took < 2000, `drift reported after ${took} ms`);
+  // 2 s on a quiet machine: the agent's watch and report are CPU work a busy machine slows down.
+  assert.ok(took < scaled(2000), `drift reported after ${took} ms (budget ${scaled(2000)} ms)`);
   const d = node.status!.drift[0]!;
   assert.equal(d.path, '/etc/watched.conf');
   assert.equal(d.kind, 'file');
@@ -99,17 +81,7 @@ test('drift policy Reconcile: the agent rewrites the file and reports what it fi
 test('a unit that fails to restart: Degraded naming the step, the unit and the result; the files are rolled back', { skip }, async () => {
   await apply(poolDoc('unitfail', ''), mc('50-unitfail', 'unitfail', `  config:\n    ignition: {version: 3.4.0}\n    storage: {files: [{path: /etc/watched.conf, contents: {source: "data:,expected"}}]}\n`));
   const host = await hostIn('unitfail', 'unit-fail');
-  const broken = mc('60-broken', 'unitfail', `  config:
-    ignition: {version: 3.4.0}
-    storage: {files: [{path: /etc/watched.conf, contents: {source: "data:,new-content"}}]}
-    systemd:
-      units:
-        - name: broken.service
-          contents: |
-            [Service]
-            Type=oneshot
-            ExecStart=/bin/false
-`);
+  const broken = brokenUnitConfig('60-broken', 'unitfail', '/etc/watched.conf', 'new-content');
   await apply(broken);
   const node = await untilNode(c, [host], 'unit-fail', (n) => n.status!.state === 'Degraded', 20_000);
   assert.equal(node.status!.phase, 'actions');

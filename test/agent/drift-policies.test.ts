@@ -9,23 +9,16 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
-import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
-import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
 import { startOnPoolTarget, untilNode } from '../helpers/converge.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
+import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
 import { scaled } from '../helpers/time-scale.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
-const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
-let server: TestServer;
-let c: Clients;
-let systemd: UserSystemd;
-const hosts: SandboxHost[] = [];
 const cli = (...args: string[]) => runCliAsync([...args, '-s', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null']);
 
 const pool = (name: string, extra: string) => poolYaml(name, `  maxUnavailable: 100%
@@ -33,33 +26,23 @@ const pool = (name: string, extra: string) => poolYaml(name, `  maxUnavailable: 
     files: [{path: /etc/, actions: [{type: none}]}]
 ${extra}`);
 const files = (role: string, ...entries: string[]) => mcYaml(`50-${role}`, role, `  config:\n    ignition: {version: 3.4.0}\n    storage:\n      files:\n${entries.map((e) => `        - ${e}\n`).join('')}`);
-const apply = (...texts: string[]) => call(c, c.config.apply.bind(c.config), { manifests: texts.map((text, i) => ({ source: `${i}.yaml`, text })), dryRun: false }, 'apply');
-const target = async (p: string) => (await call(c, c.status.getPool.bind(c.status), { name: p }, 'get')).status!.configuration;
+const { skip, server, c, systemd, hosts, apply, target } = sandboxFixture({
+  sharedSystemd: true,
+  setUp: async () => {
+    await apply(
+      pool('adopt', '  driftPolicy: Adopt\n'),
+      files('adopt', '{path: /etc/adopt/chrony.conf, mode: 0644, contents: {source: "data:,server%20a.example%0A"}}', '{path: /etc/adopt/secret.conf, mode: 0600, contents: {source: "data:,s1"}}'),
+      pool('ignore', '  driftIgnore: [/etc/ignored/*.conf, /etc/hand-managed/]\n'),
+      files('ignore', '{path: /etc/ignored/local.conf, contents: {source: "data:,managed"}}', '{path: /etc/hand-managed/deep/x, contents: {source: "data:,managed"}}', '{path: /etc/watched.conf, contents: {source: "data:,managed"}}'),
+      pool('loop', '  driftPolicy: Reconcile\n'),
+      files('loop', '{path: /etc/looped.conf, contents: {source: "data:,expected"}}'),
+    );
+  },
+});
 
 async function hostIn(p: string, name: string, config: Record<string, unknown> = {}): Promise<SandboxHost> {
   return startOnPoolTarget(c, hosts, new SandboxHost({ name, server: server.address, pki: server.pki, pool: p, systemd, labels: { [`node-role.kubernetes.io/${p}`]: '' }, config }), p);
 }
-
-before(async () => {
-  if (skip) return;
-  server = await startTestServer();
-  c = server.admin();
-  systemd = await startUserSystemd();
-  await apply(
-    pool('adopt', '  driftPolicy: Adopt\n'),
-    files('adopt', '{path: /etc/adopt/chrony.conf, mode: 0644, contents: {source: "data:,server%20a.example%0A"}}', '{path: /etc/adopt/secret.conf, mode: 0600, contents: {source: "data:,s1"}}'),
-    pool('ignore', '  driftIgnore: [/etc/ignored/*.conf, /etc/hand-managed/]\n'),
-    files('ignore', '{path: /etc/ignored/local.conf, contents: {source: "data:,managed"}}', '{path: /etc/hand-managed/deep/x, contents: {source: "data:,managed"}}', '{path: /etc/watched.conf, contents: {source: "data:,managed"}}'),
-    pool('loop', '  driftPolicy: Reconcile\n'),
-    files('loop', '{path: /etc/looped.conf, contents: {source: "data:,expected"}}'),
-  );
-});
-after(async () => {
-  if (skip) return;
-  for (const h of hosts) await h.kill();
-  await systemd.stop();
-  await server.close();
-});
 
 test('driftPolicy Adopt: a hand-edited file stays, the node stays Done (Drifted), and the proposal applied converges the pool with no drift', { skip }, async () => {
   const host = await hostIn('adopt', 'adopt-0');

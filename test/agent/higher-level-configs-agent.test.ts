@@ -8,39 +8,23 @@
 // covers, reboots the node, as MCO's default.
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { stringify } from 'yaml';
 import { call } from '../../src/cli/client/call.ts';
-import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
-import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { containerRuntimeBase } from '../helpers/container-runtime-base.ts';
 import { fileEntry, ign, mcDoc } from '../helpers/manifests.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
 
-const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
-let server: TestServer;
-let c: Clients;
 let host: SandboxHost;
+const { skip, server, c, hosts, target } = sandboxFixture({
+  setUp: async () => { hosts.push(host = new SandboxHost({ name: 'hl-worker', server: server.address, pki: server.pki })); },
+});
 
 const KUBELET = 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: 250\n';
 
-before(async () => {
-  if (skip) return;
-  server = await startTestServer();
-  c = server.admin();
-  host = new SandboxHost({ name: 'hl-worker', server: server.address, pki: server.pki });
-});
-after(async () => {
-  if (skip) return;
-  await host.stop();
-  await server.close();
-});
-
 const apply = (...docs: Record<string, unknown>[]) => call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'hl.yaml', text: docs.map((d) => stringify(d)).join('---\n') }], dryRun: false }, 'apply');
-/** The worker pool's target once the leader rendered what the last Apply generated. */
-const target = async () => (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get')).status!.configuration;
 const reloads = () => (host.file('crio-reloads') ?? '').split('\n').filter(Boolean).length;
 /** The node Done on the pool's new target, which must differ from `previous` (the Apply generated something). */
 const doneAfter = async (previous: string) => {

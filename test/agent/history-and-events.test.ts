@@ -13,7 +13,7 @@ import type { UpdateRecord__Output } from '../../src/runtime/generated/mcplane/v
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { untilNode } from '../helpers/converge.ts';
-import { mcYaml, poolYaml } from '../helpers/manifests.ts';
+import { brokenUnitConfig, mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { REPO_ROOT, runCliAsync } from '../helpers/run-cli.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
@@ -31,17 +31,7 @@ const pool = poolYaml('worker', `  disruptionPolicy:
     units:
       - {name: broken.service, actions: [{type: none}]}
 `);
-const base = mcYaml('50-demo', 'worker', `  config:
-    ignition: {version: 3.4.0}
-    storage: {files: [{path: /etc/demo/motd, contents: {source: "data:,hello"}}]}
-    systemd:
-      units:
-        - name: broken.service
-          contents: |
-            [Service]
-            Type=oneshot
-            ExecStart=/bin/false
-`);
+const base = brokenUnitConfig('50-demo', 'worker', '/etc/demo/motd', 'hello');
 const kargs = mcYaml('60-kargs', 'worker', '  kernelArguments: [hugepages=16]\n');
 const failing = mcYaml('70-fail', 'worker', '  config:\n    ignition: {version: 3.4.0}\n    storage: {files: [{path: /etc/fail/trigger, contents: {source: "data:,x"}}]}\n');
 

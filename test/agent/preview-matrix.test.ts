@@ -16,7 +16,7 @@ import type { NodePreview__Output } from '../../src/runtime/generated/mcplane/v1
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { untilNode } from '../helpers/converge.ts';
-import { demoServiceConfig } from '../helpers/manifests.ts';
+import { demoServiceConfig, INFRA_POOL_WITH_UNIT_POLICY } from '../helpers/manifests.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
@@ -35,19 +35,7 @@ spec:
       - path: /etc/demo/
         actions: [{type: Restart, restart: {serviceName: demo.service}}]
 `;
-const infraPool = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata: {name: infra}
-spec:
-  machineConfigSelector:
-    matchExpressions:
-      - {key: machineconfiguration.openshift.io/role, operator: In, values: [worker, infra]}
-  nodeSelector:
-    matchLabels: {node-role.kubernetes.io/infra: ""}
-  disruptionPolicy:
-    units:
-      - {name: demo.service, actions: [{type: daemon-reload}, {type: restart, unit: demo.service}]}
-`;
+const infraPool = INFRA_POOL_WITH_UNIT_POLICY;
 interface Shared { motd: string; unitText: string; key: string; kargs: string; image: string }
 const shared = (s: Shared) => demoServiceConfig(s.motd, {
   name: '50-shared', description: s.unitText, sshKey: s.key,

@@ -15,7 +15,7 @@ import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
-import { poolYaml } from '../helpers/manifests.ts';
+import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
@@ -24,11 +24,7 @@ let c: Clients;
 let host: SandboxHost | undefined;
 
 const pool = poolYaml('worker', '  maxUnavailable: 100%\n  disruptionPolicy: {files: [{path: /etc/, actions: [{type: none}]}], units: [{name: rooted.service, actions: [{type: none}]}]}\n');
-const config = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata: {name: 50-rooted, labels: {machineconfiguration.openshift.io/role: worker}}
-spec:
-  config:
+const config = mcYaml('50-rooted', 'worker', `  config:
     ignition: {version: 3.4.0}
     passwd: {users: [{name: core, sshAuthorizedKeys: ["ssh-ed25519 AAAA rooted"]}]}
     storage: {files: [{path: /etc/rooted.conf, contents: {source: "data:,rooted"}}]}
@@ -36,7 +32,7 @@ spec:
       units:
         - name: rooted.service
           contents: "[Service]\\nType=oneshot\\nExecStart=/bin/true\\n"
-`;
+`);
 
 before(async () => {
   if (skip) return;

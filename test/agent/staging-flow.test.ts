@@ -27,6 +27,14 @@ const OS = mcYaml('60-os', 'worker', `  osImageURL: ${IMAGE}\n`);
 
 const apply = (c: Clients, ...texts: string[]) => call(c, c.config.apply.bind(c.config), { manifests: texts.map((text, i) => ({ source: `m${i}.yaml`, text })), dryRun: false }, 'apply');
 const target = async (c: Clients) => (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get pool')).status!.configuration;
+/** Applies `pool` with KARGS, starts `host` and waits until it is Done on that first config (a new host takes it at once), which it returns. */
+async function startOnFirst(c: Clients, host: SandboxHost, pool: string): Promise<string> {
+  await apply(c, pool, KARGS);
+  const first = await target(c);
+  await host.start();
+  await untilNode(c, [host], host.options.name, (n) => n.status!.currentConfig === first && n.status!.state === 'Done');
+  return first;
+}
 const calls = (host: SandboxHost): string[] => (JSON.parse(readFileSync(host.standinState, 'utf8')) as { calls: string[] }).calls;
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -36,10 +44,7 @@ test('a full disk is refused before any write: staging Failed names the file sys
   const host = new SandboxHost({ name: 'full-disk', server: server.address, pki: server.pki, config: { staging: { minFreeDisk: '4Pi', imageSizes: { [IMAGE]: '1500Mi' }, retrySeconds: 30 } } });
   try {
     const c = server.admin();
-    await apply(c, poolYaml('worker'), KARGS);
-    const first = await target(c);
-    await host.start();
-    await untilNode(c, [host], 'full-disk', (n) => n.status!.currentConfig === first && n.status!.state === 'Done');
+    const first = await startOnFirst(c, host, poolYaml('worker'));
     const rebootsBefore = host.reboots;
     await apply(c, poolYaml('worker'), KARGS, OS);
     const want = await target(c);
@@ -78,11 +83,8 @@ test('staged inside the download window, applied inside the maintenance window',
 `);
   try {
     const c = server.admin();
-    await apply(c, pool, KARGS);
-    const first = await target(c);
-    await host.start();
     // A new host takes its first config at once: it serves nothing yet.
-    await untilNode(c, [host], 'windowed', (n) => n.status!.currentConfig === first && n.status!.state === 'Done');
+    const first = await startOnFirst(c, host, pool);
     const rebootsBefore = host.reboots;
     // The preview says both: it downloads when the download window opens, and is disrupted in the maintenance window.
     const preview = await call(c, c.config.apply.bind(c.config), { manifests: [pool, KARGS, OS].map((text, i) => ({ source: `m${i}.yaml`, text })), dryRun: true }, 'preview');
@@ -184,10 +186,7 @@ test('the disk check runs again right before the apply: a disk that filled up af
   const pool = poolYaml('worker', '  maintenanceWindows:\n    - {schedule: "0 2 * * 6", duration: 4h, timeZone: UTC}\n');
   try {
     const c = server.admin();
-    await apply(c, pool, KARGS);
-    const first = await target(c);
-    await host.start();
-    await untilNode(c, [host], 'filled', (n) => n.status!.currentConfig === first && n.status!.state === 'Done');
+    const first = await startOnFirst(c, host, pool);
     await apply(c, pool, KARGS, OS);
     const want = await target(c);
     await untilNode(c, [host], 'filled', (n) => n.status!.staging?.state === 'Staged' && n.status!.staging.config === want);

@@ -4,19 +4,18 @@
 import assert from 'node:assert/strict';
 import { readFileSync, statSync, lstatSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
-import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
-import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
-import { demoServiceConfig, poolYaml } from '../helpers/manifests.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { assertDemoRestartedWithoutReboot } from '../helpers/demo-service-checks.ts';
+import { demoServiceConfig, mcYaml, poolYaml } from '../helpers/manifests.ts';
+import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
 
-const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
-let server: TestServer;
-let c: Clients;
 let host: SandboxHost;
+const { skip, server, c, hosts, apply, target } = sandboxFixture({
+  setUp: async () => { hosts.push(host = new SandboxHost({ name: 'host-a', server: server.address, pki: server.pki })); },
+});
 
 const pool = poolYaml('worker', `  disruptionPolicy:
     files:
@@ -25,21 +24,6 @@ const pool = poolYaml('worker', `  disruptionPolicy:
       - {name: demo.service, actions: [{type: daemon-reload}, {type: restart, unit: demo.service}]}
 `);
 const config = (motd: string, extra = '') => demoServiceConfig(motd, { mode: '0640', sshKey: 'ssh-ed25519 AAAA demo', tail: extra });
-
-before(async () => {
-  if (skip) return;
-  server = await startTestServer();
-  c = server.admin();
-  host = new SandboxHost({ name: 'host-a', server: server.address, pki: server.pki });
-});
-after(async () => {
-  if (skip) return;
-  await host.stop();
-  await server.close();
-});
-
-const target = async () => (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get')).status!.configuration;
-const apply = (text: string) => call(c, c.config.apply.bind(c.config), { manifests: [{ source: 't.yaml', text }], dryRun: false }, 'apply');
 
 test('a new host takes its pool config: files, unit, SSH keys; the pool policy covers them, so no reboot', { skip }, async () => {
   await apply(pool);
@@ -61,16 +45,10 @@ test('a new host takes its pool config: files, unit, SSH keys; the pool policy c
 });
 
 test('a file under a restart policy changes without a reboot; the unit is restarted over D-Bus', { skip }, async () => {
-  const before = host.systemd.systemctl('show', '-p', 'ActiveEnterTimestampMonotonic', 'demo.service').stdout;
-  host.systemd.systemctl('start', 'demo.service');
-  await apply(config('changed'));
-  const want = await target();
-  const node = await untilNode(c, [host], 'host-a', (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
-  assert.equal(host.reboots, 0, 'no reboot');
-  assert.equal(node.status!.lastDisruption, 'restart demo.service');
-  assert.equal(host.file('etc/demo/motd'), 'changed');
-  assert.equal(host.systemd.systemctl('is-active', 'demo.service').stdout.trim(), 'active');
-  assert.notEqual(host.systemd.systemctl('show', '-p', 'ActiveEnterTimestampMonotonic', 'demo.service').stdout, before);
+  await assertDemoRestartedWithoutReboot(c, host, async () => {
+    await apply(config('changed'));
+    return target();
+  }, 'changed');
 });
 
 test('kernel arguments and kernel type go through rpm-ostree and need a reboot; validation reads the booted deployment', { skip }, async () => {
@@ -99,17 +77,13 @@ test('kernel arguments and kernel type go through rpm-ostree and need a reboot; 
 test('a file taken over is backed up and restored when no config manages it; a new file is deleted', { skip }, async () => {
   const { writeFileSync } = await import('node:fs');
   writeFileSync(join(host.root, 'etc/original.conf'), 'the distribution default\n', { mode: 0o644 });
-  const takeover = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata: {name: 60-takeover, labels: {machineconfiguration.openshift.io/role: worker}}
-spec:
-  config:
+  const takeover = mcYaml('60-takeover', 'worker', `  config:
     ignition: {version: 3.4.0}
     storage:
       files:
         - {path: /etc/original.conf, contents: {source: "data:,managed"}}
         - {path: /usr/local/bin/tool, mode: 0755, contents: {source: "data:,%23!/bin/sh"}}
-`;
+`);
   await apply(takeover);
   let want = await target();
   await untilNode(c, [host], 'host-a', (n) => n.status!.currentConfig === want && n.status!.state === 'Done');

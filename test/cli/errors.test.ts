@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { Metadata, Server, ServerCredentials, status as Status } from '@grpc/grpc-js';
 import { stringify } from 'yaml';
 import { unselectedConfigs } from '../../src/machineconfig/index.ts';
@@ -13,16 +13,10 @@ import { loadMcplaneProto } from '../../src/runtime/proto.ts';
 import { mcDoc, parseValid, poolDoc } from '../helpers/manifests.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
 import { spawnServer } from '../helpers/server-process.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverFixture } from '../helpers/server-fixture.ts';
 
-let server: TestServer;
-let conn: string[];
+const { server, conn } = serverFixture();
 const dir = mkdtempSync(join(tmpdir(), 'mcctl-errors-'));
-before(async () => {
-  server = await startTestServer();
-  conn = ['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null'];
-});
-after(async () => { await server.close(); });
 
 const mcctl = (...args: string[]) => runCliAsync([...conn, ...args]);
 /** What an operator should never have to read. */

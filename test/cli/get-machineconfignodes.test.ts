@@ -41,11 +41,8 @@ function checkFields(what: string, o: unknown, type: keyof typeof MCO_FIELDS): v
 }
 
 let agent: SimulatedAgent;
-const { server, agents, conn } = serverFixture({}, async () => {
-  const tls = await server.pki.node('n1');
-  agent = new SimulatedAgent({ address: server.address, tls, name: 'n1', autoDone: true, labels: { 'node-role.kubernetes.io/worker': '' } });
-  agents.push(agent);
-  await agent.connect();
+const { server, conn, connectAgent } = serverFixture({}, async () => {
+  agent = await connectAgent('n1', { autoDone: true, labels: { 'node-role.kubernetes.io/worker': '' } });
   await agent.waitFor(() => agent.status.state === 'Done' && agent.status.currentConfig !== '' && agent.status.currentConfig === agent.lastAssignment?.renderedConfig);
   // What the agent's staging and PinnedImageSet work will report (fields 15-16), over the stream.
   agent.report({

@@ -9,14 +9,11 @@ import { SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { serverFixture } from '../helpers/server-fixture.ts';
 
 let agent: SimulatedAgent;
-const { server, agents, conn } = serverFixture({}, async () => {
+const { server, conn, connectAgent } = serverFixture({}, async () => {
   // n1 registered with its real certificate (90 days: registration records it); n2 has ten hours and a half left, n3 ran
   // out an hour ago, n4 has none on record (registered before records carried it).
-  const tls = await server.pki.node('n1');
-  agent = new SimulatedAgent({ address: server.address, tls, name: 'n1', autoDone: true, labels: { 'node-role.kubernetes.io/worker': '' } });
-  agents.push(agent);
-  await agent.connect();
-  const cert = certificateOf(tls.cert);
+  agent = await connectAgent('n1', { autoDone: true, labels: { 'node-role.kubernetes.io/worker': '' } });
+  const cert = certificateOf(agent.options.tls.cert);
   await recordCertificate(server, 'n2', { ...cert, notAfter: Date.now() + 10.5 * 3600_000 });
   await recordCertificate(server, 'n3', { ...cert, notAfter: Date.now() - 3600_000 });
   await recordCertificate(server, 'n4', cert);

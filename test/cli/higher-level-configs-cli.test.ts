@@ -8,53 +8,17 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { parse } from 'yaml';
+import { b64, kubeletBaseConfig, kubeletConfigYaml, UBI_MIRROR_SET } from '../helpers/higher-level-manifests.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverFixture } from '../helpers/server-fixture.ts';
 
-let server: TestServer;
-let conn: string[];
+const { conn } = serverFixture();
 const dir = mkdtempSync(join(tmpdir(), 'mcplane-hl-'));
-before(async () => {
-  server = await startTestServer();
-  conn = ['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null'];
-});
-after(() => server.close());
 const mcctl = (...args: string[]) => runCliAsync([...conn, ...args]);
-const b64 = (s: string) => Buffer.from(s).toString('base64');
 
-const MANIFESTS = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 01-worker-kubelet
-  labels: {machineconfiguration.openshift.io/role: worker}
-spec:
-  config:
-    ignition: {version: 3.4.0}
-    storage:
-      files:
-        - path: /etc/kubernetes/kubelet.conf
-          contents: {source: "data:;base64,${b64('apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: 250\n')}"}
-        - path: /etc/containers/registries.conf
-          contents: {source: "data:;base64,${b64('unqualified-search-registries = ["docker.io"]\n')}"}
----
-apiVersion: machineconfiguration.openshift.io/v1
-kind: KubeletConfig
-metadata: {name: set-max-pods}
-spec:
-  machineConfigPoolSelector:
-    matchLabels: {pools.operator.machineconfiguration.openshift.io/worker: ""}
-  kubeletConfig: {maxPods: 500}
----
-apiVersion: config.openshift.io/v1
-kind: ImageDigestMirrorSet
-metadata: {name: ubi}
-spec:
-  imageDigestMirrors:
-    - source: registry.access.redhat.com/ubi9
-      mirrors: [mirror.example.com/ubi9]
-`;
+const MANIFESTS = kubeletBaseConfig() + kubeletConfigYaml('set-max-pods', 'worker', 500) + UBI_MIRROR_SET;
 
 test('apply, get, get -o yaml, get mc and delete of a KubeletConfig and an ImageDigestMirrorSet', async () => {
   const file = join(dir, 'hl.yaml');

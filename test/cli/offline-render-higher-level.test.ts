@@ -5,34 +5,11 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { containerRuntimeConfigYaml, kubeletBaseConfig, kubeletConfigYaml, UBI_MIRROR_SET } from '../helpers/higher-level-manifests.ts';
 import { runCli } from '../helpers/run-cli.ts';
 
-const b64 = (s: string) => Buffer.from(s).toString('base64');
-const BASE = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata: {name: 01-worker-kubelet, labels: {machineconfiguration.openshift.io/role: worker}}
-spec:
-  config:
-    ignition: {version: 3.4.0}
-    storage:
-      files:
-        - {path: /etc/kubernetes/kubelet.conf, contents: {source: "data:;base64,${b64('kind: KubeletConfiguration\nmaxPods: 250\n')}"}}
-        - {path: /etc/containers/registries.conf, contents: {source: "data:;base64,${b64('unqualified-search-registries = ["docker.io"]\n')}"}}
-`;
-const SOURCES = `---
-apiVersion: machineconfiguration.openshift.io/v1
-kind: KubeletConfig
-metadata: {name: max-pods}
-spec:
-  machineConfigPoolSelector: {matchLabels: {pools.operator.machineconfiguration.openshift.io/worker: ""}}
-  kubeletConfig: {maxPods: 500}
----
-apiVersion: config.openshift.io/v1
-kind: ImageDigestMirrorSet
-metadata: {name: ubi}
-spec:
-  imageDigestMirrors: [{source: registry.access.redhat.com/ubi9, mirrors: [mirror.example.com/ubi9]}]
-`;
+const BASE = kubeletBaseConfig('kind: KubeletConfiguration\nmaxPods: 250\n');
+const SOURCES = kubeletConfigYaml('max-pods', 'worker', 500) + UBI_MIRROR_SET;
 
 test('render includes the generated kubelet and registries configs; validate names the sources', () => {
   const r = runCli(['render', '-f', '-', '--pool', 'worker', '-o', 'json'], { input: BASE + SOURCES });
@@ -63,21 +40,8 @@ spec:
     matchExpressions: [{key: machineconfiguration.openshift.io/role, operator: In, values: [worker, infra]}]
   nodeSelector: {matchLabels: {node-role.kubernetes.io/infra: ""}}
 `;
-const INFRA_SOURCES = `---
-apiVersion: machineconfiguration.openshift.io/v1
-kind: KubeletConfig
-metadata: {name: infra-kubelet}
-spec:
-  machineConfigPoolSelector: {matchLabels: {pools.operator.machineconfiguration.openshift.io/infra: ""}}
-  kubeletConfig: {maxPods: 100}
----
-apiVersion: machineconfiguration.openshift.io/v1
-kind: ContainerRuntimeConfig
-metadata: {name: infra-crio}
-spec:
-  machineConfigPoolSelector: {matchLabels: {pools.operator.machineconfiguration.openshift.io/infra: ""}}
-  containerRuntimeConfig: {logLevel: debug}
-`;
+const INFRA_KUBELET = kubeletConfigYaml('infra-kubelet', 'infra', 100);
+const INFRA_SOURCES = INFRA_KUBELET + containerRuntimeConfigYaml('infra-crio', 'infra', '{logLevel: debug}');
 const fileIn = (rendered: { spec: { config: { storage: { files: { path: string; contents: { source: string } }[] } } } }, path: string): string =>
   Buffer.from(rendered.spec.config.storage.files.find((f) => f.path === path)!.contents.source.split(',')[1]!, 'base64').toString();
 
@@ -97,7 +61,7 @@ test('render --pool worker ignores a KubeletConfig and ContainerRuntimeConfig th
 });
 
 test('a KubeletConfig that selects no pool on the command line (nor a built-in one) still fails render with no-pool', () => {
-  const r = runCli(['render', '-f', '-', '--pool', 'worker'], { input: BASE + '---\n' + INFRA_SOURCES.split('---\n')[1] });
+  const r = runCli(['render', '-f', '-', '--pool', 'worker'], { input: BASE + INFRA_KUBELET });
   assert.notEqual(r.status, 0);
   assert.equal(r.stdout, '');
   assert.match(r.stderr, /KubeletConfig\/infra-kubelet: spec\.machineConfigPoolSelector: KubeletConfig infra-kubelet does not match any MachineConfigPools \[no-pool\]/);

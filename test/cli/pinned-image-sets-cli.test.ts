@@ -7,19 +7,13 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { parse } from 'yaml';
 import { runCliAsync } from '../helpers/run-cli.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverFixture } from '../helpers/server-fixture.ts';
 
-let server: TestServer;
-let conn: string[];
+const { conn } = serverFixture();
 const dir = mkdtempSync(join(tmpdir(), 'mcplane-pis-'));
-before(async () => {
-  server = await startTestServer();
-  conn = ['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null'];
-});
-after(() => server.close());
 const mcctl = (...args: string[]) => runCliAsync([...conn, ...args]);
 const file = (name: string, text: string): string => {
   const path = join(dir, name);

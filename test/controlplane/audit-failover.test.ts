@@ -4,27 +4,13 @@
 
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import { connect } from '../../src/cli/client/connection.ts';
-import { startEtcdCluster, type EtcdCluster } from '../../sandbox/etcd-cluster.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
-import { startReplicaSet, type ReplicaSet } from '../helpers/replica-set.ts';
-import { testPki, type TestPki } from '../helpers/test-pki.ts';
+import { replicaSetFixture } from '../helpers/server-fixture.ts';
 
-let etcd: EtcdCluster;
-let set: ReplicaSet;
-let pki: TestPki;
-
-before(async () => {
-  pki = await testPki();
-  etcd = await startEtcdCluster({ members: 1 });
-  set = await startReplicaSet({ endpoints: etcd.endpoints, count: 2, pkiDir: pki.dir });
-});
-after(async () => {
-  await set?.stop();
-  await etcd?.stop();
-});
+const { pki, set } = replicaSetFixture({ members: 1, count: 2 });
 
 interface AuditItem { method: string; result: string; replica: string; user: { subject: string }; objects: { kind: string; name: string }[] }
 

@@ -5,32 +5,21 @@
 // `mcctl pki token create --pool P [--ttl]`, listed and deleted like any object.
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
-import type { Clients } from '../../src/cli/client/connection.ts';
 import { identityOf } from '../../src/runtime/pki.ts';
 import { bootstrapFetch, enrollHost, ignitionFile } from '../helpers/bootstrap-client.ts';
-import { mcYaml, poolYaml } from '../helpers/manifests.ts';
+import { masterSecretManifests } from '../helpers/manifests.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
 import { SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { serverFixture } from '../helpers/server-fixture.ts';
+import { scaled } from '../helpers/time-scale.ts';
 import { readFileSync } from 'node:fs';
 
 const WORKER_TOKEN = 'test-bootstrap-token';
-let server: TestServer;
-let c: Clients;
-before(async () => {
-  server = await startTestServer({ bootstrap: { issueRate: { burst: 1000, perMinute: 1000 }, failureRate: { burst: 1000, perMinute: 1000 } } });
-  c = server.admin();
-  await call(c, c.config.apply.bind(c.config), {
-    manifests: [
-      { source: 'infra.yaml', text: poolYaml('infra') },
-      { source: 'master.yaml', text: mcYaml('99-master-secret', 'master', '  kernelArguments: [master-secret=1]\n') },
-    ],
-    dryRun: false,
-  }, 'apply');
+const { server, c } = serverFixture({ bootstrap: { issueRate: { burst: 1000, perMinute: 1000 }, failureRate: { burst: 1000, perMinute: 1000 } } }, async () => {
+  await call(c, c.config.apply.bind(c.config), { manifests: masterSecretManifests('master-secret=1'), dryRun: false }, 'apply');
 });
-after(() => server.close());
 
 const cli = (...args: string[]) => runCliAsync(['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null', ...args]);
 
@@ -98,9 +87,13 @@ test('mcctl pki token create --pool infra --ttl: prints the token once; it serve
 });
 
 test('an expired token serves nothing; a bad --ttl or pool is a clear error', async () => {
-  const made = await call(c, c.identity.createBootstrapToken.bind(c.identity), { pool: 'worker', ttlMs: 300, description: '' }, 'create');
+  // A life long enough for the first fetch on a busy machine (a fixed 300 ms ran out before it at
+  // load 15 on two cores), and a wait past it.
+  const ttlMs = scaled(1_000);
+  const made = await call(c, c.identity.createBootstrapToken.bind(c.identity), { pool: 'worker', ttlMs, description: '' }, 'create');
+  const createdAt = Date.now();
   assert.equal((await bootstrapFetch(server, '/config/worker', { token: made.token })).status, 200);
-  await new Promise((r) => setTimeout(r, 400));
+  await new Promise((r) => setTimeout(r, createdAt + ttlMs + 100 - Date.now()));
   const expired = await bootstrapFetch(server, '/config/worker', { token: made.token });
   assert.equal(expired.status, 403);
   assert.match(expired.body.error, /not valid \(unknown, deleted or expired\)/);

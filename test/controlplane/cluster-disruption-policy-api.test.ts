@@ -7,6 +7,7 @@ import { after, before, test } from 'node:test';
 import { status as Status } from '@grpc/grpc-js';
 import { call } from '../../src/cli/client/call.ts';
 import { RemoteCallError } from '../../src/machineconfig/index.ts';
+import { assertApplyRefused } from '../helpers/apply-refusal.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { serverFixture } from '../helpers/server-fixture.ts';
 
@@ -45,21 +46,13 @@ spec:
       - name: crio
         actions: [{type: Reload, reload: {serviceName: crio.service}}, {type: Reboot}]
 `;
-  await assert.rejects(
-    call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'mc.yaml', text: goodConfig }, { source: 'bad.yaml', text: bad }], dryRun: false }, 'apply'),
-    (err: unknown) => {
-      assert.ok(err instanceof RemoteCallError);
-      assert.equal(err.grpcCode, Status.INVALID_ARGUMENT);
-      assert.deepEqual(err.problems.map((p) => `${p.source} ${p.object} ${p.field} ${p.rule}`), [
-        'bad.yaml#0 MachineConfiguration/default metadata.name cluster-name',
-        'bad.yaml#0 MachineConfiguration/default spec.nodeDisruptionPolicy.files[0].path path-absolute',
-        'bad.yaml#0 MachineConfiguration/default spec.nodeDisruptionPolicy.files[0].actions[0].type reserved-action',
-        'bad.yaml#0 MachineConfiguration/default spec.nodeDisruptionPolicy.units[0].name service-name',
-        'bad.yaml#0 MachineConfiguration/default spec.nodeDisruptionPolicy.units[0].actions standalone-action',
-      ]);
-      return true;
-    },
-  );
+  await assertApplyRefused(c, [{ source: 'mc.yaml', text: goodConfig }, { source: 'bad.yaml', text: bad }], [
+    'bad.yaml#0 MachineConfiguration/default metadata.name cluster-name',
+    'bad.yaml#0 MachineConfiguration/default spec.nodeDisruptionPolicy.files[0].path path-absolute',
+    'bad.yaml#0 MachineConfiguration/default spec.nodeDisruptionPolicy.files[0].actions[0].type reserved-action',
+    'bad.yaml#0 MachineConfiguration/default spec.nodeDisruptionPolicy.units[0].name service-name',
+    'bad.yaml#0 MachineConfiguration/default spec.nodeDisruptionPolicy.units[0].actions standalone-action',
+  ]);
   await assert.rejects(call(c, c.config.getMachineConfig.bind(c.config), { name: '30-with-bad-policy' }, 'get'), (e: RemoteCallError) => e.grpcCode === Status.NOT_FOUND);
   await assert.rejects(call(c, c.config.delete.bind(c.config), { kind: 'MachineConfiguration', name: 'default' }, 'delete'), (e: RemoteCallError) => e.grpcCode === Status.NOT_FOUND);
 });

@@ -7,9 +7,10 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import { connect } from '../../src/cli/client/connection.ts';
-import { spawnServer } from '../helpers/server-process.ts';
+import { freshStore, spawnServer } from '../helpers/server-process.ts';
 import { SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { testPki } from '../helpers/test-pki.ts';
+import { scaled } from '../helpers/time-scale.ts';
 import { startTestServer } from '../helpers/test-server.ts';
 
 const mc = (name: string, karg: string) => ({
@@ -44,11 +45,8 @@ test('a restart keeps configs, pools, rendered configs and nodes', async () => {
 });
 
 test('kill -9 during a burst of Apply calls loses no acknowledged write', async () => {
-  const pki = await testPki();
-  const dataDir = mkdtempSync(join(tmpdir(), 'mcplane-kill-'));
-  const args = ['--data-dir', dataDir, '--listen', '127.0.0.1:0', '--pki-dir', pki.dir, '--no-bootstrap'];
-  const server = await spawnServer(args);
-  const c = connect({ server: server.address, pkiDir: pki.dir, config: '/dev/null' });
+  const { start } = await freshStore('mcplane-kill-');
+  const { server, c } = await start();
   const acked: string[] = [];
   let killed = false;
   // Four concurrent writers; kill the server once 40 writes are acknowledged.
@@ -70,8 +68,7 @@ test('kill -9 during a burst of Apply calls loses no acknowledged write', async 
   await server.exited;
   c.close();
 
-  const again = await spawnServer(args);
-  const c2 = connect({ server: again.address, pkiDir: pki.dir, config: '/dev/null' });
+  const { server: again, c: c2 } = await start();
   const { machineConfigs } = await call(c2, c2.config.listMachineConfigs.bind(c2.config), {}, 'list');
   const stored = new Set(machineConfigs.map((m) => m.name));
   assert.deepEqual(acked.filter((n) => !stored.has(n)), []);
@@ -95,9 +92,8 @@ test('SIGTERM: health goes NOT_SERVING, agents are let go, the process exits 0',
 });
 
 test('SIGTERM with idle clients and an open Watch: exit 0 within 2 s, the Watch ends saying the server is shutting down', async () => {
-  const pki = await testPki();
-  const server = await spawnServer(['--data-dir', mkdtempSync(join(tmpdir(), 'mcplane-term-')), '--listen', '127.0.0.1:0', '--pki-dir', pki.dir, '--no-bootstrap']);
-  const c = connect({ server: server.address, pkiDir: pki.dir, config: '/dev/null' });
+  const { pki, start } = await freshStore('mcplane-term-');
+  const { server, c } = await start();
   await call(c, c.status.listPools.bind(c.status), {}, 'list pools'); // an idle, connected client
   const agent = new SimulatedAgent({ address: server.address, tls: await pki.node('idle-node'), name: 'idle-node' });
   await agent.connect();
@@ -111,7 +107,8 @@ test('SIGTERM with idle clients and an open Watch: exit 0 within 2 s, the Watch 
   server.child.kill('SIGTERM');
   assert.equal(await server.exited, 0);
   const took = Date.now() - t0;
-  assert.ok(took < 2000, `exited ${took} ms after SIGTERM`);
+  // 2 s on a quiet machine: the shutdown is CPU work a busy machine slows down.
+  assert.ok(took < scaled(2000), `exited ${took} ms after SIGTERM (budget ${scaled(2000)} ms)`);
   const status = await ended;
   assert.equal(status.code, 14, 'UNAVAILABLE: reconnect');
   assert.match(status.details, /server is shutting down/);

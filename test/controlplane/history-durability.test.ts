@@ -3,25 +3,17 @@
 // again on the same file, and serves the record.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
-import { connect } from '../../src/cli/client/connection.ts';
-import { spawnServer } from '../helpers/server-process.ts';
+import { freshStore } from '../helpers/server-process.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { testPki } from '../helpers/test-pki.ts';
 import { silenceIpServernameWarning } from '../../src/runtime/process-warnings.ts';
 
 silenceIpServernameWarning();
 
 test('kill -9 after an update finished: the restarted server on the same store serves the node\'s history', async () => {
-  const pki = await testPki();
-  const dataDir = mkdtempSync(join(tmpdir(), 'mcplane-history-kill-'));
-  const args = ['--data-dir', dataDir, '--listen', '127.0.0.1:0', '--pki-dir', pki.dir, '--no-bootstrap'];
-  let server = await spawnServer(args);
-  let c = connect({ server: server.address, pkiDir: pki.dir, config: '/dev/null' });
+  const { pki, start } = await freshStore('mcplane-history-kill-');
+  let { server, c } = await start();
   const agent = new SimulatedAgent({ address: server.address, tls: await pki.node('keeper'), name: 'keeper' });
   try {
     await agent.connect();
@@ -44,8 +36,7 @@ test('kill -9 after an update finished: the restarted server on the same store s
     server.child.kill('SIGKILL');
     await server.exited;
     c.close();
-    server = await spawnServer(args);
-    c = connect({ server: server.address, pkiDir: pki.dir, config: '/dev/null' });
+    ({ server, c } = await start());
     const kept = await history();
     assert.equal(kept.length, 1);
     assert.deepEqual({ ...kept[0], phases: kept[0]!.phases.map((p) => ({ ...p })) }, record);

@@ -9,18 +9,12 @@ import { call } from '../../src/cli/client/call.ts';
 import { identityOf } from '../../src/runtime/pki.ts';
 import { readFileSync } from 'node:fs';
 import { runCliAsync } from '../helpers/run-cli.ts';
-import { mcYaml, poolYaml } from '../helpers/manifests.ts';
+import { masterSecretManifests } from '../helpers/manifests.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { serverFixture } from '../helpers/server-fixture.ts';
 
 const { server, c, agents } = serverFixture({}, async () => {
-  await call(c, c.config.apply.bind(c.config), {
-    manifests: [
-      { source: 'infra.yaml', text: poolYaml('infra') },
-      { source: 'master.yaml', text: mcYaml('99-master-secret', 'master', '  kernelArguments: [master-only=1]\n') },
-    ],
-    dryRun: false,
-  }, 'apply');
+  await call(c, c.config.apply.bind(c.config), { manifests: masterSecretManifests('master-only=1'), dryRun: false }, 'apply');
 });
 
 const getNode = (name: string) => call(c, c.status.getNode.bind(c.status), { name }, 'get node');

@@ -471,6 +471,28 @@ async function ackedUntil(child: ReturnType<typeof spawn>, count: number): Promi
   return acked;
 }
 
+/** Runs `body` against an etcd cluster of its own, stopped after whatever the body did. */
+async function withEtcdCluster(options: Parameters<typeof startEtcdCluster>[0], body: (cluster: EtcdCluster) => Promise<void>): Promise<void> {
+  const cluster = await startEtcdCluster(options);
+  try {
+    await body(cluster);
+  } finally {
+    await cluster.stop();
+  }
+}
+
+/** Runs `body` with a store on a one-member etcd cluster of its own; the store and the cluster are closed after. */
+async function withEtcdStore(body: (cluster: EtcdCluster, store: EtcdStore) => Promise<void>): Promise<void> {
+  await withEtcdCluster({ members: 1 }, async (cluster) => {
+    const store = await EtcdStore.connect({ endpoints: cluster.endpoints, prefix: freshPrefix(), log });
+    try {
+      await body(cluster, store);
+    } finally {
+      await store.close();
+    }
+  });
+}
+
 describe('etcd only: members fail', () => {
   test('connect: bad options are a ConfigurationError; no member answering is a StoreUnavailableError naming the endpoints', async () => {
     await assert.rejects(EtcdStore.connect({ endpoints: [], log }), /endpoints: at least one/);
@@ -492,8 +514,7 @@ describe('etcd only: members fail', () => {
     const pki = await testPki();
     const files = await pki.client('etcd-client', 'mcplane-server', 'mcplane');
     const server = { cert: join(pki.dir, 'server.crt'), key: join(pki.dir, 'server.key') };
-    const cluster = await startEtcdCluster({ members: 1, tls: { ca: files.ca, server, client: files } });
-    try {
+    await withEtcdCluster({ members: 1, tls: { ca: files.ca, server, client: files } }, async (cluster) => {
       const ca = readFileSync(files.ca);
       const store = await EtcdStore.connect({ endpoints: cluster.endpoints, prefix: freshPrefix(), log, tls: { ca, cert: readFileSync(files.cert), key: readFileSync(files.key) } });
       const { revision } = await store.commit([put('Node', 'n', { tls: true })]);
@@ -504,14 +525,11 @@ describe('etcd only: members fail', () => {
       await store.close();
       await assert.rejects(EtcdStore.connect({ endpoints: cluster.endpoints, log, tls: { ca }, deadlineMs: 1_000 }), StoreUnavailableError);
       await assert.rejects(EtcdStore.connect({ endpoints: cluster.endpoints, log, deadlineMs: 1_000 }), StoreUnavailableError);
-    } finally {
-      await cluster.stop();
-    }
+    });
   });
 
   test('kill -9 of the only member during a burst: every acknowledged write is there after its restart', async () => {
-    const cluster = await startEtcdCluster({ members: 1 });
-    try {
+    await withEtcdCluster({ members: 1 }, async (cluster) => {
       const store = await EtcdStore.connect({ endpoints: cluster.endpoints, prefix: freshPrefix(), log, deadlineMs: 2_000 });
       const acked: string[] = [];
       let stop = false;
@@ -535,14 +553,11 @@ describe('etcd only: members fail', () => {
       assert.deepEqual(acked.filter((name) => !stored.has(name)), []);
       assert.ok(acked.length >= 100);
       await store.close();
-    } finally {
-      await cluster.stop();
-    }
+    });
   });
 
   test('all members down: every call fails within its deadline with StoreUnavailableError, and works again once one is back', async () => {
-    const cluster = await startEtcdCluster({ members: 1 });
-    try {
+    await withEtcdCluster({ members: 1 }, async (cluster) => {
       const deadlineMs = 1_500;
       const store = await EtcdStore.connect({ endpoints: cluster.endpoints, prefix: freshPrefix(), log, deadlineMs });
       const { revision } = await store.commit([put('Node', 'n', 1)]);
@@ -571,14 +586,11 @@ describe('etcd only: members fail', () => {
       assert.deepEqual(w.names(), ['put:Node/back'], 'the watch came back by itself, nothing lost or doubled');
       w.cancel();
       await store.close();
-    } finally {
-      await cluster.stop();
-    }
+    });
   });
 
   test('a lease whose keep-alives stop (member killed) stops being alive and fires onLost before etcd could expire it', async () => {
-    const cluster = await startEtcdCluster({ members: 1 });
-    try {
+    await withEtcdCluster({ members: 1 }, async (cluster) => {
       const store = await EtcdStore.connect({ endpoints: cluster.endpoints, prefix: freshPrefix(), log, deadlineMs: 1_000 });
       const lease = await store.grantLease(2_000);
       assert.equal(lease.ttlMs, 2_000);
@@ -617,14 +629,11 @@ describe('etcd only: members fail', () => {
         await sleep(100);
       }
       await store.close();
-    } finally {
-      await cluster.stop();
-    }
+    });
   });
 
   test("an idle watch resumes after etcd's last progress notification, so compaction of other keys' history does not end it", async () => {
-    const cluster = await startEtcdCluster({ members: 1, progressNotifyMs: 200 });
-    try {
+    await withEtcdCluster({ members: 1, progressNotifyMs: 200 }, async (cluster) => {
       const store = await EtcdStore.connect({ endpoints: cluster.endpoints, prefix: freshPrefix(), log, deadlineMs: 2_000 });
       const other = await EtcdStore.connect({ endpoints: cluster.endpoints, prefix: freshPrefix(), log });
       const { revision } = await store.list();
@@ -643,15 +652,11 @@ describe('etcd only: members fail', () => {
       w.cancel();
       await other.close();
       await store.close();
-    } finally {
-      await cluster.stop();
-    }
+    });
   });
 
   test('a lease revoked behind the holder\'s back (etcd says TTL 0 on the next keep-alive) is lost at once', async () => {
-    const cluster = await startEtcdCluster({ members: 1 });
-    const store = await EtcdStore.connect({ endpoints: cluster.endpoints, prefix: freshPrefix(), log });
-    try {
+    await withEtcdStore(async (cluster, store) => {
       const lease = await store.grantLease(3_000);
       const lost = new Promise<string>((resolve) => lease.onLost(resolve));
       const admin = new EtcdConnection(cluster.endpoints, undefined, 5_000);
@@ -663,10 +668,7 @@ describe('etcd only: members fail', () => {
       assert.ok(Date.now() - revokedAt <= lease.ttlMs / 3 + 500, 'found on the next keep-alive, not at the end of the TTL');
       assert.equal(lease.isAlive(), false);
       await lease.revoke(); // already gone: harmless
-    } finally {
-      await store.close();
-      await cluster.stop();
-    }
+    });
   });
 
   /** Holds this thread (timers, I/O, everything on its event loop) for `ms`, as a loop busy with other work would. */
@@ -675,9 +677,7 @@ describe('etcd only: members fail', () => {
   };
 
   test('a lease is renewed while the holder\'s event loop is held for most of its TTL (the lease thread renews it)', async () => {
-    const cluster = await startEtcdCluster({ members: 1 });
-    const store = await EtcdStore.connect({ endpoints: cluster.endpoints, prefix: freshPrefix(), log });
-    try {
+    await withEtcdStore(async (_cluster, store) => {
       const lease = await store.grantLease(2_000);
       let lost: string | undefined;
       lease.onLost((reason) => { lost = reason; });
@@ -690,16 +690,11 @@ describe('etcd only: members fail', () => {
       await new Promise((r) => setTimeout(r, 100));
       assert.equal(lost, undefined);
       await store.commit([put('Leader', 'leader', { replica: 'r1' }, { lease: lease.id })]);
-    } finally {
-      await store.close();
-      await cluster.stop();
-    }
+    });
   });
 
   test('a holder whose event loop does not turn for two TTLs loses its lease: etcd expires it and deletes what is attached', async () => {
-    const cluster = await startEtcdCluster({ members: 1 });
-    const store = await EtcdStore.connect({ endpoints: cluster.endpoints, prefix: freshPrefix(), log });
-    try {
+    await withEtcdStore(async (_cluster, store) => {
       const lease = await store.grantLease(2_000);
       await store.commit([put('Leader', 'leader', { replica: 'r1' }, { lease: lease.id })]);
       const lost = new Promise<string>((resolve) => lease.onLost(resolve));
@@ -713,15 +708,11 @@ describe('etcd only: members fail', () => {
         assert.ok(Date.now() < until, 'etcd expired the lease and deleted the Leader record');
         await new Promise((r) => setTimeout(r, 100));
       }
-    } finally {
-      await store.close();
-      await cluster.stop();
-    }
+    });
   });
 
   test('three members, the leader (and the member the store talks to) killed -9: get, commit, list, watch and leases go on', async () => {
-    const cluster = await startEtcdCluster({ members: 3 });
-    try {
+    await withEtcdCluster({ members: 3 }, async (cluster) => {
       // Put the leader first, so the kill takes both the store's member and the Raft leader.
       const leader = await cluster.leader();
       const endpoints = [cluster.endpoints[leader]!, ...cluster.endpoints.filter((_, i) => i !== leader)];
@@ -769,8 +760,6 @@ describe('etcd only: members fail', () => {
       await store.commit([put('Node', 'n3', 3)]);
       assert.equal((await store.get('Node', 'n3'))!.value, 3);
       await store.close();
-    } finally {
-      await cluster.stop();
-    }
+    });
   });
 });

@@ -93,3 +93,8 @@ export class Workload {
     clearInterval(this.#timer);
   }
 }
+
+/** A PodDisruptionBudget over the pods labelled app=`app` in `namespace`; `spec` is minAvailable or maxUnavailable. */
+export function addBudget(standIn: KubeApiStandIn, namespace: string, name: string, app: string, spec: { minAvailable: number } | { maxUnavailable: number }): void {
+  standIn.add({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name, namespace }, spec: { ...spec, selector: { matchLabels: { app } } } } as never);
+}

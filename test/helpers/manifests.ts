@@ -89,3 +89,51 @@ ${file('/etc/demo/motd', motd, options.mode ?? '0644')}${Object.entries(options.
             WantedBy=default.target
 ${options.tail ?? ''}`);
 }
+
+/**
+ * Pool infra taking the worker configs too, with a policy of its own for demo.service only
+ * (daemon-reload, then restart): the custom pool the cluster-policy and preview tests put a host in,
+ * where a change to /etc/demo/ is decided by the cluster policy, not the pool's.
+ */
+export const INFRA_POOL_WITH_UNIT_POLICY = `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfigPool
+metadata: {name: infra}
+spec:
+  machineConfigSelector:
+    matchExpressions:
+      - {key: machineconfiguration.openshift.io/role, operator: In, values: [worker, infra]}
+  nodeSelector:
+    matchLabels: {node-role.kubernetes.io/infra: ""}
+  disruptionPolicy:
+    units:
+      - {name: demo.service, actions: [{type: daemon-reload}, {type: restart, unit: demo.service}]}
+`;
+
+/**
+ * A MachineConfig writing `text` to `path` and carrying broken.service, a oneshot that always
+ * fails (ExecStart=/bin/false): what the failure tests restart to see a failed unit reported.
+ */
+export function brokenUnitConfig(name: string, role: string, path: string, text: string): string {
+  return mcYaml(name, role, `  config:
+    ignition: {version: 3.4.0}
+    storage: {files: [{path: ${path}, contents: {source: "data:,${text}"}}]}
+    systemd:
+      units:
+        - name: broken.service
+          contents: |
+            [Service]
+            Type=oneshot
+            ExecStart=/bin/false
+`);
+}
+
+/**
+ * Pool infra beside the built-in ones, and 99-master-secret, a master-only config carrying the
+ * kernel argument `karg`: what a node or bootstrap token of another pool must never be given.
+ */
+export function masterSecretManifests(karg: string): { source: string; text: string }[] {
+  return [
+    { source: 'infra.yaml', text: poolYaml('infra') },
+    { source: 'master.yaml', text: mcYaml('99-master-secret', 'master', `  kernelArguments: [${karg}]\n`) },
+  ];
+}

@@ -9,7 +9,7 @@ import { after, afterEach, before } from 'node:test';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { startEtcdCluster, type EtcdCluster, type EtcdClusterOptions } from '../../sandbox/etcd-cluster.ts';
 import { startReplicaSet, type ReplicaSet, type ReplicaSetOptions } from './replica-set.ts';
-import type { SimulatedAgent } from './simulated-agent.ts';
+import { SimulatedAgent, type SimulatedAgentOptions } from './simulated-agent.ts';
 import { testPki, type TestPki } from './test-pki.ts';
 import { startTestServer, type TestServer } from './test-server.ts';
 
@@ -43,6 +43,11 @@ export interface ServerFixture {
   agents: SimulatedAgent[];
   /** mcctl's connection flags for this server, for runCli/runCliAsync. */
   conn: string[];
+  /**
+   * A simulated agent for node `name`, with its certificate from the server's PKI, connected and
+   * in `agents` (so closed with the others): the start most agent-facing tests write out.
+   */
+  connectAgent(name: string, options?: Omit<Partial<SimulatedAgentOptions>, 'name'>): Promise<SimulatedAgent>;
 }
 
 /**
@@ -124,11 +129,22 @@ export function replicaSetFixture(options: { members: EtcdClusterOptions['member
   return { pki: lateBound('the test PKI', () => pki), etcd: lateBound('etcd', () => etcd), set: lateBound('the replica set', () => set), agents };
 }
 
+/** A simulated agent for node `name` on `server` (its certificate from the server's PKI), connected and added to `agents`. */
+export async function connectAgent(server: TestServer, agents: SimulatedAgent[], name: string, options: Omit<Partial<SimulatedAgentOptions>, 'name'> = {}): Promise<SimulatedAgent> {
+  const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node(name), name, ...options });
+  agents.push(agent);
+  await agent.connect();
+  return agent;
+}
+
 function fixtureView(server: () => TestServer | undefined, c: () => Clients | undefined, agents: SimulatedAgent[]): ServerFixture {
   const running = lateBound('the test server', server);
   const connFlags = () => {
     const s = server();
     return s && ['--server', s.address, '--pki-dir', s.pki.dir, '--config', '/dev/null'];
   };
-  return { server: running, c: lateBound('the admin client', c), agents, conn: lateBound('the test server', connFlags) };
+  return {
+    server: running, c: lateBound('the admin client', c), agents, conn: lateBound('the test server', connFlags),
+    connectAgent: (name, options) => connectAgent(running, agents, name, options),
+  };
 }

@@ -1,8 +1,13 @@
 // mcplane-server as a separate process (the real entry point), for kill -9 and signal tests.
 
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { connect, type Clients } from '../../src/cli/client/connection.ts';
 import { programArgs, REPO_ROOT } from './run-cli.ts';
+import { testPki, type TestPki } from './test-pki.ts';
 import { scaled } from './time-scale.ts';
 
 export interface ServerProcess {
@@ -35,4 +40,21 @@ export async function spawnServer(args: string[]): Promise<ServerProcess> {
     void exited.then((code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
   });
   return { child, address, ...(statusAddress ? { statusAddress } : {}), logs, exited };
+}
+
+/**
+ * A fresh data directory and test PKI for mcplane-server processes; each `start()` spawns one on
+ * that same SQLite file, with an admin client of it. Shared by the durability tests, which kill a
+ * server with -9 and check what the next one on the same file serves.
+ */
+export async function freshStore(prefix: string): Promise<{ pki: TestPki; start(): Promise<{ server: ServerProcess; c: Clients }> }> {
+  const pki = await testPki();
+  const dataDir = mkdtempSync(join(tmpdir(), prefix));
+  return {
+    pki,
+    async start() {
+      const server = await spawnServer(['--data-dir', dataDir, '--listen', '127.0.0.1:0', '--pki-dir', pki.dir, '--no-bootstrap']);
+      return { server, c: connect({ server: server.address, pkiDir: pki.dir, config: '/dev/null' }) };
+    },
+  };
 }

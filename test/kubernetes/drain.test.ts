@@ -6,38 +6,30 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, test } from 'node:test';
-import { startKubeApiStandIn, type KubeApiStandIn, type StandInRequest } from '../../sandbox/kube-api-stand-in/kube-api-stand-in.ts';
+import { test } from 'node:test';
+import type { KubeApiStandIn, StandInRequest } from '../../sandbox/kube-api-stand-in/kube-api-stand-in.ts';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { ManualClock } from '../../src/controlplane/replica/clock.ts';
 import type { DrainEvent } from '../../src/controlplane/controllers/drain-controller.ts';
-import { addNode, addPod, evictablePodsOn, Workload, type KubeObjectLike } from '../helpers/kube-workloads.ts';
+import { kubeStandInPerTest } from '../helpers/kube-stand-in-fixture.ts';
+import { addBudget, addNode, addPod, evictablePodsOn, Workload, type KubeObjectLike } from '../helpers/kube-workloads.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
 import { assertCallsAllowed } from './rbac.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 const FAST_DRAIN = { retryBaseMs: 150, retryMaxMs: 600, pollMs: 50 };
 const ANNOTATION = (k: string) => `machineconfiguration.openshift.io/${k}`;
 
-let standIn: KubeApiStandIn | undefined;
-let server: TestServer | undefined;
-let agents: SimulatedAgent[] = [];
 let workloads: Workload[] = [];
-afterEach(async () => {
-  // Whatever the test did, mcplane stayed within packaging/kubernetes/rbac.yaml.
-  const calls = standIn ? assertCallsAllowed(standIn.requests) : 0;
-  assert.ok(calls > 0 || !standIn, 'mcplane called the cluster');
-  for (const w of workloads) w.stop();
-  for (const a of agents) a.close();
-  await server?.close();
-  await standIn?.close();
-  workloads = [];
-  agents = [];
-  server = undefined;
-  standIn = undefined;
+const { standIn, server, agents, startStandIn, startServer, connectAgent } = kubeStandInPerTest({
+  beforeClose: (started) => {
+    for (const w of workloads.splice(0)) w.stop();
+    // Whatever the test did, mcplane stayed within packaging/kubernetes/rbac.yaml.
+    const calls = started ? assertCallsAllowed(started.requests) : 0;
+    assert.ok(calls > 0 || !started, 'mcplane called the cluster');
+  },
 });
 
 /** Each request the stand-in answers, with the time it arrived (its log has no clock). */
@@ -56,24 +48,52 @@ async function target(c: Clients, pool = 'worker'): Promise<string> {
 async function nodeOf(c: Clients, name: string) {
   return call(c, c.status.getNode.bind(c.status), { name }, 'get node');
 }
-const kubeNode = (name: string) => standIn!.get('Node', name) as unknown as KubeObjectLike;
+const kubeNode = (name: string) => standIn.get('Node', name) as unknown as KubeObjectLike;
+
+/** Worker Nodes for `names`; with `zones`, each in its own, zone-0 first: the order the rollout takes them. */
+function addWorkers(names: string[], options: { zones?: boolean } = {}): void {
+  names.forEach((n, i) => addNode(standIn, n, { 'node-role.kubernetes.io/worker': '', ...(options.zones ? { 'topology.kubernetes.io/zone': `zone-${i}` } : {}) }));
+}
+
+/**
+ * The stand-in the held-drain tests start from: workers w0 and w1 in zones 0 and 1, pod
+ * shop/web-a on w0, and budget shop/web-pdb over app=web keeping `minAvailable`, so w0's drain
+ * is refused while the budget stands. Returns the node names.
+ */
+async function standInWithHeldWeb(minAvailable: number): Promise<string[]> {
+  await startStandIn();
+  const names = ['w0', 'w1'];
+  addWorkers(names, { zones: true });
+  addPod(standIn, { namespace: 'shop', name: 'web-a', node: 'w0', labels: { app: 'web' } });
+  addBudget(standIn, 'shop', 'web-pdb', 'web', { minAvailable });
+  return names;
+}
 
 async function startAgents(names: string[], current: string, doneAfterMs: number): Promise<SimulatedAgent[]> {
   const out: SimulatedAgent[] = [];
-  for (const name of names) {
-    const a = new SimulatedAgent({ address: server!.address, tls: await server!.pki.node(name), name, autoDone: true, doneAfterMs, currentConfig: current });
-    await a.connect();
-    out.push(a);
-  }
-  agents.push(...out);
+  for (const name of names) out.push(await connectAgent(name, { autoDone: true, doneAfterMs, currentConfig: current }));
   return out;
 }
 
+const apply = (c: Clients, ...manifests: { source: string; text: string }[]) => call(c, c.config.apply.bind(c.config), { manifests, dryRun: false }, 'apply');
+
+/**
+ * The rollout most tests here watch: `pool` and fileConfig('one') applied, agents for `names` on
+ * that first config (each Done `doneAfterMs` after an assignment), then fileConfig('two') applied.
+ */
+async function rollOutSecond(c: Clients, pool: { source: string; text: string }, names: string[], doneAfterMs: number): Promise<{ first: string; second: string; fleet: SimulatedAgent[] }> {
+  await apply(c, pool, fileConfig('one'));
+  const first = await target(c);
+  const fleet = await startAgents(names, first, doneAfterMs);
+  await apply(c, fileConfig('two'));
+  return { first, second: await target(c), fleet };
+}
+
 test('a rollout with reboots drains each node first: the PDB blocks, the reason names the pod and the budget, the budget frees, every node is uncordoned', async () => {
-  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
+  await startStandIn();
   const requests = timeRequests(standIn);
   const names = ['w0', 'w1', 'w2'];
-  names.forEach((n, i) => addNode(standIn!, n, { 'node-role.kubernetes.io/worker': '', 'topology.kubernetes.io/zone': `zone-${i}` }));
+  addWorkers(names, { zones: true });
   for (const n of names) {
     addPod(standIn, { namespace: 'kube-system', name: `ds-${n}`, node: n, daemonSet: true });
     addPod(standIn, { namespace: 'kube-system', name: `static-${n}`, node: n, mirror: true });
@@ -84,17 +104,16 @@ test('a rollout with reboots drains each node first: the PDB blocks, the reason 
   addPod(standIn, { namespace: 'shop', name: 'web-c', node: 'w1', labels: { app: 'web' } });
   addPod(standIn, { namespace: 'shop', name: 'web-d', node: 'w2', labels: { app: 'web' } });
   addPod(standIn, { namespace: 'shop', name: 'cache', node: 'w0', emptyDir: true, graceSeconds: 60 });
-  standIn.add({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'web-pdb', namespace: 'shop' }, spec: { maxUnavailable: 1, selector: { matchLabels: { app: 'web' } } } } as never);
+  addBudget(standIn, 'shop', 'web-pdb', 'web', { maxUnavailable: 1 });
   const web = new Workload(standIn, 'shop', 'web', 4, names);
   web.readyAllowed = false;
   workloads.push(web);
 
-  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
-  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN });
+  await startServer({ drain: FAST_DRAIN });
   const drainEvents: DrainEvent[] = [];
   server.handle.controlPlane.drains.onEvent = (e) => drainEvents.push(e);
   const c = server.admin();
-  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'pool.yaml', text: poolYaml('worker', '  maxUnavailable: 1\n') }, fileConfig('one')], dryRun: false }, 'apply');
+  await apply(c, { source: 'pool.yaml', text: poolYaml('worker', '  maxUnavailable: 1\n') }, fileConfig('one'));
   const first = await target(c);
   const fleet = await startAgents(names, first, 150);
   // What was on each node when its agent received each config.
@@ -102,14 +121,14 @@ test('a rollout with reboots drains each node first: the PDB blocks, the reason 
   for (const a of fleet) {
     const push = a.assignments.push.bind(a.assignments);
     a.assignments.push = (...items) => {
-      for (const i of items) atReceipt.push({ node: a.options.name, config: i.renderedConfig, pods: evictablePodsOn(standIn!, a.options.name).map((p) => p.metadata.name), at: Date.now() });
+      for (const i of items) atReceipt.push({ node: a.options.name, config: i.renderedConfig, pods: evictablePodsOn(standIn, a.options.name).map((p) => p.metadata.name), at: Date.now() });
       return push(...items);
     };
   }
   // MCO's annotations appear on every Node and say Done on the first config.
   await eventually(() => names.every((n) => kubeNode(n).metadata.annotations?.[ANNOTATION('state')] === 'Done' && kubeNode(n).metadata.annotations?.[ANNOTATION('currentConfig')] === first), 10_000, 'annotations on the first config');
 
-  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
+  await apply(c, fileConfig('two'));
   const second = await target(c);
   assert.notEqual(second, first);
 
@@ -168,7 +187,7 @@ test('a rollout with reboots drains each node first: the PDB blocks, the reason 
   // Kubernetes Events on the Node, as `kubectl describe node w0` lists them; a repeated refusal
   // is one Event with a count.
   type Event = { involvedObject: { kind: string; name: string }; reason: string; type: string; message: string; count: number };
-  const eventsOf = (n: string) => (standIn!.list('Event', 'default') as unknown as Event[]).filter((e) => e.involvedObject.kind === 'Node' && e.involvedObject.name === n);
+  const eventsOf = (n: string) => (standIn.list('Event', 'default') as unknown as Event[]).filter((e) => e.involvedObject.kind === 'Node' && e.involvedObject.name === n);
   await eventually(() => eventsOf('w0').some((e) => e.reason === 'Uncordon'), 5000, 'the Uncordon event');
   assert.deepEqual(eventsOf('w0').map((e) => e.reason), ['Cordon', 'DrainBlocked', 'Drained', 'Uncordon']);
   const blocked = eventsOf('w0').find((e) => e.reason === 'DrainBlocked')!;
@@ -185,18 +204,13 @@ test('a rollout with reboots drains each node first: the PDB blocks, the reason 
 });
 
 test('a host with no Kubernetes Node, and a single-node cluster, are updated without a drain and say so', async () => {
-  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
+  await startStandIn();
   const requests = timeRequests(standIn);
   addNode(standIn, 'solo', { 'node-role.kubernetes.io/worker': '' });
   addPod(standIn, { namespace: 'shop', name: 'web', node: 'solo' });
-  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
-  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN });
+  await startServer({ drain: FAST_DRAIN });
   const c = server.admin();
-  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'pool.yaml', text: poolYaml('worker', '  maxUnavailable: 2\n') }, fileConfig('one')], dryRun: false }, 'apply');
-  const first = await target(c);
-  const [solo, ghost] = await startAgents(['solo', 'ghost'], first, 1500);
-  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
-  const second = await target(c);
+  const { second, fleet: [solo, ghost] } = await rollOutSecond(c, { source: 'pool.yaml', text: poolYaml('worker', '  maxUnavailable: 2\n') }, ['solo', 'ghost'], 1500);
   await solo!.waitFor(() => solo!.lastAssignment?.renderedConfig === second);
   await ghost!.waitFor(() => ghost!.lastAssignment?.renderedConfig === second);
   await eventually(async () => (await nodeOf(c, 'solo')).status!.reason.includes('single-node'), 5000, 'solo reason');
@@ -211,23 +225,14 @@ test('a host with no Kubernetes Node, and a single-node cluster, are updated wit
 });
 
 test('uncordoning a node during its drain is undone and said; past its timeout the pool can mark it Degraded; NodeDrainStalled names it', async () => {
-  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
-  const names = ['w0', 'w1'];
-  names.forEach((n, i) => addNode(standIn!, n, { 'node-role.kubernetes.io/worker': '', 'topology.kubernetes.io/zone': `zone-${i}` }));
-  addPod(standIn, { namespace: 'shop', name: 'web-a', node: 'w0', labels: { app: 'web' } });
-  addPod(standIn, { namespace: 'shop', name: 'web-b', node: 'w1', labels: { app: 'web' } });
   // minAvailable 2 of 2: no disruption allowed until a third replica is ready.
-  standIn.add({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'web-pdb', namespace: 'shop' }, spec: { minAvailable: 2, selector: { matchLabels: { app: 'web' } } } } as never);
-  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
+  const names = await standInWithHeldWeb(2);
+  addPod(standIn, { namespace: 'shop', name: 'web-b', node: 'w1', labels: { app: 'web' } });
   const clock = new ManualClock(Date.parse('2026-01-01T00:00:00Z'));
-  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN, clock });
+  await startServer({ drain: FAST_DRAIN, clock });
   const c = server.admin();
   const pool = (onTimeout: string) => ({ source: 'pool.yaml', text: poolYaml('worker', `  maxUnavailable: 1\n  drain: {timeoutSeconds: 120, onTimeout: ${onTimeout}, stalledAfterSeconds: 60}\n`) });
-  await call(c, c.config.apply.bind(c.config), { manifests: [pool('Degrade'), fileConfig('one')], dryRun: false }, 'apply');
-  const first = await target(c);
-  const [w0] = await startAgents(names, first, 100);
-  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
-  const second = await target(c);
+  const { second, fleet: [w0] } = await rollOutSecond(c, pool('Degrade'), names, 100);
   await eventually(async () => (await nodeOf(c, 'w0')).status!.reason.includes('web-pdb'), 10_000, 'blocked by the budget');
   assert.equal(kubeNode('w0').spec?.unschedulable, true);
 
@@ -238,7 +243,7 @@ test('uncordoning a node during its drain is undone and said; past its timeout t
   await eventually(async () => (await nodeOf(c, 'w0')).status!.reason.includes('cordoned again'), 5000, 'the reason says so');
   assert.match((await nodeOf(c, 'w0')).status!.reason, /uncordoned by someone during the drain, cordoned again \(1×\)/);
   assert.ok(server.logs.some((l) => l.includes('node was uncordoned during its update; cordoning it again')));
-  await eventually(() => (standIn!.list('Event', 'default') as unknown as { reason: string; type: string; involvedObject: { name: string } }[])
+  await eventually(() => (standIn.list('Event', 'default') as unknown as { reason: string; type: string; involvedObject: { name: string } }[])
     .some((e) => e.reason === 'Recordoned' && e.type === 'Warning' && e.involvedObject.name === 'w0'), 5000, 'a Recordoned event on the Node');
 
   // Past stalledAfterSeconds: the pool's NodeDrainStalled names the node.
@@ -263,7 +268,7 @@ test('uncordoning a node during its drain is undone and said; past its timeout t
   assert.ok(!w0!.assignments.some((a) => a.renderedConfig === second), 'still held');
 
   // With onTimeout Wait the node goes back to Working: MCO's behaviour, and the reason says so.
-  await call(c, c.config.apply.bind(c.config), { manifests: [pool('Wait')], dryRun: false }, 'apply');
+  await apply(c, pool('Wait'));
   await eventually(async () => (await nodeOf(c, 'w0')).status!.state === 'Working', 5000, 'Working again');
   assert.match((await nodeOf(c, 'w0')).status!.reason, /drain exceeded pool worker's timeout of 2m, still waiting \(onTimeout: Wait\)/);
 
@@ -275,14 +280,13 @@ test('uncordoning a node during its drain is undone and said; past its timeout t
 });
 
 test('with Kubernetes access, a node\'s labels and age come from its Node object: the cluster\'s labels decide its pool', async () => {
-  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
+  await startStandIn();
   const created = new Date('2025-03-04T05:06:07Z');
   addNode(standIn, 'n1', { 'node-role.kubernetes.io/infra': '', 'topology.kubernetes.io/zone': 'zone-k' }, created);
   addNode(standIn, 'n2', { 'node-role.kubernetes.io/worker': '' });
-  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
-  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN });
+  await startServer({ drain: FAST_DRAIN });
   const c = server.admin();
-  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'infra.yaml', text: poolYaml('infra') }], dryRun: false }, 'apply');
+  await apply(c, { source: 'infra.yaml', text: poolYaml('infra') });
   // The agent says worker, zone-a: the cluster says infra, zone-k.
   const agent = new SimulatedAgent({ address: server.address, tls: await server.pki.node('n1'), name: 'n1', labels: { 'node-role.kubernetes.io/worker': '', 'topology.kubernetes.io/zone': 'zone-a' } });
   agents.push(agent);
@@ -309,7 +313,7 @@ test('with Kubernetes access, a node\'s labels and age come from its Node object
   await eventually(async () => (await nodeOf(c, 'n1')).pool === 'worker', 10_000, 'worker after the cluster relabelled it');
   // The relabel may reach mcplane before the relist does: the leader's own patch of MCO's
   // annotations returns the Node as it is now. The relist after the 410 comes all the same.
-  await eventually(() => server!.logs.some((l) => l.includes('"resource":"nodes"') && l.includes('watch expired (410 Gone); listing again')), 5000, 'relisted after 410');
+  await eventually(() => server.logs.some((l) => l.includes('"resource":"nodes"') && l.includes('watch expired (410 Gone); listing again')), 5000, 'relisted after 410');
   // And the annotations follow the node into its new pool.
   const workerTarget = await target(c);
   await eventually(() => kubeNode('n1').metadata.annotations?.[ANNOTATION('desiredConfig')] === workerTarget, 5000, 'desiredConfig annotation');
@@ -319,21 +323,15 @@ test('with Kubernetes access, a node\'s labels and age come from its Node object
 });
 
 test('an eviction the API server fails (two budgets cover the pod) is retried, and the reason carries the server\'s message', async () => {
-  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
-  addNode(standIn, 'w0', { 'node-role.kubernetes.io/worker': '' });
-  addNode(standIn, 'w1', { 'node-role.kubernetes.io/worker': '' });
+  await startStandIn();
+  addWorkers(['w0', 'w1']);
   addPod(standIn, { namespace: 'shop', name: 'web', node: 'w0', labels: { app: 'web' } });
   for (const name of ['pdb-1', 'pdb-2']) {
-    standIn.add({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name, namespace: 'shop' }, spec: { maxUnavailable: 1, selector: { matchLabels: { app: 'web' } } } } as never);
+    addBudget(standIn, 'shop', name, 'web', { maxUnavailable: 1 });
   }
-  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
-  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN });
+  await startServer({ drain: FAST_DRAIN });
   const c = server.admin();
-  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'pool.yaml', text: poolYaml('worker') }, fileConfig('one')], dryRun: false }, 'apply');
-  const first = await target(c);
-  const [w0] = await startAgents(['w0', 'w1'], first, 50);
-  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
-  const second = await target(c);
+  const { second, fleet: [w0] } = await rollOutSecond(c, { source: 'pool.yaml', text: poolYaml('worker') }, ['w0', 'w1'], 50);
   await eventually(async () => (await nodeOf(c, 'w0')).status!.reason.includes('eviction failed'), 10_000, 'the failure in the reason');
   assert.match((await nodeOf(c, 'w0')).status!.reason, /^draining: eviction failed for shop\/web: HTTP 500: .*more than one PodDisruptionBudget.*; attempt \d+; next retry at /);
   assert.ok(!w0!.assignments.some((a) => a.renderedConfig === second), 'held');
@@ -342,65 +340,48 @@ test('an eviction the API server fails (two budgets cover the pod) is retried, a
 });
 
 test('a Node someone cordoned before its drain is left cordoned after the update', async () => {
-  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
-  addNode(standIn, 'w0', { 'node-role.kubernetes.io/worker': '' });
-  addNode(standIn, 'w1', { 'node-role.kubernetes.io/worker': '' });
+  await startStandIn();
+  addWorkers(['w0', 'w1']);
   const w0node = kubeNode('w0');
   standIn.put({ apiVersion: 'v1', kind: 'Node', ...w0node, spec: { unschedulable: true } } as never);
   addPod(standIn, { namespace: 'shop', name: 'web', node: 'w0' });
-  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
-  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN });
+  await startServer({ drain: FAST_DRAIN });
   const c = server.admin();
-  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'pool.yaml', text: poolYaml('worker', '  maxUnavailable: 2\n') }, fileConfig('one')], dryRun: false }, 'apply');
-  const first = await target(c);
-  const [w0, w1] = await startAgents(['w0', 'w1'], first, 50);
-  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
-  const second = await target(c);
+  const { second, fleet: [w0, w1] } = await rollOutSecond(c, { source: 'pool.yaml', text: poolYaml('worker', '  maxUnavailable: 2\n') }, ['w0', 'w1'], 50);
   for (const a of [w0!, w1!]) await a.waitFor(() => a.status.currentConfig === second, 10_000);
-  await eventually(() => server!.logs.some((l) => l.includes('left cordoned as it was before the drain')) && server!.logs.some((l) => l.includes('"node":"w1"') && l.includes('node updated and uncordoned')), 5000, 'both drains over');
+  await eventually(() => server.logs.some((l) => l.includes('left cordoned as it was before the drain')) && server.logs.some((l) => l.includes('"node":"w1"') && l.includes('node updated and uncordoned')), 5000, 'both drains over');
   assert.equal(kubeNode('w0').spec?.unschedulable, true, 'still cordoned, as its operator left it');
   assert.notEqual(kubeNode('w1').spec?.unschedulable, true);
   assert.equal(standIn.list('Pod', 'shop').length, 0, 'its pod was evicted all the same');
 });
 
 test('a host deleted from mcplane in the middle of its drain leaves its Node uncordoned', async () => {
-  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
-  addNode(standIn, 'w0', { 'node-role.kubernetes.io/worker': '' });
-  addNode(standIn, 'w1', { 'node-role.kubernetes.io/worker': '' });
+  await startStandIn();
+  addWorkers(['w0', 'w1']);
   addPod(standIn, { namespace: 'shop', name: 'web', node: 'w0', labels: { app: 'web' } });
-  standIn.add({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'web-pdb', namespace: 'shop' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'web' } } } } as never);
-  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
-  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN });
+  addBudget(standIn, 'shop', 'web-pdb', 'web', { minAvailable: 1 });
+  await startServer({ drain: FAST_DRAIN });
   const c = server.admin();
-  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'pool.yaml', text: poolYaml('worker') }, fileConfig('one')], dryRun: false }, 'apply');
-  const first = await target(c);
-  const [w0] = await startAgents(['w0', 'w1'], first, 50);
-  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
+  const { fleet: [w0] } = await rollOutSecond(c, { source: 'pool.yaml', text: poolYaml('worker') }, ['w0', 'w1'], 50);
   await eventually(async () => (await nodeOf(c, 'w0')).status!.reason.includes('web-pdb'), 10_000, 'blocked');
   assert.equal(kubeNode('w0').spec?.unschedulable, true);
   w0!.close();
   await eventually(async () => !(await nodeOf(c, 'w0')).status!.connected, 5000, 'disconnected');
   await call(c, c.config.delete.bind(c.config), { kind: 'Node', name: 'w0' }, 'delete node');
   await eventually(() => kubeNode('w0').spec?.unschedulable === false, 5000, 'uncordoned');
-  await eventually(() => server!.logs.some((l) => l.includes('"node":"w0"') && l.includes('drain abandoned')), 5000, 'the log says so');
-  await eventually(() => !server!.handle.controlPlane.cache.drains.has('w0'), 5000, 'the drain record gone');
+  await eventually(() => server.logs.some((l) => l.includes('"node":"w0"') && l.includes('drain abandoned')), 5000, 'the log says so');
+  await eventually(() => !server.handle.controlPlane.cache.drains.has('w0'), 5000, 'the drain record gone');
 });
 
 test('a change the disruption policy covers without a reboot is not drained; a Drain action is', async () => {
-  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
+  await startStandIn();
   const requests = timeRequests(standIn);
-  addNode(standIn, 'w0', { 'node-role.kubernetes.io/worker': '' });
-  addNode(standIn, 'w1', { 'node-role.kubernetes.io/worker': '' });
+  addWorkers(['w0', 'w1']);
   addPod(standIn, { namespace: 'shop', name: 'web', node: 'w0' });
-  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
-  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN });
+  await startServer({ drain: FAST_DRAIN });
   const c = server.admin();
   const pool = (action: string) => ({ source: 'pool.yaml', text: poolYaml('worker', `  maxUnavailable: 2\n  disruptionPolicy:\n    files:\n    - {path: /etc/a.conf, actions: [${action}]}\n`) });
-  await call(c, c.config.apply.bind(c.config), { manifests: [pool('{type: restart, unit: chronyd.service}'), fileConfig('one')], dryRun: false }, 'apply');
-  const first = await target(c);
-  const [w0] = await startAgents(['w0', 'w1'], first, 50);
-  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
-  const second = await target(c);
+  const { second, fleet: [w0] } = await rollOutSecond(c, pool('{type: restart, unit: chronyd.service}'), ['w0', 'w1'], 50);
   await w0!.waitFor(() => w0!.status.currentConfig === second, 10_000);
   assert.equal(requests.filter((r) => r.subresource === 'eviction').length, 0, 'no eviction');
   assert.ok(!server.logs.some((l) => l.includes('drain started')), 'no drain, so never cordoned');
@@ -408,7 +389,7 @@ test('a change the disruption policy covers without a reboot is not drained; a D
   assert.equal(standIn.list('Pod', 'shop').length, 1);
 
   // MCO's Drain action: no reboot, but the node is drained first.
-  await call(c, c.config.apply.bind(c.config), { manifests: [pool('{type: Drain}'), fileConfig('three')], dryRun: false }, 'apply');
+  await apply(c, pool('{type: Drain}'), fileConfig('three'));
   const third = await target(c);
   await w0!.waitFor(() => w0!.status.currentConfig === third, 10_000);
   assert.deepEqual(requests.filter((r) => r.subresource === 'eviction' && r.code === 201).map((r) => r.name), ['web'], 'drained for the Drain action');
@@ -416,23 +397,14 @@ test('a change the disruption policy covers without a reboot is not drained; a D
 });
 
 test('a drain that outlasts its maintenance window holds the reboot, drained and cordoned, until the next window opens', async () => {
-  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
-  const names = ['w0', 'w1'];
-  names.forEach((n, i) => addNode(standIn!, n, { 'node-role.kubernetes.io/worker': '', 'topology.kubernetes.io/zone': `zone-${i}` }));
-  addPod(standIn, { namespace: 'shop', name: 'web-a', node: 'w0', labels: { app: 'web' } });
   // minAvailable 1 of 1: the eviction is refused until the budget goes.
-  standIn.add({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'web-pdb', namespace: 'shop' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'web' } } } } as never);
-  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
+  const names = await standInWithHeldWeb(1);
   // 02:30 UTC, inside the nightly 02:00-03:00 window.
   const clock = new ManualClock(Date.parse('2026-01-01T02:30:00Z'));
-  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN, clock });
+  await startServer({ drain: FAST_DRAIN, clock });
   const c = server.admin();
   const pool = { source: 'pool.yaml', text: poolYaml('worker', '  maxUnavailable: 1\n  maintenanceWindows: [{schedule: "0 2 * * *", duration: 1h, timeZone: UTC}]\n') };
-  await call(c, c.config.apply.bind(c.config), { manifests: [pool, fileConfig('one')], dryRun: false }, 'apply');
-  const first = await target(c);
-  const [w0] = await startAgents(names, first, 100);
-  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
-  const second = await target(c);
+  const { second, fleet: [w0] } = await rollOutSecond(c, pool, names, 100);
   await eventually(async () => (await nodeOf(c, 'w0')).status!.reason.includes('web-pdb'), 10_000, 'blocked by the budget');
 
   // The window closes while the budget holds the drain; then the budget goes.
@@ -454,25 +426,15 @@ test('a drain that outlasts its maintenance window holds the reboot, drained and
 });
 
 test('a leader without Kubernetes access never releases a held config undrained: it waits, and says why', async () => {
-  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
-  const names = ['w0', 'w1'];
-  names.forEach((n, i) => addNode(standIn!, n, { 'node-role.kubernetes.io/worker': '', 'topology.kubernetes.io/zone': `zone-${i}` }));
-  addPod(standIn, { namespace: 'shop', name: 'web-a', node: 'w0', labels: { app: 'web' } });
-  standIn.add({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'web-pdb', namespace: 'shop' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'web' } } } } as never);
-  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
+  const names = await standInWithHeldWeb(1);
   const dataDir = mkdtempSync(join(tmpdir(), 'drain-data-'));
-  server = await startTestServer({ dataDir, kubernetes: { kubeconfig }, drain: FAST_DRAIN });
+  await startServer({ dataDir, drain: FAST_DRAIN });
   let c = server.admin();
-  await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'pool.yaml', text: poolYaml('worker', '  maxUnavailable: 1\n') }, fileConfig('one')], dryRun: false }, 'apply');
-  const first = await target(c);
-  const [w0] = await startAgents(names, first, 100);
-  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
-  const second = await target(c);
+  const { second, fleet: [w0] } = await rollOutSecond(c, { source: 'pool.yaml', text: poolYaml('worker', '  maxUnavailable: 1\n') }, names, 100);
   await eventually(async () => (await nodeOf(c, 'w0')).status!.reason.includes('web-pdb'), 10_000, 'blocked by the budget');
 
   // The same store, served by a replica started without --kubeconfig.
-  await server.close();
-  server = await startTestServer({ dataDir, drain: FAST_DRAIN });
+  await startServer({ dataDir, drain: FAST_DRAIN, kubernetes: false });
   c = server.admin();
   for (const a of agents) await a.connect(server.address);
   await eventually(async () => (await nodeOf(c, 'w0')).status!.reason.includes('no Kubernetes access'), 10_000, 'the reason says why it waits');
@@ -491,16 +453,13 @@ const poolWithFilePolicy = (action: string) => ({ source: 'pool.yaml', text: poo
  * so it retries when its assignment comes again.
  */
 async function degradedUnderRestartPolicy(): Promise<{ c: Clients; w0: SimulatedAgent; second: string }> {
-  const kubeconfig = standIn!.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-kube-')));
-  server = await startTestServer({ kubernetes: { kubeconfig }, drain: FAST_DRAIN });
+  await startServer({ drain: FAST_DRAIN });
   const c = server.admin();
-  await call(c, c.config.apply.bind(c.config), { manifests: [poolWithFilePolicy('{type: restart, unit: chronyd.service}'), fileConfig('one')], dryRun: false }, 'apply');
+  await apply(c, poolWithFilePolicy('{type: restart, unit: chronyd.service}'), fileConfig('one'));
   const first = await target(c);
-  const w0 = new SimulatedAgent({ address: server.address, tls: await server.pki.node('w0'), name: 'w0', autoDone: false, currentConfig: first });
-  await w0.connect();
-  agents.push(w0);
+  const w0 = await connectAgent('w0', { autoDone: false, currentConfig: first });
   await startAgents(['w1'], first, 50);
-  await call(c, c.config.apply.bind(c.config), { manifests: [fileConfig('two')], dryRun: false }, 'apply');
+  await apply(c, fileConfig('two'));
   const second = await target(c);
   await w0.waitFor(() => w0.lastAssignment?.renderedConfig === second, 10_000);
   w0.report({ desiredConfig: second, state: 'Degraded', phase: 'actions', reason: 'actions: restart chronyd.service: job ended "failed"' });
@@ -509,10 +468,9 @@ async function degradedUnderRestartPolicy(): Promise<{ c: Clients; w0: Simulated
 }
 
 test('a policy change before a node finished its update is decided again: the reboot it now needs is drained first', async () => {
-  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
+  await startStandIn();
   const requests = timeRequests(standIn);
-  addNode(standIn, 'w0', { 'node-role.kubernetes.io/worker': '' });
-  addNode(standIn, 'w1', { 'node-role.kubernetes.io/worker': '' });
+  addWorkers(['w0', 'w1']);
   addPod(standIn, { namespace: 'shop', name: 'web', node: 'w0' });
   const { c, w0, second } = await degradedUnderRestartPolicy();
   assert.equal(requests.filter((r) => r.subresource === 'eviction').length, 0, 'no drain for a restart');
@@ -522,34 +480,33 @@ test('a policy change before a node finished its update is decided again: the re
   let podsAtReceipt: string[] | undefined;
   const push = w0.assignments.push.bind(w0.assignments);
   w0.assignments.push = (...items) => {
-    podsAtReceipt ??= evictablePodsOn(standIn!, 'w0').map((p) => p.metadata.name);
+    podsAtReceipt ??= evictablePodsOn(standIn, 'w0').map((p) => p.metadata.name);
     return push(...items);
   };
-  await call(c, c.config.apply.bind(c.config), { manifests: [poolWithFilePolicy('{type: Reboot}')], dryRun: false }, 'apply');
+  await apply(c, poolWithFilePolicy('{type: Reboot}'));
   await w0.waitFor(() => w0.assignments.length > sent, 10_000);
   assert.equal(w0.lastAssignment!.renderedConfig, second);
   assert.deepEqual(JSON.parse(w0.lastAssignment!.disruptionPolicyJson).files, [{ path: '/etc/a.conf', actions: [{ type: 'reboot' }] }]);
   assert.deepEqual(podsAtReceipt, [], 'the node was empty when the new policy reached it');
   assert.deepEqual(requests.filter((r) => r.subresource === 'eviction' && r.code === 201).map((r) => r.name), ['web']);
   assert.equal(kubeNode('w0').spec?.unschedulable, true, 'cordoned while it reboots');
-  assert.ok(server!.logs.some((l) => l.includes('decided again under the new one')));
+  assert.ok(server.logs.some((l) => l.includes('decided again under the new one')));
 
   w0.report({ currentConfig: second, desiredConfig: second, state: 'Done', phase: 'done', reason: '' });
   await eventually(() => kubeNode('w0').spec?.unschedulable === false, 5000, 'uncordoned once Done');
 });
 
 test('a node that finishes its update while a re-decision has it draining needs no drain: the drain ends, nothing more is evicted, the node is uncordoned', async () => {
-  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
+  await startStandIn();
   const requests = timeRequests(standIn);
-  addNode(standIn, 'w0', { 'node-role.kubernetes.io/worker': '' });
-  addNode(standIn, 'w1', { 'node-role.kubernetes.io/worker': '' });
+  addWorkers(['w0', 'w1']);
   // The only pod on w0 is behind a budget that allows no disruption: the drain cannot finish.
   addPod(standIn, { namespace: 'shop', name: 'db', node: 'w0', labels: { app: 'db' } });
-  standIn.add({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'db-pdb', namespace: 'shop' }, spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'db' } } } } as never);
+  addBudget(standIn, 'shop', 'db-pdb', 'db', { maxUnavailable: 0 });
   const { c, w0, second } = await degradedUnderRestartPolicy();
 
   // Under a reboot policy its retry must be drained: held, and the budget blocks the drain.
-  await call(c, c.config.apply.bind(c.config), { manifests: [poolWithFilePolicy('{type: Reboot}')], dryRun: false }, 'apply');
+  await apply(c, poolWithFilePolicy('{type: Reboot}'));
   await eventually(async () => /PodDisruptionBudget shop\/db-pdb/.test((await nodeOf(c, 'w0')).status!.reason), 10_000, 'the drain blocked by the budget');
   assert.equal(kubeNode('w0').spec?.unschedulable, true);
 
@@ -557,10 +514,10 @@ test('a node that finishes its update while a re-decision has it draining needs 
   const sent = w0.assignments.length;
   w0.report({ currentConfig: second, desiredConfig: second, state: 'Done', phase: 'done', reason: '' });
   await eventually(() => kubeNode('w0').spec?.unschedulable === false, 5000, 'uncordoned');
-  await eventually(() => !server!.handle.controlPlane.cache.drains.has('w0'), 5000, 'the drain record gone');
-  assert.equal(server!.handle.controlPlane.cache.assignments.get('w0')!.value.holdForDrain, undefined, 'no hold left');
+  await eventually(() => !server.handle.controlPlane.cache.drains.has('w0'), 5000, 'the drain record gone');
+  assert.equal(server.handle.controlPlane.cache.assignments.get('w0')!.value.holdForDrain, undefined, 'no hold left');
   assert.equal(standIn.list('Pod', 'shop').length, 1, 'the pod the budget protects was never evicted');
-  assert.ok(server!.logs.some((l) => l.includes('node finished its update during its drain; drain ended')));
+  assert.ok(server.logs.some((l) => l.includes('node finished its update during its drain; drain ended')));
   // The new policy reaches it once released, for its next update.
   await w0.waitFor(() => w0.assignments.length > sent, 5000);
   assert.deepEqual(JSON.parse(w0.lastAssignment!.disruptionPolicyJson).files, [{ path: '/etc/a.conf', actions: [{ type: 'reboot' }] }]);

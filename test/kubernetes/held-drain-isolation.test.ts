@@ -9,33 +9,19 @@
 // Runs on both stores (listed in scripts/test.sh's etcd pass).
 
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, test } from 'node:test';
-import { startKubeApiStandIn, type KubeApiStandIn } from '../../sandbox/kube-api-stand-in/kube-api-stand-in.ts';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { addNode, addPod } from '../helpers/kube-workloads.ts';
 import { mcYaml } from '../helpers/manifests.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { kubeStandInPerTest } from '../helpers/kube-stand-in-fixture.ts';
 
 const EVICTION_LATENCY_MS = 1500;
 /** The issue's bound: within 20 % of the time without the held drain. */
 const ALLOWED_RATIO = 1.2;
 
-let standIn: KubeApiStandIn | undefined;
-let server: TestServer | undefined;
-let agents: SimulatedAgent[] = [];
-afterEach(async () => {
-  for (const a of agents) a.close();
-  await server?.close();
-  await standIn?.close();
-  agents = [];
-  server = undefined;
-  standIn = undefined;
-});
+const { standIn, server, agents, startStandIn, startServer } = kubeStandInPerTest();
 
 const rebootConfig = (name: string, role: string, text: string) => ({
   source: `${name}.yaml`,
@@ -61,8 +47,7 @@ async function rollOutMaster(c: Clients, names: string[], text: string): Promise
 }
 
 test('a drain held by a budget on a slow API server leaves another pool\'s rollout as fast as without it', async (t) => {
-  standIn = await startKubeApiStandIn({
-    timeScale: 0.01,
+  await startStandIn({
     latencyMs: (r) => (r.method === 'POST' && r.path.includes('/pods/blocker/eviction') ? EVICTION_LATENCY_MS : 0),
   });
   const masters = ['m0', 'm1', 'm2'];
@@ -74,8 +59,7 @@ test('a drain held by a budget on a slow API server leaves another pool\'s rollo
   addPod(standIn, { namespace: 'db', name: 'blocker', node: 'w0', labels: { app: 'db' } });
   standIn.add({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'db-pdb', namespace: 'db' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'db' } } } } as never);
 
-  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'held-drain-kube-')));
-  server = await startTestServer({ kubernetes: { kubeconfig }, drain: { retryBaseMs: 100, retryMaxMs: 200, pollMs: 50 } });
+  await startServer({ drain: { retryBaseMs: 100, retryMaxMs: 200, pollMs: 50 } });
   const c = server.admin();
   const start = { master: await target(c, 'master'), worker: await target(c, 'worker') };
   for (const name of [...masters, 'w0', 'w1']) {

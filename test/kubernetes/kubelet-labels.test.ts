@@ -4,15 +4,11 @@
 // server a kubelet setting `example.com/tier: secure` on itself joined a pool selecting it.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, test } from 'node:test';
-import { startKubeApiStandIn, type KubeApiStandIn } from '../../sandbox/kube-api-stand-in/kube-api-stand-in.ts';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import { addNode } from '../helpers/kube-workloads.ts';
-import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { kubeStandInPerTest } from '../helpers/kube-stand-in-fixture.ts';
+import { eventually } from '../helpers/simulated-agent.ts';
 
 const pool = (name: string, matchLabels: Record<string, string>) => `apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfigPool
@@ -22,21 +18,14 @@ spec:
   nodeSelector: {matchLabels: ${JSON.stringify(matchLabels)}}
 `;
 
-let standIn: KubeApiStandIn | undefined;
-let server: TestServer | undefined;
-const agents: SimulatedAgent[] = [];
-after(async () => {
-  for (const a of agents) a.close();
-  await server?.close();
-  await standIn?.close();
-});
+const { standIn, server, startStandIn, startServer, connectAgent } = kubeStandInPerTest();
 
 test('a label a kubelet may set on its own Node never chooses a pool; a node-restriction label an administrator sets does', async () => {
-  standIn = await startKubeApiStandIn({ timeScale: 0.01 });
+  await startStandIn();
   // k1's kubelet labelled itself (--node-labels); k2 was labelled by an administrator.
   addNode(standIn, 'k1', { 'node-role.kubernetes.io/worker': '', 'example.com/tier': 'secure' });
   addNode(standIn, 'k2', { 'node-role.kubernetes.io/worker': '', 'node-restriction.kubernetes.io/tier': 'secure' });
-  server = await startTestServer({ kubernetes: { kubeconfig: standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'kubelet-labels-'))) } });
+  await startServer();
   const c = server.admin();
   const applied = await call(c, c.config.apply.bind(c.config), {
     manifests: [
@@ -47,11 +36,7 @@ test('a label a kubelet may set on its own Node never chooses a pool; a node-res
   }, 'apply');
   assert.ok(applied.warnings.some((w) => w.startsWith('MachineConfigPool/self-chosen: nodeSelector selects on example.com/tier')), applied.warnings.join('\n'));
   assert.ok(!applied.warnings.some((w) => w.startsWith('MachineConfigPool/admin-chosen')), 'a node-restriction label is an administrator\'s');
-  for (const name of ['k1', 'k2']) {
-    const a = new SimulatedAgent({ address: server.address, tls: await server.pki.node(name), name, labels: {} });
-    agents.push(a);
-    await a.connect();
-  }
+  for (const name of ['k1', 'k2']) await connectAgent(name, { labels: {} });
   const node = (name: string) => call(c, c.status.getNode.bind(c.status), { name }, 'get node');
   await eventually(async () => (await node('k2')).pool === 'admin-chosen', 5000, 'k2 in admin-chosen');
   const k1 = await node('k1');

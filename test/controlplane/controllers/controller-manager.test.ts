@@ -15,6 +15,7 @@ import type { KeyedController } from '../../../src/controlplane/controllers/reco
 import { SqliteStore } from '../../../src/controlplane/store/sqlite-store.ts';
 import { createLogger } from '../../../src/runtime/logger.ts';
 import { mcDoc, parseValid } from '../../helpers/manifests.ts';
+import { until } from '../../helpers/until.ts';
 
 const log = createLogger({ level: 'silent' });
 const config = (name: string) => parseValid(mcDoc(name, 'worker', { kernelArguments: [`${name}=1`] })).configs[0]!;
@@ -54,14 +55,6 @@ function recorder(name: string, reconcile: (key: string, signal: AbortSignal) =>
       await reconcile(key, signal);
     },
   };
-}
-
-async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 2000; i++) {
-    if (cond()) return;
-    await sleep(5);
-  }
-  assert.fail(`timed out waiting for ${what}`);
 }
 
 test('a controller stuck in a reconcile holds up no other controller, and leadership lost aborts it', async () => {

@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ExponentialBackoff, RateLimitedQueue } from '../../../src/controlplane/controllers/rate-limited-queue.ts';
 import { enqueueChange, runController, type KeyedController } from '../../../src/controlplane/controllers/reconciler.ts';
 import { createLogger } from '../../../src/runtime/logger.ts';
+import { until } from '../../helpers/until.ts';
 
 const log = createLogger({ level: 'silent' });
 
@@ -16,15 +17,6 @@ type Reconcile = KeyedController<string, string[]>['reconcile'];
 
 function controller(reconcile: Reconcile, concurrency = 1): KeyedController<string, string[]> {
   return { name: 'test', leaderOnly: true, concurrency, keysFor: (keys) => keys, reconcile };
-}
-
-/** Waits until `cond` holds, checking every few milliseconds (fails after 10 s). */
-async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 2000; i++) {
-    if (cond()) return;
-    await sleep(5);
-  }
-  assert.fail(`timed out waiting for ${what}`);
 }
 
 test('with 4 workers and keys re-added all the time, no key is ever reconciled twice at once, yet keys run in parallel', async () => {
