@@ -27,6 +27,8 @@ export async function startKubeRealAgentBed(o: {
   /** Further cluster objects (a PodDisruptionBudget, say), added before the server starts. */
   objects?: Parameters<KubeApiStandIn['add']>[0][];
   drain: NonNullable<Parameters<typeof startTestServer>[0]>['drain'];
+  /** host-a's agent.yaml settings beyond the sandbox's (a CRI socket, say). */
+  hostConfig?: Record<string, unknown>;
 }): Promise<KubeRealAgentBed> {
   const standIn = await startKubeApiStandIn({ timeScale: 0.01 });
   addNode(standIn, 'host-a', { 'node-role.kubernetes.io/worker': '' });
@@ -41,7 +43,7 @@ export async function startKubeRealAgentBed(o: {
     await standIn.close();
     throw err;
   }
-  const host = new SandboxHost({ name: 'host-a', server: server.address, pki: server.pki });
+  const host = new SandboxHost({ name: 'host-a', server: server.address, pki: server.pki, ...(o.hostConfig ? { config: o.hostConfig } : {}) });
   return {
     standIn, server, host,
     close: async () => {

@@ -134,7 +134,10 @@ export class ConfigCommands {
       throw err;
     });
     this.log.info({ objects: results.filter((r) => r.action !== 'unchanged') }, 'applied');
-    for (const name of this.#poolsSelecting(touchedConfigs, request.pools)) touchedPools.add(name);
+    // Only pools something of this Apply re-renders are waited for: an unchanged pool beside a
+    // changed PinnedImageSet (which renders nothing) would never be rendered again, and the Apply
+    // would fail after storing.
+    for (const name of this.#poolsSelecting(touchedConfigs, changed.pools)) touchedPools.add(name);
     await this.#waitForRender(touchedPools, revision);
     return { objects: results };
   }
