@@ -3,7 +3,8 @@
 // a real agent on a sandboxed host (real systemd user manager, the rpm-ostree and reboot
 // stand-ins; the test performs the reboot when it has looked). At each stop `mcctl get mcn -o
 // yaml` shows the conditions MCO sets at that step, and their lastTransitionTime is the time
-// mcplane recorded for the step (the node's update history, read through GetNodeHistory).
+// mcplane recorded for the step (the node's update history, read through GetNodeHistory); each object is
+// also checked field by field against MCO's Go types (test/helpers/mco-machine-config-node-fields.ts).
 
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -13,6 +14,7 @@ import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { call } from '../../src/cli/client/call.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { startKubeRealAgentBed } from '../helpers/kube-real-agent-bed.ts';
+import { assertMcoMachineConfigNodeShape } from '../helpers/mco-machine-config-node-fields.ts';
 import { type KubeObjectLike } from '../helpers/kube-workloads.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
@@ -37,7 +39,10 @@ test('a real agent, a drain and a reboot: the MachineConfigNode conditions at ea
   const mcn = async (): Promise<{ spec: { configVersion: { desired: string } }; status: { configVersion: { current: string; desired: string }; conditions: Cond[] } }> => {
     const r = await runCliAsync([...conn, 'get', 'mcn', 'host-a', '-o', 'yaml']);
     assert.equal(r.status, 0, r.stderr);
-    return parseYaml(r.stdout);
+    const o = parseYaml(r.stdout);
+    // At every stop of the update, the drain and the reboot: MCO's types, field by field.
+    assertMcoMachineConfigNodeShape(o);
+    return o;
   };
   const cond = (o: Awaited<ReturnType<typeof mcn>>, type: string): Cond => o.status.conditions.find((c) => c.type === type)!;
   try {
