@@ -86,12 +86,16 @@ export class Agent {
     this.#systemd = SystemdClient.connect(config.systemdBus, config.jobTimeoutSeconds * 1000, config.dbusTimeoutSeconds * 1000);
     this.#rpm = new RpmOstree(config.rpmOstree, log, (attempt, retryInMs) =>
       this.engine.note(`rpm-ostree is busy with another transaction; retry ${attempt} in ${(retryInMs / 1000).toFixed(1)}s`), undefined, config.rpmOstreeTimeoutSeconds * 1000);
-    this.staging = new OsStaging(this.#rpm, config.staging, config.paths.stateDir, log, () => this.#publish(), () => this.engine.busy);
+    // The pinned image sets are part of staging: a config is Staged once they are pulled too.
+    this.staging = new OsStaging(this.#rpm, config.staging, config.paths.stateDir, log, () => this.#publish(), () => this.engine.busy, () => this.pinnedImages.readiness());
     this.drift = new DriftMonitor(log, config.drift.intervalSeconds * 1000, (found) => this.#onDrift(found));
     this.pinnedImages = new PinnedImageSets({
       criSocket: config.criSocket, root: config.paths.root, ...config.pinnedImages,
       reloadRuntime: () => this.#systemd.reloadUnit('crio.service'),
-      onChange: () => this.#publish(),
+      onChange: () => {
+        this.staging.pinnedChanged();
+        this.#publish();
+      },
       log,
     });
     this.#driftSettings = new DriftSettings(config.paths.stateDir);
@@ -205,7 +209,8 @@ export class Agent {
       driftPolicy: this.#driftPolicy(),
       drifted: this.#drifted,
       staging: this.staging.status(),
-      agentFeatures: ['staging'],
+      // pinned-image-sets-only: the agent takes an assignment of pinned sets alone (while held for a drain).
+      agentFeatures: ['staging', 'pinned-image-sets-only'],
     };
   }
 
@@ -272,6 +277,8 @@ export class Agent {
     // The pinned image sets go their own way: a set the puller refuses (a tag, say) is reported
     // in its status, never a reason to refuse the config, and a malformed config does not hold them.
     if (a.pinnedImageSetsSent) this.pinnedImages.assign(a.pinnedImageSets.map((p) => ({ name: p.name, generation: p.generation, images: p.images })));
+    // The node's assignment is held for its drain: only the sets come, the rest stays as it is.
+    if (a.pinnedImageSetsOnly) return;
     const c = new ProblemCollector(`RenderedConfig/${a.renderedConfig}`);
     const bad = (what: string): void => {
       const problems = c.problems.map((p) => `${p.field}: ${p.message}`).join('; ');

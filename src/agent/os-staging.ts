@@ -13,12 +13,20 @@
 // A disk check comes before any download and again right before the apply: the file system
 // rpm-ostree writes to must keep staging.minFreeDisk free after the download (its size as the
 // tool reports it, else the configured estimate).
+//
+// The pool's pinned image sets are part of what is staged: once the OS content is downloaded, a
+// config is reported Staged only when every set the node was assigned is pulled (pinned-image-
+// sets.ts pulls them on its own, at once), so the rollout drains the node only after its pinned
+// images are on it. While they pull the staging says Staging, naming the sets and their counts;
+// a set that fails makes the staging Failed with the set, its image and the reason (the node keeps
+// serving on its config, the pool says it could not stage), and the puller's own retry settles it.
 
 import { readFileSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import { InsufficientDiskError, UpdateStepError, type MachineConfigSpec, type StagingStatus } from '../machineconfig/index.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { StagingConfig } from './agent-config.ts';
+import type { PinnedReadiness } from './pinned-image-sets.ts';
 import { writeFileAtomic } from './durable-fs.ts';
 import { osDownloadsFor, type OsDownloads } from './os-operations.ts';
 import type { RpmOstree } from './rpm-ostree.ts';
@@ -29,6 +37,8 @@ const PROGRESS_REPORT_MS = 1000;
 interface Persisted extends StagingStatus {
   downloads?: OsDownloads;
   attempt?: number;
+  /** The OS content is downloaded (what, for the Staged reason); the pinned image sets may still be pulling. */
+  downloaded?: string;
 }
 
 export class OsStaging {
@@ -52,6 +62,8 @@ export class OsStaging {
      * rpm-ostree step must not wait out a long download, so a download starts only between updates.
      */
     private readonly updateRunning: () => boolean = () => false,
+    /** Whether the node's pinned image sets are pulled: a config is Staged only once they are. */
+    private readonly pinned: () => PinnedReadiness = () => ({ ready: true }),
   ) {
     this.#file = join(stateDir, 'staging.json');
     this.#status = load(this.#file);
@@ -62,7 +74,7 @@ export class OsStaging {
   /** What the node reports in NodeStatus.staging. */
   status(): StagingStatus | null {
     if (!this.#status) return null;
-    const { downloads: _d, attempt: _a, ...s } = this.#status;
+    const { downloads: _d, attempt: _a, downloaded: _w, ...s } = this.#status;
     return s;
   }
 
@@ -105,6 +117,33 @@ export class OsStaging {
     clearTimeout(this.#retry);
   }
 
+  /** The pinned image sets' status changed: a config whose OS content is downloaded may now be Staged (or Failed). */
+  pinnedChanged(): void {
+    this.#settlePinned();
+  }
+
+  /**
+   * The OS content of the config being staged is downloaded: Staged once the pinned sets are
+   * pulled, Failed (naming the set) while one fails, else Staging, waiting for them.
+   */
+  #settlePinned(): void {
+    const s = this.#status;
+    if (this.#stopped || !s?.downloaded || s.state === 'Staged' || this.#current !== s.config) return;
+    const p = this.pinned();
+    const base = { config: s.config, bytesDone: s.bytesDone, bytesTotal: s.bytesTotal, startedUnixMs: s.startedUnixMs, ...(s.downloads ? { downloads: s.downloads } : {}), downloaded: s.downloaded };
+    if (p.ready) {
+      this.#set({ ...base, state: 'Staged', reason: p.sets ? `${s.downloaded}; pinned image sets pulled (${p.sets})` : s.downloaded, endedUnixMs: Date.now() });
+      this.#current = undefined;
+      this.log.info({ config: s.config }, 'staging: staged, pinned image sets included; the update will apply from the cache');
+      return;
+    }
+    const reason = p.failure ? `stage: pinned image sets: ${p.failure}` : `pinned image sets pulling: ${p.waiting}`;
+    const state = p.failure ? 'Failed' : 'Staging';
+    if (s.state === state && s.reason === reason) return;
+    if (p.failure) this.log.warn({ config: s.config, reason: p.failure }, 'staging: a pinned image set failed; the node keeps serving on its config');
+    this.#set({ ...base, state, reason, endedUnixMs: p.failure ? Date.now() : 0 });
+  }
+
   async #run(config: string, spec: MachineConfigSpec, attempt: number): Promise<void> {
     while (this.updateRunning() && this.#current === config && !this.#stopped) await new Promise((r) => setTimeout(r, 1000).unref());
     if (this.#current !== config || this.#stopped) return;
@@ -117,9 +156,8 @@ export class OsStaging {
     }
     if (this.#current !== config) return;
     if (!downloads.image && !downloads.packages.length) {
-      this.#set({ config, state: 'Staged', bytesDone: 0, bytesTotal: 0, reason: 'nothing to download', startedUnixMs: started, endedUnixMs: Date.now(), downloads });
-      this.#current = undefined;
-      return;
+      this.#set({ config, state: 'Staging', bytesDone: 0, bytesTotal: 0, reason: 'pinned image sets: checking', startedUnixMs: started, endedUnixMs: 0, downloads, downloaded: 'nothing to download' });
+      return this.#settlePinned();
     }
     const estimate = this.#estimate(downloads);
     const what = describe(downloads);
@@ -154,9 +192,9 @@ export class OsStaging {
     }
     if (this.#current !== config) return;
     const bytes = this.#status?.bytesDone ?? 0;
-    this.#set({ config, state: 'Staged', bytesDone: bytes, bytesTotal: Math.max(bytes, this.#status?.bytesTotal ?? 0), reason: `downloaded ${what}`, startedUnixMs: started, endedUnixMs: Date.now(), downloads });
-    this.#current = undefined;
-    this.log.info({ config, bytes, seconds: (Date.now() - started) / 1000 }, 'staging: downloaded; the update will apply from the cache');
+    this.log.info({ config, bytes, seconds: (Date.now() - started) / 1000 }, 'staging: downloaded');
+    this.#set({ config, state: 'Staging', bytesDone: bytes, bytesTotal: Math.max(bytes, this.#status?.bytesTotal ?? 0), reason: 'pinned image sets: checking', startedUnixMs: started, endedUnixMs: 0, downloads, downloaded: `downloaded ${what}` });
+    this.#settlePinned();
   }
 
   #failed(config: string, spec: MachineConfigSpec, attempt: number, started: number, reason: string, downloads: OsDownloads | undefined): void {

@@ -24,6 +24,21 @@ export interface PinnedImageSetsOptions {
   log: Logger;
 }
 
+/**
+ * Whether the assigned sets are on the node, for staging (os-staging.ts): a config is reported
+ * Staged only once its pool's sets are pulled, so the drain that follows waits for them.
+ */
+export interface PinnedReadiness {
+  /** Every assigned set is pulled at its assigned generation (true with no set). */
+  ready: boolean;
+  /** How many sets are assigned. */
+  sets?: number;
+  /** The first set that failed or was refused, with its image and reason. */
+  failure?: string;
+  /** The sets still pulling or queued, with their counts (`workload 1/3`). */
+  waiting?: string;
+}
+
 /** How often the status is re-read and reported while pulls run (imagesDone moves). */
 const PROGRESS_MS = 2000;
 
@@ -76,6 +91,19 @@ export class PinnedImageSets {
       }
     }
     return sets;
+  }
+
+  readiness(): PinnedReadiness {
+    const sets = this.status();
+    const failed = sets.find((s) => s.state === 'Failed' || s.state === 'Refused');
+    const pending = sets.filter((s) => s.state !== 'Pulled' || s.currentGeneration !== s.desiredGeneration);
+    if (pending.length === 0) return { ready: true, sets: sets.length };
+    return {
+      ready: false,
+      sets: sets.length,
+      ...(failed ? { failure: `PinnedImageSet/${failed.name}: ${failed.lastFailedImage ? `${failed.lastFailedImage}: ` : ''}${failed.lastFailureReason || failed.state}` } : {}),
+      waiting: pending.map((s) => `${s.name} ${s.imagesDone}/${s.imagesTotal}`).join(', '),
+    };
   }
 
   stop(): void {

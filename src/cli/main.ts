@@ -174,7 +174,7 @@ export function buildProgram(io: Io): Command {
     .addOption(new Option('-o, --output <format>', 'print the result (and the dry-run preview) for machines').choices(['yaml', 'json']))
     .action(async (opts: { filename: string[]; dryRun?: boolean; try?: string; output?: OutputFormat }) => withClients(async (c) => (await commands.write()).applyCommand(c, opts.filename, opts.dryRun ?? false, io.err, opts.output, opts.try)));
 
-  connectionOptions(program.command('import')).description('import an existing cluster\'s MachineConfigs and MachineConfigPools through Apply (the path off MCO); MCO\'s rendered-* configs are skipped')
+  connectionOptions(program.command('import')).description('import an existing cluster\'s MachineConfigs and MachineConfigPools through Apply (the path off MCO); MCO\'s rendered-* configs are skipped; its MachineConfigNodes are compared with mcplane\'s nodes, not stored')
     .requiredOption('--kubeconfig <file>', 'kubeconfig of the cluster to import from (needs list on machineconfigs and machineconfigpools)')
     .option('--dry-run', 'validate and report what would change, store nothing')
     .action(async (opts: { kubeconfig: string; dryRun?: boolean }) => withClients(async (c) => (await commands.import()).importCommand(c, opts.kubeconfig, opts.dryRun ?? false, io.err)));

@@ -1,7 +1,7 @@
 // What `mcctl get` can list: for each resource its names, how to fetch it, its table columns
 // (normal and -o wide), its Kubernetes-shaped object and its labels for -l.
 
-import { API_KIND_NAMES, API_KINDS, SOURCE_KINDS, type ApiKind, type ApiKindInfo, type SourceKind, type SourcePlural } from '../machineconfig/api-kinds.ts';
+import { API_KIND_NAMES, API_KINDS, describeNames, SOURCE_KINDS, typeNameOf, type ApiKind, type ApiKindInfo, type McctlName, type SourceKind, type SourcePlural } from '../machineconfig/api-kinds.ts';
 import { ConfigurationError, NotFoundError } from '../machineconfig/errors.ts';
 import { formatSelector } from '../machineconfig/label-selector.ts';
 import type { Labels } from '../machineconfig/index.ts';
@@ -22,7 +22,11 @@ import { age } from './format.ts';
 import { events } from './events.ts';
 import { condition, machineConfigObject, nodeObject, poolObject, renderedObject, replicaObject } from './objects.ts';
 
-export type ResourceName = 'pools' | 'nodes' | 'mc' | 'rendered' | 'replicas' | 'events' | 'tokens' | 'enrollments' | 'audit' | 'mcn' | 'drift' | SourceResourceName;
+/** mcctl's resources: its own, the catalogue's kinds under their mcctl names (pools, nodes, mc, mcn) and the higher-level configs. */
+export type ResourceName = McctlName | 'rendered' | 'replicas' | 'events' | 'tokens' | 'enrollments' | 'audit' | 'drift' | SourceResourceName;
+
+/** MCO's MachineConfigNode: derived by the server from each node's records (a derived catalogue kind). */
+const MCN = API_KINDS.MachineConfigNode;
 /** The higher-level configs (the catalogue's source kinds), one resource per kind, under its plural. */
 export type SourceResourceName = SourcePlural;
 
@@ -65,8 +69,6 @@ export const ALIASES: Readonly<Record<string, ResourceName>> = {
   rendered: 'rendered', renderedconfig: 'rendered', renderedconfigs: 'rendered',
   replicas: 'replicas', replica: 'replicas',
   events: 'events', event: 'events', ev: 'events',
-  // MCO's MachineConfigNode: derived by the server, not a stored kind of the catalogue.
-  mcn: 'mcn', machineconfignode: 'mcn', machineconfignodes: 'mcn',
   tokens: 'tokens', token: 'tokens', bootstraptoken: 'tokens', bootstraptokens: 'tokens',
   audit: 'audit', audits: 'audit', auditrecord: 'audit', auditrecords: 'audit',
   drift: 'drift', drifts: 'drift', nodedrift: 'drift', nodedrifts: 'drift',
@@ -83,7 +85,7 @@ const SOURCE_NAMES = SOURCE_KINDS.map((kind) => {
 
 export function resourceOf(name: string): ResourceName {
   const r = ALIASES[name.toLowerCase()];
-  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, machineconfignodes (mcn), replicas, events, tokens, enrollments, audit, drift, ${SOURCE_NAMES.slice(0, -1).join(', ')} or ${SOURCE_NAMES.at(-1)}`);
+  if (!r) throw new ConfigurationError(`unknown resource "${name}": use pools (mcp), nodes, mc, rendered, ${describeNames('MachineConfigNode')}, replicas, events, tokens, enrollments, audit, drift, ${SOURCE_NAMES.slice(0, -1).join(', ')} or ${SOURCE_NAMES.at(-1)}`);
   return r;
 }
 
@@ -284,10 +286,10 @@ const mcnCondition = (m: MachineConfigNode__Output, type: string): string => m.s
 
 /** `oc get mcn`: the CRD's printer columns, priority 0 normally, priority 1 with -o wide. */
 const machineConfigNodes: Resource<MachineConfigNode__Output> = {
-  name: 'mcn',
-  typeName: 'machineconfignode',
-  list: async (c, f) => (await call(c, c.status.listMachineConfigNodes.bind(c.status), { pool: f.pool ?? '' }, 'list machineconfignodes')).machineConfigNodes,
-  get: (c, name) => call(c, c.status.getMachineConfigNode.bind(c.status), { name }, `get machineconfignode ${name}`),
+  name: MCN.mcctlName,
+  typeName: typeNameOf('MachineConfigNode'),
+  list: async (c, f) => (await call(c, c.status.listMachineConfigNodes.bind(c.status), { pool: f.pool ?? '' }, `list ${MCN.plural}`)).machineConfigNodes,
+  get: (c, name) => call(c, c.status.getMachineConfigNode.bind(c.status), { name }, `get ${typeNameOf('MachineConfigNode')} ${name}`),
   nameOf: (m) => m.name,
   object: (m) => machineConfigNodeObject(machineConfigNodeOfWire(m)),
   labels: () => undefined,
@@ -548,4 +550,4 @@ const sourceResources = Object.fromEntries(Object.entries(SOURCE_RESOURCE_KINDS)
 })) as Record<SourceResourceName, Resource<SourceObject__Output>>;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const RESOURCES: Record<ResourceName, Resource<any>> = { pools, nodes, mc: machineConfigs, rendered, mcn: machineConfigNodes, replicas, events, tokens, enrollments, audit, drift, ...sourceResources };
+export const RESOURCES: Record<ResourceName, Resource<any>> = { pools, nodes, mc: machineConfigs, rendered, [MCN.mcctlName]: machineConfigNodes, replicas, events, tokens, enrollments, audit, drift, ...sourceResources };

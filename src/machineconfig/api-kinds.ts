@@ -1,6 +1,8 @@
 // Every API kind mcplane serves, in one catalogue: its group/version, plural and short names,
 // parser, who writes it, how it is deleted and whether `mcctl import` (and --kubernetes-source)
-// takes it from a cluster. The control plane's stored kinds, the higher-level configs'
+// takes it from a cluster. Most kinds are stored objects someone writes; a derived kind
+// (MachineConfigNode) is built by the control plane from its records on every read, so it has
+// no parser, no store entry and no delete rule, and import compares it rather than storing it. The control plane's stored kinds, the higher-level configs'
 // SOURCE_KINDS, the cluster resources import reads, the delete dispatch and mcctl's resource
 // names are derived from here, so adding a kind is one entry plus its parser.
 // test/machineconfig/api-kinds.test.ts fails when a list of kinds is written anywhere else.
@@ -36,15 +38,28 @@ export interface ApiKindInfo {
   readonly plural: string;
   /** kubectl's short names (`oc get mc`). */
   readonly shortNames: readonly string[];
-  /** Who writes it: the user through Apply, or the stream holder for an agent's host. */
-  readonly writer: 'user' | 'stream holder';
+  /**
+   * Who writes it: the user through Apply, the stream holder for an agent's host, or the control
+   * plane, which derives it from what the agents report (not stored).
+   */
+  readonly writer: 'user' | 'stream holder' | 'control plane';
   /** What it holds (the store's registry shows it). */
   readonly holds: string;
   /** Validates a document of the kind; none for kinds no user writes. */
   readonly parse?: Parser<unknown>;
-  readonly deleteRule: DeleteRule;
-  /** `mcctl import` and --kubernetes-source read it from a cluster. */
-  readonly imported: boolean;
+  /** None for a derived kind: there is nothing stored to delete (its node is deleted instead). */
+  readonly deleteRule?: DeleteRule;
+  /**
+   * true: `mcctl import` and --kubernetes-source read it from a cluster and apply it.
+   * 'compared': `mcctl import` reads the cluster's objects and reports each against mcplane's own
+   * (a derived kind: the cluster's status is MCO's, not something mcplane could store as its own).
+   */
+  readonly imported: boolean | 'compared';
+  /**
+   * Not stored: the control plane derives every object of the kind from its records when it is
+   * read (ListMachineConfigNodes), so it is never applied, stored, cached or deleted.
+   */
+  readonly derived?: true;
   /**
    * Stored, listed (ListSourceObjects), imported and deleted as an object of its own: a
    * higher-level config the generator makes MachineConfigs of (generated-configs.ts), or a
@@ -82,6 +97,10 @@ export const API_KINDS = {
   // Not made into MachineConfigs: each node's assignment carries its pool's sets (spec.pinnedImageSets),
   // and the agent pulls and pins their images. MCO's CRD has no short name.
   PinnedImageSet: { group: MCO, version: 'v1', plural: 'pinnedimagesets', shortNames: [], writer: 'user', holds: 'a PinnedImageSet: images a pool\'s nodes pull ahead of time and pin', parse: parsePinnedImageSet as Parser<PinnedImageSet>, deleteRule: 'source', imported: true, source: true },
+  // MCO's per-node update status (GA in OpenShift 4.19): made from the node's records and its
+  // agent's reports on every read (machine-config-node.ts), served by ListMachineConfigNodes,
+  // written to a cluster that has the CRD by the machine-config-node controller.
+  MachineConfigNode: { group: MCO, version: 'v1', plural: 'machineconfignodes', shortNames: ['mcn'], mcctlName: 'mcn', writer: 'control plane', holds: 'a node\'s update status as MCO\'s MachineConfigNode, derived from the node\'s records', imported: 'compared', derived: true },
   CRIOCredentialProviderConfig: { group: CONFIG, version: 'v1', plural: 'criocredentialproviderconfigs', shortNames: [], writer: 'user', holds: 'the CRIOCredentialProviderConfig: images whose credentials the kubelet asks CRI-O for', parse: parseCrioCredentialProviderConfig as Parser<CrioCredentialProviderConfig>, deleteRule: 'source', imported: true, source: true },
 } as const satisfies Record<string, ApiKindInfo>;
 
@@ -92,7 +111,11 @@ export type ApiKind = keyof Catalogue;
 export type SourceKind = { [K in ApiKind]: Catalogue[K] extends { source: true } ? K : never }[ApiKind];
 /** The kinds the user writes. */
 export type UserKind = { [K in ApiKind]: Catalogue[K] extends { writer: 'user' } ? K : never }[ApiKind];
-/** The kinds read from a cluster. */
+/** The kinds the control plane derives (not stored). */
+export type DerivedKind = { [K in ApiKind]: Catalogue[K] extends { derived: true } ? K : never }[ApiKind];
+/** The kinds a `mcctl` resource name lists (mcctlName), by that name. */
+export type McctlName = { [K in ApiKind]: Catalogue[K] extends { mcctlName: infer N extends string } ? N : never }[ApiKind];
+/** The kinds read from a cluster and applied. */
 export type ImportedKind = { [K in ApiKind]: Catalogue[K] extends { imported: true } ? K : never }[ApiKind];
 /** The plural of each higher-level config kind (mcctl's resource names for them). */
 export type SourcePlural = Catalogue[SourceKind]['plural'];
@@ -118,7 +141,21 @@ const kindsWhere = <K extends ApiKind>(has: (info: ApiKindInfo) => boolean): K[]
 export const SOURCE_KINDS: readonly SourceKind[] = kindsWhere<SourceKind>((k) => k.source === true);
 export const USER_KINDS: readonly UserKind[] = kindsWhere<UserKind>((k) => k.writer === 'user');
 export const REGISTRIES_KINDS: readonly SourceKind[] = kindsWhere<SourceKind>((k) => k.registries === true);
-export const IMPORTED_KINDS: readonly ImportedKind[] = kindsWhere<ImportedKind>((k) => k.imported);
+export const IMPORTED_KINDS: readonly ImportedKind[] = kindsWhere<ImportedKind>((k) => k.imported === true);
+export const DERIVED_KINDS: readonly DerivedKind[] = kindsWhere<DerivedKind>((k) => k.derived === true);
+/** The kinds import reads to compare, storing nothing. */
+export const COMPARED_KINDS: readonly ApiKind[] = kindsWhere((k) => k.imported === 'compared');
+
+/** kubectl's TYPE of `-o name` (TYPE/NAME): the lower-case kind. */
+export function typeNameOf(kind: ApiKind): string {
+  return kind.toLowerCase();
+}
+
+/** How an unknown-resource message names a kind: its plural, then its short names (`machineconfignodes (mcn)`). */
+export function describeNames(kind: ApiKind): string {
+  const k: ApiKindInfo = API_KINDS[kind];
+  return k.shortNames.length ? `${k.plural} (${k.shortNames.join(', ')})` : k.plural;
+}
 
 /** What a user-written kind's parser makes of a document: the object as stored. */
 export type ParsedValue<K extends UserKind> = NonNullable<ReturnType<Catalogue[K]['parse']>>;

@@ -24,13 +24,14 @@
 //   transition (a pull's start, a set's completion), the object's creation (the node's
 //   registration) stands in.
 
+import { apiVersionOf, type ApiKind } from './api-kinds.ts';
 import { day1StorageChange } from './config-diff.ts';
 import { FAILED_NODE_STATES } from './node-availability.ts';
 import type { Condition, ConditionStatus, MachineConfigSpec, NodeState, NodeStatus, PinnedImageSetStatus, StagingStatus } from './types.ts';
 import type { UpdatePhase, UpdateRecord } from './update-record.ts';
 
-export const MCN_API_VERSION = 'machineconfiguration.openshift.io/v1';
-export const MCN_KIND = 'MachineConfigNode';
+export const MCN_KIND = 'MachineConfigNode' satisfies ApiKind;
+export const MCN_API_VERSION = apiVersionOf(MCN_KIND);
 /** MCO's placeholder for a config version it does not know yet (upgrademonitor.NotYetSet). */
 export const NOT_YET_SET = 'not-yet-set';
 

@@ -4,32 +4,26 @@
 // uncordoned once the host is Done.
 
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { startKubeApiStandIn } from '../../sandbox/kube-api-stand-in/kube-api-stand-in.ts';
-import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { call } from '../../src/cli/client/call.ts';
 import { untilNode } from '../helpers/converge.ts';
-import { addNode, addPod, evictablePodsOn, type KubeObjectLike } from '../helpers/kube-workloads.ts';
+import { evictablePodsOn, type KubeObjectLike } from '../helpers/kube-workloads.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
-import { startTestServer } from '../helpers/test-server.ts';
+import { startKubeRealAgentBed } from '../helpers/kube-real-agent-bed.ts';
 import { assertCallsAllowed } from './rbac.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
 
 test('a real agent: the rebooting config lands on the host only after its Node is drained, then the Node is uncordoned', { skip }, async () => {
-  const standIn = await startKubeApiStandIn({ timeScale: 0.01 });
-  addNode(standIn, 'host-a', { 'node-role.kubernetes.io/worker': '' });
-  addNode(standIn, 'host-b', { 'node-role.kubernetes.io/worker': '' });
-  addPod(standIn, { namespace: 'shop', name: 'web', node: 'host-a', graceSeconds: 60 });
-  addPod(standIn, { namespace: 'kube-system', name: 'ds-host-a', node: 'host-a', daemonSet: true });
-  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'drain-real-')));
-  const server = await startTestServer({ kubernetes: { kubeconfig }, drain: { retryBaseMs: 150, retryMaxMs: 600, pollMs: 50 } });
-  const host = new SandboxHost({ name: 'host-a', server: server.address, pki: server.pki });
+  const { standIn, server, host, close } = await startKubeRealAgentBed({
+    tmpPrefix: 'drain-real-',
+    pods: [{ namespace: 'shop', name: 'web', graceSeconds: 60 }, { namespace: 'kube-system', name: 'ds-host-a', daemonSet: true }],
+    drain: { retryBaseMs: 150, retryMaxMs: 600, pollMs: 50 },
+  });
   // Sampled all along: was the file on disk while a pod the drain must remove was on the Node?
   const violations: string[] = [];
   const file = join(host.root, 'etc/chrony.conf');
@@ -68,8 +62,6 @@ test('a real agent: the rebooting config lands on the host only after its Node i
     assert.equal(update.phases[0]?.name, 'drain', 'the drain came before the agent\'s first step');
   } finally {
     clearInterval(sampler);
-    await host.stop();
-    await server.close();
-    await standIn.close();
+    await close();
   }
 });

@@ -3,24 +3,22 @@
 // a real agent on a sandboxed host (real systemd user manager, the rpm-ostree and reboot
 // stand-ins; the test performs the reboot when it has looked). At each stop `mcctl get mcn -o
 // yaml` shows the conditions MCO sets at that step, and their lastTransitionTime is the time
-// mcplane recorded for the step (the node's update history, read through GetNodeHistory).
+// mcplane recorded for the step (the node's update history, read through GetNodeHistory); each object is
+// also checked field by field against MCO's Go types (test/helpers/mco-machine-config-node-fields.ts).
 
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { test } from 'node:test';
 import { parse as parseYaml } from 'yaml';
-import { startKubeApiStandIn } from '../../sandbox/kube-api-stand-in/kube-api-stand-in.ts';
-import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { call } from '../../src/cli/client/call.ts';
 import { untilNode } from '../helpers/converge.ts';
-import { addNode, addPod, type KubeObjectLike } from '../helpers/kube-workloads.ts';
+import { startKubeRealAgentBed } from '../helpers/kube-real-agent-bed.ts';
+import { assertMcoMachineConfigNodeShape } from '../helpers/mco-machine-config-node-fields.ts';
+import { type KubeObjectLike } from '../helpers/kube-workloads.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
-import { startTestServer } from '../helpers/test-server.ts';
 
 const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
 
@@ -30,20 +28,21 @@ interface Cond { type: string; status: string; reason: string; message: string; 
 const rfc3339 = (ms: number | string): string => new Date(Number(ms)).toISOString().replace(/\.\d+Z$/, 'Z');
 
 test('a real agent, a drain and a reboot: the MachineConfigNode conditions at each step, with the recorded times', { skip }, async () => {
-  const standIn = await startKubeApiStandIn({ timeScale: 0.01 });
-  addNode(standIn, 'host-a', { 'node-role.kubernetes.io/worker': '' });
-  addNode(standIn, 'host-b', { 'node-role.kubernetes.io/worker': '' });
-  addPod(standIn, { namespace: 'shop', name: 'web', node: 'host-a', labels: { app: 'web' } });
-  // Allows no disruption: the drain waits until the test removes it.
-  standIn.add({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'web-pdb', namespace: 'shop' }, spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'web' } } } } as never);
-  const kubeconfig = standIn.writeKubeconfig(mkdtempSync(join(tmpdir(), 'mcn-real-')));
-  const server = await startTestServer({ kubernetes: { kubeconfig }, drain: { retryBaseMs: 100, retryMaxMs: 300, pollMs: 50 } });
-  const host = new SandboxHost({ name: 'host-a', server: server.address, pki: server.pki });
+  const { standIn, server, host, close } = await startKubeRealAgentBed({
+    tmpPrefix: 'mcn-real-',
+    pods: [{ namespace: 'shop', name: 'web', labels: { app: 'web' } }],
+    // Allows no disruption: the drain waits until the test removes it.
+    objects: [{ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'web-pdb', namespace: 'shop' }, spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'web' } } } } as never],
+    drain: { retryBaseMs: 100, retryMaxMs: 300, pollMs: 50 },
+  });
   const conn = ['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null'];
   const mcn = async (): Promise<{ spec: { configVersion: { desired: string } }; status: { configVersion: { current: string; desired: string }; conditions: Cond[] } }> => {
     const r = await runCliAsync([...conn, 'get', 'mcn', 'host-a', '-o', 'yaml']);
     assert.equal(r.status, 0, r.stderr);
-    return parseYaml(r.stdout);
+    const o = parseYaml(r.stdout);
+    // At every stop of the update, the drain and the reboot: MCO's types, field by field.
+    assertMcoMachineConfigNodeShape(o);
+    return o;
   };
   const cond = (o: Awaited<ReturnType<typeof mcn>>, type: string): Cond => o.status.conditions.find((c) => c.type === type)!;
   try {
@@ -121,8 +120,6 @@ test('a real agent, a drain and a reboot: the MachineConfigNode conditions at ea
     const oc = await runCliAsync([...conn, 'get', 'mcn']);
     assert.match(oc.stdout.split('\n')[1]!, new RegExp(`^host-a\\s+worker\\s+${target}\\s+${target}\\s+True\\s+`));
   } finally {
-    await host.stop();
-    await server.close();
-    await standIn.close();
+    await close();
   }
 });

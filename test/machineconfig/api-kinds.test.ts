@@ -4,7 +4,11 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { API_KIND_NAMES, API_KINDS, apiVersionOf, IMPORTED_KINDS, SOURCE_KINDS, type ApiKindInfo } from '../../src/machineconfig/api-kinds.ts';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import ts from 'typescript';
+import { API_KIND_NAMES, API_KINDS, apiVersionOf, DERIVED_KINDS, IMPORTED_KINDS, SOURCE_KINDS, type ApiKindInfo } from '../../src/machineconfig/api-kinds.ts';
+import { REPO_ROOT } from '../helpers/run-cli.ts';
 import { manifestFromClusterObject, SOURCE_RESOURCES } from '../../src/machineconfig/cluster-object.ts';
 import { isSourceKind, parseSourceObject } from '../../src/machineconfig/generated-configs.ts';
 import { ProblemCollector } from '../../src/machineconfig/problem-collector.ts';
@@ -32,16 +36,23 @@ test('import reads each kind where the catalogue says a cluster serves it, and g
   for (const kind of IMPORTED_KINDS) {
     assert.equal(manifestFromClusterObject(kind, { metadata: { name: 'x' } }).apiVersion, apiVersionOf(kind), kind);
   }
-  assert.deepEqual(IMPORTED_KINDS, API_KIND_NAMES.filter((k) => info(k).imported));
+  assert.deepEqual(IMPORTED_KINDS, API_KIND_NAMES.filter((k) => info(k).imported === true));
+  for (const kind of DERIVED_KINDS) assert.ok(!(IMPORTED_KINDS as readonly string[]).includes(kind), `${kind} is derived: import compares it, never applies it`);
 });
 
-test('the store keeps every kind users write, as the catalogue describes it, cached', () => {
+test('the store keeps every kind users write, as the catalogue describes it, cached; a derived kind is not stored', () => {
   for (const kind of API_KIND_NAMES) {
-    const stored = KINDS[kind];
+    if (info(kind).derived) {
+      assert.ok(!Object.hasOwn(KINDS, kind), `${kind} is derived, not stored`);
+      assert.equal(info(kind).parse, undefined, `${kind}: nobody writes it, so nothing parses it`);
+      assert.equal(info(kind).deleteRule, undefined, `${kind}: nothing stored to delete`);
+      continue;
+    }
+    const stored = KINDS[kind as keyof typeof KINDS];
     assert.ok(stored, `${kind} is a stored kind`);
     assert.equal(stored.writer, info(kind).writer, kind);
     assert.equal(stored.holds, info(kind).holds, kind);
-    if (info(kind).writer === 'user') assert.ok(CACHED_KINDS.includes(kind), `${kind} is cached`);
+    if (info(kind).writer === 'user') assert.ok((CACHED_KINDS as readonly string[]).includes(kind), `${kind} is cached`);
   }
 });
 
@@ -90,4 +101,54 @@ test('known facts: the names kubectl and MCO use', () => {
   assert.equal(kindOfResource(resourceOf('pinnedimageset')), 'PinnedImageSet');
   assert.ok(IMPORTED_KINDS.includes('PinnedImageSet'));
   assert.equal(kindOfResource('rendered'), undefined);
+});
+
+/**
+ * String literals in src/ (outside the catalogue) that are one of a derived kind's names: its
+ * plural, its short names, its lower-case kind or its mcctl name. The control plane and mcctl
+ * take them from the entry (a derived kind is served by hand-written code in
+ * each layer, so this is where a copy would creep in).
+ */
+export function derivedKindNamesOutsideCatalogue(srcRoot: string): string[] {
+  const names = new Map<string, string>();
+  for (const kind of DERIVED_KINDS) {
+    const k = info(kind);
+    for (const n of [k.plural, ...k.shortNames, kind.toLowerCase(), ...(k.mcctlName ? [k.mcctlName] : [])]) names.set(n, kind);
+  }
+  const found: string[] = [];
+  for (const e of readdirSync(srcRoot, { recursive: true, withFileTypes: true })) {
+    if (!e.isFile() || !e.name.endsWith('.ts') || e.parentPath.includes('/generated')) continue;
+    const file = join(e.parentPath, e.name);
+    const path = relative(srcRoot, file);
+    if (path === join('machineconfig', 'api-kinds.ts')) continue;
+    const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+    const visit = (n: ts.Node): void => {
+      // A literal, or a property key ({ mcn: ... }): both name the resource.
+      const text = ts.isStringLiteralLike(n) ? n.text : (ts.isPropertyAssignment(n) || ts.isShorthandPropertyAssignment(n)) && ts.isIdentifier(n.name) ? n.name.text : undefined;
+      if (text !== undefined && names.has(text)) found.push(`${path}:${sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1}: ${JSON.stringify(text)} (${names.get(text)})`);
+      ts.forEachChild(n, visit);
+    };
+    visit(sf);
+  }
+  return found;
+}
+
+test("MachineConfigNode is a derived catalogue kind, and its names are written nowhere but the catalogue", () => {
+  assert.deepEqual([...DERIVED_KINDS], ['MachineConfigNode']);
+  const mcn = info('MachineConfigNode');
+  // openshift/api machineconfiguration/v1 types_machineconfignode.go: path=machineconfignodes, shortName=mcn.
+  assert.deepEqual({ apiVersion: apiVersionOf('MachineConfigNode'), plural: mcn.plural, shortNames: mcn.shortNames }, { apiVersion: 'machineconfiguration.openshift.io/v1', plural: 'machineconfignodes', shortNames: ['mcn'] });
+  assert.equal(mcn.writer, 'control plane');
+  assert.equal(mcn.imported, 'compared');
+  for (const alias of ['mcn', 'machineconfignode', 'machineconfignodes', 'MachineConfigNodes']) assert.equal(kindOfResource(resourceOf(alias)), 'MachineConfigNode', alias);
+  assert.deepEqual(derivedKindNamesOutsideCatalogue(join(REPO_ROOT, 'src')), []);
+});
+
+test('the derived-names check finds a copy: a file naming "machineconfignodes" by hand', async () => {
+  const { mkdtempSync, writeFileSync, mkdirSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const root = mkdtempSync(join(tmpdir(), 'derived-names-'));
+  mkdirSync(join(root, 'cli'));
+  writeFileSync(join(root, 'cli', 'x.ts'), "const PLURAL = 'machineconfignodes';\nexport const A = { mcn: 1, other: 'mc' };\n");
+  assert.deepEqual(derivedKindNamesOutsideCatalogue(root), ['cli/x.ts:1: "machineconfignodes" (MachineConfigNode)', 'cli/x.ts:2: "mcn" (MachineConfigNode)']);
 });

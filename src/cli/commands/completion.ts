@@ -4,11 +4,12 @@
 // one, the script runs `mcctl __complete` with the words typed so far (complete-names.ts).
 
 import type { Command } from 'commander';
+import { API_KINDS } from '../../machineconfig/api-kinds.ts';
 import { ConfigurationError } from '../../machineconfig/index.ts';
 
 /** What a positional argument completes to, by its name in the command's usage. */
 const ARGUMENT_WORDS: Record<string, string[]> = {
-  resource: ['pools', 'nodes', 'mc', 'rendered', 'mcn', 'replicas', 'events', 'pool/', 'node/', 'mc/', 'rendered/'],
+  resource: ['pools', 'nodes', 'mc', 'rendered', API_KINDS.MachineConfigNode.mcctlName, 'replicas', 'events', 'pool/', 'node/', 'mc/', 'rendered/'],
   'pool/NAME': ['pool/'],
   shell: ['bash', 'zsh', 'fish'],
 };

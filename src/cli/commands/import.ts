@@ -3,6 +3,8 @@
 // dry run for --dry-run), so they get Apply's validation and all-or-nothing store, and prints
 // what Apply did as `mcctl apply` does. MCO's rendered-* configs are its output, not input:
 // they are skipped, and each one is named on stderr. Status and server metadata are left out.
+// The cluster's MachineConfigNodes (MCO's per-node status) are not applied either: each is
+// compared with mcplane's view of the node and reported (machine-config-node-import.ts).
 
 import {
   ConfigurationError,
@@ -15,10 +17,11 @@ import {
   SOURCE_RESOURCES,
   type ClusterKind,
 } from '../../machineconfig/index.ts';
+import { CLUSTER_MCN_RESOURCE, compareMachineConfigNodes, formatMcnComparison } from '../../machineconfig/machine-config-node-import.ts';
 import { kubeFailureOf, loadKubernetesAccess, type KubernetesAccess } from '../../runtime/kube-client.ts';
 import { call } from '../client/call.ts';
 import type { Clients } from '../client/connection.ts';
-import { forDisplay } from '../format.ts';
+import { forDisplay, shown } from '../format.ts';
 
 const GROUP = 'machineconfiguration.openshift.io';
 
@@ -66,5 +69,31 @@ export async function importCommand(c: Clients, kubeconfig: string, dryRun: bool
   const res = await call(c, c.config.apply.bind(c.config), { manifests, dryRun }, 'import');
   for (const w of res.warnings ?? []) note(`Warning: ${w}\n`);
   const suffix = dryRun ? ' (dry run)' : '';
-  return forDisplay(res.objects).map((o) => `${o.kind.toLowerCase()}/${o.name} ${o.action}${suffix}\n`).join('');
+  const applied = forDisplay(res.objects).map((o) => `${o.kind.toLowerCase()}/${o.name} ${o.action}${suffix}\n`).join('');
+  return applied + await compareMachineConfigNodesOf(c, kube, note);
+}
+
+/**
+ * The cluster's MachineConfigNodes against mcplane's, one line per node. A cluster without the
+ * CRD (before OpenShift 4.19, say) has none; one that refuses the list is said on stderr and
+ * does not fail an import whose configs went in.
+ */
+async function compareMachineConfigNodesOf(c: Clients, kube: KubernetesAccess, note: (text: string) => void): Promise<string> {
+  const { group, version, plural } = CLUSTER_MCN_RESOURCE;
+  let items: unknown[];
+  try {
+    items = ((await kube.custom.listClusterCustomObject({ group, version, plural })) as { items?: unknown[] }).items ?? [];
+  } catch (err) {
+    const f = kubeFailureOf(err);
+    if (f.code !== 404) note(`${plural} not compared: cannot list ${plural}.${group} at ${kube.server}: ${f.code === 403 ? `not allowed (403): the user needs list on ${plural}.${group}` : f.message}\n`);
+    return '';
+  }
+  if (items.length === 0) return '';
+  const [ours, rendered] = await Promise.all([
+    call(c, c.status.listMachineConfigNodes.bind(c.status), { pool: '' }, `list ${plural}`),
+    call(c, c.config.listRenderedConfigs.bind(c.config), { pool: '' }, 'list rendered configs'),
+  ]);
+  const mcplane = ours.machineConfigNodes.map((m) => ({ name: m.name, pool: m.pool, current: m.status?.currentConfig ?? '', desired: m.desiredConfig }));
+  const configs = new Set(rendered.renderedConfigs.map((r) => r.name));
+  return compareMachineConfigNodes(items, mcplane, configs).map((x) => `${shown(formatMcnComparison(x))}\n`).join('');
 }

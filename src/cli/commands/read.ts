@@ -3,6 +3,7 @@
 
 // From machineconfig's modules, not its index: a bundle loads all that a command's module imports
 // before it runs, and the index brings every parser (yaml, croner, TOML) that `get` never uses.
+import { API_KINDS } from '../../machineconfig/api-kinds.ts';
 import { ConfigurationError } from '../../machineconfig/errors.ts';
 import { formatSelector, matchesSelector } from '../../machineconfig/label-selector.ts';
 import { durationMs } from '../../machineconfig/duration.ts';
@@ -87,7 +88,7 @@ export async function getCommand(c: Clients, io: Io, args: string[], options: Ge
   const targets = parseTargets(args);
   const selector = options.selector !== undefined ? parseSelectorFlag(options.selector) : undefined;
   if (selector && targets.some((t) => t.names.length)) throw new ConfigurationError('--selector cannot be combined with names: give one or the other');
-  if (options.pool !== undefined && targets.some((t) => t.resource !== 'nodes' && t.resource !== 'rendered' && t.resource !== 'events' && t.resource !== 'mcn' && t.resource !== 'drift')) {
+  if (options.pool !== undefined && targets.some((t) => t.resource !== 'nodes' && t.resource !== 'rendered' && t.resource !== 'events' && t.resource !== API_KINDS.MachineConfigNode.mcctlName && t.resource !== 'drift')) {
     throw new ConfigurationError('--pool filters nodes, rendered configs, machineconfignodes, events and drift only');
   }
   if (options.node !== undefined && targets.some((t) => t.resource !== 'events')) {

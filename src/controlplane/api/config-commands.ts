@@ -68,6 +68,8 @@ export interface ConfigCommandsOptions {
 
 /** Nodes per pool whose update history a dry run reads for its batch times. */
 const PREVIEW_HISTORY_SAMPLE = 50;
+/** The kinds `mcctl delete` removes: those the catalogue gives a delete rule. */
+const DELETABLE = API_KIND_NAMES.filter((k) => apiKind(k).deleteRule !== undefined);
 
 export class ConfigCommands {
   readonly #cache: ClusterCache;
@@ -150,7 +152,10 @@ export class ConfigCommands {
       throw err;
     });
     this.log.info({ objects: results.filter((r) => r.action !== 'unchanged') }, 'applied');
-    for (const name of this.#poolsSelecting(touchedConfigs, request.pools)) touchedPools.add(name);
+    // Only pools something of this Apply re-renders are waited for: an unchanged pool beside a
+    // changed PinnedImageSet (which renders nothing) would never be rendered again, and the Apply
+    // would fail after storing.
+    for (const name of this.#poolsSelecting(touchedConfigs, changed.pools)) touchedPools.add(name);
     await this.#waitForRender(touchedPools, revision);
     // Another Apply between this one's commit and the render makes a config this one did not
     // foresee: that one is not tried, and the user is told.
@@ -213,10 +218,15 @@ export class ConfigCommands {
 
   async delete(kind: string, name: string, requestedBy = 'unknown'): Promise<void> {
     if (!isApiKind(kind)) {
-      throw new InvalidDocumentError([{ object: `${kind}/${name}`, field: 'kind', rule: 'unknown-kind', message: `cannot delete kind "${kind}": use ${API_KIND_NAMES.slice(0, -1).join(', ')} or ${API_KIND_NAMES.at(-1)}` }]);
+      throw new InvalidDocumentError([{ object: `${kind}/${name}`, field: 'kind', rule: 'unknown-kind', message: `cannot delete kind "${kind}": use ${DELETABLE.slice(0, -1).join(', ')} or ${DELETABLE.at(-1)}` }]);
     }
-    // The catalogue says how a kind is deleted; each rule is one of the deleters below.
-    const { revision, touchedPools } = await this.#deleters[apiKind(kind).deleteRule](kind, name, requestedBy);
+    // The catalogue says how a kind is deleted; each rule is one of the deleters below. A derived
+    // kind has no rule: nothing of it is stored, it goes when its node goes.
+    const rule = apiKind(kind).deleteRule;
+    if (!rule) {
+      throw new InvalidDocumentError([{ object: `${kind}/${name}`, field: 'kind', rule: 'derived-kind', message: `${kind} cannot be deleted: the control plane derives it from node ${name}'s records; it goes with the node (mcctl delete node ${name})` }]);
+    }
+    const { revision, touchedPools } = await this.#deleters[rule](kind, name, requestedBy);
     await this.#cache.waitForRevision(revision);
     await this.#waitForRender(touchedPools, revision);
     this.log.info({ kind, name }, 'deleted');

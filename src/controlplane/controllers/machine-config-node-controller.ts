@@ -7,6 +7,7 @@
 // node is gone from mcplane or from the cluster. Without the CRD the controller says so once
 // in the log and writes nothing; it looks again now and then, so installing the CRD is enough.
 
+import { apiKind, apiVersionOf } from '../../machineconfig/api-kinds.ts';
 import { canonicalJson } from '../../machineconfig/index.ts';
 import { machineConfigNodeObject } from '../../machineconfig/machine-config-node.ts';
 import type { Logger } from '../../runtime/logger.ts';
@@ -15,9 +16,8 @@ import { machineConfigNodes } from '../cache/machine-config-nodes.ts';
 import { kubeFailureOf, type KubernetesAccess } from '../kubernetes/kube-client.ts';
 import type { Controller, ReconcileResult } from './controller.ts';
 
-const GROUP = 'machineconfiguration.openshift.io';
-const VERSION = 'v1';
-const PLURAL = 'machineconfignodes';
+// Where the cluster serves the kind: the catalogue's entry.
+const { group: GROUP, version: VERSION, plural: PLURAL } = apiKind('MachineConfigNode');
 const RETRY_AFTER_FAILURE_MS = 5000;
 /** How often a cluster without the CRD is asked again. */
 const RECHECK_CRD_MS = 5 * 60_000;
@@ -94,7 +94,7 @@ export class MachineConfigNodeController implements Controller {
       if (!current) {
         current = await attempt('create', m.name, () => this.access.custom.createClusterCustomObject({
           group: GROUP, version: VERSION, plural: PLURAL,
-          body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'MachineConfigNode', metadata: { name: m.name }, spec: object.spec },
+          body: { apiVersion: apiVersionOf('MachineConfigNode'), kind: 'MachineConfigNode', metadata: { name: m.name }, spec: object.spec },
         })) as ClusterMcn | undefined;
         if (!current) continue;
       } else if (canonicalJson(current.spec) !== canonicalJson(object.spec)) {

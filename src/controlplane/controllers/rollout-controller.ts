@@ -20,6 +20,7 @@ import type { LeaderWriter } from '../replica/leader-writer.ts';
 import { agentPolicyFor, disruptionPolicyJsonFor, type AgentPolicy, planNodeUpdate, rolloutContext } from '../cache/node-update-plan.ts';
 import type { WriteOp } from '../store/store.ts';
 import type { NodeAssignmentRecord } from '../store/stored-records.ts';
+import { pinnedImageSetsFor } from '../cache/pinned-image-sets-for.ts';
 
 export class RolloutController implements KeyedController<string> {
   readonly name = 'rollout';
@@ -263,16 +264,25 @@ export class RolloutController implements KeyedController<string> {
 /**
  * What the rollout reads of staging for `target`: a node is ready for its disruption once it
  * reported Staged for the target, or when its update downloads nothing (files and kernel
- * arguments only), or when its agent does not stage (it does not say "staging" in its
- * features). A config not in the cache yet counts as needing staging.
+ * arguments only) and its pool's pinned image sets are pulled, or when its agent does not stage
+ * (it does not say "staging" in its features). The pinned image sets are part of staging: a node
+ * that has not pulled every set of its pool (at the set's generation) is asked to stage, and is
+ * ready only once it is Staged and the sets are pulled, so its drain waits for them. A config not
+ * in the cache yet counts as needing staging.
  */
 export function stagingGate(cache: ClusterCache, target: string): NonNullable<RolloutContext['staging']> {
   const to = cache.renderedConfig(target);
   const needs = new Map<string, boolean>();
+  const sets = to ? pinnedImageSetsFor(cache, to.pool) : [];
+  const pinnedPulled = (n: NodeRecord): boolean => sets.every((want) => {
+    const s = n.status.pinnedImageSets?.find((r) => r.name === want.name);
+    return s !== undefined && s.state === 'Pulled' && s.currentGeneration >= Number(want.generation ?? 0);
+  });
   return {
     ready: (n: NodeRecord): boolean => {
       // An agent from before staging never reports Staged: it downloads during its update, as before.
       if (!n.status.agentFeatures?.includes('staging')) return true;
+      const pinned = pinnedPulled(n);
       const from = n.status.currentConfig;
       let need = needs.get(from);
       if (need === undefined) {
@@ -280,9 +290,9 @@ export function stagingGate(cache: ClusterCache, target: string): NonNullable<Ro
         need = !to || (from !== '' && !spec) || needsStaging(spec, to.spec);
         needs.set(from, need);
       }
-      if (!need) return true;
+      if (!need && pinned) return true;
       const s = n.status.staging;
-      return s?.config === target && s.state === 'Staged';
+      return s?.config === target && s.state === 'Staged' && pinned;
     },
     requested: (n: NodeRecord): boolean => cache.assignments.get(n.name)?.value.stageConfig === target,
   };

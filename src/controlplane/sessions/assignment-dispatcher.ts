@@ -24,6 +24,8 @@ import type { NodeAssignmentRecord } from '../store/stored-records.ts';
 const FAN_OUT_SLICE = 200;
 /** Distinct assignments kept encoded: a few pools, each mid-rollout between two configs. */
 const ENCODED_KEPT = 16;
+/** The agent feature that says it takes an assignment of pinned image sets alone. */
+const PINNED_SETS_ONLY = 'pinned-image-sets-only';
 
 export class AssignmentDispatcher {
   /** Encoded assignments by fingerprint (kept beside them: see sendAssignment), oldest first. */
@@ -39,8 +41,10 @@ export class AssignmentDispatcher {
    */
   assignmentFor(node: string): ServerMessage | undefined {
     const assignment = this.cache.assignments.get(node)?.value;
-    // Held: the leader drains the node first; the agent keeps what it runs until then.
-    if (!assignment?.desiredConfig || assignment.holdForDrain) return undefined;
+    // Held: the leader drains the node first; the agent keeps what it runs until then. Its pool's
+    // pinned image sets still reach it (pulling disrupts nothing), where the agent takes them alone.
+    if (assignment?.desiredConfig && assignment.holdForDrain) return this.#pinnedSetsOnly(node, assignment.desiredConfig);
+    if (!assignment?.desiredConfig) return undefined;
     const desired = assignment.desiredConfig;
     const rendered = this.cache.renderedConfig(desired);
     if (!rendered) return undefined; // its watch event is on its way; the change sends it
@@ -64,6 +68,17 @@ export class AssignmentDispatcher {
     };
   }
 
+  /**
+   * The pool's pinned image sets alone, for a node held for its drain whose agent takes them so
+   * (an older agent would read the empty config as a malformed assignment: it gets nothing).
+   */
+  #pinnedSetsOnly(node: string, desired: string): ServerMessage | undefined {
+    if (!this.cache.nodeStatuses.get(node)?.value.status.agentFeatures?.includes(PINNED_SETS_ONLY)) return undefined;
+    const pool = this.cache.renderedConfig(desired)?.pool;
+    if (!pool) return undefined;
+    return { assignment: { pool, pinnedImageSets: pinnedImageSetsFor(this.cache, pool), pinnedImageSetsSent: true, pinnedImageSetsOnly: true } };
+  }
+
   /** The config to stage, with its spec, when the leader picked the node to download ahead. */
   #stageOf(assignment: NodeAssignmentRecord): { stageConfig?: string; stageSpecJson?: string } {
     if (!assignment.stageConfig || assignment.stageConfig === assignment.desiredConfig) return {};
@@ -75,8 +90,8 @@ export class AssignmentDispatcher {
   sendAssignment(session: LocalSession, always = false): void {
     const message = this.assignmentFor(session.node);
     if (!message?.assignment) return;
-    const { renderedConfig, disruptionPolicyJson, driftPolicy, healthCheckJson, pinnedImageSets, driftIgnore, stageConfig, tryJson } = message.assignment;
-    const fingerprint = `${renderedConfig}\n${disruptionPolicyJson}\n${driftPolicy}\n${healthCheckJson ?? ''}\n${(pinnedImageSets ?? []).map((p) => `${p.name}@${p.generation}`).join(',')}\n${(driftIgnore ?? []).join('\0')}\n${stageConfig ?? ''}\n${tryJson ?? ''}`;
+    const { renderedConfig, disruptionPolicyJson, driftPolicy, healthCheckJson, pinnedImageSets, driftIgnore, stageConfig, tryJson, pinnedImageSetsOnly } = message.assignment;
+    const fingerprint = `${pinnedImageSetsOnly ? 'sets only\n' : ''}${renderedConfig}\n${disruptionPolicyJson}\n${driftPolicy}\n${healthCheckJson ?? ''}\n${(pinnedImageSets ?? []).map((p) => `${p.name}@${p.generation}`).join(',')}\n${(driftIgnore ?? []).join('\0')}\n${stageConfig ?? ''}\n${tryJson ?? ''}`;
     if (!always && session.lastAssignment === fingerprint) return;
     const kept = this.#encode(fingerprint, message);
     // The kept fingerprint: every session of a pool shares one string instead of holding a copy.
