@@ -11,34 +11,9 @@ import { runCliAsync } from '../helpers/run-cli.ts';
 import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { serverFixture } from '../helpers/server-fixture.ts';
 import { startTestServer } from '../helpers/test-server.ts';
-
-/**
- * The JSON field names of MCO's MachineConfigNode, per object, from openshift/api
- * machineconfiguration/v1/types_machineconfignode.go at commit
- * 2a3d73913b5a7caec4c57d5c3d04f51106ec4da3 (metav1.Condition's from k8s.io/apimachinery).
- * `required` are the fields without omitempty that MCO always writes.
- */
-const MCO_FIELDS: Record<string, { all: string[]; required: string[] }> = {
-  MachineConfigNode: { all: ['apiVersion', 'kind', 'metadata', 'spec', 'status'], required: ['apiVersion', 'kind', 'metadata', 'spec', 'status'] },
-  MachineConfigNodeSpec: { all: ['node', 'pool', 'configVersion', 'configImage'], required: ['node', 'pool', 'configVersion'] },
-  MCOObjectReference: { all: ['name'], required: ['name'] },
-  MachineConfigNodeSpecMachineConfigVersion: { all: ['desired'], required: ['desired'] },
-  MachineConfigNodeStatus: { all: ['conditions', 'observedGeneration', 'configVersion', 'configImage', 'pinnedImageSets', 'irreconcilableChanges', 'internalReleaseImage'], required: [] },
-  MachineConfigNodeStatusMachineConfigVersion: { all: ['current', 'desired'], required: ['current', 'desired'] },
-  MachineConfigNodeStatusPinnedImageSet: { all: ['name', 'currentGeneration', 'desiredGeneration', 'lastFailedGeneration', 'lastFailedGenerationError'], required: ['name'] },
-  IrreconcilableChangeDiff: { all: ['fieldPath', 'diff'], required: [] },
-  Condition: { all: ['type', 'status', 'observedGeneration', 'lastTransitionTime', 'reason', 'message'], required: ['type', 'status', 'lastTransitionTime', 'reason', 'message'] },
-};
+import { checkFields } from '../helpers/mco-machine-config-node-fields.ts';
 
 type Obj = Record<string, unknown>;
-
-function checkFields(what: string, o: unknown, type: keyof typeof MCO_FIELDS): void {
-  assert.ok(o && typeof o === 'object' && !Array.isArray(o), `${what} is an object`);
-  const keys = Object.keys(o as Obj);
-  const { all, required } = MCO_FIELDS[type]!;
-  assert.deepEqual(keys.filter((k) => !all.includes(k)), [], `${what}: every field is one of MCO's ${type}`);
-  assert.deepEqual(required.filter((k) => !keys.includes(k)), [], `${what}: MCO's required ${type} fields`);
-}
 
 let agent: SimulatedAgent;
 const { server, conn, connectAgent } = serverFixture({}, async () => {

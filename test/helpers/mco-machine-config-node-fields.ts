@@ -1,9 +1,8 @@
 // MCO's MachineConfigNode, field by field: the JSON field names of each of its Go types, from
 // openshift/api machineconfiguration/v1/types_machineconfignode.go at commit
 // 2a3d73913b5a7caec4c57d5c3d04f51106ec4da3 (metav1.Condition's from k8s.io/apimachinery).
-// `required` are the fields without omitempty that MCO always writes. (A copy of the table in
-// test/cli/get-machineconfignodes.test.ts, which should import this one: that file was not mine
-// to edit when this was written.)
+// `required` are the fields without omitempty that MCO always writes. The mcctl test and the real
+// agent's update test both compare against this one table.
 
 import assert from 'node:assert/strict';
 
@@ -21,7 +20,8 @@ export const MCO_MCN_FIELDS: Record<string, { all: string[]; required: string[] 
 
 type Obj = Record<string, unknown>;
 
-function checkFields(what: string, o: unknown, type: keyof typeof MCO_MCN_FIELDS): void {
+/** `o` has only the fields of MCO's Go type `type`, and all of its required ones. */
+export function checkFields(what: string, o: unknown, type: keyof typeof MCO_MCN_FIELDS): void {
   assert.ok(o && typeof o === 'object' && !Array.isArray(o), `${what} is an object`);
   const keys = Object.keys(o as Obj);
   const { all, required } = MCO_MCN_FIELDS[type]!;
