@@ -6,7 +6,6 @@
 // when the update changes one of them (Flight Control's path conditions).
 
 import { parse } from 'yaml';
-import type { ConfigDiff } from './config-diff.ts';
 import { quote } from './control-characters.ts';
 import { driftIgnoreMatcher, driftIgnoreProblem } from './drift-ignore.ts';
 import { durationMs } from './duration.ts';
@@ -150,7 +149,8 @@ export function mergeLifecycleHooks(pool: LifecycleHooks | undefined, configs: r
  * The paths an update changes, as `if` conditions match them: its files, and its units as the
  * files /etc/systemd/system/<name> (where a config's units live on a host).
  */
-export function hookChangedPaths(diff: ConfigDiff): string[] {
+// Takes the diff's shape, not its type: config-diff.ts reaches types.ts, which names this file's types.
+export function hookChangedPaths(diff: { files: readonly { path: string }[]; units: readonly { name: string }[] }): string[] {
   return [...diff.files.map((f) => f.path), ...diff.units.map((u) => `/etc/systemd/system/${u.name}`)];
 }
 
