@@ -73,7 +73,7 @@ import { applyUnitStates, describeUnitMismatch, retireRemovedUnits, runActions, 
 import { runHealthGate } from './health-gate.ts';
 import { tryProblem } from './try-checks.ts';
 import { runHookAction } from './hook-runner.ts';
-import { FIRST_STEP, keptAfterFailure, stepNamed, type StepOutcome, type StepRunner, type UpdatePhase } from './update-steps.ts';
+import { FIRST_STEP, keptAfterFailure, stepNamed, type Failpoint, type StepOutcome, type StepRunner, type UpdatePhase } from './update-steps.ts';
 
 export interface Assignment {
   config: string;
@@ -330,6 +330,8 @@ export class UpdateEngine {
       s.currentUpdate = startUpdate(`${id}-${randomBytes(2).toString('hex')}`, s.currentConfig, a.config, now);
     });
     this.#d.log.info({ from: j.state.currentConfig || undefined, to: a.config, force }, 'update started');
+    // The first step is journaled here, not advanced to: its failpoint fires here as step-advance.ts fires the others'.
+    if (stepNamed(FIRST_STEP).failpoint) this.#d.failpoints.hit(FIRST_STEP as Failpoint);
     await this.#resume();
   }
 
