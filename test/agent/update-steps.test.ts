@@ -20,7 +20,7 @@ test('the phases and failpoints are the step table\'s', () => {
 });
 
 test('MCPLANE_FAILPOINT naming no failpoint is refused, listing the failpoints', () => {
-  assert.throws(() => new Failpoints('commiting'), (err: unknown) => err instanceof ConfigurationError && /"commiting" is not a failpoint; the failpoints are staging, committing, /.test(err.message));
+  assert.throws(() => new Failpoints('commiting'), (err: unknown) => err instanceof ConfigurationError && /"commiting" is not a failpoint; the failpoints are before-updating, staging, committing, /.test(err.message));
   assert.throws(() => new Failpoints('commit-file:x'), ConfigurationError);
   new Failpoints('commit-file:3').hit('staging');
 });
