@@ -214,6 +214,10 @@ spec: {config: {ignition: {version: 3.4.0}}}
     ['beforeUpdating', 0, 0, 'success'], ['beforeUpdating', 1, -1, 'skipped'], ['afterUpdating', 0, 0, 'success'], ['afterUpdating', 1, 0, 'success'],
   ]);
   await eventually(async () => (await events(c, 'host-d')).filter((e) => e.startsWith('Normal HookSucceeded:')).length === 3, 20_000, 'three HookSucceeded events');
+  const described = await cli('describe', 'node', 'host-d');
+  assert.equal(described.status, 0, described.stderr);
+  assert.ok(described.stdout.includes(`    Hook:        beforeUpdating[0] /bin/sh -c echo motd changes >> ${log}: exited 0 after `), described.stdout);
+  assert.ok(described.stdout.includes(`    Hook:        beforeUpdating[1] /bin/sh -c echo other changes >> ${log}: skipped (its if matched no changed path)\n`), described.stdout);
 });
 
 test('kill -9 after a beforeUpdating action passed: the restarted agent does not run it again; one killed mid-hook leaves no process behind', { skip }, async () => {
