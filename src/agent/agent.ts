@@ -10,6 +10,8 @@ import {
   parseAssignedDriftPolicy,
   parseHealthCheck,
   parseTryPolicy,
+  parseLifecycleHooks,
+  type LifecycleHooks,
   parseMachineConfig,
   SystemdError,
   ProblemCollector,
@@ -325,7 +327,14 @@ export class Agent {
       if (c.ok) tryPolicy = parseTryPolicy(raw, c, 'try') ?? null;
       if (!c.ok) return bad("the assignment's try is invalid");
     }
-    const assignment: Assignment = { config: a.renderedConfig, spec: mc.spec, policy, driftPolicy, healthCheck, try: tryPolicy };
+    // Lifecycle hooks (the pool's spec.hooks and the configs' mcplane.io/hooks), checked as applied.
+    let hooks: LifecycleHooks | null = null;
+    if (a.hooksJson) {
+      const raw = json(a.hooksJson, 'hooks', "the assignment's hooks");
+      if (c.ok) hooks = parseLifecycleHooks(raw, c, 'hooks') ?? null;
+      if (!c.ok) return bad("the assignment's hooks are invalid");
+    }
+    const assignment: Assignment = { config: a.renderedConfig, spec: mc.spec, policy, driftPolicy, healthCheck, try: tryPolicy, hooks };
     this.#latest = assignment;
     if (a.renderedConfig !== this.journal.state.currentConfig) this.#reconciler.reset();
     if (this.#driftSettings.update({ policy: driftPolicy, ignore })) this.#driftSettingsChanged();
@@ -366,7 +375,7 @@ export class Agent {
 
   #currentAssignment(): Assignment | undefined {
     const j = this.journal.state;
-    if (j.pending) return { config: j.pending.to, spec: j.pending.toSpec, policy: j.pending.policy, driftPolicy: j.pending.driftPolicy, healthCheck: j.pending.healthCheck ?? null, try: j.pending.try ?? null };
+    if (j.pending) return { config: j.pending.to, spec: j.pending.toSpec, policy: j.pending.policy, driftPolicy: j.pending.driftPolicy, healthCheck: j.pending.healthCheck ?? null, try: j.pending.try ?? null, hooks: j.pending.hooks ?? null };
     if (!j.currentSpec) return undefined;
     return { config: j.currentConfig, spec: j.currentSpec, policy: j.currentPolicy, driftPolicy: j.currentDriftPolicy, healthCheck: j.currentHealthCheck ?? null };
   }

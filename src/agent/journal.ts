@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { JournalError } from '../machineconfig/index.ts';
 import { join } from 'node:path';
-import type { DisruptionPlan, DisruptionPolicy, DriftPolicy, HealthCheck, MachineConfigSpec, NodeState, TryPolicy, UpdateRecord } from '../machineconfig/index.ts';
+import type { DisruptionPlan, DisruptionPolicy, DriftPolicy, HealthCheck, LifecycleHooks, MachineConfigSpec, NodeState, TryPolicy, UpdateRecord } from '../machineconfig/index.ts';
 import { fsyncPath, writeFileAtomic } from './durable-fs.ts';
 import { UPDATE_STEPS, type UpdatePhase, type UpdateStep } from './update-steps.ts';
 
@@ -69,6 +69,13 @@ export interface PendingUpdate {
   tryProblem?: string;
   /** Who confirmed the try by hand (mcctl confirm), before its checks passed. */
   tryConfirmedBy?: string;
+  /** Lifecycle hooks for this update (lifecycle-hooks.ts); null or absent: none. */
+  hooks?: LifecycleHooks | null;
+  /**
+   * The hook actions that passed (or were skipped on their `if`), "beforeUpdating[0]": a
+   * restarted agent does not run them again.
+   */
+  hooksPassed?: string[];
   /**
    * Set while this update is being undone because a new config replaced it before it finished
    * (its reboot failed, say): a restart finishes the undo instead of resuming the update.

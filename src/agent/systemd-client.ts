@@ -7,7 +7,7 @@
 // job can finish before StartUnit even returns); Reload() after writing unit files and after
 // enable/disable/mask; 64-bit values arrive as BigInt; always handle the bus 'error' event.
 
-import { Message, MessageType, sessionBus, systemBus, type MessageBus } from '@jellybrick/dbus-next';
+import { Message, MessageType, sessionBus, systemBus, Variant, type MessageBus } from '@jellybrick/dbus-next';
 import { SystemdError } from '../machineconfig/index.ts';
 
 const DEST = 'org.freedesktop.systemd1';
@@ -173,6 +173,44 @@ export class SystemdClient {
     return (reply as { value: string }).value;
   }
 
+  /**
+   * StartTransientUnit: a unit made from properties alone (lifecycle hooks), started; resolves
+   * once its start job is done (for Type=exec: the command was executed, not finished).
+   * Each property is [name, D-Bus signature, value].
+   */
+  async startTransientUnit(name: string, properties: [string, string, unknown][]): Promise<void> {
+    await this.subscribe();
+    const props = properties.map(([key, sig, value]) => [key, new Variant(sig, value)]);
+    const job = (await this.#call('StartTransientUnit', 'ssa(sv)a(sa(sv))', [name, 'fail', props, []])) as string;
+    await this.#waitJob(job, 'StartTransientUnit', name);
+  }
+
+  /** Properties of a loaded unit's interface (Service: ExecMainStatus, Result, ...); undefined when it is not loaded. */
+  async unitProperties(name: string, iface: 'Unit' | 'Service', keys: readonly string[]): Promise<Record<string, unknown> | undefined> {
+    let path: string;
+    try {
+      path = (await this.#call('GetUnit', 's', [name])) as string;
+    } catch (err) {
+      if (/NoSuchUnit|not loaded/i.test((err as Error).message)) return undefined;
+      throw err;
+    }
+    const out: Record<string, unknown> = {};
+    for (const key of keys) {
+      const reply = await this.#send(DEST, path, 'org.freedesktop.DBus.Properties', 'Get', 'ss', [`org.freedesktop.systemd1.${iface}`, key]);
+      out[key] = (reply as { value: unknown }).value;
+    }
+    return out;
+  }
+
+  /** Forgets a failed unit (a transient one is then unloaded). */
+  async resetFailedUnit(name: string): Promise<void> {
+    try {
+      await this.#call('ResetFailedUnit', 's', [name]);
+    } catch (err) {
+      if (!/NoSuchUnit|not loaded/i.test((err as Error).message)) throw err;
+    }
+  }
+
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
@@ -183,6 +221,10 @@ export class SystemdClient {
   async #job(method: string, name: string): Promise<void> {
     await this.subscribe();
     const job = (await this.#call(method, 'ss', [name, 'replace'])) as string;
+    await this.#waitJob(job, method, name);
+  }
+
+  async #waitJob(job: string, method: string, name: string): Promise<void> {
     const early = this.#finished.get(job);
     this.#finished.delete(job);
     const result = early ?? await new Promise<JobResult | { lost: string }>((resolve) => {
@@ -214,7 +256,7 @@ export class SystemdClient {
 
   /** One call with a deadline; a call left unanswered drops the connection (it may be dead). */
   async #send(destination: string, path: string, iface: string, member: string, signature: string, body: unknown[]): Promise<unknown> {
-    const what = `${member}(${body.map((b) => JSON.stringify(b)).join(', ')})`;
+    const what = `${member}(${body.map((b) => JSON.stringify(b, (_, v: unknown) => { const x = v instanceof Variant ? v.value as unknown : v; return typeof x === 'bigint' ? x.toString() : x; })).join(', ')})`;
     const bus = this.#connection();
     let timer: NodeJS.Timeout | undefined;
     let lost: ((why: string) => void) | undefined;

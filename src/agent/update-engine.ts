@@ -27,7 +27,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { fchmodSync, fchownSync, readFileSync } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import {
   day1StorageChange,
   diffSpecs,
@@ -43,6 +43,12 @@ import {
   type DisruptionPolicy,
   type DriftPolicy,
   type HealthCheck,
+  describeHookAction,
+  hookApplies,
+  hookChangedPaths,
+  type HookPoint,
+  DEFAULT_HOOK_TIMEOUT,
+  type LifecycleHooks,
   type TryPolicy,
   tryTimeoutMs,
   type MachineConfigSpec,
@@ -66,7 +72,8 @@ import type { SystemdClient } from './systemd-client.ts';
 import { applyUnitStates, describeUnitMismatch, retireRemovedUnits, runActions, undoAddedUnits, unitMismatches, unitStatesToRemember } from './unit-operations.ts';
 import { runHealthGate } from './health-gate.ts';
 import { tryProblem } from './try-checks.ts';
-import { FIRST_STEP, keptAfterFailure, stepNamed, type StepOutcome, type StepRunner, type UpdatePhase } from './update-steps.ts';
+import { runHookAction } from './hook-runner.ts';
+import { FIRST_STEP, keptAfterFailure, stepNamed, type Failpoint, type StepOutcome, type StepRunner, type UpdatePhase } from './update-steps.ts';
 
 export interface Assignment {
   config: string;
@@ -77,6 +84,8 @@ export interface Assignment {
   healthCheck?: HealthCheck | null;
   /** Try mode (the pool's spec.rollout.confirm); null for none. */
   try?: TryPolicy | null;
+  /** Lifecycle hooks (the pool's spec.hooks, then its configs' mcplane.io/hooks); null for none. */
+  hooks?: LifecycleHooks | null;
 }
 
 export interface Progress {
@@ -314,13 +323,15 @@ export class UpdateEngine {
       const id = randomBytes(4).toString('hex');
       s.pending = {
         id, from: s.currentConfig, to: a.config, toSpec: a.spec,
-        policy: a.policy, driftPolicy: a.driftPolicy, healthCheck: a.healthCheck ?? null, try: a.try ?? null, step: FIRST_STEP, force,
+        policy: a.policy, driftPolicy: a.driftPolicy, healthCheck: a.healthCheck ?? null, try: a.try ?? null, hooks: a.hooks ?? null, step: FIRST_STEP, force,
         ...(this.#note ? { note: this.#note } : {}),
         ...(undone.length ? { undone } : {}),
       };
       s.currentUpdate = startUpdate(`${id}-${randomBytes(2).toString('hex')}`, s.currentConfig, a.config, now);
     });
     this.#d.log.info({ from: j.state.currentConfig || undefined, to: a.config, force }, 'update started');
+    // The first step is journaled here, not advanced to: its failpoint fires here as step-advance.ts fires the others'.
+    if (stepNamed(FIRST_STEP).failpoint) this.#d.failpoints.hit(FIRST_STEP as Failpoint);
     await this.#resume();
   }
 
@@ -352,6 +363,33 @@ export class UpdateEngine {
 
   /** The engine's work as the step table calls it. */
   readonly #runner: StepRunner = {
+    beforeUpdating: async () => {
+      await this.#runHooks('beforeUpdating');
+      this.#advance('hooked');
+      return 'next';
+    },
+    afterUpdating: async () => {
+      await this.#runHooks('afterUpdating');
+      this.#advance(this.#d.journal.state.pending!.plan!.reboot ? 'reboot' : 'applied');
+      return 'next';
+    },
+    beforeRebooting: async () => {
+      await this.#runHooks('beforeRebooting');
+      const plan = this.#d.journal.state.pending!.plan!;
+      const bootId = this.#bootId();
+      this.#advance('reboot', (s) => {
+        s.pending!.rebootFromBootId = bootId;
+        s.lastDisruption = `reboot: ${plan.rebootReasons.join('; ')}`;
+        if (s.currentUpdate) s.currentUpdate.disruption = s.lastDisruption;
+      });
+      await this.#reboot();
+      return 'wait'; // the process ends with the machine
+    },
+    afterRebooting: async () => {
+      await this.#runHooks('afterRebooting');
+      return this.#gateTryOrFinish();
+    },
+    nothingToUndo: async () => undefined,
     checkAndApplyFiles: async () => { await this.#checkAndApplyFiles(); return 'next'; },
     abandonStaged: async () => { this.#files.abandonStaged(); return 'next'; },
     commitFiles: async () => { this.#files.commit(); return 'next'; },
@@ -466,15 +504,10 @@ export class UpdateEngine {
   async #actionsOrReboot(): Promise<StepOutcome> {
     const j = this.#d.journal;
     const plan = j.state.pending!.plan!;
+    // The reboot is asked for after the afterUpdating and beforeRebooting hooks (their steps).
     if (plan.reboot) {
-      const bootId = this.#bootId();
-      this.#advance('reboot', (s) => {
-        s.pending!.rebootFromBootId = bootId;
-        s.lastDisruption = `reboot: ${plan.rebootReasons.join('; ')}`;
-        if (s.currentUpdate) s.currentUpdate.disruption = s.lastDisruption;
-      });
-      await this.#reboot();
-      return 'wait'; // the process ends with the machine
+      this.#advance('reboot');
+      return 'next';
     }
     this.#report('Working', 'actions');
     const actions = this.#actionsToRun();
@@ -536,11 +569,67 @@ export class UpdateEngine {
     this.#report('Working', 'validate');
     const mismatches = await this.#mismatches(p.toSpec, j.state.currentSpec, p.undone);
     if (mismatches.length) throw new UpdateStepError('validate', p.to, mismatches.join('; '));
-    if (p.healthCheck) {
+    // Booted into the update: the afterRebooting hooks come before the health gate.
+    if (p.rebootFromBootId !== undefined) {
+      this.#advance('booted');
+      return 'next';
+    }
+    return this.#gateTryOrFinish();
+  }
+
+  /** The health gate comes next when the pool has one, else the try or the end. */
+  #gateTryOrFinish(): StepOutcome {
+    if (this.#d.journal.state.pending!.healthCheck) {
       this.#advance('gate');
       return 'next';
     }
     return this.#tryOrFinish();
+  }
+
+  /**
+   * Runs a hook point's actions in order, each a transient systemd unit (hook-runner.ts). An
+   * action whose `if` matches no path the update changes is skipped; each result goes into the
+   * update's record (the node's history), and each that passed into the journal, so a restart
+   * does not run it again. The first that fails ends the step: the step table says what follows.
+   */
+  async #runHooks(point: HookPoint): Promise<void> {
+    const j = this.#d.journal;
+    const p = j.state.pending!;
+    const actions = p.hooks?.[point] ?? [];
+    if (actions.length === 0) return;
+    const changed = hookChangedPaths(diffSpecs(j.state.currentSpec ?? undefined, p.toSpec));
+    for (const [index, action] of actions.entries()) {
+      const key = `${point}[${index}]`;
+      if (j.state.pending!.hooksPassed?.includes(key)) continue;
+      const name = describeHookAction(point, index, action);
+      if (!hookApplies(action, changed)) {
+        j.update((s) => {
+          s.pending!.hooksPassed = [...(s.pending!.hooksPassed ?? []), key];
+          if (s.currentUpdate) s.currentUpdate.hooks = [...(s.currentUpdate.hooks ?? []), { point, index, argv: action.run, exitStatus: -1, durationMs: 0, result: 'skipped' }];
+        });
+        this.#d.log.info({ hook: name, if: action.if }, 'hook skipped: the update changes none of its paths');
+        continue;
+      }
+      this.#report('Working', 'hooks', `running hook ${name}`);
+      const run = await runHookAction({
+        systemd: this.#d.systemd, node: this.#d.config.nodeName, outputDir: join(this.#d.config.paths.stateDir, 'hooks'),
+        env: { MCPLANE_HOOK: point, MCPLANE_FROM_CONFIG: p.from, MCPLANE_TO_CONFIG: p.to },
+      }, point, index, action);
+      const passed = run.result.result === 'success';
+      j.update((s) => {
+        if (passed) s.pending!.hooksPassed = [...(s.pending!.hooksPassed ?? []), key];
+        if (s.currentUpdate) s.currentUpdate.hooks = [...(s.currentUpdate.hooks ?? []), run.result];
+      });
+      this.#d.log[passed ? 'info' : 'error']({ hook: name, unit: run.unit, exitStatus: run.result.exitStatus, result: run.result.result, ms: run.result.durationMs, output: run.tail }, passed ? 'hook passed' : 'hook failed');
+      if (passed) {
+        this.#d.failpoints.hit('hook-passed', j.state.pending!.hooksPassed!.length - 1);
+        continue;
+      }
+      const how = run.result.result === 'timeout'
+        ? `killed at its timeout of ${action.timeout ?? DEFAULT_HOOK_TIMEOUT} (unit ${run.unit})`
+        : run.result.exitStatus >= 0 ? `exited ${run.result.exitStatus}` : `failed (unit ${run.unit})`;
+      throw new UpdateStepError('hooks', name, `${how}${run.tail ? `: ${run.tail}` : ''}`);
+    }
   }
 
   /** A try comes next when the update has one; else the update is done. */

@@ -7,6 +7,16 @@
 
 /** The engine's work, as the steps call it. Each returns what comes next. */
 export interface StepRunner {
+  /** The beforeUpdating hooks, before anything on the host changes. */
+  beforeUpdating(): Promise<StepOutcome>;
+  /** The afterUpdating hooks: the update is on disk (and its actions ran when it does not reboot). */
+  afterUpdating(): Promise<StepOutcome>;
+  /** The beforeRebooting hooks, then the reboot is asked for. */
+  beforeRebooting(): Promise<StepOutcome>;
+  /** The afterRebooting hooks: booted and validated, before the health gate and the try. */
+  afterRebooting(): Promise<StepOutcome>;
+  /** A failure before anything changed: nothing to put back. */
+  nothingToUndo(): Promise<unknown>;
   /** check, diff, plan; units the new config drops retired; files staged and committed. */
   checkAndApplyFiles(): Promise<StepOutcome>;
   /** A crash while staging: the temps go, the files on disk are all old; planning starts again. */
@@ -40,7 +50,7 @@ export type StepOutcome = 'next' | 'wait' | 'finished';
  * What happened in a step, as its transition names it: the table's `next` maps it to the step
  * the journal records next (the runner never names a step itself).
  */
-export type StepEvent = 'planned' | 'staged' | 'abandoned' | 'committed' | 'applied' | 'reboot' | 'booted' | 'validate' | 'gate' | 'try' | 'failed';
+export type StepEvent = 'hooked' | 'planned' | 'staged' | 'abandoned' | 'committed' | 'applied' | 'reboot' | 'booted' | 'validate' | 'gate' | 'try' | 'failed';
 
 interface StepDef {
   readonly name: string;
@@ -56,17 +66,26 @@ interface StepDef {
 }
 
 export const UPDATE_STEPS = [
+  // Lifecycle hooks (spec.hooks): each point is a step, journaled, with a failpoint; an action
+  // that passed is journaled too (hooksPassed), so a restart does not run it again. A failing
+  // before* hook stops the update with the host as it was; a failing after* hook keeps it
+  // (Degraded, resumed or undone as a failed validation is) and the pool's onFailure follows.
+  { name: 'before-updating', reports: ['hooks'], run: (r) => r.beforeUpdating(), next: { hooked: 'check' }, undo: (r) => r.nothingToUndo(), failpoint: true },
   { name: 'check', reports: ['check', 'diff', 'plan', 'apply'], run: (r) => r.checkAndApplyFiles(), next: { planned: 'staging' }, undo: (r) => r.undoHost(), failpoint: false },
   { name: 'staging', reports: ['apply'], run: (r) => r.abandonStaged(), next: { staged: 'committing', abandoned: 'check' }, undo: (r) => r.undoHost(), failpoint: true },
   { name: 'committing', reports: ['apply'], run: (r) => r.commitFiles(), next: { committed: 'files-done' }, undo: (r) => r.undoHost(), failpoint: true },
   { name: 'files-done', reports: ['apply'], run: (r) => r.applyUnits(), next: { applied: 'units-done' }, undo: (r) => r.undoHost(), failpoint: false },
   { name: 'units-done', reports: ['apply'], run: (r) => r.applyOs(), next: { applied: 'os-done' }, undo: (r) => r.undoHost(), failpoint: true },
-  { name: 'os-done', reports: ['actions', 'reboot'], run: (r) => r.actionsOrReboot(), next: { reboot: 'rebooting', applied: 'actions-done' }, undo: (r) => r.undoActions(), failpoint: true },
+  { name: 'os-done', reports: ['actions', 'reboot'], run: (r) => r.actionsOrReboot(), next: { reboot: 'after-updating', applied: 'after-updating' }, undo: (r) => r.undoActions(), failpoint: true },
+  { name: 'after-updating', reports: ['hooks'], run: (r) => r.afterUpdating(), next: { reboot: 'before-rebooting', applied: 'actions-done' }, undo: null, failpoint: true },
+  // The files are written: a failing beforeRebooting hook puts them back as a failure at os-done does.
+  { name: 'before-rebooting', reports: ['hooks', 'reboot'], run: (r) => r.beforeRebooting(), next: { reboot: 'rebooting' }, undo: (r) => r.undoHost(), failpoint: true },
   // A reboot that failed is kept: the same config asks again, another one undoes it.
   { name: 'rebooting', reports: ['reboot'], run: (r) => r.rebootOrContinue(), next: { booted: 'validating' }, undo: null, failpoint: true },
   { name: 'actions-done', reports: ['validate'], run: (r) => r.validate(), next: { validate: 'validating' }, undo: null, failpoint: false },
   // A validation that failed is kept: a forced re-apply or another config comes next.
-  { name: 'validating', reports: ['validate'], run: (r) => r.validate(), next: { gate: 'health', try: 'trying' }, undo: null, failpoint: false },
+  { name: 'validating', reports: ['validate'], run: (r) => r.validate(), next: { gate: 'health', try: 'trying', booted: 'after-rebooting' }, undo: null, failpoint: false },
+  { name: 'after-rebooting', reports: ['hooks'], run: (r) => r.afterRebooting(), next: { gate: 'health', try: 'trying' }, undo: null, failpoint: true },
   // The health gate, and the way back when it fails: each resumes after a crash or the reboot.
   { name: 'health', reports: ['health'], run: (r) => r.healthGate(), next: { failed: 'rolling-back', try: 'trying' }, undo: null, failpoint: false },
   // A try (spec.rollout.confirm): its deadline is journaled on the way in, so a restart or a
@@ -89,8 +108,8 @@ export type UpdatePhase = (typeof UPDATE_STEPS)[number]['reports'][number] | 'do
 
 export const UPDATE_PHASES: readonly UpdatePhase[] = [...new Set<UpdatePhase>([...UPDATE_STEPS.flatMap((s) => s.reports), 'done', 'drift'])];
 
-/** Points inside a step (the n-th file staged or committed, the rollback's files put back). */
-const INNER_FAILPOINTS = ['staging-file', 'commit-file', 'rollback-files'] as const;
+/** Points inside a step (the n-th file staged or committed, the rollback's files put back, the n-th hook action journaled as passed). */
+const INNER_FAILPOINTS = ['staging-file', 'commit-file', 'rollback-files', 'hook-passed'] as const;
 
 export type Failpoint = Extract<(typeof UPDATE_STEPS)[number], { failpoint: true }>['name'] | (typeof INNER_FAILPOINTS)[number];
 

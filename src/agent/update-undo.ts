@@ -84,7 +84,7 @@ export class UpdateUndo {
     const created = new Set((p.fileOps ?? []).filter((op) => op.action === 'write' && !op.undo && dirname(op.hostPath) === d.layout.unitDir).map((op) => basename(op.hostPath)));
     await attempt('units the update added', () => undoAddedUnits(d.systemd, previous, p.toSpec, created, p.unitsBefore ?? {}));
     if (p.step === 'staging') d.files.abandonStaged();
-    else if (p.step !== 'check') {
+    else if (p.step !== 'check' && p.step !== 'before-updating') {
       // Half-committed: roll forward first, so every op and backup is on record, then back.
       if (p.step === 'committing') d.files.commit();
       d.files.cleanupErrors = [];

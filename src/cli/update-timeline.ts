@@ -39,6 +39,11 @@ export function formatTimeline(reported: UpdateRecord__Output[], current: Update
       const d = p.endedUnixMs ? duration(p.endedUnixMs - p.startedUnixMs) : u.endedUnixMs ? '<unfinished>' : `${duration(now - p.startedUnixMs)} so far`;
       lines.push(`    ${name.padEnd(width)}   ${clock(p.startedUnixMs).padEnd(20)}   ${d}`);
     }
+    // Lifecycle hooks the update ran (or skipped on their `if`), in order.
+    for (const h of u.hooks ?? []) {
+      const outcome = h.result === 'skipped' ? 'skipped (its if matched no changed path)' : h.result === 'timeout' ? `killed at its timeout after ${duration(h.durationMs)}` : `exited ${h.exitStatus} after ${duration(h.durationMs)}`;
+      lines.push(`    Hook:        ${h.point}[${h.index}] ${h.argv.join(' ')}: ${outcome}`);
+    }
   }
   return lines.join('\n') + '\n';
 }

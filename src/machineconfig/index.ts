@@ -41,6 +41,10 @@ export { rolloutOrder } from './rollout-order.ts';
 export { previewRollout, type NodeSchedule } from './rollout-preview.ts';
 export { durationMs } from './duration.ts';
 export { parseHealthCheck, parseRolloutPolicy } from './rollout-policy.ts';
+export {
+  DEFAULT_HOOK_TIMEOUT, describeHookAction, describeLifecycleHooks, hookApplies, hookChangedPaths, HOOK_POINTS, HOOKS_ANNOTATION, hookTimeoutMs, mergeLifecycleHooks,
+  parseHooksAnnotation, parseLifecycleHooks, type HookAction, type HookPoint, type HookResult, type LifecycleHooks,
+} from './lifecycle-hooks.ts';
 export { describeTryCheck, effectiveTry, parseTryPolicy, tryTimeoutMs, tryTimeoutProblem, type TryCheck, type TryPolicy } from './try-policy.ts';
 export { canaryCount, canaryGate, canaryNames, isCanary, type CanaryGate, type CanarySoak } from './canary.ts';
 export { activeHalt, describeHalt, effectiveTarget, failedNodes, nextRolloutState, type FailedNode, type RolloutHalt, type RolloutState } from './rollout-failures.ts';

@@ -1,3 +1,4 @@
+import { parseLifecycleHooks } from './lifecycle-hooks.ts';
 import {
   API_VERSION,
   KIND_MACHINE_CONFIG_POOL,
@@ -34,7 +35,7 @@ const SPEC_KEYS = [
   'machineConfigSelector', 'nodeSelector', 'paused', 'maxUnavailable', 'configuration', 'pinnedImageSets',
   'disruptionPolicy', 'driftPolicy', 'driftIgnore', 'drain',
   'maintenanceWindows', 'maintenanceWindowScope', 'downloadWindows', 'disruptionBudget',
-  'rollout', 'healthCheck',
+  'rollout', 'healthCheck', 'hooks',
 ];
 const PERCENT = /^(\d+)%$/;
 const ACTION_TYPES: Record<string, DisruptionActionType> = {
@@ -84,6 +85,8 @@ export function parseMachineConfigPool(doc: Record<string, unknown>, c: ProblemC
   if (rollout) spec.rollout = rollout;
   const healthCheck = parseHealthCheck(rawSpec.healthCheck, c);
   if (healthCheck) spec.healthCheck = healthCheck;
+  const hooks = parseLifecycleHooks(rawSpec.hooks, c, 'spec.hooks');
+  if (hooks) spec.hooks = hooks;
   const pinnedImageSets = parsePoolPinnedImageSets(rawSpec.pinnedImageSets, c);
   if (pinnedImageSets?.length) spec.pinnedImageSets = pinnedImageSets;
   nameAnnotationFields(c, problemsBefore, fromAnnotation);

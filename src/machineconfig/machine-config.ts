@@ -1,3 +1,4 @@
+import { parseHooksAnnotation } from './lifecycle-hooks.ts';
 import {
   API_VERSION,
   KERNEL_TYPES,
@@ -47,6 +48,9 @@ export function parseMachineConfig(doc: Record<string, unknown>, c: ProblemColle
   const fips = c.boolean(rawSpec.fips, 'spec.fips') ?? false;
   const osImageURL = c.string(rawSpec.osImageURL, 'spec.osImageURL') ?? '';
   const baseOSExtensionsContainerImage = c.string(rawSpec.baseOSExtensionsContainerImage, 'spec.baseOSExtensionsContainerImage') ?? '';
+
+  // Hooks that ship with the config (mcplane.io/hooks): checked here so a bad one is refused at apply.
+  parseHooksAnnotation(metadata?.annotations, c);
 
   if (!c.ok || !metadata || !config) return undefined;
   const spec: MachineConfigSpec = { config, kernelArguments, kernelType, fips, extensions, osImageURL, baseOSExtensionsContainerImage };

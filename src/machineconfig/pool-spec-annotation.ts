@@ -10,7 +10,7 @@ import type { ProblemCollector } from './problem-collector.ts';
 export const POOL_SPEC_ANNOTATION = 'mcplane.io/pool-spec';
 /** The spec fields mcplane adds to MCO's MachineConfigPool: the ones the annotation may carry. */
 export const MCPLANE_POOL_FIELDS = [
-  'disruptionPolicy', 'driftPolicy', 'drain', 'maintenanceWindows', 'maintenanceWindowScope', 'downloadWindows', 'disruptionBudget', 'rollout', 'healthCheck',
+  'disruptionPolicy', 'driftPolicy', 'drain', 'maintenanceWindows', 'maintenanceWindowScope', 'downloadWindows', 'disruptionBudget', 'rollout', 'healthCheck', 'hooks',
 ] as const;
 const FIELD = `metadata.annotations[${POOL_SPEC_ANNOTATION}]`;
 

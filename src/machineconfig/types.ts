@@ -198,6 +198,8 @@ export interface MachineConfigPoolSpec {
   rollout?: RolloutPolicy;
   /** mcplane addition: what must hold on a node after each update (rollout-policy.ts). */
   healthCheck?: HealthCheck;
+  /** mcplane addition: lifecycle hooks the agent runs around each update (lifecycle-hooks.ts). */
+  hooks?: LifecycleHooks;
   /** MCO's PinnedImageSetRefs: the PinnedImageSets whose images the pool's nodes pull and pin. */
   pinnedImageSets?: { name: string }[];
 }
@@ -289,6 +291,7 @@ export interface RenderedConfig {
 }
 
 import type { TryPolicy } from './try-policy.ts';
+import type { LifecycleHooks } from './lifecycle-hooks.ts';
 
 // ---- Node ---------------------------------------------------------------------------------------
 

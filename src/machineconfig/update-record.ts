@@ -3,6 +3,8 @@
 // finished in its journal; the control plane keeps the last few per node (NodeHistory). Pure
 // shapes and rules, shared by both sides, so both bound and read them the same way.
 
+import { HOOK_POINTS, type HookResult } from './lifecycle-hooks.ts';
+
 /** Superseded: a newer assignment replaced it before it finished (it was neither done nor failed). */
 export type UpdateResult = 'Done' | 'Degraded' | 'Unreconcilable' | 'RolledBack' | 'TryReverted' | 'Superseded';
 
@@ -30,7 +32,12 @@ export interface UpdateRecord {
   reason: string;
   /** What started it when not an assignment (a drift rewrite under Reconcile); absent otherwise. */
   cause?: string;
+  /** The lifecycle hooks' actions it ran (or skipped on their `if`), in order; absent when none. */
+  hooks?: HookResult[];
 }
+
+/** Hook actions kept per update: 4 points of at most 16 actions each. */
+export const MAX_UPDATE_HOOKS = 64;
 
 /** Updates each node's history keeps on the control plane (the oldest goes first). */
 export const MAX_HISTORY_UPDATES = 20;
@@ -111,8 +118,24 @@ export function boundUpdateRecord(r: unknown): UpdateRecord | null {
     result,
     reason: text(x.reason, MAX_REASON),
     ...(typeof x.cause === 'string' && x.cause ? { cause: text(x.cause, MAX_TEXT) } : {}),
+    ...boundHooks(x.hooks),
   };
 }
+
+function boundHooks(v: unknown): { hooks?: HookResult[] } {
+  if (!Array.isArray(v) || v.length === 0) return {};
+  const hooks = v.slice(-MAX_UPDATE_HOOKS).flatMap((h): HookResult[] => {
+    if (typeof h !== 'object' || h === null) return [];
+    const q = h as Record<string, unknown>;
+    if (!(HOOK_POINTS as readonly unknown[]).includes(q.point) || !HOOK_RESULTS.has(q.result as string)) return [];
+    const argv = Array.isArray(q.argv) ? q.argv.slice(0, 64).map((a) => text(a, 256)) : [];
+    const status = typeof q.exitStatus === 'number' && Number.isInteger(q.exitStatus) && q.exitStatus >= -1 && q.exitStatus <= 255 ? q.exitStatus : -1;
+    return [{ point: q.point as HookResult['point'], index: Math.min(time(q.index), 1000), argv, exitStatus: status, durationMs: time(q.durationMs), result: q.result as HookResult['result'] }];
+  });
+  return hooks.length ? { hooks } : {};
+}
+
+const HOOK_RESULTS: ReadonlySet<string> = new Set(['success', 'failed', 'timeout', 'skipped']);
 
 function text(v: unknown, max: number): string {
   if (typeof v !== 'string') return '';

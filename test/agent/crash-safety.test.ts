@@ -22,7 +22,9 @@ let c: Clients;
 let systemd: UserSystemd;
 let bed: AgentTestBed | undefined;
 
-const pool = poolYaml('worker', '  maxUnavailable: 100%\n  disruptionPolicy: {files: [{path: /etc/crash, actions: [{type: none}]}]}\n');
+// A hook at every point, so the hooks' steps are crossed (and killed in) as every other step.
+const hooks = ['beforeUpdating', 'afterUpdating', 'beforeRebooting', 'afterRebooting'].map((p) => `    ${p}: [{run: [/bin/true]}]\n`).join('');
+const pool = poolYaml('worker', `  maxUnavailable: 100%\n  disruptionPolicy: {files: [{path: /etc/crash, actions: [{type: none}]}]}\n  hooks:\n${hooks}`);
 function config(version: 'A' | 'B'): string {
   const files = Array.from({ length: FILES }, (_, i) => `        - {path: /etc/crash/f${String(i).padStart(2, '0')}, contents: {source: "data:,${version}-${i}"}}`);
   files.push(`        - {path: /etc/crash/only-${version.toLowerCase()}, contents: {source: "data:,${version}"}}`);
@@ -62,7 +64,11 @@ after(async () => {
   await bed?.close();
 });
 
-const POINTS = ['staging', 'staging-file:0', 'staging-file:6', 'committing', 'commit-file:0', 'commit-file:6', 'units-done', 'os-done', 'rebooting'];
+const POINTS = ['before-updating', 'hook-passed:0', 'staging', 'staging-file:0', 'staging-file:6', 'committing', 'commit-file:0', 'commit-file:6', 'units-done', 'os-done', 'after-updating', 'before-rebooting', 'rebooting'];
+// after-rebooting is not here: only the agent of the next boot reaches it, and the sandbox's reboot
+// starts that one with the host's environment, without the failpoint.
+/** Points before anything is written: the files are all old at the crash. */
+const BEFORE_FILES = new Set(['before-updating', 'hook-passed:0', 'committing']);
 
 for (const [n, point] of POINTS.entries()) {
   test(`kill -9 at ${point}: all old or all new, then convergence`, { skip }, async () => {
@@ -88,7 +94,7 @@ for (const [n, point] of POINTS.entries()) {
     }
     const atCrash = filesState(host);
     const step = JSON.parse(readFileSync(join(host.stateDir, 'journal.json'), 'utf8')).pending?.step;
-    if (point.startsWith('staging') || point === 'committing') assert.equal(atCrash, 'A', `before the commit point: ${atCrash}`);
+    if (point.startsWith('staging') || BEFORE_FILES.has(point)) assert.equal(atCrash, 'A', `before the commit point: ${atCrash}`);
     else if (point.startsWith('commit-file')) assert.equal(step, 'committing', 'a crash inside the renames is rolled forward on restart');
     else assert.equal(atCrash, 'B', `after the files were committed: ${atCrash}`);
 

@@ -13,14 +13,14 @@ import { FAILPOINTS, nextStep, UPDATE_PHASES, UPDATE_STEPS } from '../../src/age
 import { ConfigurationError } from '../../src/machineconfig/index.ts';
 
 test('the phases and failpoints are the step table\'s', () => {
-  assert.deepEqual(UPDATE_PHASES, ['check', 'diff', 'plan', 'apply', 'actions', 'reboot', 'validate', 'health', 'try', 'rollback', 'done', 'drift']);
-  assert.deepEqual(FAILPOINTS, ['staging', 'committing', 'units-done', 'os-done', 'rebooting', 'trying', 'rolling-back', 'staging-file', 'commit-file', 'rollback-files']);
+  assert.deepEqual(UPDATE_PHASES, ['hooks', 'check', 'diff', 'plan', 'apply', 'actions', 'reboot', 'validate', 'health', 'try', 'rollback', 'done', 'drift']);
+  assert.deepEqual(FAILPOINTS, ['before-updating', 'staging', 'committing', 'units-done', 'os-done', 'after-updating', 'before-rebooting', 'rebooting', 'after-rebooting', 'trying', 'rolling-back', 'staging-file', 'commit-file', 'rollback-files', 'hook-passed']);
   // A step kept after a failure is resumed (or undone when another config replaces it); every other one is undone at once.
-  assert.deepEqual(UPDATE_STEPS.filter((s) => s.undo === null).map((s) => s.name), ['rebooting', 'actions-done', 'validating', 'health', 'trying', 'rolling-back', 'rollback-rebooting']);
+  assert.deepEqual(UPDATE_STEPS.filter((s) => s.undo === null).map((s) => s.name), ['after-updating', 'rebooting', 'actions-done', 'validating', 'after-rebooting', 'health', 'trying', 'rolling-back', 'rollback-rebooting']);
 });
 
 test('MCPLANE_FAILPOINT naming no failpoint is refused, listing the failpoints', () => {
-  assert.throws(() => new Failpoints('commiting'), (err: unknown) => err instanceof ConfigurationError && /"commiting" is not a failpoint; the failpoints are staging, committing, /.test(err.message));
+  assert.throws(() => new Failpoints('commiting'), (err: unknown) => err instanceof ConfigurationError && /"commiting" is not a failpoint; the failpoints are before-updating, staging, committing, /.test(err.message));
   assert.throws(() => new Failpoints('commit-file:x'), ConfigurationError);
   new Failpoints('commit-file:3').hit('staging');
 });
@@ -37,8 +37,10 @@ test('a journal whose pending update names an unknown step is corrupt: moved asi
 test('the step table owns the transitions: each next names a step, and no file but step-advance.ts sets the journal\'s step', () => {
   const names = UPDATE_STEPS.map((s) => s.name as string);
   for (const s of UPDATE_STEPS) for (const to of Object.values(s.next)) assert.ok(names.includes(to), `${s.name} -> ${to}`);
-  assert.equal(nextStep('os-done', 'reboot'), 'rebooting');
-  assert.equal(nextStep('os-done', 'applied'), 'actions-done');
+  assert.equal(nextStep('os-done', 'reboot'), 'after-updating');
+  assert.equal(nextStep('after-updating', 'reboot'), 'before-rebooting');
+  assert.equal(nextStep('before-rebooting', 'reboot'), 'rebooting');
+  assert.equal(nextStep('after-updating', 'applied'), 'actions-done');
   assert.throws(() => nextStep('check', 'booted'), /the step table has no transition from check on booted/);
   const dir = join(import.meta.dirname, '../../src/agent');
   const setters = readdirSync(dir).filter((f) => f.endsWith('.ts') && /\.step\s*=[^=]/.test(readFileSync(join(dir, f), 'utf8')));

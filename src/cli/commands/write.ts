@@ -25,7 +25,7 @@ export async function applyCommand(c: Clients, paths: string[], dryRun: boolean,
   // The server's answer as text for people: its strings with their control characters escaped.
   const shown = forDisplay(res);
   const lines = shown.objects.map((o) => `${o.kind.toLowerCase()}/${o.name} ${o.action}${suffix}\n`).join('');
-  return dryRun ? lines + previewText(shown.poolPreviews ?? [], shown.nodePreviews ?? []) : lines;
+  return dryRun ? lines + previewText(shown.poolPreviews ?? [], shown.nodePreviews ?? []) + hooksText(shown.nodePreviews ?? []) : lines;
 }
 
 /** The dry-run preview for people: each pool's rendered diff, then one row per node. */
@@ -64,6 +64,12 @@ function previewText(pools: PoolPreview__Output[], nodes: NodePreview__Output[])
     return out + '\n' + table(header, rows);
   }
   return out + '\n' + table(['NODE', 'POOL', 'ACTION', 'WHY', 'BATCH', 'WINDOW'], rows);
+}
+
+/** Lifecycle hooks: a line per node that runs some, under the table (none: nothing is printed). */
+function hooksText(nodes: NodePreview__Output[]): string {
+  const running = nodes.filter((n) => n.hooks);
+  return running.length ? '\nHOOKS\n' + running.map((n) => `${n.node}: ${n.hooks}\n`).join('') : '';
 }
 
 function diffLines(d: RenderedDiff__Output | null): string[] {

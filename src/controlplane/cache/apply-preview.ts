@@ -6,7 +6,12 @@
 
 import {
   configsForPool,
+  describeLifecycleHooks,
   describeTryCheck,
+  hookChangedPaths,
+  mergeLifecycleHooks,
+  parseHooksAnnotation,
+  ProblemCollector,
   diffSpecs,
   effectiveTry,
   formatWait,
@@ -78,6 +83,8 @@ export interface NodePreview {
   /** When it downloads the config ahead of the disruption (staging): "-" when it downloads nothing. */
   staging: string;
   stagesAtUnixMs: number;
+  /** Lifecycle hooks the node runs for this update ("beforeRebooting: /usr/bin/flush"), "" for none. */
+  hooks: string;
   /** Try mode: the timeout and the checks the node tries the config with, "" when it does not try. */
   try: string;
 }
@@ -172,6 +179,16 @@ export function previewApply(cache: ClusterCache, applied: AppliedDocuments, now
       // before staging downloads during its update.
       return !!fromName && !!n?.status.agentFeatures?.includes('staging') && needsStaging(from, rendered.spec);
     }, now);
+    // Lifecycle hooks: the pool's, then its configs' (the mcplane.io/hooks annotation) in name order,
+    // as the node would get them; each node lists those whose `if` its own update matches.
+    const hooks = mergeLifecycleHooks(pool.spec.hooks, rendered.sources.map((source) => {
+      const mc = allConfigs.find((x) => x.metadata.name === source);
+      return { name: source, hooks: mc ? parseHooksAnnotation(mc.metadata.annotations, new ProblemCollector(`MachineConfig/${source}`)) : undefined };
+    }));
+    const hooksText = (fromName: string): string => {
+      const from = fromName ? cache.renderedConfig(fromName)?.spec : undefined;
+      return describeLifecycleHooks(hooks, fromName && !from ? undefined : hookChangedPaths(diffSpecs(from, rendered.spec)));
+    };
     for (const n of nodes) {
       const plan = plans.get(n.name);
       const s = schedule.get(n.name)!;
@@ -202,6 +219,7 @@ export function previewApply(cache: ClusterCache, applied: AppliedDocuments, now
         staging: onTarget || !st?.needed ? '-' : st.at !== undefined ? (st.at <= now ? 'now' : `${iso(st.at)} (in ${formatWait(st.at - now)})`) : `after ${st.after} node${st.after === 1 ? '' : 's'} ahead staged`,
         stagesAtUnixMs: onTarget || !st?.needed ? 0 : st.at ?? 0,
         try: onTarget ? '' : tryText(effectiveTry(pool.spec, appliedTry)),
+        hooks: onTarget ? '' : hooksText(n.status.currentConfig),
       });
     }
   }
@@ -215,6 +233,7 @@ export function previewApply(cache: ClusterCache, applied: AppliedDocuments, now
       batch: 0, order: 0, window: '-', startsAtUnixMs: 0, staging: '-', stagesAtUnixMs: 0,
       note: 'keeps its current config and gets no updates until a pool selects it',
       try: '',
+      hooks: '',
     });
   }
   return { poolPreviews, nodePreviews };

@@ -6,6 +6,10 @@
 import {
   diffSpecs,
   effectiveTry,
+  mergeLifecycleHooks,
+  parseHooksAnnotation,
+  ProblemCollector,
+  type LifecycleHooks,
   mergeDisruptionPolicies,
   planDisruption,
   updateActionOf,
@@ -31,6 +35,24 @@ export interface NodeUpdatePlan {
 /** The cluster policy (MachineConfiguration/cluster) with the pool's own entries on top. */
 export function disruptionPolicyFor(cache: ClusterCache, pool: string): DisruptionPolicy | undefined {
   return mergeDisruptionPolicies(cache.machineConfiguration?.value.spec.nodeDisruptionPolicy, cache.pools.get(pool)?.value.spec.disruptionPolicy);
+}
+
+/**
+ * A node's lifecycle hooks for a rendered config: the pool's spec.hooks, then the mcplane.io/hooks
+ * annotation of each of the config's sources in name order (each was checked when applied).
+ */
+export function lifecycleHooksFor(cache: ClusterCache, pool: string, rendered: { sources: readonly string[] } | undefined): LifecycleHooks {
+  const configs = (rendered?.sources ?? []).map((name) => {
+    const annotations = cache.configs.get(name)?.value.metadata.annotations;
+    return { name, hooks: annotations ? parseHooksAnnotation(annotations, new ProblemCollector(`MachineConfig/${name}`)) : undefined };
+  });
+  return mergeLifecycleHooks(cache.pools.get(pool)?.value.spec.hooks, configs);
+}
+
+/** The hooks as the assignment carries them: JSON, "" for none. */
+export function lifecycleHooksJsonFor(cache: ClusterCache, pool: string, rendered: { sources: readonly string[] } | undefined): string {
+  const hooks = lifecycleHooksFor(cache, pool, rendered);
+  return Object.keys(hooks).length ? JSON.stringify(hooks) : '';
 }
 
 /** The same as the agent receives it: JSON, or "" when neither the cluster nor the pool has one. */

@@ -193,6 +193,13 @@ export class EventRecorder implements Controller {
     }
     const last = s.lastUpdate;
     if (last && last.id !== before.lastUpdate && last.result) {
+      // Each lifecycle hook the update ran, before what the update came to (a hook may be why).
+      for (const h of last.hooks ?? []) {
+        if (h.result === 'skipped') continue;
+        const what = `update ${last.fromConfig || '<none>'} -> ${last.toConfig}: hook ${h.point}[${h.index}] ${h.argv.join(' ')}`;
+        if (h.result === 'success') add('Normal', 'HookSucceeded', `${what} exited 0 in ${(h.durationMs / 1000).toFixed(1)}s`, last.endedUnixMs || now);
+        else add('Warning', 'HookFailed', `${what} ${h.result === 'timeout' ? 'was killed at its timeout' : `exited ${h.exitStatus}`} after ${(h.durationMs / 1000).toFixed(1)}s`, last.endedUnixMs || now);
+      }
       const took = last.endedUnixMs && last.startedUnixMs ? ` in ${Math.max(0, Math.round((last.endedUnixMs - last.startedUnixMs) / 1000))}s` : '';
       const at = last.endedUnixMs || now;
       // A rewrite under driftPolicy Reconcile is an update of the node to its own config: said so.

@@ -13,7 +13,7 @@ import { preEncode, type PreEncoded } from '../../runtime/pre-encoded.ts';
 import { loadMcplaneProto } from '../../runtime/proto.ts';
 import type { AgentSessions, LocalSession } from './agent-sessions.ts';
 import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
-import { agentPolicyFor, disruptionPolicyJsonFor } from '../cache/node-update-plan.ts';
+import { agentPolicyFor, disruptionPolicyJsonFor, lifecycleHooksJsonFor } from '../cache/node-update-plan.ts';
 import { pinnedImageSetsFor } from '../cache/pinned-image-sets-for.ts';
 import type { NodeAssignmentRecord } from '../store/stored-records.ts';
 
@@ -64,6 +64,8 @@ export class AssignmentDispatcher {
         driftIgnore: (live ? live.driftIgnore : assignment.driftIgnore) ?? [],
         ...this.#stageOf(assignment),
         tryJson: assignment.tryJson ?? (live ?? agentPolicyFor(this.cache, rendered.pool, rendered.name)).tryJson,
+        // Live, as the pinned image sets: the pool's hooks and its configs' annotations as they stand.
+        hooksJson: lifecycleHooksJsonFor(this.cache, rendered.pool, rendered),
       },
     };
   }
@@ -90,8 +92,8 @@ export class AssignmentDispatcher {
   sendAssignment(session: LocalSession, always = false): void {
     const message = this.assignmentFor(session.node);
     if (!message?.assignment) return;
-    const { renderedConfig, disruptionPolicyJson, driftPolicy, healthCheckJson, pinnedImageSets, driftIgnore, stageConfig, tryJson, pinnedImageSetsOnly } = message.assignment;
-    const fingerprint = `${pinnedImageSetsOnly ? 'sets only\n' : ''}${renderedConfig}\n${disruptionPolicyJson}\n${driftPolicy}\n${healthCheckJson ?? ''}\n${(pinnedImageSets ?? []).map((p) => `${p.name}@${p.generation}`).join(',')}\n${(driftIgnore ?? []).join('\0')}\n${stageConfig ?? ''}\n${tryJson ?? ''}`;
+    const { renderedConfig, disruptionPolicyJson, driftPolicy, healthCheckJson, pinnedImageSets, driftIgnore, stageConfig, tryJson, pinnedImageSetsOnly, hooksJson } = message.assignment;
+    const fingerprint = `${pinnedImageSetsOnly ? 'sets only\n' : ''}${renderedConfig}\n${disruptionPolicyJson}\n${driftPolicy}\n${healthCheckJson ?? ''}\n${(pinnedImageSets ?? []).map((p) => `${p.name}@${p.generation}`).join(',')}\n${(driftIgnore ?? []).join('\0')}\n${stageConfig ?? ''}\n${tryJson ?? ''}\n${hooksJson ?? ''}`;
     if (!always && session.lastAssignment === fingerprint) return;
     const kept = this.#encode(fingerprint, message);
     // The kept fingerprint: every session of a pool shares one string instead of holding a copy.
@@ -156,7 +158,8 @@ export class AssignmentDispatcher {
       // policy change through their own record, rewritten by the leader.
       // Pinned image sets follow the pool's spec and the sets at once, whatever the rollout does:
       // every stream hears of a change (the fingerprint leaves out those it does not touch).
-      if (change.changed.has('PinnedImageSet') || change.changed.has('MachineConfigPool')) {
+      // Lifecycle hooks too: a pool's spec.hooks or a config's mcplane.io/hooks annotation.
+      if (change.changed.has('PinnedImageSet') || change.changed.has('MachineConfigPool') || change.changed.has('MachineConfig')) {
         for (const s of this.sessions.local()) check.add(s.node);
       }
       if (change.changed.has('MachineConfigPool') || change.changed.has('MachineConfiguration')) {
