@@ -12,11 +12,12 @@
 import type { NodeState, NodeStatus } from '../../machineconfig/index.ts';
 
 /**
- * The phases the agent reports (src/agent/update-engine.ts) and the leader's drain. Anything
+ * The phases the agent reports (the step table, src/agent/update-steps.ts; test/controlplane/phase-labels.test.ts
+ * checks the two agree) and the leader's drain. Anything
  * else an agent sends is counted as "other": a label value per arbitrary string would let one
  * agent blow up every scrape.
  */
-export const KNOWN_PHASES: readonly string[] = ['check', 'diff', 'plan', 'drain', 'apply', 'actions', 'reboot', 'validate', 'health', 'rollback', 'done', 'drift'];
+export const KNOWN_PHASES: readonly string[] = ['check', 'diff', 'plan', 'drain', 'hooks', 'apply', 'actions', 'reboot', 'validate', 'health', 'try', 'rollback', 'done', 'drift'];
 
 export function phaseLabel(phase: string): string {
   return KNOWN_PHASES.includes(phase) ? phase : 'other';
