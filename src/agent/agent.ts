@@ -476,6 +476,10 @@ export class Agent {
     this.#driftFound = [];
     this.#drifted = null;
     this.metrics.drift([]);
+    // A node Degraded for drift on a path now ignored (or under a policy now Reconcile or Adopt)
+    // is not left Degraded with nothing listed: the failure ends, and the watch below fails it
+    // again if drift remains where it still looks.
+    this.engine.clearDriftFailure();
     this.#watchDrift();
   }
 }

@@ -276,6 +276,19 @@ export class UpdateEngine {
     this.#report(state, phase, reason);
   }
 
+  /**
+   * Ends a failure drift put on the node (outside an update), reporting Done; false when the
+   * node is not failed for drift or an update runs. The caller watches again: drift that is
+   * still there (on paths still watched) fails the node again at once.
+   */
+  clearDriftFailure(): boolean {
+    const s = this.#d.journal.state;
+    if (s.pending || this.#running || s.failure?.phase !== 'drift') return false;
+    this.#d.journal.update((st) => { st.failure = null; });
+    this.#report('Done', 'done', '');
+    return true;
+  }
+
   #report(state: NodeState, phase: UpdatePhase, reason = this.#note): void {
     this.#recordPhase(state, phase);
     const s = this.#d.journal.state;
