@@ -23,6 +23,8 @@ test('kill -9 after an update finished: the restarted server on the same store s
       id: 'u-1', fromConfig: '', toConfig: to, startedUnixMs: 1000, endedUnixMs: 5000, disruption: 'reboot: kernelArguments changed', result: 'Done', reason: '',
       // What started it: '' for an update from an assignment (a drift rewrite names its drift).
       cause: '',
+      // The lifecycle hooks the update ran (none here).
+      hooks: [],
       phases: [{ name: 'apply', startedUnixMs: 1000, endedUnixMs: 2000, source: 'agent' }, { name: 'reboot', startedUnixMs: 2000, endedUnixMs: 4000, source: 'agent' }, { name: 'validate', startedUnixMs: 4000, endedUnixMs: 5000, source: 'agent' }],
     };
     agent.report({ currentConfig: to, desiredConfig: to, state: 'Done', phase: 'done', lastUpdate: record });
