@@ -89,6 +89,9 @@ export async function startUserSystemd(options: { configHome?: string } = {}): P
       child.kill('SIGKILL');
       killCgroup(cgroupDirs);
       await exited;
+      // A SIGKILL is delivered when its process next runs, which on a loaded machine is not at
+      // once: a crash is over when the cgroup holds nothing (a process leaves it as it dies).
+      await untilCgroupEmpty(cgroupDirs);
     },
     freeze() {
       child.kill('SIGSTOP');
@@ -181,6 +184,16 @@ function cgroupPids(dir: string): number[] {
 
 function killCgroup(dirs: string[]): void {
   for (const pid of new Set(dirs.flatMap(cgroupPids))) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+}
+
+/** Until no process is left in the cgroups (killing again what is), 10 s at most. */
+async function untilCgroupEmpty(dirs: string[]): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (dirs.some((d) => cgroupPids(d).length > 0)) {
+    if (Date.now() > deadline) throw new Error(`the sandbox manager's cgroup still holds ${dirs.flatMap(cgroupPids).join(', ')} 10 s after it was killed`);
+    killCgroup(dirs);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 /** rmdir, children first (a cgroup directory holds only the kernel's files, removed with it). */

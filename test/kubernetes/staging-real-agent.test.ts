@@ -33,7 +33,9 @@ test('a real agent: a failed download never drains the node; it stays schedulabl
   const server = await startTestServer({ kubernetes: { kubeconfig }, drain: { retryBaseMs: 150, retryMaxMs: 600, pollMs: 50 } });
   const host = new SandboxHost({ name: 'host-a', server: server.address, pki: server.pki, config: { staging: { retrySeconds: 1, maxRetrySeconds: 2 } } });
   // Sampled all along: was the Node cordoned, or the pod evicted, while the node had not staged?
-  const violations: string[] = [];
+  // Each sighting keeps its time and is judged against the instant the agent says it staged: the
+  // test's own polling sees Staged only some time after the leader has (and has cordoned).
+  const sightings: { what: string; at: number }[] = [];
   let watching = false;
   let staged = false;
   let evictionsBefore = 0;
@@ -41,8 +43,8 @@ test('a real agent: a failed download never drains the node; it stays schedulabl
   const sampler = setInterval(() => {
     if (!watching || staged) return;
     const node = standIn.get('Node', 'host-a') as unknown as KubeObjectLike;
-    if (node.spec?.unschedulable) violations.push('Node cordoned before the node had staged');
-    if (evictions() > evictionsBefore) violations.push('eviction before the node had staged');
+    if (node.spec?.unschedulable) sightings.push({ what: 'Node cordoned before the node had staged', at: Date.now() });
+    if (evictions() > evictionsBefore) sightings.push({ what: 'eviction before the node had staged', at: Date.now() });
   }, 10);
   try {
     const c = server.admin();
@@ -110,7 +112,9 @@ test('a real agent: a failed download never drains the node; it stays schedulabl
       return n.status!.currentConfig === target && n.status!.state === 'Done';
     }, 90_000);
     assert.equal(done.status!.os?.bootedImage, IMAGE);
-    assert.deepEqual(violations, []);
+    const stagedAt = done.status!.staging!.endedUnixMs;
+    assert.ok(stagedAt > 0, 'the staging that succeeded has its end time');
+    assert.deepEqual(sightings.filter((v) => v.at < stagedAt).map((v) => `${v.what} (${stagedAt - v.at} ms before)`), []);
     const downloads = calls(host).filter((l) => l.includes('--download-only'));
     assert.ok(downloads.length > failedAttempts && failedAttempts >= 3, `failed downloads retried, then one that succeeded: ${downloads.join(' | ')}`);
     assert.deepEqual(deployCalls(host), [`rebase --experimental ostree-unverified-registry:${IMAGE} -C`], 'the apply came from the cache');
