@@ -63,6 +63,17 @@ async function onFirstConfig(c: Clients, host: SandboxHost, pool: string, first 
   return rendered;
 }
 
+/** A worker MachineConfig with nothing but the mcplane.io/hooks annotation, its value as given (YAML). */
+const hooksConfig = (value: string): string => `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 60-hooks
+  labels: {machineconfiguration.openshift.io/role: worker}
+  annotations:
+    mcplane.io/hooks: ${value}
+spec: {config: {ignition: {version: 3.4.0}}}
+`;
+
 test('spec.hooks and the mcplane.io/hooks annotation are checked when applied: each bad field named with its rule', async () => {
   server = await startTestServer();
   const c = server.admin();
@@ -83,15 +94,7 @@ test('spec.hooks and the mcplane.io/hooks annotation are checked when applied: e
     assert.match(err.message, /spec\.hooks\.duringUpdating: unknown field "duringUpdating"/);
     return true;
   });
-  const annotated = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 60-hooks
-  labels: {machineconfiguration.openshift.io/role: worker}
-  annotations:
-    mcplane.io/hooks: '{"afterUpdating": [{"run": ["/bin/true"], "timeout": "soon"}]}'
-spec: {config: {ignition: {version: 3.4.0}}}
-`;
+  const annotated = hooksConfig(`'{"afterUpdating": [{"run": ["/bin/true"], "timeout": "soon"}]}'`);
   await assert.rejects(apply(c, annotated), /metadata\.annotations\[mcplane\.io\/hooks\]\.afterUpdating\[0\]\.timeout: a hook's timeout must be a duration/);
   await assert.rejects(apply(c, annotated.replace(/'\{.*\}'/, "'[1, 2'")), /metadata\.annotations\[mcplane\.io\/hooks\]: is not YAML or JSON/);
 });
@@ -184,16 +187,7 @@ test('`if` conditions skip actions whose paths the update does not change; the p
 `);
   await onFirstConfig(c, host, poolYaml('worker', `  maxUnavailable: 1\n${noRebootPolicy}`));
   // A config of its own ships a hook too (mcplane.io/hooks): it runs after the pool's.
-  const annotated = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 60-hooks
-  labels: {machineconfiguration.openshift.io/role: worker}
-  annotations:
-    mcplane.io/hooks: |
-      afterUpdating: [{run: [/bin/sh, -c, "echo from the config >> ${log}"]}]
-spec: {config: {ignition: {version: 3.4.0}}}
-`;
+  const annotated = hooksConfig(`|\n      afterUpdating: [{run: [/bin/sh, -c, "echo from the config >> ${log}"]}]`);
   const manifests = [pool, demoServiceConfig('next'), annotated];
   const preview = await call(c, c.config.apply.bind(c.config), { manifests: manifests.map((text, i) => ({ source: `m${i}.yaml`, text })), dryRun: true }, 'apply');
   const expected = `beforeUpdating: /bin/sh -c echo motd changes >> ${log}; afterUpdating: /bin/sh -c echo "$GREETING $MCPLANE_HOOK $(pwd) $MCPLANE_TO_CONFIG" >> ${log}, /bin/sh -c echo from the config >> ${log}`;
