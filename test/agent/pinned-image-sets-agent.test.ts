@@ -20,7 +20,7 @@ import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { canRunContainerd, startContainerd, type Containerd } from '../helpers/containerd.ts';
 import { containerRuntimeBase } from '../helpers/container-runtime-base.ts';
 import { untilNode } from '../helpers/converge.ts';
-import { poolDoc, type Doc } from '../helpers/manifests.ts';
+import { pinnedImageSetDoc, workerPoolWithSets, type Doc } from '../helpers/manifests.ts';
 import { startRegistry, type PushedImage, type Registry } from '../helpers/registry.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
@@ -59,12 +59,6 @@ after(async () => {
 });
 
 const apply = (...docs: Doc[]) => call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'pis.yaml', text: docs.map((d) => stringify(d)).join('---\n') }], dryRun: false }, 'apply');
-const setDoc = (name: string, refs: string[]): Doc => ({ apiVersion: `${MCO}/v1`, kind: 'PinnedImageSet', metadata: { name }, spec: { pinnedImages: refs.map((r) => ({ name: r })) } });
-const workerNaming = (...sets: string[]): Doc => poolDoc('worker', {
-  machineConfigSelector: { matchLabels: { [`${MCO}/role`]: 'worker' } },
-  nodeSelector: { matchLabels: { 'node-role.kubernetes.io/worker': '' } },
-  pinnedImageSets: sets.map((name) => ({ name })),
-});
 const reloads = () => (host.file('crio-reloads') ?? '').split('\n').filter(Boolean).length;
 const setOf = (n: Node__Output, name: string) => n.status?.pinnedImageSets.find((s) => s.name === name);
 const mcctl = (...args: string[]) => runCliAsync(['--server', server.address, '--pki-dir', server.pki.dir, '--config', '/dev/null', ...args]);
@@ -85,7 +79,7 @@ test('a set the pool names is pulled through the CRI and pinned in CRI-O\'s drop
   const { app, sidecar } = images;
   assert.equal(await cri.imageStatus(app.reference), null, 'not on the node before');
   const before = reloads();
-  await apply(setDoc('workload', [sidecar.reference, app.reference]), workerNaming('workload'));
+  await apply(pinnedImageSetDoc('workload', [sidecar.reference, app.reference]), workerPoolWithSets('workload'));
   const node = await untilNode(c, [host], 'pis-worker', (n) => setOf(n, 'workload')?.state === 'Pulled');
   const s = setOf(node, 'workload')!;
   assert.ok(s.desiredGeneration > 0);
@@ -107,7 +101,7 @@ test('an image that cannot be pulled fails its set, naming the image and the run
   const missing = `${registry.host}/pis/app@sha256:${'0'.repeat(64)}`;
   const dropIn = host.file(CRIO_PINNED_IMAGES_DROP_IN);
   const before = reloads();
-  await apply(setDoc('broken', [missing]), workerNaming('workload', 'broken'));
+  await apply(pinnedImageSetDoc('broken', [missing]), workerPoolWithSets('workload', 'broken'));
   // MCO's retries: 5 attempts, 1 s doubling.
   const node = await untilNode(c, [host], 'pis-worker', (n) => setOf(n, 'broken')?.state === 'Failed', 90_000);
   const s = setOf(node, 'broken')!;
@@ -136,7 +130,7 @@ test('a set with no room on the image filesystem is refused before any pull, nam
   await host.kill('SIGTERM');
   host.options.config = { ...host.options.config, pinnedImages: { minFreeBytes: 2 ** 50, imageSizeBytes: 4096, retrySeconds: 3600 } };
   await host.start();
-  await apply(setDoc('large', [big.reference]), workerNaming('workload', 'large'));
+  await apply(pinnedImageSetDoc('large', [big.reference]), workerPoolWithSets('workload', 'large'));
   const node = await untilNode(c, [host], 'pis-worker', (n) => setOf(n, 'large')?.state === 'Refused');
   const s = setOf(node, 'large')!;
   assert.equal(s.lastFailureCode, 'MCPLANE_PINNED_IMAGE_DISK_SPACE');
@@ -151,7 +145,7 @@ test('a set with no room on the image filesystem is refused before any pull, nam
 
 test('a pool that names no set any more unpins: the drop-in is removed and CRI-O reloaded', { skip }, async () => {
   const before = reloads();
-  await apply(workerNaming());
+  await apply(workerPoolWithSets());
   await untilNode(c, [host], 'pis-worker', (n) => n.status!.pinnedImageSets.length === 0 && host.file(CRIO_PINNED_IMAGES_DROP_IN) === undefined);
   await untilNode(c, [host], 'pis-worker', () => reloads() === before + 1);
 });
@@ -159,7 +153,7 @@ test('a pool that names no set any more unpins: the drop-in is removed and CRI-O
 test('a CRI-O that cannot be reloaded: the set is pulled but says it is not pinned, with systemd\'s reason; the node stays Done', { skip }, async () => {
   const { app } = images;
   host.systemd.systemctl('stop', 'crio.service');
-  await apply(setDoc('again', [app.reference]), workerNaming('again'));
+  await apply(pinnedImageSetDoc('again', [app.reference]), workerPoolWithSets('again'));
   const node = await untilNode(c, [host], 'pis-worker', (n) => setOf(n, 'again')?.lastFailureReason.startsWith('pulled, but not pinned: ') === true);
   const s = setOf(node, 'again')!;
   assert.equal(s.state, 'Pulled');

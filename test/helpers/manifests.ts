@@ -27,6 +27,20 @@ export function poolDoc(name: string, spec: Doc): Doc {
 }
 
 /** Parses documents and fails loudly if any is invalid: for tests that need valid objects. */
+/** A PinnedImageSet of the given image references (digests). */
+export function pinnedImageSetDoc(name: string, refs: string[]): Doc {
+  return { apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'PinnedImageSet', metadata: { name }, spec: { pinnedImages: refs.map((r) => ({ name: r })) } };
+}
+
+/** The worker pool (MCO's selectors) naming these PinnedImageSets in spec.pinnedImageSets. */
+export function workerPoolWithSets(...sets: string[]): Doc {
+  return poolDoc('worker', {
+    machineConfigSelector: { matchLabels: { 'machineconfiguration.openshift.io/role': 'worker' } },
+    nodeSelector: { matchLabels: { 'node-role.kubernetes.io/worker': '' } },
+    pinnedImageSets: sets.map((name) => ({ name })),
+  });
+}
+
 export function parseValid(...docs: Doc[]): { configs: MachineConfig[]; pools: MachineConfigPool[] } {
   const parsed = parseDocuments(docs.map((value, i) => ({ source: `test#${i}`, value })));
   if (parsed.problems.length) throw new Error('unexpected problems: ' + JSON.stringify(parsed.problems, null, 2));

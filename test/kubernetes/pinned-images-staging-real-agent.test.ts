@@ -22,12 +22,11 @@ import { containerRuntimeBase } from '../helpers/container-runtime-base.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { startKubeRealAgentBed, type KubeRealAgentBed } from '../helpers/kube-real-agent-bed.ts';
 import { addPod, type KubeObjectLike } from '../helpers/kube-workloads.ts';
-import { fileEntry, ign, mcDoc, poolDoc, type Doc } from '../helpers/manifests.ts';
+import { fileEntry, ign, mcDoc, pinnedImageSetDoc, workerPoolWithSets, type Doc } from '../helpers/manifests.ts';
 import { startRegistry, type PushedImage, type Registry } from '../helpers/registry.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
 
 const skip = (!canRunUserSystemd() || !canRunContainerd()) && 'needs root for a systemd user manager and for containerd\'s CRI';
-const MCO = 'machineconfiguration.openshift.io';
 let registry: Registry;
 let containerd: Containerd;
 let cri: CriImageClient;
@@ -58,12 +57,6 @@ after(async () => {
 });
 
 const apply = (...docs: Doc[]) => call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'pis.yaml', text: docs.map((d) => stringify(d)).join('---\n') }], dryRun: false }, 'apply');
-const setDoc = (name: string, refs: string[]): Doc => ({ apiVersion: `${MCO}/v1`, kind: 'PinnedImageSet', metadata: { name }, spec: { pinnedImages: refs.map((r) => ({ name: r })) } });
-const worker = (...sets: string[]): Doc => poolDoc('worker', {
-  machineConfigSelector: { matchLabels: { [`${MCO}/role`]: 'worker' } },
-  nodeSelector: { matchLabels: { 'node-role.kubernetes.io/worker': '' } },
-  pinnedImageSets: sets.map((name) => ({ name })),
-});
 const fileMc = (name: string, path: string, text: string): Doc => mcDoc(name, 'worker', { config: ign('3.4.0', { storage: { files: [fileEntry(path, text)] } }) });
 const target = async () => (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get pool')).status!.configuration;
 const setOf = (n: Node__Output, name: string) => n.status?.pinnedImageSets.find((s) => s.name === name);
@@ -75,7 +68,7 @@ let first = '';
 
 test('the node comes up Done on its first config', { skip }, async () => {
   base = containerRuntimeBase(`${bed.host.root}/crio-reloads`);
-  await apply(...base, worker());
+  await apply(...base, workerPoolWithSets());
   first = await target();
   await bed.host.start();
   await untilNode(c, [bed.host], 'host-a', (n) => n.status!.state === 'Done' && n.status!.currentConfig === first);
@@ -89,7 +82,7 @@ test('a set that cannot be pulled holds the update in staging: not drained, serv
   const evictedBefore = evictions().length;
   // A file no policy covers: the update reboots, so the leader drains first. It downloads
   // nothing: only the pinned set makes it need staging.
-  await apply(...base, fileMc('50-chrony', '/etc/chrony.conf', 'server ntp1\n'), setDoc('release', [missing]), worker('release'));
+  await apply(...base, fileMc('50-chrony', '/etc/chrony.conf', 'server ntp1\n'), pinnedImageSetDoc('release', [missing]), workerPoolWithSets('release'));
   const t1 = await target();
   assert.notEqual(t1, first);
   const failed = await untilNode(c, [bed.host], 'host-a', (n) => n.status!.staging?.config === t1 && n.status!.staging.state === 'Failed', 120_000);
@@ -105,7 +98,7 @@ test('a set that cannot be pulled holds the update in staging: not drained, serv
   assert.ok(pool.status!.conditions.some((x) => /could not stage/.test(x.message) && x.message.includes('PinnedImageSet/release')), JSON.stringify(pool.status!.conditions));
 
   // The set fixed (a new generation): pulled, then Staged, then drained and updated.
-  await apply(...base, fileMc('50-chrony', '/etc/chrony.conf', 'server ntp1\n'), setDoc('release', [images.app.reference]), worker('release'));
+  await apply(...base, fileMc('50-chrony', '/etc/chrony.conf', 'server ntp1\n'), pinnedImageSetDoc('release', [images.app.reference]), workerPoolWithSets('release'));
   const done = await untilNode(c, [bed.host], 'host-a', (n) => n.status!.state === 'Done' && n.status!.currentConfig === t1, 120_000);
   assert.equal(setOf(done, 'release')?.state, 'Pulled');
   assert.equal(done.status!.staging?.state, 'Staged');
@@ -124,12 +117,12 @@ test('a node held in its drain still gets a pinned set change and pulls it', { s
   // Allows no disruption: the drain waits until the test removes it.
   bed.standIn.add({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'api-pdb', namespace: 'shop' }, spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'api' } } } } as never);
   const before = await target();
-  await apply(...base, fileMc('50-chrony', '/etc/chrony.conf', 'server ntp1\n'), fileMc('60-motd', '/etc/motd', 'held\n'), setDoc('release', [images.app.reference]), worker('release'));
+  await apply(...base, fileMc('50-chrony', '/etc/chrony.conf', 'server ntp1\n'), fileMc('60-motd', '/etc/motd', 'held\n'), pinnedImageSetDoc('release', [images.app.reference]), workerPoolWithSets('release'));
   const t2 = await target();
   assert.notEqual(t2, before);
   await eventually(() => kubeNode().spec?.unschedulable === true, 30_000, 'cordoned for the drain');
   // The drain is held by the budget: the config is not sent; a new set is.
-  await apply(...base, fileMc('50-chrony', '/etc/chrony.conf', 'server ntp1\n'), fileMc('60-motd', '/etc/motd', 'held\n'), setDoc('release', [images.app.reference]), setDoc('late', [images.extra.reference]), worker('release', 'late'));
+  await apply(...base, fileMc('50-chrony', '/etc/chrony.conf', 'server ntp1\n'), fileMc('60-motd', '/etc/motd', 'held\n'), pinnedImageSetDoc('release', [images.app.reference]), pinnedImageSetDoc('late', [images.extra.reference]), workerPoolWithSets('release', 'late'));
   const pulled = await untilNode(c, [bed.host], 'host-a', (n) => setOf(n, 'late')?.state === 'Pulled', 60_000);
   assert.equal(pulled.status!.currentConfig, before, 'still on its config: the drain holds the update');
   assert.equal(kubeNode().spec?.unschedulable, true, 'still cordoned, still draining');
