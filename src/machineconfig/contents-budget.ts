@@ -9,7 +9,16 @@ export class ContentsBudget {
 
   constructor(readonly limit: number, readonly scope: string, readonly parent?: ContentsBudget) {}
 
-  /** The budget in this chain with the least room left, and that room. */
+  /** The least room left in this chain: what one file may still add. A number rather than
+   * tightest()'s pair, because it is asked for every file and only a refusal needs the pair. */
+  left(): number {
+    const own = this.#used < this.limit ? this.limit - this.#used : 0;
+    if (!this.parent) return own;
+    const up = this.parent.left();
+    return up < own ? up : own;
+  }
+
+  /** The budget in this chain with the least room left, and that room (what a refusal names). */
   tightest(): { budget: ContentsBudget; left: number } {
     const own = { budget: this as ContentsBudget, left: Math.max(0, this.limit - this.#used) };
     const up = this.parent?.tightest();

@@ -17,7 +17,7 @@ import { configBudget, describeBytes, type ContentsBudget } from './contents-bud
 import { base64DecodedLength, CANONICAL_DATA_URL_PREFIX, decodeDataUrlBounded, encodeDataUrl, isValidBase64 } from './data-url.ts';
 import { controlCharacterViolation, quote } from './control-characters.ts';
 import { managedPathViolation } from './paths.ts';
-import { isNonEmpty, join, ProblemCollector } from './problem-collector.ts';
+import { fieldAt, isNonEmpty, join, ProblemCollector } from './problem-collector.ts';
 import type {
   IgnitionConfig,
   IgnitionDirectory,
@@ -161,30 +161,25 @@ function parseStorage(raw: unknown, c: ProblemCollector, field: string, spec2: b
       c.add(join(field, key), `storage-${key}`, `storage.${key} is refused: disk layout is set at install time and cannot change on a running host`);
     }
   }
-  const out: IgnitionConfig['storage'] = {
-    files: parseKeyedList(c.array(storage.files, field, 'files') ?? [], `${field}.files`, spec2, {
-      parse: (raw, f) => parseFile(raw, c, f, spec2, budget),
-      key: (file) => file.path,
-      duplicate: (file, f) => c.add(join(f, 'path'), 'duplicate-path', `path ${quote(file.path)} appears more than once in this config`),
-    }),
-  };
+  const files = parseKeyedList(c.array(storage.files, field, 'files') ?? [], c, `${field}.files`, spec2, FILES, budget);
+  const out: IgnitionConfig['storage'] = { files };
   // MCO's day-1 constructs: Ignition makes them at first boot; the agent compares them across
-  // updates with MCO's rule (reconcilable in update-engine.ts).
-  const taken = new Set(out.files.map((f) => f.path));
-  const duplicate = (path: string, f: string) => c.add(join(f, 'path'), 'duplicate-path', `path ${quote(path)} appears more than once in this config (files, directories and links share paths)`);
-  const directories = parseKeyedList(c.array(storage.directories, field, 'directories') ?? [], `${field}.directories`, spec2, {
-    parse: (raw, f) => parseDirectory(raw, c, f, spec2, taken),
-    key: (d) => d.path,
-    duplicate: (d, f) => duplicate(d.path, f),
-  });
-  for (const d of directories) taken.add(d.path);
-  const links = parseKeyedList(c.array(storage.links, field, 'links') ?? [], `${field}.links`, spec2, {
-    parse: (raw, f) => parseLink(raw, c, f, spec2, taken),
-    key: (l) => l.path,
-    duplicate: (l, f) => duplicate(l.path, f),
-  });
-  if (directories.length) out.directories = directories;
-  if (links.length) out.links = links;
+  // updates with MCO's rule (reconcilable in update-engine.ts). They may not take a path a file
+  // (or directory) of this config has; most configs have neither, and get no set of paths.
+  let taken: Set<string> | undefined;
+  const rawDirectories = c.array(storage.directories, field, 'directories') ?? [];
+  if (rawDirectories.length > 0) {
+    taken = new Set(files.map((f) => f.path));
+    const directories = parseKeyedList(rawDirectories, c, `${field}.directories`, spec2, DIRECTORIES, taken);
+    for (const d of directories) taken.add(d.path);
+    if (directories.length) out.directories = directories;
+  }
+  const rawLinks = c.array(storage.links, field, 'links') ?? [];
+  if (rawLinks.length > 0) {
+    taken ??= new Set(files.map((f) => f.path));
+    const links = parseKeyedList(rawLinks, c, `${field}.links`, spec2, LINKS, taken);
+    if (links.length) out.links = links;
+  }
   return out;
 }
 
@@ -212,7 +207,8 @@ function parseNode(node: Raw, c: ProblemCollector, f: string, spec2: boolean, ta
   return out;
 }
 
-function parseDirectory(raw: unknown, c: ProblemCollector, f: string, spec2: boolean, taken: Set<string>): IgnitionDirectory | undefined {
+function parseDirectory(raw: unknown, c: ProblemCollector, list: string, index: number, spec2: boolean, taken: Set<string>): IgnitionDirectory | undefined {
+  const f = `${list}[${index}]`;
   const node = c.record(raw, f);
   if (!node) return undefined;
   const before = c.problems.length;
@@ -225,7 +221,8 @@ function parseDirectory(raw: unknown, c: ProblemCollector, f: string, spec2: boo
   return { path, ...(mode !== undefined ? { mode } : {}), ...rest };
 }
 
-function parseLink(raw: unknown, c: ProblemCollector, f: string, spec2: boolean, taken: Set<string>): IgnitionLink | undefined {
+function parseLink(raw: unknown, c: ProblemCollector, list: string, index: number, spec2: boolean, taken: Set<string>): IgnitionLink | undefined {
+  const f = `${list}[${index}]`;
   const node = c.record(raw, f);
   if (!node) return undefined;
   const before = c.problems.length;
@@ -244,71 +241,108 @@ function parseLink(raw: unknown, c: ProblemCollector, f: string, spec2: boolean,
 }
 
 /**
+ * How one kind of keyed list entry is read (files and directories and links by path, units by
+ * name). Module-level objects rather than closures made per config: esbuild's keepNames wraps
+ * each such closure in a defineProperty call, a twentieth of the render benchmark's CPU.
+ * `list` and `index` give the entry's field path, which is built only to report a problem.
+ */
+interface EntryKind<T, X> {
+  parse(raw: unknown, c: ProblemCollector, list: string, index: number, spec2: boolean, extra: X): T | undefined;
+  key(item: T): string;
+  duplicate(c: ProblemCollector, item: T, list: string, index: number): void;
+}
+
+const FILES: EntryKind<IgnitionFile, ContentsBudget> = {
+  parse: parseFile,
+  key: (file) => file.path,
+  duplicate: (c, file, list, index) => c.add(fieldAt(list, 'path', index), 'duplicate-path', `path ${quote(file.path)} appears more than once in this config`),
+};
+
+const sharedPathDuplicate = (c: ProblemCollector, entry: { path: string }, list: string, index: number): void =>
+  c.add(fieldAt(list, 'path', index), 'duplicate-path', `path ${quote(entry.path)} appears more than once in this config (files, directories and links share paths)`);
+
+const DIRECTORIES: EntryKind<IgnitionDirectory, Set<string>> = { parse: parseDirectory, key: (d) => d.path, duplicate: sharedPathDuplicate };
+const LINKS: EntryKind<IgnitionLink, Set<string>> = { parse: parseLink, key: (l) => l.path, duplicate: sharedPathDuplicate };
+
+const UNITS: EntryKind<IgnitionUnit, undefined> = {
+  parse: parseUnit,
+  key: (unit) => unit.name,
+  duplicate: (c, unit, list, index) => c.add(fieldAt(list, 'name', index), 'duplicate-unit', `unit ${quote(unit.name)} appears more than once in this config`),
+};
+
+/**
  * Parses a list whose entries are keyed (files by path, units by name). Ignition 3 refuses a
  * duplicate key; Ignition 2.x allowed them and MCO's converter keeps the last one, as do we.
  */
-function parseKeyedList<T>(
-  list: unknown[],
-  field: string,
-  spec2: boolean,
-  how: { parse: (raw: unknown, f: string) => T | undefined; key: (item: T) => string; duplicate: (item: T, f: string) => void },
-): T[] {
-  const byKey = new Map<string, T>();
-  list.forEach((raw, i) => {
-    const f = `${field}[${i}]`;
-    const item = how.parse(raw, f);
-    if (item === undefined) return;
-    const key = how.key(item);
-    if (byKey.has(key) && !spec2) {
-      how.duplicate(item, f);
-      return;
+function parseKeyedList<T, X>(list: unknown[], c: ProblemCollector, field: string, spec2: boolean, kind: EntryKind<T, X>, extra: X): T[] {
+  const out: T[] = [];
+  const keys = new Set<string>();
+  let repeated = false;
+  for (let i = 0; i < list.length; i++) {
+    const item = kind.parse(list[i], c, field, i, spec2, extra);
+    if (item === undefined) continue;
+    const key = kind.key(item);
+    if (keys.has(key)) {
+      if (!spec2) {
+        kind.duplicate(c, item, field, i);
+        continue;
+      }
+      repeated = true;
+    } else {
+      keys.add(key);
     }
-    byKey.delete(key);
-    byKey.set(key, item);
-  });
-  return [...byKey.values()];
+    out.push(item);
+  }
+  return repeated ? lastOfEachKey(out, kind) : out;
 }
 
-function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean, budget: ContentsBudget): IgnitionFile | undefined {
-  const file = c.record(raw, f);
+/** Ignition 2.x's repeated keys: the last entry of each, in the order of those last entries. */
+function lastOfEachKey<T>(items: T[], kind: EntryKind<T, unknown>): T[] {
+  const last = new Map<string, number>();
+  items.forEach((item, i) => last.set(kind.key(item), i));
+  return items.filter((item, i) => last.get(kind.key(item)) === i);
+}
+
+function parseFile(raw: unknown, c: ProblemCollector, list: string, i: number, spec2: boolean, budget: ContentsBudget): IgnitionFile | undefined {
+  const file = c.record(raw, list, undefined, i);
   if (!file) return undefined;
   const before = c.problems.length;
-  c.onlyKeys(file, f, spec2 ? KEYS.file2 : KEYS.file3);
+  c.onlyKeys(file, list, spec2 ? KEYS.file2 : KEYS.file3, undefined, i);
 
   if (spec2) {
-    const fs = c.string(file.filesystem, f, 'filesystem');
+    const fs = c.string(file.filesystem, list, 'filesystem', i);
     if (fs !== 'root') {
-      c.add(join(f, 'filesystem'), 'ignition2-filesystem',
+      c.add(fieldAt(list, 'filesystem', i), 'ignition2-filesystem',
         `filesystem "${fs ?? ''}" is refused: Ignition 2.x files must be on the "root" filesystem`);
     }
   }
   if (file.append === true || (Array.isArray(file.append) && file.append.length > 0)) {
-    c.add(join(f, 'append'), 'file-append', 'append is refused: a managed file must have one full, known content');
+    c.add(fieldAt(list, 'append', i), 'file-append', 'append is refused: a managed file must have one full, known content');
   }
 
-  const path = c.string(file.path, f, 'path');
+  const path = c.string(file.path, list, 'path', i);
   if (path === undefined) {
-    c.add(join(f, 'path'), 'required', 'a file needs a path');
+    c.add(fieldAt(list, 'path', i), 'required', 'a file needs a path');
   } else {
     const violation = managedPathViolation(path);
-    if (violation) c.add(join(f, 'path'), violation.rule, violation.message);
+    if (violation) c.add(fieldAt(list, 'path', i), violation.rule, violation.message);
   }
 
   let mode = DEFAULT_FILE_MODE;
-  const rawMode = c.integer(file.mode, f, 'mode');
+  const rawMode = c.integer(file.mode, list, 'mode', i);
   if (rawMode !== undefined) {
     if (rawMode < 0 || rawMode > MAX_FILE_MODE) {
-      c.add(join(f, 'mode'), 'file-mode-range',
+      c.add(fieldAt(list, 'mode', i), 'file-mode-range',
         `mode ${rawMode} (octal 0${rawMode.toString(8)}) is outside 0000-0777: setuid, setgid and sticky bits are refused; ` +
         'in YAML write 0644 (read as octal) or 420 (decimal)');
     }
     mode = rawMode;
   }
 
-  const source = parseContents(file.contents, c, f, budget);
-  const user = file.user == null ? undefined : parseOwner(file.user, c, join(f, 'user'));
-  const group = file.group == null ? undefined : parseOwner(file.group, c, join(f, 'group'));
-  if (path !== undefined && c.problemsSince(before)) c.nameEntry(before, `file ${quote(path)}`, join(f, 'path'));
+  const source = parseContents(file.contents, c, list, i, budget);
+  const user = file.user == null ? undefined : parseOwner(file.user, c, fieldAt(list, 'user', i));
+  const group = file.group == null ? undefined : parseOwner(file.group, c, fieldAt(list, 'group', i));
+  if (path !== undefined && c.problemsSince(before)) c.nameEntry(before, `file ${quote(path)}`, fieldAt(list, 'path', i));
   if (c.problems.length > before || path === undefined || source === undefined) return undefined;
 
   const out: IgnitionFile = { path, mode, overwrite: true, contents: { source } };
@@ -322,45 +356,45 @@ function parseFile(raw: unknown, c: ProblemCollector, f: string, spec2: boolean,
  * undefined. A function of its own rather than a closure in parseContents, which runs for every
  * file: see ProblemCollector.nameEntry.
  */
-function contentsTooLarge(c: ProblemCollector, file: string, limit: number, room: ReturnType<ContentsBudget['tightest']>, what: string): undefined {
-  c.add(join(file, 'contents.source'), 'contents-size', `${what}, above the limit of ` + (limit === MAX_FILE_CONTENTS_BYTES
+function contentsTooLarge(c: ProblemCollector, list: string, i: number, limit: number, budget: ContentsBudget, what: string): undefined {
+  const room = budget.tightest();
+  c.add(fieldAt(list, 'contents.source', i), 'contents-size', `${what}, above the limit of ` + (limit === MAX_FILE_CONTENTS_BYTES
     ? `${describeBytes(MAX_FILE_CONTENTS_BYTES)} for one file`
     : `${describeBytes(room.budget.limit)} for ${room.budget.scope} (${describeBytes(room.budget.limit - room.left)} already used before this file)`));
   return undefined;
 }
 
-/** Returns the canonical data URL for the file's bytes, or undefined after reporting. `file` is the
- * file's field path; the contents' own path is built only when reporting a problem. Decoding
- * stops at the tighter of the per-file limit and what is left of `budget`. */
-function parseContents(raw: unknown, c: ProblemCollector, file: string, budget: ContentsBudget): string | undefined {
-  const contents = c.record(raw, file, 'contents');
+/** Returns the canonical data URL for the file's bytes, or undefined after reporting. The file is
+ * entry `i` of `list`; its field paths are built only when reporting a problem. Decoding stops at
+ * the tighter of the per-file limit and what is left of `budget`. */
+function parseContents(raw: unknown, c: ProblemCollector, list: string, i: number, budget: ContentsBudget): string | undefined {
+  const contents = c.record(raw, list, 'contents', i);
   if (!contents) return CANONICAL_DATA_URL_PREFIX; // a file with no contents is an empty file
-  c.onlyKeys(contents, file, KEYS.contents, 'contents');
-  const source = c.string(contents.source, file, 'contents.source') ?? '';
-  const compression = c.string(contents.compression, file, 'contents.compression') ?? '';
-  const verification = c.record(contents.verification, file, 'contents.verification');
-  const expectedHash = c.string(verification?.hash, file, 'contents.verification.hash');
+  c.onlyKeys(contents, list, KEYS.contents, 'contents', i);
+  const source = c.string(contents.source, list, 'contents.source', i) ?? '';
+  const compression = c.string(contents.compression, list, 'contents.compression', i) ?? '';
+  const verification = c.record(contents.verification, list, 'contents.verification', i);
+  const expectedHash = c.string(verification?.hash, list, 'contents.verification.hash', i);
   if (isNonEmpty(contents.httpHeaders)) {
-    c.add(join(file, 'contents.httpHeaders'), 'remote-source', 'httpHeaders are refused: remote sources are not allowed');
+    c.add(fieldAt(list, 'contents.httpHeaders', i), 'remote-source', 'httpHeaders are refused: remote sources are not allowed');
   }
   if (compression !== '' && compression !== 'gzip') {
-    c.add(join(file, 'contents.compression'), 'compression', `compression "${compression}" is not supported (use "gzip" or none)`);
+    c.add(fieldAt(list, 'contents.compression', i), 'compression', `compression "${compression}" is not supported (use "gzip" or none)`);
     return undefined;
   }
   if (source === '') return CANONICAL_DATA_URL_PREFIX;
 
-  const room = budget.tightest();
-  const limit = Math.min(MAX_FILE_CONTENTS_BYTES, room.left);
+  const limit = Math.min(MAX_FILE_CONTENTS_BYTES, budget.left());
 
   // Fast path: base64 with nothing to verify or decompress only needs its media type dropped;
   // decoding and re-encoding would give the same text at a large cost on big configs.
   if (compression === '' && !expectedHash && source.startsWith('data:')) {
     const comma = source.indexOf(',');
-    if (comma > 0 && source.slice(comma - 7, comma) === ';base64') {
+    if (comma > 0 && source.startsWith(';base64', comma - 7)) {
       const data = source.slice(comma + 1);
       if (isValidBase64(data)) {
         const size = base64DecodedLength(data);
-        if (size > limit) return contentsTooLarge(c, file, limit, room, `contents are ${describeBytes(size)}`);
+        if (size > limit) return contentsTooLarge(c, list, i, limit, budget, `contents are ${describeBytes(size)}`);
         budget.charge(size);
         return comma === CANONICAL_DATA_URL_PREFIX.length - 1 ? source : CANONICAL_DATA_URL_PREFIX + data;
       }
@@ -368,7 +402,7 @@ function parseContents(raw: unknown, c: ProblemCollector, file: string, budget: 
   }
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(source)?.[1]?.toLowerCase();
   if (scheme !== 'data') {
-    c.add(join(file, 'contents.source'), 'remote-source',
+    c.add(fieldAt(list, 'contents.source', i), 'remote-source',
       `source scheme "${scheme ?? source.slice(0, 20)}" is refused: a MachineConfig must be static, so contents must be a data: URL ` +
       '(remote http, https, s3, gs, tftp and arn sources would be fetched at apply time, unhashed)');
     return undefined;
@@ -376,15 +410,15 @@ function parseContents(raw: unknown, c: ProblemCollector, file: string, budget: 
   // Compressed contents may decode to more than the limit and still inflate to less, so only the
   // inflated size is bounded by it; the compressed form can be no larger than the request itself.
   const decoded = decodeDataUrlBounded(source, compression === 'gzip' ? Infinity : limit);
-  if ('tooLarge' in decoded) return contentsTooLarge(c, file, limit, room, `contents decode to more than ${describeBytes(limit)}`);
+  if ('tooLarge' in decoded) return contentsTooLarge(c, list, i, limit, budget, `contents decode to more than ${describeBytes(limit)}`);
   if ('error' in decoded) {
-    c.add(join(file, 'contents.source'), 'data-url', decoded.error);
+    c.add(fieldAt(list, 'contents.source', i), 'data-url', decoded.error);
     return undefined;
   }
   if (expectedHash) {
     const mismatch = verifyHash(decoded.bytes, expectedHash);
     if (mismatch) {
-      c.add(join(file, 'contents.verification.hash'), 'content-hash', mismatch);
+      c.add(fieldAt(list, 'contents.verification.hash', i), 'content-hash', mismatch);
       return undefined;
     }
   }
@@ -392,15 +426,15 @@ function parseContents(raw: unknown, c: ProblemCollector, file: string, budget: 
   if (compression === 'gzip') {
     const inflated = gunzipBounded(bytes, limit);
     if ('tooLarge' in inflated) {
-      return contentsTooLarge(c, file, limit, room, `${describeBytes(bytes.length)} of gzip contents expand past ${describeBytes(limit)} (decompression stopped there)`);
+      return contentsTooLarge(c, list, i, limit, budget, `${describeBytes(bytes.length)} of gzip contents expand past ${describeBytes(limit)} (decompression stopped there)`);
     }
     if ('error' in inflated) {
-      c.add(join(file, 'contents.compression'), 'compression', `contents are not valid gzip: ${inflated.error}`);
+      c.add(fieldAt(list, 'contents.compression', i), 'compression', `contents are not valid gzip: ${inflated.error}`);
       return undefined;
     }
     bytes = inflated.bytes;
   }
-  if (bytes.length > limit) return contentsTooLarge(c, file, limit, room, `contents are ${describeBytes(bytes.length)}`);
+  if (bytes.length > limit) return contentsTooLarge(c, list, i, limit, budget, `contents are ${describeBytes(bytes.length)}`);
   budget.charge(bytes.length);
   return encodeDataUrl(bytes);
 }
@@ -428,14 +462,11 @@ function parseSystemd(raw: unknown, c: ProblemCollector, field: string, spec2: b
   const systemd = c.record(raw, field);
   if (!systemd) return [];
   c.onlyKeys(systemd, field, ['units']);
-  return parseKeyedList(c.array(systemd.units, field, 'units') ?? [], `${field}.units`, spec2, {
-    parse: (raw, f) => parseUnit(raw, c, f, spec2),
-    key: (unit) => unit.name,
-    duplicate: (unit, f) => c.add(join(f, 'name'), 'duplicate-unit', `unit ${quote(unit.name)} appears more than once in this config`),
-  });
+  return parseKeyedList(c.array(systemd.units, field, 'units') ?? [], c, `${field}.units`, spec2, UNITS, undefined);
 }
 
-function parseUnit(raw: unknown, c: ProblemCollector, f: string, spec2: boolean): IgnitionUnit | undefined {
+function parseUnit(raw: unknown, c: ProblemCollector, list: string, index: number, spec2: boolean): IgnitionUnit | undefined {
+  const f = `${list}[${index}]`;
   const unit = c.record(raw, f);
   if (!unit) return undefined;
   const before = c.problems.length;
@@ -454,39 +485,41 @@ function parseUnit(raw: unknown, c: ProblemCollector, f: string, spec2: boolean)
 
   const dropins = c.array(unit.dropins, f, 'dropins') ?? [];
   const byName = new Map<string, IgnitionDropin>();
-  const parseDropin = (d: Raw, df: string): void => {
-    c.onlyKeys(d, df, ['name', 'contents']);
-    const dname = c.string(d.name, df, 'name');
-    if (dname === undefined) {
-      c.add(join(df, 'name'), 'required', 'a dropin needs a name');
-      return;
-    }
-    const control = controlCharacterViolation(dname);
-    if (control) {
-      c.add(join(df, 'name'), 'control-character', `dropin name ${quote(dname)} ${control}`);
-      return;
-    }
-    if (!/^[^/]+\.conf$/.test(dname)) {
-      c.add(join(df, 'name'), 'dropin-name', `dropin name ${quote(dname)} must end in ".conf" and contain no "/"`);
-      return;
-    }
-    const dropin: IgnitionDropin = { name: dname };
-    const dcontents = c.string(d.contents, df, 'contents');
-    if (dcontents !== undefined) dropin.contents = dcontents;
-    byName.delete(dname);
-    byName.set(dname, dropin);
-  };
   dropins.forEach((rawDropin, j) => {
     const df = `${f}.dropins[${j}]`;
     const d = c.record(rawDropin, df);
     if (!d) return;
     const start = c.problems.length;
-    parseDropin(d, df);
+    parseDropin(d, c, df, byName);
     if (typeof d.name === 'string' && c.problemsSince(start)) c.nameEntry(start, `dropin ${quote(d.name)}`, join(df, 'name'));
   });
   if (byName.size > 0) out.dropins = [...byName.values()];
   if (name !== undefined && c.problemsSince(before)) c.nameEntry(before, `unit ${quote(name)}`, join(f, 'name'));
   return c.problems.length > before ? undefined : out;
+}
+
+/** Adds one dropin to `byName` (a later one with the same name replaces it), or reports why not. */
+function parseDropin(d: Raw, c: ProblemCollector, df: string, byName: Map<string, IgnitionDropin>): void {
+  c.onlyKeys(d, df, ['name', 'contents']);
+  const dname = c.string(d.name, df, 'name');
+  if (dname === undefined) {
+    c.add(join(df, 'name'), 'required', 'a dropin needs a name');
+    return;
+  }
+  const control = controlCharacterViolation(dname);
+  if (control) {
+    c.add(join(df, 'name'), 'control-character', `dropin name ${quote(dname)} ${control}`);
+    return;
+  }
+  if (!/^[^/]+\.conf$/.test(dname)) {
+    c.add(join(df, 'name'), 'dropin-name', `dropin name ${quote(dname)} must end in ".conf" and contain no "/"`);
+    return;
+  }
+  const dropin: IgnitionDropin = { name: dname };
+  const dcontents = c.string(d.contents, df, 'contents');
+  if (dcontents !== undefined) dropin.contents = dcontents;
+  byName.delete(dname);
+  byName.set(dname, dropin);
 }
 
 // systemd's own set (unit_name_is_valid): anything else, a space included, systemd refuses, and

@@ -53,40 +53,41 @@ export class ProblemCollector {
   }
 
   // The readers take the field as (base, key) and join them only when reporting: validation
-  // runs for every file of every config, and most fields are fine.
+  // runs for every file of every config, and most fields are fine. `index` is for an entry of a
+  // list (`base[index].key`), so that its own path is not built for every entry either.
 
-  record(value: Json, field: string, key?: string): Record<string, Json> | undefined {
+  record(value: Json, field: string, key?: string, index?: number): Record<string, Json> | undefined {
     if (value === undefined || value === null) return undefined;
     if (isRecord(value)) return value;
-    this.add(join(field, key), 'type', `must be an object, got ${describe(value)}`);
+    this.add(fieldAt(field, key, index), 'type', `must be an object, got ${describe(value)}`);
     return undefined;
   }
 
-  array(value: Json, field: string, key?: string): Json[] | undefined {
+  array(value: Json, field: string, key?: string, index?: number): Json[] | undefined {
     if (value === undefined || value === null) return undefined;
     if (Array.isArray(value)) return value;
-    this.add(join(field, key), 'type', `must be a list, got ${describe(value)}`);
+    this.add(fieldAt(field, key, index), 'type', `must be a list, got ${describe(value)}`);
     return undefined;
   }
 
-  string(value: Json, field: string, key?: string): string | undefined {
+  string(value: Json, field: string, key?: string, index?: number): string | undefined {
     if (value === undefined || value === null) return undefined;
     if (typeof value === 'string') return value;
-    this.add(join(field, key), 'type', `must be a string, got ${describe(value)}`);
+    this.add(fieldAt(field, key, index), 'type', `must be a string, got ${describe(value)}`);
     return undefined;
   }
 
-  boolean(value: Json, field: string, key?: string): boolean | undefined {
+  boolean(value: Json, field: string, key?: string, index?: number): boolean | undefined {
     if (value === undefined || value === null) return undefined;
     if (typeof value === 'boolean') return value;
-    this.add(join(field, key), 'type', `must be true or false, got ${describe(value)}`);
+    this.add(fieldAt(field, key, index), 'type', `must be true or false, got ${describe(value)}`);
     return undefined;
   }
 
-  integer(value: Json, field: string, key?: string): number | undefined {
+  integer(value: Json, field: string, key?: string, index?: number): number | undefined {
     if (value === undefined || value === null) return undefined;
     if (typeof value === 'number' && Number.isInteger(value)) return value;
-    this.add(join(field, key), 'type', `must be an integer, got ${describe(value)}`);
+    this.add(fieldAt(field, key, index), 'type', `must be an integer, got ${describe(value)}`);
     return undefined;
   }
 
@@ -102,12 +103,12 @@ export class ProblemCollector {
   }
 
   /** Reports keys outside `known`: a typo such as `kernelArgs` must not be silently ignored. */
-  onlyKeys(value: Record<string, Json>, field: string, known: readonly string[], prefix?: string): void {
+  onlyKeys(value: Record<string, Json>, field: string, known: readonly string[], prefix?: string, index?: number): void {
     for (const key in value) {
       if (!known.includes(key)) {
         // A key is the sender's text: quote it where it could break a field path or a line.
         const safe = controlCharacterViolation(key) || key.length > 100 || /[.[\]"\s]/.test(key) ? `[${quote(key, 100)}]` : key;
-        const base = join(field, prefix);
+        const base = fieldAt(field, prefix, index);
         this.add(safe === key ? join(base, key) : base + safe, 'unknown-field', `unknown field ${quote(key, 100)} (expected one of: ${known.join(', ')})`);
       }
     }
@@ -129,6 +130,11 @@ export function isNonEmpty(value: Json): boolean {
 export function join(base: string, key?: string): string {
   if (key === undefined) return base;
   return base ? `${base}.${key}` : key;
+}
+
+/** `base.key`, or `base[index].key` for an entry of the list at `base`. */
+export function fieldAt(base: string, key?: string, index?: number): string {
+  return join(index === undefined ? base : `${base}[${index}]`, key);
 }
 
 export function describe(value: Json): string {
