@@ -26,10 +26,10 @@ export function managedPathViolation(path: string): { rule: string; message: str
         'a MachineConfig may not write there',
     };
   }
-  if (DOT_SEGMENT.test(path)) {
-    return { rule: 'path-dot-segment', message: `path ${quote(path)} has a "." or ".." segment; write the path it means` };
-  }
-  if (path.includes('//') || path.endsWith('/')) {
+  if (!plain) {
+    if (DOT_SEGMENT.test(path)) {
+      return { rule: 'path-dot-segment', message: `path ${quote(path)} has a "." or ".." segment; write the path it means` };
+    }
     return { rule: 'path-empty-segment', message: `path ${quote(path)} has an empty segment or a trailing "/"; it must name a file` };
   }
   if (isUnder(path, WRITABLE_ROOTS) || isUnder(path, LINKED_INTO_VAR_ROOTS)) return undefined;
