@@ -22,7 +22,7 @@
 //     a CPU of its own (bench/cpu-pinning.ts) these hold across runs where wall clock does not:
 //     compare these first, across runs and commits (`--compare REF`, bench/compare-builds.ts).
 
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,10 +35,10 @@ import { silenceIpServernameWarning } from '../src/runtime/process-warnings.ts';
 import { startEtcdCluster, type EtcdCluster } from '../sandbox/etcd-cluster.ts';
 import { startReplicaSet, type ReplicaSet } from '../test/helpers/replica-set.ts';
 import { spawnServer, type ServerProcess } from '../test/helpers/server-process.ts';
-import { programArgs, REPO_ROOT } from '../test/helpers/run-cli.ts';
 import { buildBoth, comparisonDir, withServer } from './compare-builds.ts';
 import { CPU_PLAN, pinControlPlane, pinSelf, pinSimulator } from './cpu-pinning.ts';
 import { report, rssKiB } from './harness.ts';
+import { leaveOffFlags, missingOnSomeSide, serverFlags, type ServerFlags } from './server-flags.ts';
 import { timedRead, type StatusRead } from './status-reads.ts';
 import { startSwarmGroup, type SwarmGroup } from './swarm-group.ts';
 
@@ -76,12 +76,22 @@ const STATUS_THREAD = process.env.BENCH_STATUS_THREAD !== '0';
 /** BENCH_LEASE_TTL=2 shows what the tests' short lease does under the same load. */
 const BENCH_LEASE_TTL_SECONDS = Number(process.env.BENCH_LEASE_TTL ?? 5);
 /**
- * Whether the server this run starts has a flag (a commit the comparison runs may predate it):
- * a flag one side lacks is left off both, so the two run the same set-up.
+ * How the servers of one run are started: with the status thread or not, and which flags to
+ * leave off because one side of a comparison lacks them (bench/server-flags.ts), so that both
+ * sides run the same set-up.
  */
-export function serverHasFlag(flag: string): boolean {
-  const help = spawnSync(process.execPath, [...programArgs('mcplane-server'), '--help'], { cwd: REPO_ROOT, encoding: 'utf8' });
-  return help.stdout.includes(flag);
+interface ServerSetup {
+  statusThread: boolean;
+  leaveOff: string[];
+  /** The flags known to take a value, to drop a left-off flag's value with it. */
+  flags: ServerFlags;
+}
+
+/** The set-up for servers built from `sides` (one side when not comparing). */
+function serverSetup(sides: readonly ServerFlags[]): ServerSetup {
+  const leaveOff = missingOnSomeSide(sides);
+  const flags = new Map(sides.flatMap((s) => [...s]));
+  return { statusThread: STATUS_THREAD && flags.has('--status-listen') && !leaveOff.includes('--status-listen'), leaveOff, flags };
 }
 const MODES = (process.env.BENCH_STORE ? [process.env.BENCH_STORE] : ['sqlite', 'etcd']) as ('sqlite' | 'etcd')[];
 
@@ -113,11 +123,12 @@ interface Deployment {
   stop(): Promise<void>;
 }
 
-async function deploy(mode: 'sqlite' | 'etcd', dir: string, statusThread: boolean): Promise<Deployment> {
+async function deploy(mode: 'sqlite' | 'etcd', dir: string, setup: ServerSetup): Promise<Deployment> {
   const pkiDir = join(dir, 'pki');
-  const STATUS_LISTEN = statusThread ? ['--status-listen', '127.0.0.1:0'] : [];
+  const STATUS_LISTEN = setup.statusThread ? ['--status-listen', '127.0.0.1:0'] : [];
+  const finalArgs = (args: string[]): string[] => leaveOffFlags(args, setup.leaveOff, setup.flags);
   if (mode === 'sqlite') {
-    const server: ServerProcess = await spawnServer(['--data-dir', join(dir, 'data'), '--listen', '127.0.0.1:0', ...STATUS_LISTEN, '--pki-dir', pkiDir, '--no-bootstrap']);
+    const server: ServerProcess = await spawnServer(finalArgs(['--data-dir', join(dir, 'data'), '--listen', '127.0.0.1:0', ...STATUS_LISTEN, '--pki-dir', pkiDir, '--no-bootstrap']));
     const c = connect({ server: server.address, pkiDir, config: '/dev/null', timeout: '60' });
     return {
       pids: () => [server.child.pid!],
@@ -136,7 +147,7 @@ async function deploy(mode: 'sqlite' | 'etcd', dir: string, statusThread: boolea
   // The production lease (--lease-ttl's default, 5 s), not the tests' 2 s: under the storm of
   // re-registrations after a kill, a 2 s lease renewed from a busy event loop expired on the
   // survivors too, and they shed their own agents in turn (docs/sizing.md).
-  const set: ReplicaSet = await startReplicaSet({ endpoints: etcd.endpoints, count: 3, pkiDir, args: STATUS_LISTEN, leaseTtlSeconds: BENCH_LEASE_TTL_SECONDS });
+  const set: ReplicaSet = await startReplicaSet({ endpoints: etcd.endpoints, count: 3, pkiDir, args: STATUS_LISTEN, leaseTtlSeconds: BENCH_LEASE_TTL_SECONDS, finalArgs });
   return {
     pids: () => set.replicas.filter((r) => r.process).map((r) => r.process!.child.pid!),
     etcdPids: () => etcd.pids(),
@@ -185,10 +196,11 @@ async function currentLeader(d: Deployment): Promise<number> {
   return d.leader ? d.leader() : 0;
 }
 
-export async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number, statusThread = STATUS_THREAD && serverHasFlag('--status-listen')): Promise<Figures> {
+export async function runMode(mode: 'sqlite' | 'etcd', AGENTS: number, setup: ServerSetup = serverSetup([serverFlags()])): Promise<Figures> {
+  const { statusThread } = setup;
   const dir = mkdtempSync(join(tmpdir(), `mcplane-bench-${mode}-`));
   await pkiInitCommand(join(dir, 'pki'), [], []);
-  const d = await deploy(mode, dir, statusThread);
+  const d = await deploy(mode, dir, setup);
   pinControlPlane([...d.pids(), ...d.etcdPids()]);
   /** CPU seconds the control plane (servers and etcd) has used so far. */
   const controlPlaneCpu = (): number => [...d.pids(), ...d.etcdPids()].reduce((sum, pid) => sum + cpuSeconds(pid), 0);
@@ -446,16 +458,20 @@ async function compare(ref: string): Promise<void> {
     const builds = buildBoth(ref, work.dir);
     const sides = [builds.ref, builds.head];
     // A flag one side lacks is left off both: the two run the same set-up.
-    const statusThread = STATUS_THREAD && (await Promise.all(sides.map((b) => withServer(b, async () => serverHasFlag('--status-listen'))))).every(Boolean);
+    const setup = serverSetup(await Promise.all(sides.map((b) => withServer(b, async () => serverFlags()))));
     const rounds = Number(process.env.BENCH_COMPARE_ROUNDS ?? 1);
     for (const mode of MODES) {
       for (const agents of AGENT_COUNTS) {
         const figures: Figures[][] = [[], []];
         for (let round = 0; round < rounds; round++) {
-          for (const [i, build] of sides.entries()) figures[i]!.push(await withServer(build, () => runMode(mode, agents, statusThread)));
+          for (const [i, build] of sides.entries()) figures[i]!.push(await withServer(build, () => runMode(mode, agents, setup)));
         }
         const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-        const rows: [string, string][] = [['CPUs', CPU_PLAN.description], ['status thread', statusThread ? 'on, both sides' : 'off, both sides (one side lacks --status-listen or BENCH_STATUS_THREAD=0)']];
+        const rows: [string, string][] = [
+          ['CPUs', CPU_PLAN.description],
+          ['status thread', setup.statusThread ? 'on, both sides' : 'off, both sides (one side lacks --status-listen or BENCH_STATUS_THREAD=0)'],
+          ['flags one side lacks, left off both', setup.leaveOff.join(' ') || 'none'],
+        ];
         for (const [label, key, unit] of COMPARED) {
           const [a, b] = figures.map((f) => f.map((x) => x[key]).filter((v): v is number => v !== undefined));
           if (!a!.length || !b!.length) continue;

@@ -92,3 +92,18 @@ test('a record written by an older leader is filled in by the leader, and its ag
   assert.ok(node.assignments.slice(before).every((a) => JSON.parse(a.healthCheckJson).units[0] === 'chronyd.service'));
   assert.deepEqual(JSON.parse(node.lastAssignment!.healthCheckJson).units, ['chronyd.service']);
 });
+
+test('a pool\'s hooks changed while its nodes run the same config reach every agent, each change in turn', async () => {
+  // The dispatcher keeps each pool's hooks per rendered config (made once, not once per send):
+  // a pool's new hooks must still reach streams that already got that config.
+  const { c, nodes, target } = await fleet();
+  for (const n of nodes) assert.equal(n.lastAssignment!.hooksJson, '');
+  for (const command of ['/usr/bin/flush', '/usr/bin/sync']) {
+    await apply(c, poolYaml('worker', `  maxUnavailable: 100%\n  hooks:\n    beforeRebooting:\n      - run: [${command}]\n`));
+    for (const n of nodes) {
+      await n.waitFor(() => n.lastAssignment?.hooksJson.includes(command) === true, 10_000);
+      assert.deepEqual(JSON.parse(n.lastAssignment!.hooksJson), { beforeRebooting: [{ run: [command] }] });
+      assert.equal(n.lastAssignment!.renderedConfig, target, 'the config is not touched');
+    }
+  }
+});

@@ -45,6 +45,11 @@ export interface ReplicaSetOptions {
   leaseTtlSeconds?: number;
   /** Flags for one replica (e.g. a different --store for a replica behind a proxy). */
   argsFor?: (i: number) => string[] | undefined;
+  /**
+   * A last pass over each replica's full argument list: the bench's `--compare` leaves off the
+   * flags an older commit's server lacks (61c6759 has no --lease-ttl; bench/server-flags.ts).
+   */
+  finalArgs?: (args: string[]) => string[];
 }
 
 export async function startReplicaSet(options: ReplicaSetOptions): Promise<ReplicaSet> {
@@ -56,11 +61,12 @@ export async function startReplicaSet(options: ReplicaSetOptions): Promise<Repli
   const clients = new Map<number, Clients>();
   const start = async (i: number): Promise<void> => {
     const r = replicas[i]!;
-    r.process = await spawnServer([
+    const args = [
       ...(options.argsFor?.(i) ?? ['--store', `etcd://${options.endpoints.join(',')}`]),
       '--listen', r.address, '--replica-name', r.name, '--pki-dir', options.pkiDir, '--no-bootstrap',
       '--data-dir', join(dir, r.name), '--lease-ttl', String(options.leaseTtlSeconds ?? 2), ...(options.args ?? []),
-    ]);
+    ];
+    r.process = await spawnServer(options.finalArgs ? options.finalArgs(args) : args);
   };
   // One at a time: the first one elected is replica-0, which tests rely on.
   for (let i = 0; i < options.count; i++) await start(i);

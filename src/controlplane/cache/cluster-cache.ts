@@ -173,7 +173,10 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
    */
   nodesInPool(pool: string): NodeView[] {
     const out: NodeView[] = [];
-    for (const n of this.#nodes.values()) if (n.pool === pool && this.nodeRecords.get(n.name)?.value.registered !== false) out.push(n);
+    // The map looked up once: the rollout, pool status and metrics call this for every pool on
+    // every batch of status reports, over every node.
+    const records = this.nodeRecords;
+    for (const n of this.#nodes.values()) if (n.pool === pool && records.get(n.name)?.value.registered !== false) out.push(n);
     return out;
   }
 

@@ -30,6 +30,13 @@ const PINNED_SETS_ONLY = 'pinned-image-sets-only';
 export class AssignmentDispatcher {
   /** Encoded assignments by fingerprint (kept beside them: see sendAssignment), oldest first. */
   readonly #encoded = new Map<string, { fingerprint: string; encoded: PreEncoded }>();
+  /**
+   * Each pool's hooks for a rendered config, as the assignment carries them ("pool\0config" ->
+   * JSON). Made from the pool's spec and every source's annotation: a pass over all of a
+   * config's sources (1,000 and more) that every send repeated, the same for every node of the
+   * pool. Emptied whenever a pool or a MachineConfig changes (#onChange, before any send).
+   */
+  readonly #hooksJson = new Map<string, string>();
 
   constructor(private readonly cache: ClusterCache, private readonly sessions: AgentSessions, private readonly log: Logger) {
     cache.on('change', (change) => this.#onChange(change));
@@ -65,9 +72,19 @@ export class AssignmentDispatcher {
         ...this.#stageOf(assignment),
         tryJson: assignment.tryJson ?? (live ?? agentPolicyFor(this.cache, rendered.pool, rendered.name)).tryJson,
         // Live, as the pinned image sets: the pool's hooks and its configs' annotations as they stand.
-        hooksJson: lifecycleHooksJsonFor(this.cache, rendered.pool, rendered),
+        hooksJson: this.#hooksJsonFor(rendered.pool, rendered),
       },
     };
+  }
+
+  #hooksJsonFor(pool: string, rendered: { name: string; sources: readonly string[] }): string {
+    const key = `${pool}\0${rendered.name}`;
+    let json = this.#hooksJson.get(key);
+    if (json === undefined) {
+      json = lifecycleHooksJsonFor(this.cache, pool, rendered);
+      this.#hooksJson.set(key, json);
+    }
+    return json;
   }
 
   /**
@@ -147,6 +164,8 @@ export class AssignmentDispatcher {
   }
 
   #onChange(change: CacheChange): void {
+    // First, whether or not this replica holds streams: the hooks come from pools and configs.
+    if (change.resync || change.changed.has('MachineConfigPool') || change.changed.has('MachineConfig')) this.#hooksJson.clear();
     if (this.sessions.size === 0) return;
     const check = new Set<string>();
     if (change.resync || change.changed.has('RenderedConfig')) {

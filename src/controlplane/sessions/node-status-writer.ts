@@ -58,7 +58,10 @@ export class NodeStatusWriter {
 
   #put(node: string, status: NodeStatus, lastSeen: number): WriteOp {
     const existing = this.cache.nodeStatuses.get(node);
-    return { type: 'put', kind: 'NodeStatus', name: node, value: { status, lastSeen } satisfies NodeStatusRecord, ...(existing ? { createdAt: existing.createdAt } : {}) };
+    const value: NodeStatusRecord = { status, lastSeen };
+    // Serialized once here: the commit's size check and the backend's write both read `json`
+    // (store.ts putJson), where each serialized the record again: two JSON.stringify per report.
+    return { type: 'put', kind: 'NodeStatus', name: node, value, json: JSON.stringify(value), ...(existing ? { createdAt: existing.createdAt } : {}) };
   }
 
   enqueue(node: string, epoch: string, status: NodeStatus): void {
