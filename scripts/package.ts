@@ -119,7 +119,7 @@ export const AGENT_NODE = { flags: ['--lite-mode', '--single-threaded', '--optim
  * 16 MiB per semi-space (48 MiB committed) during a burst of connections and stays there; capped
  * at 1 MiB, the server's resident memory with 2,000 agents was 20 KiB per agent lower and ~60 MiB
  * lower idle (`npm run bench -- agent-memory`, docs/sizing.md "Memory per agent"; the scavenges
- * it adds during a fan-out are not measured yet, see there). bench/agent-memory.ts imports this, so the
+ * it adds during a fan-out cost nothing the control-plane bench could see on a loaded host). bench/agent-memory.ts imports this, so the
  * bench measures what ships. Only flags Node accepts in NODE_OPTIONS, so a unit or container that
  * runs the bundle without this launcher can set the same.
  */
