@@ -8,6 +8,9 @@
 //   and TLS objects, mcplane's own records), V8's strings, arrays, closures and code, and the
 //   native memory Node reports into heap snapshots (nghttp2's). The snapshots come from a
 //   second server: writing one leaves native memory resident that the RSS figure would count.
+// The server runs with the Node settings its launcher ships (SERVER_NODE in scripts/package.ts);
+// BENCH_SERVER_NODE=0 runs it with Node's defaults instead, BENCH_SNAPSHOTS=0 skips the second
+// server (the RSS split alone, in half the time).
 
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -20,9 +23,12 @@ import { call } from '../src/cli/client/call.ts';
 import { connect } from '../src/cli/client/connection.ts';
 import { spawnServer } from '../test/helpers/server-process.ts';
 import { freePort } from '../sandbox/etcd-cluster.ts';
+import { SERVER_NODE } from '../scripts/package.ts';
 import { report, rssKiB } from './harness.ts';
 
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 1000);
+const SERVER_FLAGS = process.env.BENCH_SERVER_NODE === '0' ? [] : SERVER_NODE.flags;
+const SNAPSHOTS = process.env.BENCH_SNAPSHOTS !== '0';
 
 /** Bytes of the snapshot's objects by what holds them: constructor name, or V8's kind of node. */
 function heapByHolder(file: string): Map<string, number> {
@@ -90,7 +96,7 @@ async function measure(snapshots: boolean): Promise<Measured> {
   const snapshotDir = join(dir, 'snapshots');
   mkdirSync(snapshotDir);
   const nodeOptions = process.env.NODE_OPTIONS;
-  if (snapshots) process.env.NODE_OPTIONS = `${nodeOptions ?? ''} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${snapshotDir}`;
+  process.env.NODE_OPTIONS = [nodeOptions ?? '', ...SERVER_FLAGS, ...(snapshots ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`] : [])].join(' ');
   const metricsPort = await freePort();
   const server = await spawnServer(['--data-dir', join(dir, 'data'), '--listen', '127.0.0.1:0', '--pki-dir', pkiDir, '--no-bootstrap', '--metrics-listen', `127.0.0.1:${metricsPort}`]);
   if (nodeOptions === undefined) delete process.env.NODE_OPTIONS;
@@ -129,8 +135,8 @@ async function measure(snapshots: boolean): Promise<Measured> {
 
 export async function run(): Promise<void> {
   const plain = await measure(false);
-  const snapped = await measure(true);
-  const [heap0, heap1] = snapped.heap!;
+  const snapped = SNAPSHOTS ? await measure(true) : undefined;
+  const [heap0, heap1] = snapped?.heap ?? [new Map<string, number>(), new Map<string, number>()];
   const growth = [...new Set([...heap0.keys(), ...heap1.keys()])]
     .map((holder) => ({ holder, bytes: (heap1.get(holder) ?? 0) - (heap0.get(holder) ?? 0) }))
     .sort((a, b) => b.bytes - a.bytes);
@@ -141,13 +147,13 @@ export async function run(): Promise<void> {
   const rssGrowth = (rss1 - rss0) * 1024;
   const committed = node1.heapTotal - node0.heapTotal;
   const external = node1.external - node0.external;
-  report(`server memory per connected agent (${AGENTS} agents over mutual TLS, one server on SQLite)`, [
+  report(`server memory per connected agent (${AGENTS} agents over mutual TLS, one server on SQLite, Node ${SERVER_FLAGS.join(' ') || 'defaults'})`, [
     ['RSS growth per agent', `${perAgent(rssGrowth)}  (goal <= 100 KiB: ${rssGrowth / 1024 / AGENTS <= 100 ? 'MET' : 'NOT MET'}; RSS ${Math.round(rss0 / 1024)} -> ${Math.round(rss1 / 1024)} MiB)`],
     ['  V8 heap, committed', perAgent(committed)],
     ['    in use (live and not yet collected)', perAgent(node1.heapUsed - node0.heapUsed)],
     ['  outside V8, known to Node (Buffers, ArrayBuffers)', perAgent(external)],
     ['  the rest (OpenSSL, nghttp2, libuv, malloc)', perAgent(rssGrowth - committed - external)],
-    ['live after a full GC, by holder (second server, heap snapshots)', perAgent(heapBytes)],
+    ...(SNAPSHOTS ? [['live after a full GC, by holder (second server, heap snapshots)', perAgent(heapBytes)] as [string, string]] : []),
     ...growth.slice(0, 25).map(({ holder, bytes }): [string, string] => [`  ${holder}`, perAgent(bytes)]),
   ]);
 }

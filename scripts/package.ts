@@ -114,15 +114,26 @@ function fetchRuntime(npmPackage: string, dir: string): void {
  */
 export const AGENT_NODE = { flags: ['--lite-mode', '--single-threaded', '--optimize-for-size', '--max-semi-space-size=1'], env: { MALLOC_ARENA_MAX: '2' } };
 
+/**
+ * How the server's launcher runs Node. --max-semi-space-size=1: V8's young generation grows to
+ * 16 MiB per semi-space (48 MiB committed) during a burst of connections and stays there; capped
+ * at 1 MiB, the server's resident memory with 2,000 agents was 20 KiB per agent lower and ~60 MiB
+ * lower idle (`npm run bench -- agent-memory`, docs/sizing.md "Memory per agent"; the scavenges
+ * it adds during a fan-out cost nothing the control-plane bench could see on a loaded host). bench/agent-memory.ts imports this, so the
+ * bench measures what ships. Only flags Node accepts in NODE_OPTIONS, so a unit or container that
+ * runs the bundle without this launcher can set the same.
+ */
+export const SERVER_NODE = { flags: ['--max-semi-space-size=1'], env: {} as Record<string, string> };
+
 /** A launcher that finds the runtime beside itself, so an installed tree also runs under rpm --root. */
-function wrapper(program: string, component: string): string {
-  const agent = component === 'agent';
+export function wrapper(program: string, component: string): string {
+  const settings = component === 'agent' ? AGENT_NODE : component === 'server' ? SERVER_NODE : undefined;
+  const env = Object.entries(settings?.env ?? {});
   return `#!/bin/sh
 # ${program}: the bundled program on the Node.js runtime the package ships (the host needs none).
 lib="$(dirname "$(readlink -f "$0")")/../lib/mcplane/${component}"
-${agent ? `# Node settings that lower the agent's resident memory (scripts/package.ts, AGENT_NODE, says why).
-${Object.entries(AGENT_NODE.env).map(([k, v]) => `export ${k}=${v}`).join('\n')}
-` : ''}exec "$lib/node" ${agent ? `${AGENT_NODE.flags.join(' ')} ` : ''}"$lib/${program}.cjs" "$@"
+${settings ? `# Node settings that lower the ${component}'s resident memory (scripts/package.ts, ${component === 'agent' ? 'AGENT_NODE' : 'SERVER_NODE'}, says why).
+${env.map(([k, v]) => `export ${k}=${v}\n`).join('')}` : ''}exec "$lib/node" ${settings ? `${settings.flags.join(' ')} ` : ''}"$lib/${program}.cjs" "$@"
 `;
 }
 
