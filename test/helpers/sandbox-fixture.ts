@@ -32,8 +32,6 @@ export interface SandboxFixture {
    */
   get server(): TestServer;
   set server(s: TestServer | undefined);
-  /** Whether a server is running now (scope 'test': between a test's start and its close). */
-  readonly running: boolean;
   /** An admin client of the server now. */
   c: Clients;
   /** The user manager the file's hosts share (only with `sharedSystemd`). */
@@ -99,7 +97,6 @@ export function sandboxFixture(options: SandboxFixtureOptions = {}): SandboxFixt
       server = s;
       c = s?.admin();
     },
-    get running() { return server !== undefined; },
     c: client,
     systemd: lateBound('the shared systemd user manager', () => systemd),
     hosts,
