@@ -88,7 +88,10 @@ async function everyHostOnA(): Promise<void> {
 
 // Four at a time: all 13 at once, beside a loaded machine (load 25 on 2 cores), stretched each
 // agent's steps (its hooks run as units on the one shared manager) past the wait for its crash.
-describe('kill -9 at every step', { concurrency: 4 }, () => {
+// An hour for the group as a whole: the run's --test-timeout (5 min) would otherwise bound all 13
+// tests together as it bounded each alone (and Infinity here falls back to it); each test keeps
+// that bound for itself.
+describe('kill -9 at every step', { concurrency: 4, timeout: 3_600_000 }, () => {
   for (const point of POINTS) {
     test(`kill -9 at ${point}: all old or all new, then convergence`, { skip }, async () => {
       const host = hostOf.get(point)!;
