@@ -17,12 +17,17 @@ import { untilNode } from '../helpers/converge.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
 import { poolYaml } from '../helpers/manifests.ts';
 import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
+import { scaled } from '../helpers/time-scale.ts';
 
 const FILES = 12;
 // A hook at every point, so the hooks' steps are crossed (and killed in) as every other step.
 const hooks = ['beforeUpdating', 'afterUpdating', 'beforeRebooting', 'afterRebooting'].map((p) => `    ${p}: [{run: [/bin/true]}]\n`).join('');
 const pool = poolYaml('worker', `  maxUnavailable: 100%\n  disruptionPolicy: {files: [{path: /etc/crash, actions: [{type: none}]}]}\n  hooks:\n${hooks}`);
-const { skip, server, c, systemd, hosts, apply, target } = sandboxFixture({ sharedSystemd: true, manifests: [pool], setUp: everyHostOnA });
+const { skip, server, c, systemd, hosts, apply, target } = sandboxFixture({
+  sharedSystemd: true, manifests: [pool], setUp: everyHostOnA,
+  // 13 hosts brought to the first config, which 13 tests did one each within 5 minutes each.
+  setUpTimeoutMs: scaled(600_000),
+});
 
 function config(version: 'A' | 'B'): string {
   const files = Array.from({ length: FILES }, (_, i) => `        - {path: /etc/crash/f${String(i).padStart(2, '0')}, contents: {source: "data:,${version}-${i}"}}`);

@@ -53,6 +53,11 @@ export interface SandboxFixtureOptions {
   manifests?: string[];
   /** More set-up after the server, the manager and the manifests (scope 'file'). */
   setUp?: () => Promise<void>;
+  /**
+   * The set-up's bound, for a setUp that does what several tests did each within their own
+   * (by default the run's --test-timeout, which bounds a before() hook as it bounds a test).
+   */
+  setUpTimeoutMs?: number;
 }
 
 export function sandboxFixture(options: SandboxFixtureOptions = {}): SandboxFixture {
@@ -87,7 +92,7 @@ export function sandboxFixture(options: SandboxFixtureOptions = {}): SandboxFixt
       if (options.sharedSystemd) systemd = await startUserSystemd();
       if (options.manifests?.length) await apply(...options.manifests);
       await options.setUp?.();
-    });
+    }, options.setUpTimeoutMs ? { timeout: options.setUpTimeoutMs } : {});
     after(end);
   }
   return {
