@@ -5,17 +5,13 @@
 import assert from 'node:assert/strict';
 import { existsSync, lstatSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
-import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
-import { startAgentTestBed, type AgentTestBed } from '../helpers/agent-test-bed.ts';
+import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
 import { startOnPoolTarget, untilNode } from '../helpers/converge.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 
-const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
-let bed: AgentTestBed;
-const hosts: SandboxHost[] = [];
 
 const pool = (name: string) => poolYaml(name, `  maxUnavailable: 100%
   disruptionPolicy:
@@ -25,6 +21,8 @@ const pool = (name: string) => poolYaml(name, `  maxUnavailable: 100%
       - {name: extra.service, actions: [{type: none}]}
       - {name: keep.service, actions: [{type: none}]}
 `);
+const bed = sandboxFixture({ sharedSystemd: true, manifests: [pool('worker')] });
+const { skip, hosts } = bed;
 const apply = (...texts: string[]) => call(bed.c, bed.c.config.apply.bind(bed.c.config), { manifests: texts.map((text, i) => ({ source: `${i}.yaml`, text })), dryRun: false }, 'apply');
 const remove = (name: string) => call(bed.c, bed.c.config.delete.bind(bed.c.config), { kind: 'MachineConfig', name }, 'delete');
 const target = async (p: string) => (await call(bed.c, bed.c.status.getPool.bind(bed.c.status), { name: p }, 'get')).status!.configuration;
@@ -36,15 +34,6 @@ async function hostIn(p: string, name: string, prepare: (root: string) => void, 
   return startOnPoolTarget(bed.c, hosts, host, p);
 }
 
-before(async () => {
-  if (skip) return;
-  bed = await startAgentTestBed(pool('worker'));
-});
-after(async () => {
-  if (skip) return;
-  for (const h of hosts) await h.kill();
-  await bed.close();
-});
 
 test('an update whose reboot failed is undone when its config is deleted: the original file is back and the node is Done', { skip }, async () => {
   const host = await hostIn('worker', 'chrony', (root) => writeFileSync(join(root, 'etc/chrony.conf'), 'ORIGINAL\n'), {

@@ -15,13 +15,13 @@ import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { demoServiceConfig, poolYaml } from '../helpers/manifests.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
-import { sandboxFleetPerTest, skipWithoutUserSystemd as skip } from '../helpers/sandbox-fleet.ts';
+import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
 import { startTestServer } from '../helpers/test-server.ts';
 import { scaled } from '../helpers/time-scale.ts';
 
-const fleet = sandboxFleetPerTest();
-const { hosts } = fleet;
+const fleet = sandboxFixture({ scope: 'test' });
+const { hosts, skip } = fleet;
 
 const pool = poolYaml('worker', `  maxUnavailable: 1
   rollout: {maxFailures: 0, onFailure: Pause}
@@ -31,7 +31,7 @@ const pool = poolYaml('worker', `  maxUnavailable: 1
 `);
 const apply = (c: Clients, ...texts: string[]) => call(c, c.config.apply.bind(c.config), { manifests: texts.map((text, i) => ({ source: `t${i}.yaml`, text })), dryRun: false }, 'apply');
 const target = async (c: Clients) => (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get pool')).status!.configuration;
-const cli = (...args: string[]) => runCliAsync(['--server', fleet.server!.address, '--pki-dir', fleet.server!.pki.dir, '--config', '/dev/null', ...args]);
+const cli = (...args: string[]) => runCliAsync(['--server', fleet.server.address, '--pki-dir', fleet.server.pki.dir, '--config', '/dev/null', ...args]);
 const journalOf = (h: SandboxHost) => JSON.parse(readFileSync(join(h.stateDir, 'journal.json'), 'utf8'));
 const seconds = (s: number) => `${Math.ceil(scaled(s * 1000) / 1000)}s`;
 const env = (h: SandboxHost) => ({ MCPLANE_TEST_ROOT: h.root, MCPLANE_TEST_CMDLINE: h.cmdlineFile });
@@ -45,7 +45,7 @@ const manifest = (text: string) => {
 async function onFirstConfig(c: Clients): Promise<{ host: SandboxHost; first: string }> {
   await apply(c, pool, demoServiceConfig('good'));
   const first = await target(c);
-  const host = new SandboxHost({ name: 'host-a', server: fleet.server!.address, pki: fleet.server!.pki });
+  const host = new SandboxHost({ name: 'host-a', server: fleet.server.address, pki: fleet.server.pki });
   hosts.push(host);
   await host.start(env(host));
   await untilNode(c, hosts, 'host-a', (n) => n.status!.currentConfig === first && n.status!.state === 'Done', 90_000);
@@ -132,7 +132,7 @@ test('mcctl apply --try whose checks pass keeps the config; the next Apply witho
   const third = await target(c);
   await untilNode(c, hosts, 'host-a', (n) => n.status!.currentConfig === third && n.status!.state === 'Done' && n.status!.lastUpdate?.toConfig === third);
   assert.ok(!confirmedTry(third), 'an Apply without --try is not tried');
-  await eventually(async () => fleet.server!.logs.some((l) => l.includes('apply --try over') && l.includes(second)), 20_000, 'the try record was collected');
+  await eventually(async () => fleet.server.logs.some((l) => l.includes('apply --try over') && l.includes(second)), 20_000, 'the try record was collected');
 
   const nothing = await cli('apply', '-f', manifest(demoServiceConfig('plain')), '--try', '5m');
   assert.equal(nothing.status, 0, nothing.stderr);

@@ -4,16 +4,13 @@
 // on the host). Reverting the change brings the node back.
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
-import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
-import { startAgentTestBed, type AgentTestBed } from '../helpers/agent-test-bed.ts';
+import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { poolYaml } from '../helpers/manifests.ts';
 
-const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
-let bed: AgentTestBed;
 let host: SandboxHost;
 
 const pool = poolYaml('worker', `  disruptionPolicy:
@@ -28,6 +25,8 @@ const day1 = (dirs: string[], links: string[]) => JSON.stringify({
     links: links.map((path) => ({ path, target: '/var/lib/examplecorp' })),
   } } },
 });
+const bed = sandboxFixture({ sharedSystemd: true, manifests: [pool], setUp: hostOnFirstConfig });
+const { skip } = bed;
 const apply = (text: string) => call(bed.c, bed.c.config.apply.bind(bed.c.config), { manifests: [{ source: 'day1.yaml', text }], dryRun: false }, 'apply');
 const target = async () => (await call(bed.c, bed.c.status.getPool.bind(bed.c.status), { name: 'worker' }, 'get')).status!.configuration;
 async function applyAndTarget(text: string): Promise<string> {
@@ -40,20 +39,16 @@ async function applyAndTarget(text: string): Promise<string> {
   }
 }
 
-before(async () => {
-  if (skip) return;
-  bed = await startAgentTestBed(pool);
+// In the fixture's set-up, after the server, the manager and the pool (a file's before() hooks run
+// side by side, so a second one could not wait for the first).
+async function hostOnFirstConfig(): Promise<void> {
   await apply(day1(['/var/lib/examplecorp'], ['/etc/examplecorp-link']));
   host = new SandboxHost({ name: 'day1', server: bed.server.address, pki: bed.server.pki, systemd: bed.systemd });
+  bed.hosts.push(host);
   await host.start();
   const want = await target();
   await untilNode(bed.c, [host], 'day1', (n) => n.status!.currentConfig === want && n.status!.state === 'Done');
-});
-after(async () => {
-  if (skip) return;
-  await host?.kill();
-  await bed?.close();
-});
+}
 
 test('a change to storage.directories is Unreconcilable with MCO\'s reason; reverting it brings the node back', { skip }, async () => {
   const good = await target();

@@ -5,21 +5,13 @@
 // on a new connection.
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
-import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
-import { canRunUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
 import { poolYaml } from '../helpers/manifests.ts';
-import type { TestServer } from '../helpers/test-server.ts';
-import { startAgentTestBed, type AgentTestBed } from '../helpers/agent-test-bed.ts';
+import { sandboxFixture, skipWithoutUserSystemd } from '../helpers/sandbox-fixture.ts';
 
-const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
-let server: TestServer;
-let c: Clients;
-let systemd: UserSystemd;
-let bed: AgentTestBed | undefined;
 let host: SandboxHost;
 
 const pool = poolYaml('worker', `  maxUnavailable: 100%
@@ -44,22 +36,21 @@ const apply = async (text: string) => {
   return (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get')).status!.configuration;
 };
 
-before(async () => {
-  if (skip) return;
-  bed = await startAgentTestBed(pool);
-  ({ server, c, systemd } = bed);
+// Registered before the fixture's after(), so it starts first (and, synchronous, is done before the
+// fixture's stop begins): a manager left frozen by a failed test would otherwise hold that stop.
+after(() => { if (!skipWithoutUserSystemd) systemd.thaw(); });
+const { skip, server, c, systemd, hosts } = sandboxFixture({ sharedSystemd: true, manifests: [pool], setUp: hostOnFirstConfig });
+
+// In the fixture's set-up, after the server, the manager and the pool (a file's before() hooks run
+// side by side, so a second one could not wait for the first).
+async function hostOnFirstConfig(): Promise<void> {
   // Job timeout and step deadline far above the D-Bus call deadline: only that may answer.
   host = new SandboxHost({ name: 'dbus', server: server.address, pki: server.pki, systemd, config: { dbusTimeoutSeconds: 2, jobTimeoutSeconds: 120, stepTimeoutSeconds: 300 } });
+  hosts.push(host);
   const first = await apply(config(1, '/bin/true'));
   await host.start();
   await untilNode(c, [host], 'dbus', (n) => n.status!.currentConfig === first && n.status!.state === 'Done');
-});
-after(async () => {
-  if (skip) return;
-  systemd.thaw();
-  await host.kill();
-  await bed?.close();
-});
+}
 
 test('systemd frozen during an update: Degraded within seconds naming the step, the call and the deadline; the next update works', { skip }, async () => {
   systemd.freeze();

@@ -5,22 +5,12 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
-import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
-import { canRunUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { poolYaml } from '../helpers/manifests.ts';
-import type { TestServer } from '../helpers/test-server.ts';
-import { startAgentTestBed, type AgentTestBed } from '../helpers/agent-test-bed.ts';
-
-const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
-let server: TestServer;
-let c: Clients;
-let systemd: UserSystemd;
-let bed: AgentTestBed | undefined;
-const hosts: SandboxHost[] = [];
+import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
 
 // Healthy while /etc/gate/state says ok (the sandbox's root is in the agent's environment).
 const pool = poolYaml('worker', `  maxUnavailable: 100%
@@ -39,16 +29,7 @@ spec:
         - {path: /etc/gate/${extra}, contents: {source: "data:,${extra}"}}
 `;
 
-before(async () => {
-  if (skip) return;
-  bed = await startAgentTestBed(pool);
-  ({ server, c, systemd } = bed);
-});
-after(async () => {
-  if (skip) return;
-  for (const h of hosts) await h.kill();
-  await bed?.close();
-});
+const { skip, server, c, systemd, hosts } = sandboxFixture({ sharedSystemd: true, manifests: [pool] });
 
 for (const [n, point] of ['rolling-back', 'rollback-files'].entries()) {
   test(`kill -9 at ${point}: the restarted agent finishes the rollback and reports RolledBack`, { skip }, async () => {

@@ -17,12 +17,11 @@ import { startUserSystemd } from '../../sandbox/user-systemd.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
 import { demoServiceConfig, poolYaml } from '../helpers/manifests.ts';
-import { sandboxFleetPerTest, skipWithoutUserSystemd } from '../helpers/sandbox-fleet.ts';
+import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
 import { startTestServer } from '../helpers/test-server.ts';
 
-const skip = skipWithoutUserSystemd;
-const fleet = sandboxFleetPerTest();
-const { hosts } = fleet;
+const fleet = sandboxFixture({ scope: 'test' });
+const { hosts, skip } = fleet;
 
 // The check runs on the host; in the sandbox the host's root is a directory the agent's
 // environment names (a real host's check would read /etc/demo/motd).
@@ -41,7 +40,7 @@ const getPool = async (c: Clients) => call(c, c.status.getPool.bind(c.status), {
 const updating = async (c: Clients) => (await getPool(c)).status!.conditions.find((x) => x.type === 'Updating')!;
 
 async function startHost(name: string, env: Record<string, string> = {}, prepare?: (h: SandboxHost) => void): Promise<SandboxHost> {
-  const host = new SandboxHost({ name, server: fleet.server!.address, pki: fleet.server!.pki });
+  const host = new SandboxHost({ name, server: fleet.server.address, pki: fleet.server.pki });
   hosts.push(host);
   prepare?.(host);
   await host.start({ MCPLANE_TEST_ROOT: host.root, MCPLANE_TEST_CMDLINE: host.cmdlineFile, ...env });

@@ -14,16 +14,14 @@
 import assert from 'node:assert/strict';
 import { existsSync, lstatSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
-import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
-import { startAgentTestBed, type AgentTestBed } from '../helpers/agent-test-bed.ts';
+import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { poolYaml } from '../helpers/manifests.ts';
 import { scaled } from '../helpers/time-scale.ts';
 
-const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
 // CI replays two fixed sequences, one per store, so a red run is always the same red run; any
 // other seed, or MCPLANE_MODEL_SEED=random, explores. A bug a seed finds gets a focused test of
 // its own (the seeds 1032650931, 1515066152 and 680357874 found an undone update's kernel
@@ -35,7 +33,6 @@ const SEED = process.env.MCPLANE_MODEL_SEED === 'random' ? Math.floor(Math.rando
 const STEPS = Number(process.env.MCPLANE_MODEL_STEPS ?? (process.env.MCPLANE_MODEL_SECONDS ? 0 : 12));
 const SECONDS = Number(process.env.MCPLANE_MODEL_SECONDS ?? 120);
 
-let bed: AgentTestBed;
 let host: SandboxHost;
 
 const FILES = ['/etc/model/a.conf', '/etc/model/b.conf', '/etc/taken.conf'] as const;
@@ -101,6 +98,8 @@ const pool = poolYaml('worker', `  maxUnavailable: 100%
       - {name: broken.service, actions: [{type: restart, unit: broken.service}]}
     sshkey: {actions: [{type: none}]}
 `);
+const bed = sandboxFixture({ sharedSystemd: true, manifests: [pool], setUp: hostOnNoConfig });
+const { skip } = bed;
 const target = async () => (await call(bed.c, bed.c.status.getPool.bind(bed.c.status), { name: 'worker' }, 'get')).status!.configuration;
 /** The MachineConfig the pool has now ('' for none): a change must render a new target first. */
 let applied = '';
@@ -124,21 +123,17 @@ async function setConfig(text: string): Promise<string> {
   }
 }
 
-before(async () => {
-  if (skip) return;
-  bed = await startAgentTestBed(pool);
+// In the fixture's set-up, after the server, the manager and the pool (a file's before() hooks run
+// side by side, so a second one could not wait for the first).
+async function hostOnNoConfig(): Promise<void> {
   host = new SandboxHost({
     name: 'model', server: bed.server.address, pki: bed.server.pki, systemd: bed.systemd,
     failableReboot: true,
   });
+  bed.hosts.push(host);
   writeFileSync(join(host.root, 'etc/taken.conf'), ORIGINAL);
   await host.start();
-});
-after(async () => {
-  if (skip) return;
-  await host?.kill();
-  await bed?.close();
-});
+}
 
 interface StandinDeployment { booted: boolean; staged: boolean; 'requested-packages': string[] }
 /** The stand-in's deployments: the booted one, and the one the next boot uses. */

@@ -7,24 +7,20 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
-import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
-import { startAgentTestBed, type AgentTestBed } from '../helpers/agent-test-bed.ts';
+import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { mcYaml, poolYaml } from '../helpers/manifests.ts';
 import { parsePrometheusText, samples } from '../helpers/prometheus-text.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
 
-const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
 const NODE = 'secret-drift';
 const SECRET = 'hunter2-the-token';
 const EDITED = 'guessed-token';
 const PUBLIC = 'motd for everyone';
-let bed: AgentTestBed;
-const hosts: SandboxHost[] = [];
 
 const pool = poolYaml('secret', `  disruptionPolicy:
     files: [{path: /etc/, actions: [{type: none}]}]
@@ -46,16 +42,8 @@ function leakedHex(text: string, hashes: string[]): string[] {
   return [...found];
 }
 
-before(async () => {
-  if (skip) return;
-  bed = await startAgentTestBed(pool);
-  await call(bed.c, bed.c.config.apply.bind(bed.c.config), { manifests: [{ source: 'mc.yaml', text: config }], dryRun: false }, 'apply');
-});
-after(async () => {
-  if (skip) return;
-  for (const h of hosts) await h.kill();
-  await bed.close();
-});
+const bed = sandboxFixture({ sharedSystemd: true, manifests: [pool, config] });
+const { skip, hosts } = bed;
 
 test('a 0600 file that drifts: Degraded, naming the file and its mode, with no hash of it in /metrics, the log, the node status or the events', { skip }, async () => {
   const host = new SandboxHost({ name: NODE, server: bed.server.address, pki: bed.server.pki, pool: 'secret', systemd: bed.systemd, labels: { 'node-role.kubernetes.io/secret': '' } });

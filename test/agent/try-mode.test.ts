@@ -20,13 +20,12 @@ import { untilNode } from '../helpers/converge.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
 import { demoServiceConfig, poolYaml } from '../helpers/manifests.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
-import { sandboxFleetPerTest, skipWithoutUserSystemd } from '../helpers/sandbox-fleet.ts';
+import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
 import { startTestServer } from '../helpers/test-server.ts';
 import { scaled } from '../helpers/time-scale.ts';
 
-const skip = skipWithoutUserSystemd;
-const fleet = sandboxFleetPerTest();
-const { hosts } = fleet;
+const fleet = sandboxFixture({ scope: 'test' });
+const { hosts, skip } = fleet;
 
 // The checks run on the host; in the sandbox the host's root is a directory the agent's
 // environment names (a real host's check would read /etc/demo/motd).
@@ -43,13 +42,13 @@ ${extra}`);
 
 const apply = (c: Clients, ...texts: string[]) => call(c, c.config.apply.bind(c.config), { manifests: texts.map((text, i) => ({ source: `t${i}.yaml`, text })), dryRun: false }, 'apply');
 const target = async (c: Clients) => (await call(c, c.status.getPool.bind(c.status), { name: 'worker' }, 'get pool')).status!.configuration;
-const cli = (...args: string[]) => runCliAsync(['--server', fleet.server!.address, '--pki-dir', fleet.server!.pki.dir, '--config', '/dev/null', ...args]);
+const cli = (...args: string[]) => runCliAsync(['--server', fleet.server.address, '--pki-dir', fleet.server.pki.dir, '--config', '/dev/null', ...args]);
 const journalOf = (h: SandboxHost) => JSON.parse(readFileSync(join(h.stateDir, 'journal.json'), 'utf8'));
 /** A try's timeout long enough for the test's own steps on a loaded machine. */
 const seconds = (s: number) => `${Math.ceil(scaled(s * 1000) / 1000)}s`;
 
 async function startHost(name: string): Promise<SandboxHost> {
-  const host = new SandboxHost({ name, server: fleet.server!.address, pki: fleet.server!.pki });
+  const host = new SandboxHost({ name, server: fleet.server.address, pki: fleet.server.pki });
   hosts.push(host);
   await host.start({ MCPLANE_TEST_ROOT: host.root, MCPLANE_TEST_CMDLINE: host.cmdlineFile });
   return host;

@@ -10,12 +10,11 @@
 import assert from 'node:assert/strict';
 import { rmSync, writeFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { canRunUserSystemd } from '../../sandbox/user-systemd.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { failableRebootHost } from '../helpers/failable-reboot-host.ts';
 
-const skip = !canRunUserSystemd() && 'needs root to start a systemd user manager in a private mount namespace';
-const f = failableRebootHost('undo-add', '  maxUnavailable: 100%\n', skip);
+const f = failableRebootHost('undo-add', '  maxUnavailable: 100%\n');
+const { skip } = f.bed;
 /** Applies 50-kargs with these kernel arguments and returns the pool's new target. */
 const kargs = (...args: string[]): Promise<string> => f.applyKargsConfig(`  kernelArguments: [${args.join(', ')}]\n`);
 

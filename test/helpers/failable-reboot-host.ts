@@ -1,16 +1,15 @@
-// One sandbox host whose reboot can be made to fail, on a test bed of its own, for the tests of
+// One sandbox host whose reboot can be made to fail, on a sandbox fixture of its own, for the tests of
 // what an undone update leaves behind (undone-karg-added, undone-karg-removed): they start the
 // same bed and host, and change 50-kargs and wait for the pool's next target the same way.
 
 import { readFileSync } from 'node:fs';
-import { after, before } from 'node:test';
 import { call } from '../../src/cli/client/call.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
-import { startAgentTestBed, type AgentTestBed } from './agent-test-bed.ts';
+import { sandboxFixture, type SandboxFixture } from './sandbox-fixture.ts';
 import { mcYaml, poolYaml } from './manifests.ts';
 
 export interface FailableRebootHost {
-  readonly bed: AgentTestBed;
+  readonly bed: SandboxFixture;
   readonly host: SandboxHost;
   /** The worker pool's target. */
   target(): Promise<string>;
@@ -20,16 +19,24 @@ export interface FailableRebootHost {
   cmdline(): string[];
 }
 
-/** Starts the bed (worker: `poolSpec`) and host `name` before the file's tests, and stops them after. */
-export function failableRebootHost(name: string, poolSpec: string, skip: string | false): FailableRebootHost {
-  let bed: AgentTestBed | undefined;
+/** Starts the fixture (worker: `poolSpec`) and host `name` before the file's tests, and stops them after. */
+export function failableRebootHost(name: string, poolSpec: string): FailableRebootHost {
   let host: SandboxHost | undefined;
+  const bed = sandboxFixture({
+    sharedSystemd: true,
+    manifests: [poolYaml('worker', poolSpec)],
+    setUp: async () => {
+      host = new SandboxHost({ name, server: bed.server.address, pki: bed.server.pki, systemd: bed.systemd, failableReboot: true });
+      bed.hosts.push(host);
+      await host.start();
+    },
+  });
   const started = <T>(what: T | undefined): T => {
     if (what === undefined) throw new Error('the failable-reboot host is used outside its file\'s tests');
     return what;
   };
   const fixture: FailableRebootHost = {
-    get bed() { return started(bed); },
+    bed,
     get host() { return started(host); },
     target: async () => {
       const c = fixture.bed.c;
@@ -46,16 +53,5 @@ export function failableRebootHost(name: string, poolSpec: string, skip: string 
     },
     cmdline: () => readFileSync(fixture.host.cmdlineFile, 'utf8').trim().split(/\s+/),
   };
-  before(async () => {
-    if (skip) return;
-    bed = await startAgentTestBed(poolYaml('worker', poolSpec));
-    host = new SandboxHost({ name, server: bed.server.address, pki: bed.server.pki, systemd: bed.systemd, failableReboot: true });
-    await host.start();
-  });
-  after(async () => {
-    if (skip) return;
-    await host?.kill();
-    await bed?.close();
-  });
   return fixture;
 }
