@@ -43,7 +43,7 @@ failed=0
 for ((round = 1; round <= runs; round++)); do
   for f in "${files[@]}"; do
     stores=(sqlite)
-    grep -qE 'startTestServer|startAgentTestBed' "$f" && stores+=(etcd)
+    grep -qE 'startTestServer|sandboxFixture' "$f" && stores+=(etcd)
     for store in "${stores[@]}"; do
       key="$f $store"
       log="$out/$(basename "$f" .test.ts)-$store-$round.log"
