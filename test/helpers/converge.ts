@@ -4,23 +4,11 @@ import type { Node__Output } from '../../src/runtime/generated/mcplane/v1/Node.t
 import type { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { scaled } from './time-scale.ts';
 
-/**
- * The pause before a wait's next GetNode/GetPool: 50 ms at first (a state that comes at once is
- * seen at once), then half as long again each time up to 250 ms. A GetNode costs about 2.6 ms
- * of CPU between the test's client and the in-process server (1,000 calls: 2.6 s), so a poll
- * every 50 ms kept about 5% of a core per waiting test busy; crash-safety's 13 hosts waiting side
- * by side took two thirds of a core just asking. A state reached later is seen at most 250 ms late.
- */
-export function nextPoll(previousMs: number): number {
-  return Math.min(250, Math.round(previousMs * 1.5));
-}
-
 /** Polls a node until `done` holds, performing the reboots hosts ask for meanwhile. */
 export async function untilNode(c: Clients, hosts: SandboxHost[], name: string, done: (n: Node__Output) => boolean, quietTimeoutMs = 60_000): Promise<Node__Output> {
   const timeoutMs = scaled(quietTimeoutMs);
   const deadline = Date.now() + timeoutMs;
   let last: Node__Output | undefined;
-  let pause = 50;
   for (;;) {
     for (const h of hosts) await h.rebootIfRequested();
     try {
@@ -31,8 +19,7 @@ export async function untilNode(c: Clients, hosts: SandboxHost[], name: string, 
       const logs = hosts.flatMap((h) => h.logs.slice(-15).map((l) => `${h.options.name}: ${l}`)).join('\n');
       throw new Error(`node ${name} did not converge within ${timeoutMs} ms; last status ${JSON.stringify(last?.status)}\n${logs}`);
     }
-    await new Promise((r) => setTimeout(r, pause));
-    pause = nextPoll(pause);
+    await new Promise((r) => setTimeout(r, 50));
   }
 }
 
@@ -51,7 +38,6 @@ export async function startOnPoolTarget(c: Clients, hosts: SandboxHost[], host: 
 export async function untilPoolUpdated(c: Clients, hosts: SandboxHost[], pool: string, count: number, quietTimeoutMs = 90_000): Promise<void> {
   const timeoutMs = scaled(quietTimeoutMs);
   const deadline = Date.now() + timeoutMs;
-  let pause = 50;
   for (;;) {
     for (const h of hosts) await h.rebootIfRequested();
     const p = await call(c, c.status.getPool.bind(c.status), { name: pool }, 'get pool');
@@ -61,7 +47,6 @@ export async function untilPoolUpdated(c: Clients, hosts: SandboxHost[], pool: s
       const logs = hosts.flatMap((h) => h.logs.slice(-10).map((l) => `${h.options.name}: ${l}`)).join('\n');
       throw new Error(`pool ${pool} not Updated within ${timeoutMs} ms: ${JSON.stringify(p.status)}\n${logs}`);
     }
-    await new Promise((r) => setTimeout(r, pause));
-    pause = nextPoll(pause);
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
