@@ -171,9 +171,28 @@ SLOW_FIRST=(
 # machine's. Each file runs through a wrapper that sets its store, so one lane runs the SQLite
 # and the etcd files together instead of a pass per store, each with its own tail.
 WRAPPERS=$RUN_DIR/files
-export MCPLANE_TEST_FILES=$RUN_DIR/files.tsv   # wrapper -> store and file, for the reporter
+export MCPLANE_TEST_FILES=$RUN_DIR/files.tsv   # wrapper -> store, file and CPU cgroup, for the reporter
 : >"$MCPLANE_TEST_FILES"
 failed=0
+
+# CPU per file: each file's process moves itself into a cgroup of its own before it imports the
+# file, so the CPU of everything it starts (servers, agents, etcd, mcctl, systemd user managers)
+# is counted to it, and the summary prints it beside the wall time: on two cores the suite is
+# CPU-bound, and wall time says more about the neighbours than about the file. cgroup v1's cpuacct
+# where mounted (the sandbox's managers move only in the name=systemd and unified hierarchies, so
+# they stay counted); on cgroup v2 alone, the cgroup's cpu.stat, where the managers, which move to
+# cgroups of their own, are not counted. Root only (MCPLANE_TEST_CPU=0 turns it off).
+CPU_CGROUP=
+if [ "$(id -u)" = 0 ] && [ "${MCPLANE_TEST_CPU:-1}" = 1 ]; then
+  for root in /sys/fs/cgroup/cpuacct /sys/fs/cgroup; do
+    if { [ -f $root/cpuacct.usage ] || [ -f $root/cgroup.controllers ]; } && mkdir "$root/mcplane-test-${RUN_DIR##*-}" 2>/dev/null; then
+      CPU_CGROUP=$root/mcplane-test-${RUN_DIR##*-}; break
+    fi
+  done
+fi
+# Removed at exit: a cgroup whose processes are gone is an empty directory (rmdir, not rm -r).
+remove_cpu_cgroup() { [ -n "$CPU_CGROUP" ] && { rmdir "$CPU_CGROUP"/* "$CPU_CGROUP" 2>/dev/null || true; }; }
+trap remove_cpu_cgroup EXIT
 
 # wrap LANE ENTRY... : prints one wrapper path per "store:file" entry, slow files first.
 wrap() {
@@ -186,8 +205,15 @@ wrap() {
     local store=${e%%:*} file=${e#*:}
     local w
     w=$WRAPPERS/$lane/$(printf '%03d' $n)-$store-$(echo "${file#test/}" | tr / -).test.mjs
-    printf "process.env.MCPLANE_TEST_STORE = '%s';\nawait import('%s');\n" "$store" "$ROOT/$file" >"$w"
-    printf '%s\t%s\t%s\n' "$w" "$store" "$file" >>"$MCPLANE_TEST_FILES"
+    local cg=
+    if [ -n "$CPU_CGROUP" ]; then
+      cg=$CPU_CGROUP/$lane-$(printf '%03d' $n); mkdir -p "$cg"
+      printf "import { writeFileSync } from 'node:fs';\ntry { writeFileSync('%s/cgroup.procs', String(process.pid)); } catch {}\n" "$cg" >"$w"
+    else
+      : >"$w"
+    fi
+    printf "process.env.MCPLANE_TEST_STORE = '%s';\nawait import('%s');\n" "$store" "$ROOT/$file" >>"$w"
+    printf '%s\t%s\t%s\t%s\n' "$w" "$store" "$file" "$cg" >>"$MCPLANE_TEST_FILES"
     echo "$w"; n=$((n + 1))
   done
 }
