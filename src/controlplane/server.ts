@@ -163,7 +163,7 @@ export async function startServer(options: ServerOptions): Promise<ServerHandle>
   // Refused before anything starts, like a plaintext --listen.
   if (metricsListen) checkMetricsListen(metricsListen);
   // Bad credentials stop the server before it opens anything, with the file named.
-  const kubernetes = options.kubernetes ? loadKubernetesAccess(options.kubernetes) : undefined;
+  const kubernetes = options.kubernetes ? await loadKubernetesAccess(options.kubernetes) : undefined;
   if (options.kubernetesSource && !kubernetes) {
     throw new ConfigurationError('--kubernetes-source needs a cluster: give --kubeconfig FILE (or run in a pod with a service account)');
   }

@@ -1,23 +1,17 @@
-// The one module that talks to @kubernetes/client-node, shared by mcplane-server and `mcctl
-// import` (the control plane reaches it as controlplane/kubernetes/kube-client.ts). It loads
-// credentials (a kubeconfig file, or the pod's service account when mcplane-server runs in the
-// cluster) and hands its caller a small KubernetesAccess: the typed API clients mcplane uses,
-// a watch, and the helpers to read the apiserver's Status out of a failed call. Everything
-// else goes through that object, so the client library stays behind one seam.
+// The one seam to @kubernetes/client-node, shared by mcplane-server and `mcctl import` (the
+// control plane reaches it as controlplane/kubernetes/kube-client.ts). It hands its caller a small
+// KubernetesAccess: the typed API clients mcplane uses, a watch, and the helpers to read the
+// apiserver's Status out of a failed call. Everything else goes through that object, so the client
+// library stays behind one seam.
+//
+// The library itself is loaded only when credentials are (loadKubernetesAccess, from
+// kube-connect.ts): it is 868 modules, about a second of CPU to load from node_modules and 2.4 s
+// through tsx, which every process that imports the control plane paid at start whether or not
+// it talks to a cluster (a server without --kubeconfig, and every test file that starts one).
 
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  ApiException,
-  CoreV1Api,
-  CustomObjectsApi,
-  KubeConfig,
-  PatchStrategy,
-  PolicyV1Api,
-  Watch,
-  setHeaderOptions,
-} from '@kubernetes/client-node';
-import { ConfigurationError } from '../machineconfig/index.ts';
+import type { CoreV1Api, CustomObjectsApi, PolicyV1Api, ConfigurationOptions } from '@kubernetes/client-node';
 
 export type { CoreV1Event, V1Node, V1Pod, V1PodDisruptionBudget, V1Eviction } from '@kubernetes/client-node';
 
@@ -34,6 +28,8 @@ export interface KubernetesAccess {
   readonly core: CoreV1Api;
   readonly policy: PolicyV1Api;
   readonly custom: CustomObjectsApi;
+  /** Request options that set a patch's content type (client-node's default is JSON patch). */
+  readonly patchAs: { readonly merge: ConfigurationOptions; readonly strategic: ConfigurationOptions; readonly json: ConfigurationOptions };
   /**
    * Starts a watch on a collection path (`/api/v1/nodes`, `/apis/GROUP/VERSION/PLURAL`) from
    * `resourceVersion`; `onEvent` gets ADDED/MODIFIED/DELETED/ERROR and the object, `onEnd` the
@@ -41,13 +37,6 @@ export interface KubernetesAccess {
    */
   watch(path: string, query: Record<string, string>, onEvent: (type: string, object: any) => void, onEnd: (err: unknown) => void): Promise<() => void>;
 }
-
-/** Request options that set the patch's content type (client-node's default is JSON patch). */
-export const patchAs = {
-  merge: setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-  strategic: setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
-  json: setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
-};
 
 export interface KubernetesCredentials {
   /** A kubeconfig file (--kubeconfig). */
@@ -69,68 +58,21 @@ export function inClusterAvailable(env: NodeJS.ProcessEnv, root = '/'): boolean 
   return Boolean(env.KUBERNETES_SERVICE_HOST) && existsSync(join(root, SERVICE_ACCOUNT_DIR, 'token'));
 }
 
-export function loadKubernetesAccess(credentials: KubernetesCredentials): KubernetesAccess {
-  const kc = new KubeConfig();
-  let from: string;
-  let namespace = 'default';
-  if (credentials.kubeconfig) {
-    from = `kubeconfig ${credentials.kubeconfig}`;
-    try {
-      // loadFromFile: relative certificate paths in the file are read from beside it.
-      kc.loadFromFile(credentials.kubeconfig);
-    } catch (err) {
-      throw new ConfigurationError(`--kubeconfig ${credentials.kubeconfig}: ${(err as Error).message}`);
-    }
-    const context = kc.getContextObject(kc.getCurrentContext());
-    if (!kc.getCurrentCluster()) {
-      throw new ConfigurationError(`--kubeconfig ${credentials.kubeconfig}: no current context with a cluster (current-context: ${JSON.stringify(kc.getCurrentContext() ?? '')}); set current-context to one of: ${kc.getContexts().map((c) => c.name).join(', ') || 'none defined'}`);
-    }
-    if (context?.namespace) namespace = context.namespace;
-  } else if (credentials.inCluster) {
-    const { env, root = '/' } = credentials.inCluster;
-    const dir = join(root, SERVICE_ACCOUNT_DIR);
-    if (!env.KUBERNETES_SERVICE_HOST || !env.KUBERNETES_SERVICE_PORT) {
-      throw new ConfigurationError('in-cluster Kubernetes credentials need KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT (set in every pod); outside a cluster give --kubeconfig FILE');
-    }
-    for (const file of ['token', 'ca.crt']) {
-      if (!existsSync(join(dir, file))) throw new ConfigurationError(`in-cluster Kubernetes credentials: ${join(dir, file)} is missing (is a service account token mounted in this pod?)`);
-    }
-    // client-node reads KUBERNETES_SERVICE_HOST/PORT from process.env; pass ours through it.
-    const saved = { host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT };
-    process.env.KUBERNETES_SERVICE_HOST = env.KUBERNETES_SERVICE_HOST;
-    process.env.KUBERNETES_SERVICE_PORT = env.KUBERNETES_SERVICE_PORT;
-    try {
-      kc.loadFromCluster(root === '/' ? '' : root.replace(/\/$/, ''));
-    } finally {
-      restoreEnv('KUBERNETES_SERVICE_HOST', saved.host);
-      restoreEnv('KUBERNETES_SERVICE_PORT', saved.port);
-    }
-    from = 'in-cluster service account';
-    if (existsSync(join(dir, 'namespace'))) namespace = readFileSync(join(dir, 'namespace'), 'utf8').trim() || namespace;
-  } else {
-    throw new ConfigurationError('no Kubernetes credentials: give --kubeconfig FILE, or run in a pod with a service account');
-  }
-  const watcher = new Watch(kc);
-  // A private field in client-node's types, read on every watch; there is no setter.
-  if (credentials.watchIdleTimeoutMs) (watcher as unknown as { requestTimeoutMs: number }).requestTimeoutMs = credentials.watchIdleTimeoutMs;
-  return {
-    server: kc.getCurrentCluster()!.server,
-    credentials: from,
-    namespace,
-    core: kc.makeApiClient(CoreV1Api),
-    policy: kc.makeApiClient(PolicyV1Api),
-    custom: kc.makeApiClient(CustomObjectsApi),
-    async watch(path, query, onEvent, onEnd) {
-      const controller = await watcher.watch(path, query, (type, object) => onEvent(type, object), onEnd);
-      return () => controller.abort();
-    },
-  };
+/**
+ * Loads the client library (once per process) and the credentials; bad credentials are refused
+ * with a ConfigurationError naming the file or the missing setting.
+ */
+export async function loadKubernetesAccess(credentials: KubernetesCredentials): Promise<KubernetesAccess> {
+  const library = await import('./kube-connect.ts');
+  apiException = library.ApiException;
+  return library.connectKubernetes(credentials, SERVICE_ACCOUNT_DIR);
 }
 
-function restoreEnv(name: string, value: string | undefined): void {
-  if (value === undefined) delete process.env[name];
-  else process.env[name] = value;
-}
+/**
+ * client-node's ApiException, once the library is loaded: a failure can only be one after a
+ * KubernetesAccess was made, which loads it.
+ */
+let apiException: (abstract new (...args: never[]) => Error) | undefined;
 
 /** A watch that ended because nothing came for a while (client-node's idle timeout), not a failure. */
 export function isIdleTimeout(err: unknown): boolean {
@@ -150,17 +92,18 @@ export interface KubeFailure {
  * text (a meta/v1 Status); anything else (a refused connection, a TLS failure) has code 0.
  */
 export function kubeFailureOf(err: unknown): KubeFailure {
-  if (err instanceof ApiException) {
+  if (apiException !== undefined && err instanceof apiException) {
+    const api = err as Error & { code: number; body: unknown };
     let status: any;
     try {
-      status = typeof err.body === 'string' ? JSON.parse(err.body) : err.body;
+      status = typeof api.body === 'string' ? JSON.parse(api.body) : api.body;
     } catch {
       status = undefined;
     }
     return {
-      code: err.code,
+      code: api.code,
       reason: status?.reason ?? '',
-      message: status?.message ?? (typeof err.body === 'string' && err.body ? err.body : `HTTP ${err.code}`),
+      message: status?.message ?? (typeof api.body === 'string' && api.body ? api.body : `HTTP ${api.code}`),
       causes: Array.isArray(status?.details?.causes) ? status.details.causes : [],
     };
   }

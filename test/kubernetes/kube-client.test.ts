@@ -10,24 +10,19 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { assertCallsAllowed } from './rbac.ts';
 import { startKubeApiStandIn, type KubeApiStandIn } from '../../sandbox/kube-api-stand-in/kube-api-stand-in.ts';
-import { inClusterAvailable, kubeFailureOf, loadKubernetesAccess, patchAs, type KubernetesAccess } from '../../src/controlplane/kubernetes/kube-client.ts';
+import { inClusterAvailable, kubeFailureOf, loadKubernetesAccess, type KubernetesAccess } from '../../src/controlplane/kubernetes/kube-client.ts';
 import { ConfigurationError } from '../../src/machineconfig/index.ts';
 import { ClusterInformer, customResourceSource, nodeSource } from '../../src/controlplane/kubernetes/cluster-informer.ts';
 import { createLogger } from '../../src/runtime/logger.ts';
 import { resolveOptions } from '../../src/controlplane/main.ts';
 
-async function until(done: () => boolean, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!done()) {
-    if (Date.now() > end) assert.fail('timed out');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 import { spawnServer } from '../helpers/server-process.ts';
 import { startTestServer } from '../helpers/test-server.ts';
 import { testPki } from '../helpers/test-pki.ts';
 import { spawnSync } from 'node:child_process';
 import { REPO_ROOT } from '../helpers/run-cli.ts';
+import { scaled } from '../helpers/time-scale.ts';
+import { until } from '../helpers/until.ts';
 
 describe('Kubernetes credentials and KubernetesAccess', () => {
   let standIn: KubeApiStandIn;
@@ -42,13 +37,13 @@ describe('Kubernetes credentials and KubernetesAccess', () => {
   after(() => standIn.close());
 
   it('loads a kubeconfig file: the typed clients reach the cluster with its token', async () => {
-    const kube = loadKubernetesAccess({ kubeconfig });
+    const kube = await loadKubernetesAccess({ kubeconfig });
     assert.equal(kube.server, standIn.url);
     assert.equal(kube.credentials, `kubeconfig ${kubeconfig}`);
     assert.equal(kube.namespace, 'default');
     const nodes = await kube.core.listNode();
     assert.deepEqual(nodes.items.map((n) => n.metadata!.name), ['worker-0']);
-    const patched = await kube.core.patchNode({ name: 'worker-0', body: { spec: { unschedulable: true } } }, patchAs.merge);
+    const patched = await kube.core.patchNode({ name: 'worker-0', body: { spec: { unschedulable: true } } }, kube.patchAs.merge);
     assert.equal(patched.spec!.unschedulable, true);
     const last = standIn.requests.at(-1)!;
     assert.deepEqual([last.verb, last.resource, last.authenticated], ['patch', 'nodes', true]);
@@ -61,7 +56,7 @@ describe('Kubernetes credentials and KubernetesAccess', () => {
     standIn.writeServiceAccount(root, 'mcplane-system');
     assert.equal(inClusterAvailable(env, root), true);
     assert.equal(inClusterAvailable({}, root), false, 'no service host: not in a cluster');
-    const kube = loadKubernetesAccess({ inCluster: { env, root } });
+    const kube = await loadKubernetesAccess({ inCluster: { env, root } });
     assert.equal(kube.credentials, 'in-cluster service account');
     assert.equal(kube.namespace, 'mcplane-system');
     assert.equal(kube.server, `https://127.0.0.1:${standIn.port}`);
@@ -69,18 +64,18 @@ describe('Kubernetes credentials and KubernetesAccess', () => {
     assert.equal(process.env.KUBERNETES_SERVICE_HOST, undefined, 'the process environment is left as it was');
   });
 
-  it('bad credentials are a ConfigurationError naming the file and what to do', () => {
-    assert.throws(() => loadKubernetesAccess({ kubeconfig: join(dir, 'missing') }), (err: unknown) =>
+  it('bad credentials are a ConfigurationError naming the file and what to do', async () => {
+    await assert.rejects(loadKubernetesAccess({ kubeconfig: join(dir, 'missing') }), (err: unknown) =>
       err instanceof ConfigurationError && err.message.startsWith(`--kubeconfig ${join(dir, 'missing')}: `) && /ENOENT/.test(err.message));
     const noContext = join(dir, 'no-context');
     writeFileSync(noContext, JSON.stringify({ apiVersion: 'v1', kind: 'Config', clusters: [], users: [], contexts: [{ name: 'a', context: { cluster: 'x', user: 'y' } }] }));
-    assert.throws(() => loadKubernetesAccess({ kubeconfig: noContext }), /no current context with a cluster .*set current-context to one of: a/);
-    assert.throws(() => loadKubernetesAccess({ inCluster: { env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: '1' }, root: dir } }),
+    await assert.rejects(loadKubernetesAccess({ kubeconfig: noContext }), /no current context with a cluster .*set current-context to one of: a/);
+    await assert.rejects(loadKubernetesAccess({ inCluster: { env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: '1' }, root: dir } }),
       /serviceaccount\/token is missing/);
   });
 
   it('kubeFailureOf reads the apiserver Status out of a failed call, and names a connection failure', async () => {
-    const kube = loadKubernetesAccess({ kubeconfig });
+    const kube = await loadKubernetesAccess({ kubeconfig });
     const notFound = await kube.core.readNode({ name: 'nope' }).then(() => undefined, kubeFailureOf);
     assert.deepEqual(notFound, { code: 404, reason: 'NotFound', message: 'nodes "nope" not found', causes: [] });
     const down = join(dir, 'down');
@@ -91,7 +86,7 @@ describe('Kubernetes credentials and KubernetesAccess', () => {
     await new Promise((r) => free.close(r));
     config.clusters[0].cluster.server = `https://127.0.0.1:${port}`;
     writeFileSync(down, JSON.stringify(config));
-    const refused = await loadKubernetesAccess({ kubeconfig: down }).core.listNode().then(() => undefined, kubeFailureOf);
+    const refused = await (await loadKubernetesAccess({ kubeconfig: down })).core.listNode().then(() => undefined, kubeFailureOf);
     assert.equal(refused!.code, 0);
     assert.match(refused!.message, /ECONNREFUSED/);
   });
@@ -139,7 +134,7 @@ describe('Kubernetes credentials and KubernetesAccess', () => {
       assert.equal(await server.exited, 0);
     }
     const bad = spawnSync(process.execPath, ['--import', 'tsx', 'src/controlplane/main.ts', '--data-dir', data, '--listen', '127.0.0.1:0', '--pki-dir', pki.dir, '--no-bootstrap', '--kubeconfig', join(dir, 'nope.yaml')],
-      { cwd: REPO_ROOT, encoding: 'utf8', timeout: 30_000 });
+      { cwd: REPO_ROOT, encoding: 'utf8', timeout: scaled(30_000) });
     assert.equal(bad.status, 1);
     assert.match(bad.stderr + bad.stdout, new RegExp(`--kubeconfig ${join(dir, 'nope.yaml').replace(/[.]/g, '\\.')}: ENOENT`));
   });
@@ -147,15 +142,15 @@ describe('Kubernetes credentials and KubernetesAccess', () => {
   it('the informer resumes a watch client-node ended for being idle, without calling it a failure', async () => {
     const logs: string[] = [];
     const log = createLogger({ level: 'debug', write: (line) => logs.push(line) });
-    const kube = loadKubernetesAccess({ kubeconfig, watchIdleTimeoutMs: 200 });
+    const kube = await loadKubernetesAccess({ kubeconfig, watchIdleTimeoutMs: 200 });
     const informer = new ClusterInformer(kube, customResourceSource(kube, { group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'machineconfigs' }), log);
     informer.start();
     try {
-      await until(() => informer.synced);
+      await until(() => informer.synced, 'informer.synced');
       const watchesBefore = standIn.requests.filter((r) => r.verb === 'watch' && r.resource === 'machineconfigs').length;
       await new Promise((r) => setTimeout(r, 700)); // several idle timeouts
       standIn.add({ apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'MachineConfig', metadata: { name: '10-after-idle' }, spec: {} });
-      await until(() => informer.objects.has('10-after-idle'));
+      await until(() => informer.objects.has('10-after-idle'), "informer.objects.has('10-after-idle')");
       assert.ok(standIn.requests.filter((r) => r.verb === 'watch' && r.resource === 'machineconfigs').length > watchesBefore + 1, 'resumed after each idle end');
       assert.equal(logs.filter((l) => /cannot watch/.test(l)).length, 0, logs.join('\n'));
       assert.equal(standIn.requests.filter((r) => r.verb === 'list' && r.resource === 'machineconfigs').length, 1, 'an idle end is resumed, not relisted');
@@ -173,23 +168,23 @@ describe('Kubernetes credentials and KubernetesAccess', () => {
     it(`the ${resource} informer backs off when the cluster ends its watch with an error event, instead of asking again at once`, async () => {
       const logs: string[] = [];
       const log = createLogger({ level: 'debug', write: (line) => logs.push(line) });
-      const kube = loadKubernetesAccess({ kubeconfig });
+      const kube = await loadKubernetesAccess({ kubeconfig });
       const informer = new ClusterInformer<{ metadata?: { name?: string } }>(kube, source(kube), log);
       const events: string[] = [];
       informer.on('event', (type, object) => events.push(`${type} ${object.metadata?.name}`));
       const start = standIn.requests.length;
       informer.start();
       try {
-        await until(() => informer.synced);
+        await until(() => informer.synced, 'informer.synced');
         const watches = () => standIn.requests.slice(start).filter((r) => r.verb === 'watch' && r.resource === resource);
-        await until(() => watches().length === 1);
+        await until(() => watches().length === 1, 'watches().length === 1');
         const t0 = Date.now();
         standIn.failWatches(500, 'InternalError', 'etcdserver: leader changed');
-        await until(() => watches().length === 2);
+        await until(() => watches().length === 2, 'watches().length === 2');
         assert.ok(Date.now() - t0 >= 150, `asked again after ${Date.now() - t0} ms`);
         assert.ok(logs.some((l) => new RegExp(`cannot watch ${resource}`).test(l) && /etcdserver: leader changed/.test(l)), logs.join('\n'));
         add();
-        await until(() => informer.objects.has('after-error'));
+        await until(() => informer.objects.has('after-error'), "informer.objects.has('after-error')");
         assert.ok(events.includes('ADDED after-error'), events.join(', '));
       } finally {
         informer.stop();
@@ -198,14 +193,14 @@ describe('Kubernetes credentials and KubernetesAccess', () => {
   }
 
   it('the informer resumes watches that keep ending at once ever more slowly, not in a tight loop', async () => {
-    const kube = loadKubernetesAccess({ kubeconfig });
+    const kube = await loadKubernetesAccess({ kubeconfig });
     const informer = new ClusterInformer(kube, nodeSource(kube), createLogger({ level: 'silent' }));
     const start = standIn.requests.length;
     informer.start();
     try {
-      await until(() => informer.synced);
+      await until(() => informer.synced, 'informer.synced');
       const watches = () => standIn.requests.slice(start).filter((r) => r.verb === 'watch' && r.resource === 'nodes').length;
-      await until(() => watches() === 1);
+      await until(() => watches() === 1, 'watches() === 1');
       // A proxy that closes every watch as soon as it opens, for a second.
       const closer = setInterval(() => standIn.closeWatches(), 5);
       await new Promise((r) => setTimeout(r, 1000));
@@ -213,7 +208,7 @@ describe('Kubernetes credentials and KubernetesAccess', () => {
       assert.ok(watches() < 20, `${watches()} watches in a second`);
       assert.ok(watches() > 3, 'it kept resuming');
       standIn.add({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'after-quick-ends' }, spec: {} } as never);
-      await until(() => informer.objects.has('after-quick-ends'));
+      await until(() => informer.objects.has('after-quick-ends'), "informer.objects.has('after-quick-ends')");
     } finally {
       informer.stop();
     }

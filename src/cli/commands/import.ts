@@ -42,7 +42,7 @@ async function listKind(kube: KubernetesAccess, kind: ClusterKind, plural: strin
 }
 
 export async function importCommand(c: Clients, kubeconfig: string, dryRun: boolean, note: (text: string) => void = () => {}): Promise<string> {
-  const kube = loadKubernetesAccess({ kubeconfig });
+  const kube = await loadKubernetesAccess({ kubeconfig });
   const found = [...await listKind(kube, KIND_MACHINE_CONFIG_POOL, 'machineconfigpools'), ...await listKind(kube, KIND_MACHINE_CONFIG, 'machineconfigs')];
   for (const r of SOURCE_RESOURCES) found.push(...await listKind(kube, r.kind, r.plural, r.group, r.version, true));
   const imported = new Set(found.filter((f) => f.kind !== KIND_MACHINE_CONFIG && f.kind !== KIND_MACHINE_CONFIG_POOL).map((f) => `${f.kind}/${f.object.metadata?.name ?? ''}`));

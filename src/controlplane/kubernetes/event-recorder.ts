@@ -6,7 +6,7 @@
 // floods the namespace.
 
 import type { Logger } from '../../runtime/logger.ts';
-import { kubeFailureOf, patchAs, type KubernetesAccess } from './kube-client.ts';
+import { kubeFailureOf, type KubernetesAccess } from './kube-client.ts';
 
 export interface InvolvedObject {
   apiVersion: string;
@@ -35,7 +35,7 @@ export class EventRecorder {
     try {
       if (seen) {
         try {
-          await this.kube.core.patchNamespacedEvent({ name: seen.name, namespace: seen.namespace, body: { count: seen.count + 1, lastTimestamp: now } }, patchAs.merge);
+          await this.kube.core.patchNamespacedEvent({ name: seen.name, namespace: seen.namespace, body: { count: seen.count + 1, lastTimestamp: now } }, this.kube.patchAs.merge);
           seen.count++;
           return;
         } catch (err) {

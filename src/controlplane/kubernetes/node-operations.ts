@@ -8,7 +8,7 @@
 // stops leading, no further request is sent, so a deposed leader never cordons or evicts.
 
 import { matchesSelector, type LabelSelector } from '../../machineconfig/index.ts';
-import { kubeFailureOf, patchAs, type KubernetesAccess, type V1Node, type V1Pod, type V1PodDisruptionBudget } from './kube-client.ts';
+import { kubeFailureOf, type KubernetesAccess, type V1Node, type V1Pod, type V1PodDisruptionBudget } from './kube-client.ts';
 
 /** What an eviction request came to. */
 export type EvictionResult =
@@ -88,7 +88,7 @@ export class NodeOperations {
   }
 
   async #patchNode(node: string, body: object): Promise<V1Node> {
-    return this.access.core.patchNode({ name: node, body }, patchAs.merge);
+    return this.access.core.patchNode({ name: node, body }, this.access.patchAs.merge);
   }
 
   /** The budget the API server named in its refusal, or the one whose selector matches the pod. */
