@@ -5,7 +5,7 @@
 #   2. npm ci when node_modules is missing or does not match package-lock.json,
 #   3. every test file on SQLite and the files whose outcome depends on the store on etcd as well
 #      (lists below), in two lanes side by side: the files that assert wall-clock bounds one at a
-#      time at normal priority, everything else TEST_CONCURRENCY (default 3) at a time at nice 10
+#      time at high priority, everything else TEST_CONCURRENCY (default 3) at a time ten nice levels lower
 #      (see run_lanes); the typecheck beside them. With MCPLANE_TEST_COVERAGE=1, coverage (off by
 #      default: V8's precise coverage about doubles the CPU of the test files that run a server in
 #      their own process, and the run is CPU-bound on two cores),
@@ -163,13 +163,16 @@ SLOW_FIRST=(
   test/packaging/demo.test.ts
 )
 
-# The two lanes run at the same time. The serial lane (the SERIAL files, one at a time, at normal
-# priority) asserts wall-clock bounds; the parallel lane (everything else, CONCURRENCY at a time)
-# runs at nice 10, so the kernel gives the serial lane's processes the CPU whenever they want it
-# (a nice-10 process weighs about a tenth of a nice-0 one) and the parallel lane the rest: the
-# serial files mostly wait on leases, timers and processes, and their idle time is no longer the
-# machine's. Each file runs through a wrapper that sets its store, so one lane runs the SQLite
-# and the etcd files together instead of a pass per store, each with its own tail.
+# The two lanes run at the same time. The serial lane (the SERIAL files, one at a time) asserts
+# wall-clock bounds; the parallel lane (everything else, CONCURRENCY at a time) runs ten nice
+# levels below it, so the kernel gives the serial lane's processes the CPU whenever they want it
+# (ten levels weigh about a tenth) and the parallel lane the rest: the serial files mostly wait
+# on leases, timers and processes, and their idle time is no longer the machine's. As root the
+# serial lane runs at nice -10 and the parallel lane at 0, not 0 and 10: at 10 the parallel lane
+# weighed a tenth of any other work on the machine, and beside two CPU hogs a run that takes
+# 25 minutes alone took hours. Each file runs through a wrapper that sets its store, so one lane
+# runs the SQLite and the etcd files together instead of a pass per store, each with its own tail.
+if [ "$(id -u)" = 0 ]; then SERIAL_NICE=-10 PARALLEL_NICE=0; else SERIAL_NICE=0 PARALLEL_NICE=10; fi
 WRAPPERS=$RUN_DIR/files
 export MCPLANE_TEST_FILES=$RUN_DIR/files.tsv   # wrapper -> store, file and CPU cgroup, for the reporter
 : >"$MCPLANE_TEST_FILES"
@@ -243,10 +246,10 @@ run_lanes() {
   local par=() ser=() f
   for f in "${on_sqlite[@]}"; do if in_list "$f" "${SERIAL[@]}"; then ser+=("sqlite:$f"); else par+=("sqlite:$f"); fi; done
   for f in "${on_etcd[@]}"; do if in_list "$f" "${SERIAL[@]}"; then ser+=("etcd:$f"); else par+=("etcd:$f"); fi; done
-  echo "=== ${#par[@]} files side by side ($CONCURRENCY at a time, nice 10), ${#ser[@]} one at a time beside them (output below)"
-  lane serial 1 0 "${ser[@]}" >"$RUN_DIR/serial.out" 2>&1 &
+  echo "=== ${#par[@]} files side by side ($CONCURRENCY at a time, nice $PARALLEL_NICE), ${#ser[@]} one at a time at nice $SERIAL_NICE beside them (output below)"
+  lane serial 1 "$SERIAL_NICE" "${ser[@]}" >"$RUN_DIR/serial.out" 2>&1 &
   local serial_pid=$!
-  lane parallel "$CONCURRENCY" 10 "${par[@]}" || failed=1
+  lane parallel "$CONCURRENCY" "$PARALLEL_NICE" "${par[@]}" || failed=1
   wait "$serial_pid" || failed=1
   echo "=== the files run one at a time"
   cat "$RUN_DIR/serial.out"
@@ -263,7 +266,7 @@ elif [ $# -gt 0 ]; then
 else
   for f in "${ETCD[@]}" "${SERIAL[@]}" "${SLOW_FIRST[@]}"; do [ -f "$f" ] || { echo "scripts/test.sh: $f in a list above does not exist" >&2; exit 1; }; done
   # The typecheck runs beside the tests, at low priority: it needs nothing they build.
-  nice -n 10 npm run -s typecheck >"$RUN_DIR/typecheck.out" 2>&1 &
+  nice -n "$PARALLEL_NICE" npm run -s typecheck >"$RUN_DIR/typecheck.out" 2>&1 &
   typecheck_pid=$!
   # Coverage in the test files' processes (see scripts/test/no-child-coverage.mjs).
   [ "${MCPLANE_TEST_COVERAGE:-0}" = 1 ] && export NODE_V8_COVERAGE=$RUN_DIR/coverage
