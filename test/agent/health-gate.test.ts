@@ -3,6 +3,9 @@
 // failing gate rolls the node back (files, and rpm-ostree's previous deployment with a reboot when
 // the update rebooted), the node reports RolledBack with the cause, and spec.rollout's breaker
 // pauses the pool or rolls it back.
+// The nodes are waited for on StatusService.Watch (until-node-watched.ts): RolledBack passes (the
+// pool soon returns the node to Done on the previous config), and a watch sees every report where a
+// poll sees only the state at its instant.
 
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -14,11 +17,11 @@ import { runHealthGate } from '../../src/agent/health-gate.ts';
 import { SystemdClient } from '../../src/agent/systemd-client.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { startUserSystemd } from '../../sandbox/user-systemd.ts';
-import { untilNode } from '../helpers/converge.ts';
 import { eventually } from '../helpers/simulated-agent.ts';
 import { demoServiceConfig, poolYaml } from '../helpers/manifests.ts';
 import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
 import { startTestServer } from '../helpers/test-server.ts';
+import { untilNodeWatched as untilNode } from './until-node-watched.ts';
 
 const fleet = sandboxFixture({ scope: 'test' });
 const { hosts, skip } = fleet;

@@ -16,13 +16,13 @@ import { tryProblem } from '../../src/agent/try-checks.ts';
 import { call } from '../../src/cli/client/call.ts';
 import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
-import { untilNode } from '../helpers/converge.ts';
-import { eventually } from '../helpers/simulated-agent.ts';
+import { eventually, SimulatedAgent } from '../helpers/simulated-agent.ts';
 import { demoServiceConfig, poolYaml } from '../helpers/manifests.ts';
 import { runCliAsync } from '../helpers/run-cli.ts';
 import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
 import { startTestServer } from '../helpers/test-server.ts';
 import { scaled } from '../helpers/time-scale.ts';
+import { untilNodeWatched as untilNode } from './until-node-watched.ts';
 
 const fleet = sandboxFixture({ scope: 'test' });
 const { hosts, skip } = fleet;
@@ -105,7 +105,8 @@ test('a try whose check fails reverts by itself while the control plane is stopp
 
   await apply(c, demoServiceConfig('bad'));
   const second = await target(c);
-  const trying = await untilNode(c, hosts, 'host-a', (n) => n.status!.phase === 'try');
+  // The watch sees every report, the step's own before its checks' outcome: wait for the outcome.
+  const trying = await untilNode(c, hosts, 'host-a', (n) => n.status!.phase === 'try' && / exited /.test(n.status!.reason));
   assert.equal(trying.status!.state, 'Working');
   assert.match(trying.status!.reason, new RegExp(`^trying ${second}: command /bin/sh -c .* exited 3: motd says: bad; reverts at `));
   assert.equal(host.file('etc/demo/motd'), 'bad', 'the change is on the host while it tries');
@@ -177,7 +178,7 @@ test('mcctl confirm keeps a try its checks do not confirm; confirming what does 
 
   await apply(c, demoServiceConfig('kept'));
   const second = await target(c);
-  const trying = await untilNode(c, hosts, 'host-a', (n) => n.status!.phase === 'try');
+  const trying = await untilNode(c, hosts, 'host-a', (n) => n.status!.phase === 'try' && n.status!.reason.includes('unit absent.service'));
   assert.match(trying.status!.reason, /unit absent\.service: not active \(inactive\)/);
   const confirmed = await cli('confirm', 'pool', 'worker');
   assert.equal(confirmed.status, 0, confirmed.stderr);
@@ -187,18 +188,31 @@ test('mcctl confirm keeps a try its checks do not confirm; confirming what does 
   assert.deepEqual(readdirSync(join(host.root, 'etc/demo')).filter((f) => f.includes('.mcplane-')), [], 'no temp or undo file is left');
 });
 
-test('the preview says which nodes try, with which checks and timeout', { skip }, async () => {
+// The preview is the server's alone: a node on the pool's config over the agent protocol is all it
+// needs, so a simulated agent stands where a sandboxed host (its systemd user manager, the agent
+// and its first update: several seconds of CPU) would change nothing the test sees.
+test('the preview says which nodes try, with which checks and timeout', async () => {
   fleet.server = await startTestServer();
   const c = fleet.server.admin();
-  await onFirstConfig(c, tryingPool('5m', '{tcp: "127.0.0.1:6443"}, {unit: crio.service}, {controlPlane: true}'));
-  const res = await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'mc.yaml', text: demoServiceConfig('next') }], dryRun: true }, 'apply');
-  assert.equal(res.nodePreviews.find((n) => n.node === 'host-a')!.try, "5m: tcp 127.0.0.1:6443, unit crio.service, the control plane over the agent's stream");
-  const file = join(mkdtempSync(join(tmpdir(), 'mcplane-try-')), 'next.yaml');
-  writeFileSync(file, demoServiceConfig('next'));
-  const out = await cli('apply', '-f', file, '--dry-run');
-  assert.equal(out.status, 0, out.stderr);
-  assert.match(out.stdout, /TRY\n/);
-  assert.match(out.stdout, /host-a .* 5m: tcp 127\.0\.0\.1:6443, unit crio\.service, the control plane over the agent's stream\n/);
+  await apply(c, poolYaml('worker', `  maxUnavailable: 1\n${noRebootPolicy}`), demoServiceConfig('good'));
+  const rendered = await target(c);
+  const agent = new SimulatedAgent({ address: fleet.server.address, tls: await fleet.server.pki.node('host-a'), name: 'host-a', autoDone: true, labels: { 'node-role.kubernetes.io/worker': '' } });
+  try {
+    await agent.connect();
+    await untilNode(c, hosts, 'host-a', (n) => n.status!.currentConfig === rendered && n.status!.state === 'Done');
+    await apply(c, tryingPool('5m', '{tcp: "127.0.0.1:6443"}, {unit: crio.service}, {controlPlane: true}'));
+    assert.equal(await target(c), rendered, 'the try changes no config');
+    const res = await call(c, c.config.apply.bind(c.config), { manifests: [{ source: 'mc.yaml', text: demoServiceConfig('next') }], dryRun: true }, 'apply');
+    assert.equal(res.nodePreviews.find((n) => n.node === 'host-a')!.try, "5m: tcp 127.0.0.1:6443, unit crio.service, the control plane over the agent's stream");
+    const file = join(mkdtempSync(join(tmpdir(), 'mcplane-try-')), 'next.yaml');
+    writeFileSync(file, demoServiceConfig('next'));
+    const out = await cli('apply', '-f', file, '--dry-run');
+    assert.equal(out.status, 0, out.stderr);
+    assert.match(out.stdout, /TRY\n/);
+    assert.match(out.stdout, /host-a .* 5m: tcp 127\.0\.0\.1:6443, unit crio\.service, the control plane over the agent's stream\n/);
+  } finally {
+    agent.close(); // before the fixture closes the server
+  }
 });
 
 test('kill -9 at the trying step: the journal holds the try and its deadline, and the restarted agent goes on with it', { skip }, async () => {
