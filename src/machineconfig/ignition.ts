@@ -68,7 +68,7 @@ export function parseIgnition(raw: unknown, c: ProblemCollector, field: string, 
   if (raw === undefined || raw === null) return emptyIgnitionConfig();
   const config = c.record(raw, field);
   if (!config) return undefined;
-  if (Object.keys(config).length === 0) return emptyIgnitionConfig();
+  if (hasNoOwnKeys(config)) return emptyIgnitionConfig();
 
   const ign = c.record(config.ignition, field, 'ignition');
   const version = c.string(ign?.version, field, 'ignition.version');
@@ -98,15 +98,22 @@ export function parseIgnition(raw: unknown, c: ProblemCollector, field: string, 
 
   // Built here in emptyIgnitionConfig's key order rather than as one and then filled: an empty
   // config per MachineConfig, four objects thrown away, on every render.
-  const users = parsePasswd(config.passwd, c, join(field, 'passwd'));
+  // A section that is not there is not read (nor its field path built).
+  const users = config.passwd == null ? [] : parsePasswd(config.passwd, c, join(field, 'passwd'));
   const storage = parseStorage(config.storage, c, join(field, 'storage'), spec2, budget);
-  const units = parseSystemd(config.systemd, c, join(field, 'systemd'), spec2);
+  const units = config.systemd == null ? [] : parseSystemd(config.systemd, c, join(field, 'systemd'), spec2);
   return {
     ignition: { version: INTERNAL_IGNITION_VERSION },
     passwd: { users },
     storage,
     systemd: { units },
   };
+}
+
+/** Object.keys(o).length === 0 without making the list. */
+function hasNoOwnKeys(o: Raw): boolean {
+  for (const key in o) if (Object.hasOwn(o, key)) return false;
+  return true;
 }
 
 function checkIgnitionSection(ign: Raw, c: ProblemCollector, field: string): void {

@@ -128,7 +128,11 @@ function sortedFile(f: IgnitionFile): IgnitionFile {
   // The contents object is taken as it is when it holds the source alone (what the parse makes):
   // already in canonical form, and one object fewer per file. Nothing changes a config's objects
   // after the parse, and a stored config with more in it is still copied down to the source.
-  const out = { contents: onlySource(f.contents) ? f.contents : { source: f.contents.source } } as IgnitionFile;
+  const contents = onlySource(f.contents) ? f.contents : { source: f.contents.source };
+  // Most files have no owner: one literal with every member, rather than members added one by
+  // one to an object made with one (which then needs a second store for the rest).
+  if (!f.group && !f.user) return { contents, mode: f.mode, overwrite: true, path: f.path };
+  const out = { contents } as IgnitionFile;
   if (f.group) out.group = sortedOwner(f.group);
   out.mode = f.mode;
   out.overwrite = true;
