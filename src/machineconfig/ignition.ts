@@ -68,7 +68,7 @@ export function parseIgnition(raw: unknown, c: ProblemCollector, field: string, 
   if (raw === undefined || raw === null) return emptyIgnitionConfig();
   const config = c.record(raw, field);
   if (!config) return undefined;
-  if (Object.keys(config).length === 0) return emptyIgnitionConfig();
+  if (hasNoOwnKeys(config)) return emptyIgnitionConfig();
 
   const ign = c.record(config.ignition, field, 'ignition');
   const version = c.string(ign?.version, field, 'ignition.version');
@@ -98,15 +98,22 @@ export function parseIgnition(raw: unknown, c: ProblemCollector, field: string, 
 
   // Built here in emptyIgnitionConfig's key order rather than as one and then filled: an empty
   // config per MachineConfig, four objects thrown away, on every render.
-  const users = parsePasswd(config.passwd, c, join(field, 'passwd'));
+  // A section that is not there is not read (nor its field path built).
+  const users = config.passwd == null ? [] : parsePasswd(config.passwd, c, join(field, 'passwd'));
   const storage = parseStorage(config.storage, c, join(field, 'storage'), spec2, budget);
-  const units = parseSystemd(config.systemd, c, join(field, 'systemd'), spec2);
+  const units = config.systemd == null ? [] : parseSystemd(config.systemd, c, join(field, 'systemd'), spec2);
   return {
     ignition: { version: INTERNAL_IGNITION_VERSION },
     passwd: { users },
     storage,
     systemd: { units },
   };
+}
+
+/** Object.keys(o).length === 0 without making the list. */
+function hasNoOwnKeys(o: Raw): boolean {
+  for (const key in o) if (Object.hasOwn(o, key)) return false;
+  return true;
 }
 
 function checkIgnitionSection(ign: Raw, c: ProblemCollector, field: string): void {
@@ -282,24 +289,36 @@ const UNITS: EntryKind<IgnitionUnit, undefined> = {
  */
 function parseKeyedList<T, X>(list: unknown[], c: ProblemCollector, field: string, spec2: boolean, kind: EntryKind<T, X>, extra: X): T[] {
   const out: T[] = [];
-  const keys = new Set<string>();
+  // Most lists are short (a MachineConfig has a few files): their keys are compared with the
+  // entries already taken, as a Set of them (grown a step at a time) costs more than the
+  // comparisons; a long list gets its Set once it is long enough for that to pay.
+  let keys: Set<string> | undefined;
   let repeated = false;
   for (let i = 0; i < list.length; i++) {
     const item = kind.parse(list[i], c, field, i, spec2, extra);
     if (item === undefined) continue;
     const key = kind.key(item);
-    if (keys.has(key)) {
+    if (keys === undefined && out.length >= SHORT_LIST) keys = new Set(out.map((taken) => kind.key(taken)));
+    if (keys ? keys.has(key) : takenIn(out, key, kind)) {
       if (!spec2) {
         kind.duplicate(c, item, field, i);
         continue;
       }
       repeated = true;
     } else {
-      keys.add(key);
+      keys?.add(key);
     }
     out.push(item);
   }
   return repeated ? lastOfEachKey(out, kind) : out;
+}
+
+/** How many entries a keyed list is checked for repeats by comparison before it gets a Set. */
+const SHORT_LIST = 32;
+
+function takenIn<T>(out: readonly T[], key: string, kind: EntryKind<T, unknown>): boolean {
+  for (let j = 0; j < out.length; j++) if (kind.key(out[j]!) === key) return true;
+  return false;
 }
 
 /** Ignition 2.x's repeated keys: the last entry of each, in the order of those last entries. */

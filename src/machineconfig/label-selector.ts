@@ -61,8 +61,10 @@ export function isEmptySelector(sel: LabelSelector | null): boolean {
 export function matchesSelector(sel: LabelSelector | null, labels: Labels | undefined): boolean {
   if (!sel) return false;
   const l = labels ?? {};
-  for (const [k, v] of Object.entries(sel.matchLabels ?? {})) {
-    if (l[k] !== v) return false;
+  // Object.keys, not Object.entries: a render asks this for every MachineConfig.
+  const matchLabels = sel.matchLabels ?? {};
+  for (const k of Object.keys(matchLabels)) {
+    if (l[k] !== matchLabels[k]) return false;
   }
   for (const req of sel.matchExpressions ?? []) {
     const has = Object.prototype.hasOwnProperty.call(l, req.key);

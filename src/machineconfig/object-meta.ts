@@ -47,7 +47,9 @@ export function parseStringMap(raw: unknown, c: ProblemCollector, field: string)
   const map = c.record(raw, field);
   if (!map) return undefined;
   const out: Labels = {};
-  for (const [key, value] of Object.entries(map)) {
+  // Object.keys rather than Object.entries: one array per map, not one more per label.
+  for (const key of Object.keys(map)) {
+    const value = map[key];
     // YAML reads `key: ""` as a string but `key:` as null; Kubernetes treats both as "".
     if (value === null) out[key] = '';
     else if (typeof value === 'string') out[key] = value;

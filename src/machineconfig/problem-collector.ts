@@ -94,11 +94,16 @@ export class ProblemCollector {
   stringList(value: Json, field: string, key?: string): string[] | undefined {
     const list = this.array(value, field, key);
     if (!list) return undefined;
+    // A list of strings (nearly always) is copied at its size: push() would grow it to 16.
+    let allStrings = true;
+    for (let i = 0; i < list.length && allStrings; i++) allStrings = typeof list[i] === 'string';
+    if (allStrings) return list.slice() as string[];
     const out: string[] = [];
-    list.forEach((item, i) => {
+    for (let i = 0; i < list.length; i++) {
+      const item = list[i];
       if (typeof item === 'string') out.push(item);
       else this.string(item, `${join(field, key)}[${i}]`);
-    });
+    }
     return out;
   }
 

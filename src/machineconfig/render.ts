@@ -2,7 +2,7 @@
 // (pkg/controller/common/helpers.go MergeMachineConfigs).
 
 import { API_VERSION, INTERNAL_IGNITION_VERSION, KIND_MACHINE_CONFIG, MAX_RENDERED_CONFIG_BYTES, type KernelType } from './constants.ts';
-import { sha256Hex } from './canonical-json.ts';
+import { hashedJson } from './hashed-json.ts';
 import { RenderError } from './errors.ts';
 import { configsForPool } from './pool-membership.ts';
 import type {
@@ -26,9 +26,9 @@ export function renderPool(pool: MachineConfigPool, allConfigs: readonly Machine
   const configs = configsForPool(pool, allConfigs);
   const spec = mergeSpecs(configs.map((mc) => mc.spec));
   // mergeSpecs builds every object with its keys in sorted order, so the native serializer gives
-  // the canonical form; canonicalJson would walk 10,000 files again for the same bytes.
-  const canonical = JSON.stringify(spec);
-  const bytes = Buffer.byteLength(canonical);
+  // the canonical form; canonicalJson would walk 10,000 files again for the same bytes. It is
+  // made, measured and hashed in pieces (hashed-json.ts says why).
+  const { text: canonical, bytes, sha256 } = hashedJson(spec);
   if (bytes > MAX_RENDERED_CONFIG_BYTES) {
     throw new RenderError(pool.metadata.name, [{
       object: `MachineConfigPool/${pool.metadata.name}`,
@@ -38,7 +38,7 @@ export function renderPool(pool: MachineConfigPool, allConfigs: readonly Machine
         `largest contributors: ${largestConfigs(configs).join(', ')}`,
     }]);
   }
-  const hash = sha256Hex(canonical).slice(0, RENDERED_HASH_LENGTH);
+  const hash = sha256.slice(0, RENDERED_HASH_LENGTH);
   return {
     name: renderedConfigName(pool.metadata.name, hash),
     pool: pool.metadata.name,
@@ -97,9 +97,9 @@ export function mergeSpecs(specs: readonly MachineConfigSpec[]): MachineConfigSp
     storage: {
       // MCO's day-1 directories and links, only when a config has them: the renders (and names)
       // of configs without them stay as they were.
-      ...(directories.length ? { directories: lastOfEachPath(directories).map(sortedKeys) } : {}),
-      files: lastOfEachPath(files).map(sortedFile),
-      ...(links.length ? { links: lastOfEachPath(links).map(sortedKeys) } : {}),
+      ...(directories.length ? { directories: lastOfEachPath(directories, sortedKeys) } : {}),
+      files: lastOfEachPath(files, sortedFile),
+      ...(links.length ? { links: lastOfEachPath(links, sortedKeys) } : {}),
     },
     systemd: { units: [...units.values()].sort((a, b) => compare(a.name, b.name)).map(sortedUnit) },
   };
@@ -125,13 +125,26 @@ function sortedKeys<T extends object>(o: T): T {
 }
 
 function sortedFile(f: IgnitionFile): IgnitionFile {
-  const out = { contents: { source: f.contents.source } } as IgnitionFile;
+  // The contents object is taken as it is when it holds the source alone (what the parse makes):
+  // already in canonical form, and one object fewer per file. Nothing changes a config's objects
+  // after the parse, and a stored config with more in it is still copied down to the source.
+  const contents = onlySource(f.contents) ? f.contents : { source: f.contents.source };
+  // Most files have no owner: one literal with every member, rather than members added one by
+  // one to an object made with one (which then needs a second store for the rest).
+  if (!f.group && !f.user) return { contents, mode: f.mode, overwrite: true, path: f.path };
+  const out = { contents } as IgnitionFile;
   if (f.group) out.group = sortedOwner(f.group);
   out.mode = f.mode;
   out.overwrite = true;
   out.path = f.path;
   if (f.user) out.user = sortedOwner(f.user);
   return out;
+}
+
+function onlySource(contents: IgnitionFile['contents']): boolean {
+  let keys = 0;
+  for (const key in contents) if (key !== 'source' || ++keys > 1) return false;
+  return keys === 1;
 }
 
 function sortedOwner(o: IgnitionFileOwner): IgnitionFileOwner {
@@ -167,15 +180,16 @@ function mergeUnit(earlier: IgnitionUnit | undefined, later: IgnitionUnit): Igni
 }
 
 /**
- * Entries in path order, the last one given for each path (a later config wins). The same as
- * setting each in a Map by path and sorting its values, at a fifth of the CPU for a pool's 10,000
- * files: the sort is stable, so of entries with one path the last given stays last in its run.
+ * Entries in path order, the last one given for each path (a later config wins), each through
+ * `copy`. The same as setting each in a Map by path and sorting its values, at a fifth of the CPU
+ * for a pool's 10,000 files: the sort is stable, so of entries with one path the last given stays
+ * last in its run. Copied here rather than by a map() after: one array of 10,000 fewer.
  */
-function lastOfEachPath<T extends { path: string }>(entries: T[]): T[] {
+function lastOfEachPath<T extends { path: string }>(entries: T[], copy: (entry: T) => T): T[] {
   entries.sort((a, b) => compare(a.path, b.path));
   const out: T[] = [];
   for (let i = 0; i < entries.length; i++) {
-    if (i + 1 === entries.length || entries[i + 1]!.path !== entries[i]!.path) out.push(entries[i]!);
+    if (i + 1 === entries.length || entries[i + 1]!.path !== entries[i]!.path) out.push(copy(entries[i]!));
   }
   return out;
 }
