@@ -13,6 +13,7 @@ import type { Clients } from '../../src/cli/client/connection.ts';
 import { SandboxHost } from '../../sandbox/sandbox-host.ts';
 import { untilNode } from '../helpers/converge.ts';
 import { installAgentUnit } from '../helpers/agent-unit.ts';
+import { programArgs } from '../helpers/run-cli.ts';
 import { canRunUserSystemd, startUserSystemd, type UserSystemd } from '../../sandbox/user-systemd.ts';
 import { poolYaml } from '../helpers/manifests.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
@@ -58,7 +59,7 @@ test('an update stuck past its step deadline: Degraded naming step, object and c
   await host.start();
   await untilNode(c, [host], 'wd', (n) => n.status!.currentConfig === first && n.status!.state === 'Done');
   await host.kill(); // keep its config and journal; systemd runs the agent from here on
-  installAgentUnit(systemd, host, UNIT, { description: 'mcplane agent under test', program: [process.execPath, '--import', 'tsx', 'src/agent/main.ts'], service: ['WatchdogSec=4'] });
+  installAgentUnit(systemd, host, UNIT, { description: 'mcplane agent under test', program: [process.execPath, ...programArgs('mcplane-agent')], service: ['WatchdogSec=4'] });
   const start = systemd.systemctl('start', UNIT);
   assert.equal(start.status, 0, start.stderr);
   assert.equal(show('NRestarts'), '0');
