@@ -74,6 +74,8 @@ export class EventRecorder implements Controller {
   readonly leaderOnly = true;
   /** A pass compares every node with what the last pass saw. */
   readonly pacedByCost = true;
+  /** The events of a burst of reports come from one pass per 100 ms, not one per batch stored. */
+  readonly minIntervalMs = 100;
   /** What the last pass saw; undefined until this replica's leadership took its first look. */
   #nodes: Map<string, NodeSeen> | undefined;
   #pools = new Map<string, { target: string; problems: string }>();
