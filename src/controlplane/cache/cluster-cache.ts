@@ -84,6 +84,8 @@ const DEFAULT_WAIT_MS = 10_000;
 export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
   #objects = new Map<StoredKind, Map<string, StoredObject>>();
   #nodes = new Map<string, NodeView>();
+  /** nodesInPool's answers, until a node changes. */
+  readonly #poolNodes = new Map<string, readonly NodeView[]>();
   #sortedNodeNames: string[] | undefined;
   #specJson = new Map<string, string>();
   #revision = 0;
@@ -171,12 +173,16 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
    * approved) that never connected is listed as a node, but is no machine of the pool yet: counted,
    * one phantom from an anonymous auto-approved request took maxUnavailable=1 and held the rollout.
    */
-  nodesInPool(pool: string): NodeView[] {
+  nodesInPool(pool: string): readonly NodeView[] {
+    // Kept until a node changes: the rollout, pool status and metrics each ask for it after the
+    // same change, and each asking walked every node of the fleet.
+    const known = this.#poolNodes.get(pool);
+    if (known) return known;
     const out: NodeView[] = [];
-    // The map looked up once: the rollout, pool status and metrics call this for every pool on
-    // every batch of status reports, over every node.
     const records = this.nodeRecords;
     for (const n of this.#nodes.values()) if (n.pool === pool && records.get(n.name)?.value.registered !== false) out.push(n);
+    Object.freeze(out);
+    this.#poolNodes.set(pool, out);
     return out;
   }
 
@@ -226,6 +232,7 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
     this.#specJson.clear();
     for (const o of items) this.#objects.get(o.kind)?.set(o.name, o);
     this.#nodes.clear();
+    this.#poolNodes.clear();
     for (const name of this.nodeRecords.keys()) this.#rebuildNode(name);
     this.#sortedNodeNames = undefined;
     this.#revision = revision;
@@ -268,6 +275,7 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
       if (NODE_KINDS.has(object.kind)) nodes.add(object.name);
     }
     for (const name of nodes) this.#rebuildNode(name);
+    if (nodes.size > 0) this.#poolNodes.clear();
     this.#revision = revision;
     this.#release();
     if (changed.size) this.emit('change', { revision, changed, nodes, resync: false });

@@ -13,8 +13,12 @@
 // milliseconds while it works; the queue folds a key added twice into one reconcile, so one
 // reconcile sees the whole burst. A controller whose pass grows with the fleet (pool status,
 // events: every node of a pool) gathers for twice as long as its last pass took, so in a burst
-// of 5,000 reports it does not take the loop from the agents and the reads.
+// of 5,000 reports it does not take the loop from the agents and the reads. A controller with a
+// minimum interval (KeyedController.minIntervalMs) also gathers the changes that find its lane
+// quiet, when its keys were last handed out less than that interval ago: a quiet lane is not an
+// idle one while the status writer commits a batch every few milliseconds.
 
+import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../runtime/logger.ts';
 import type { CacheChange, ClusterCache } from '../cache/cluster-cache.ts';
 import { RateLimitedQueue } from './rate-limited-queue.ts';
@@ -42,6 +46,8 @@ interface Lane {
   run: Promise<void> | undefined;
   /** How long the lane's last reconcile took, for pacedByCost. */
   lastReconcileMs: number;
+  /** When (performance.now()) the lane's keys were last handed to its queue, for minIntervalMs. */
+  lastFlushAt: number;
 }
 
 export class ControllerManager {
@@ -66,6 +72,7 @@ export class ControllerManager {
       timer: undefined,
       run: undefined,
       lastReconcileMs: 0,
+      lastFlushAt: -Infinity,
     }));
     cache.on('change', this.#onChange);
     for (const lane of this.#lanes) lane.controller.bindWake?.(() => this.wake(lane.controller.name));
@@ -165,17 +172,21 @@ export class ControllerManager {
     // A quiet lane takes the first change at once (an Apply waits for its render); changes that
     // come while it works, or right after, gather for a few milliseconds.
     const quiet = lane.timer === undefined && lane.queue.len() === 0 && lane.queue.processingLen() === 0;
-    if (coalesceMs === 0 || quiet) {
+    // What is left of the lane's minimum interval since its keys last went out.
+    const intervalLeft = (lane.controller.minIntervalMs ?? 0) - (performance.now() - lane.lastFlushAt);
+    if (coalesceMs === 0 || (quiet && intervalLeft <= 0)) {
       this.#flush(lane);
       return;
     }
-    const wait = lane.controller.pacedByCost ? Math.min(MAX_PACED_COALESCE_MS, Math.max(coalesceMs, 2 * lane.lastReconcileMs)) : coalesceMs;
-    lane.timer ??= setTimeout(() => this.#flush(lane), wait);
+    if (lane.timer !== undefined) return;
+    const gather = quiet ? 0 : lane.controller.pacedByCost ? Math.min(MAX_PACED_COALESCE_MS, Math.max(coalesceMs, 2 * lane.lastReconcileMs)) : coalesceMs;
+    lane.timer = setTimeout(() => this.#flush(lane), Math.max(gather, intervalLeft));
   }
 
   #flush(lane: Lane): void {
     clearTimeout(lane.timer);
     lane.timer = undefined;
+    if (lane.pending.size > 0) lane.lastFlushAt = performance.now();
     for (const key of lane.pending) lane.queue.add(key);
     lane.pending.clear();
   }

@@ -24,6 +24,8 @@ export interface Controller {
   bindWake?(wake: () => void): void;
   /** A pass costs in proportion to the fleet: see KeyedController.pacedByCost. */
   readonly pacedByCost?: boolean;
+  /** The shortest time between two passes while changes stream in: see KeyedController.minIntervalMs. */
+  readonly minIntervalMs?: number;
 }
 
 /** Longest wait between runs for time-driven work (windows): a timer cannot wait longer safely. */

@@ -17,6 +17,8 @@ export class PoolStatusController implements KeyedController<string> {
   readonly concurrency = 2;
   /** computePoolStatus looks at every node of the pool. */
   readonly pacedByCost = true;
+  /** Counts a status read shows may lag a burst of reports by this much, not by a pass per batch. */
+  readonly minIntervalMs = 100;
   readonly #poolKeys: PoolKeys;
 
   constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly clock: Clock) {

@@ -48,6 +48,15 @@ export interface KeyedController<K = string, C = CacheChange> {
    * 20 ms, at most a second), so it takes at most about a third of the event loop in a burst.
    */
   readonly pacedByCost?: boolean;
+  /**
+   * The shortest time between two handings of this lane's keys to its workers while changes
+   * stream in (controller-runtime's per-item rate limit, in the small). Without it a quiet lane
+   * takes every change at once, and the status writer's batches of ~60 reports, each a commit a
+   * few milliseconds after the last pass ended, each woke a pass over every node of the pool: 5,000
+   * reports made ~80 passes. With it the first change after a quiet spell still goes at once; the
+   * rest gather until the interval since that one has passed, and go as one pass.
+   */
+  readonly minIntervalMs?: number;
 }
 
 /** How soon a reconcile that met a newer write tries again. */

@@ -27,6 +27,12 @@ export class RolloutController implements KeyedController<string> {
   readonly leaderOnly = true;
   /** Pools decided at once: one pool's writes never wait for another's. */
   readonly concurrency = 4;
+  /**
+   * A pass looks at every node of the pool (and every assignment): while reports stream in, at
+   * most one pass per 50 ms, so a wave's Done reports move the rollout on within that, not one
+   * pass per batch of reports stored.
+   */
+  readonly minIntervalMs = 50;
   /** Re-decisions that wait for a window, each logged once. */
   #toldWaitingForWindow = new Set<string>();
   readonly #poolKeys: PoolKeys;

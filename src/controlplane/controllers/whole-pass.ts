@@ -19,5 +19,6 @@ export function wholePass(controller: Controller): KeyedController<string> {
     reconcile: (_key, signal) => controller.reconcile(signal),
     ...(controller.bindWake ? { bindWake: (wake: () => void) => controller.bindWake!(wake) } : {}),
     ...(controller.pacedByCost ? { pacedByCost: true } : {}),
+    ...(controller.minIntervalMs ? { minIntervalMs: controller.minIntervalMs } : {}),
   };
 }

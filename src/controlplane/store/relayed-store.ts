@@ -91,7 +91,8 @@ export class RelayedStore implements Store {
         this.#pendingList = [];
         // The watch that follows this list starts after the caller's await: hold what comes first.
         this.#held = [];
-        for (const { resolve } of waiting) resolve({ items: message.items, revision: message.revision });
+        const items = JSON.parse(message.items) as StoredObject[];
+        for (const { resolve } of waiting) resolve({ items, revision: message.revision });
         return;
       }
       case 'list-failed': {
@@ -100,10 +101,12 @@ export class RelayedStore implements Store {
         for (const { reject } of waiting) reject(new StoreUnavailableError(`listing the store failed: ${message.message}`));
         return;
       }
-      case 'events':
-        if (this.#held) this.#held.push({ events: message.events, revision: message.revision });
-        else this.#watch?.onEvents(message.events, message.revision);
+      case 'events': {
+        const events = JSON.parse(message.events) as ChangeEvent[];
+        if (this.#held) this.#held.push({ events, revision: message.revision });
+        else this.#watch?.onEvents(events, message.revision);
         return;
+      }
       case 'compacted': {
         if (this.#held) {
           this.#held = undefined;

@@ -136,3 +136,40 @@ test('pacedByCost: under a stream of changes, a costly controller\'s keys gather
   assert.ok(paced.seen.length >= 3, `the paced controller still ran: ${paced.seen.length} reconciles`);
   assert.ok(paced.seen.length <= 0.75 * plain.seen.length, `paced ${paced.seen.length} reconciles against ${plain.seen.length} unpaced`);
 });
+
+test('minIntervalMs: the first change after a quiet spell goes at once; one within the interval waits for it, even though the lane is quiet', async () => {
+  const cache = await startCache();
+  // A reconcile that returns at once: the lane is quiet again before the next change comes, which
+  // is how the status writer's batches found the rollout and pool-status lanes.
+  const c = Object.assign(recorder('interval'), { minIntervalMs: 60_000 });
+  const manager = new ControllerManager([c], cache, log);
+  stops.push(() => manager.stop());
+  manager.setLeading(true);
+  await put(cache, '10-first');
+  await until(() => c.seen.includes('10-first'), 'the first change to be reconciled at once');
+  await put(cache, '20-within-the-interval');
+  await sleep(300);
+  assert.deepEqual(c.seen, ['10-first'], 'a change within the interval waits for it');
+  // settle() hands out what is gathering (start-up and tests do not wait out the interval).
+  await manager.settle();
+  assert.deepEqual(c.seen, ['10-first', '20-within-the-interval']);
+});
+
+test('minIntervalMs: a stream of changes, each finding the lane quiet, is one reconcile per interval', async () => {
+  const cache = await startCache();
+  const plain = recorder('plain');
+  const spaced = Object.assign(recorder('spaced'), { minIntervalMs: 200 });
+  const manager = new ControllerManager([plain, spaced], cache, log);
+  stops.push(() => manager.stop());
+  manager.setLeading(true);
+  const started = Date.now();
+  while (Date.now() - started < 1000) {
+    await put(cache, '50-hot');
+    await sleep(10);
+  }
+  const elapsed = Date.now() - started;
+  await manager.settle();
+  // One at once, then one per 200 ms of the stream, and the last gathered one settle() handed out.
+  assert.ok(spaced.seen.length <= Math.ceil(elapsed / 200) + 2, `${spaced.seen.length} reconciles in ${elapsed} ms against ${plain.seen.length} without the interval`);
+  assert.ok(spaced.seen.length >= 2, `the spaced controller still ran: ${spaced.seen.length}`);
+});
