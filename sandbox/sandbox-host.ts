@@ -67,7 +67,9 @@ export class SandboxHost {
   #exited: Promise<number | null> | undefined;
   #ownSystemd = false;
 
-  constructor(readonly options: HostOptions) {
+  readonly options: HostOptions;
+  constructor(options: HostOptions) {
+    this.options = options;
     this.dir = mkdtempSync(join(tmpdir(), `mcplane-host-${options.name}-`));
     this.root = join(this.dir, 'root');
     this.stateDir = join(this.root, 'var/lib/mcplane');

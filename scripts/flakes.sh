@@ -48,7 +48,7 @@ for ((round = 1; round <= runs; round++)); do
       key="$f $store"
       log="$out/$(basename "$f" .test.ts)-$store-$round.log"
       start=$SECONDS
-      if MCPLANE_TEST_STORE=$store node --import tsx --test --test-force-exit --test-concurrency=1 --test-reporter=spec "$f" >"$log" 2>&1; then
+      if MCPLANE_TEST_STORE=$store node --test --test-force-exit --test-concurrency=1 --test-reporter=spec "$f" >"$log" 2>&1; then
         passed[$key]=$(( ${passed[$key]:-0} + 1 )); rm -f "$log"; result=pass
       else
         failed=1; result="FAIL (kept $log)"

@@ -20,8 +20,10 @@ export interface ApiStatus {
 
 /** A Status thrown through the stand-in's handlers and written as the response. */
 export class StatusError extends Error {
-  constructor(readonly status: ApiStatus) {
+  readonly status: ApiStatus;
+  constructor(status: ApiStatus) {
     super(status.message);
+    this.status = status;
   }
 }
 

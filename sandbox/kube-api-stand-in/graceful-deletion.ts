@@ -12,7 +12,14 @@ const DEFAULT_GRACE_SECONDS = 30;
 export class GracefulDeletion {
   private readonly timers = new Set<NodeJS.Timeout>();
 
-  constructor(private readonly store: ObjectStore, private readonly pods: ResourceType, private readonly timeScale: number) {}
+  private readonly store: ObjectStore;
+  private readonly pods: ResourceType;
+  private readonly timeScale: number;
+  constructor(store: ObjectStore, pods: ResourceType, timeScale: number) {
+    this.store = store;
+    this.pods = pods;
+    this.timeScale = timeScale;
+  }
 
   gracePeriodOf(pod: KubeObject, requested: number | undefined): number {
     if (typeof requested === 'number' && requested >= 0) return requested;

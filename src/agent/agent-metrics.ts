@@ -34,7 +34,13 @@ export class AgentMetrics {
   readonly #phaseDuration: Histogram<'phase'>;
   #current: { state: NodeState; phase: string; reason: string; since: number } | undefined;
 
-  constructor(private readonly stateDir: string, private readonly bootId: () => string, private readonly now: () => number = Date.now) {
+  private readonly stateDir: string;
+  private readonly bootId: () => string;
+  private readonly now: () => number;
+  constructor(stateDir: string, bootId: () => string, now: () => number = Date.now) {
+    this.stateDir = stateDir;
+    this.bootId = bootId;
+    this.now = now;
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'mcplane_agent_' });
     this.#state = new Gauge({ name: 'mcd_state', help: 'State of the agent on this node (Done, Working, Degraded, Unreconcilable) and why; the value is the Unix time it entered that state (as MCO\'s mcd_state)', labelNames: ['state', 'reason'], registers });

@@ -82,7 +82,11 @@ export class Agent {
   /** Under Adopt, while drift is reported: the node's Drifted condition. */
   #drifted: NodeCondition | null = null;
 
-  private constructor(readonly config: AgentConfig, private readonly log: Logger) {
+  readonly config: AgentConfig;
+  private readonly log: Logger;
+  private constructor(config: AgentConfig, log: Logger) {
+    this.config = config;
+    this.log = log;
     this.journal = new Journal(config.paths.stateDir);
     this.metrics = new AgentMetrics(config.paths.stateDir, () => this.bootId());
     this.#systemd = SystemdClient.connect(config.systemdBus, config.jobTimeoutSeconds * 1000, config.dbusTimeoutSeconds * 1000);

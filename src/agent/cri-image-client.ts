@@ -75,7 +75,9 @@ export class CriImageClient {
   readonly #callTimeoutMs: number;
   readonly #pullTimeoutMs: number;
 
-  constructor(readonly socketPath: string, options: CriImageClientOptions = {}) {
+  readonly socketPath: string;
+  constructor(socketPath: string, options: CriImageClientOptions = {}) {
+    this.socketPath = socketPath;
     const Ctor = imageService();
     this.#client = new Ctor(`unix://${socketPath}`, credentials.createInsecure()) as UnaryClient;
     this.#callTimeoutMs = options.callTimeoutMs ?? 30_000;

@@ -23,11 +23,18 @@ export class DriftMonitor {
   #hostPaths = new Map<string, string>();
   #recheck: NodeJS.Timeout | undefined;
 
+  private readonly log: Logger;
+  private readonly intervalMs: number;
+  private readonly onDrift: (drift: Drift[]) => void;
   constructor(
-    private readonly log: Logger,
-    private readonly intervalMs: number,
-    private readonly onDrift: (drift: Drift[]) => void,
-  ) {}
+    log: Logger,
+    intervalMs: number,
+    onDrift: (drift: Drift[]) => void,
+  ) {
+    this.log = log;
+    this.intervalMs = intervalMs;
+    this.onDrift = onDrift;
+  }
 
   /** Starts watching these files (replacing any earlier set). */
   watch(files: DesiredFile[], extraChecks?: () => Promise<Drift[]>): void {

@@ -21,7 +21,10 @@ export class DriftReconciler {
   /** Per path, the times the agent rewrote it within the window, oldest first. */
   #rewrites = new Map<string, number[]>();
 
-  constructor(private readonly limits: ReconcileLimits) {}
+  private readonly limits: ReconcileLimits;
+  constructor(limits: ReconcileLimits) {
+    this.limits = limits;
+  }
 
   /** What to do about `paths` drifting now; a rewrite is counted against each of them. */
   decide(paths: readonly string[], now = Date.now()): ReconcileDecision {

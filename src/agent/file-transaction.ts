@@ -53,7 +53,14 @@ export class FileTransaction {
   /** The directories of the update in progress, held open from staging until it ends. */
   #dirs = new DirCache();
 
-  constructor(private readonly journal: Journal, private readonly failpoints: Failpoints, private readonly advance: Advance) {}
+  private readonly journal: Journal;
+  private readonly failpoints: Failpoints;
+  private readonly advance: Advance;
+  constructor(journal: Journal, failpoints: Failpoints, advance: Advance) {
+    this.journal = journal;
+    this.failpoints = failpoints;
+    this.advance = advance;
+  }
 
   /** Lets go of the directories held for the update (it is done, failed or superseded). */
   release(): void {

@@ -147,7 +147,9 @@ export class Journal {
   readonly backupDir: string;
   state: JournalState;
 
-  constructor(readonly stateDir: string) {
+  readonly stateDir: string;
+  constructor(stateDir: string) {
+    this.stateDir = stateDir;
     mkdirSync(stateDir, { recursive: true, mode: 0o700 });
     this.path = join(stateDir, 'journal.json');
     this.backupDir = join(stateDir, 'backups');

@@ -21,7 +21,12 @@ const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOL
 export class DirHandle {
   #closed = false;
 
-  constructor(readonly fd: number, readonly path: string) {}
+  readonly fd: number;
+  readonly path: string;
+  constructor(fd: number, path: string) {
+    this.fd = fd;
+    this.path = path;
+  }
 
   /** The name inside this directory, as a path the kernel resolves relative to the descriptor. */
   at(name: string): string {

@@ -50,21 +50,33 @@ export class OsStaging {
   #lastReport = 0;
   #stopped = false;
 
+  private readonly rpm: RpmOstree;
+  private readonly config: StagingConfig;
+  private readonly log: Logger;
+  /** Told on every change of the status (the agent reports it). */
+  private readonly onChange: () => void;
+  /**
+   * Whether an update runs now: rpm-ostree runs one transaction at a time, and an update's
+   * rpm-ostree step must not wait out a long download, so a download starts only between updates.
+   */
+  private readonly updateRunning: () => boolean;
+  /** Whether the node's pinned image sets are pulled: a config is Staged only once they are. */
+  private readonly pinned: () => PinnedReadiness;
   constructor(
-    private readonly rpm: RpmOstree,
-    private readonly config: StagingConfig,
+    rpm: RpmOstree,
+    config: StagingConfig,
     stateDir: string,
-    private readonly log: Logger,
-    /** Told on every change of the status (the agent reports it). */
-    private readonly onChange: () => void,
-    /**
-     * Whether an update runs now: rpm-ostree runs one transaction at a time, and an update's
-     * rpm-ostree step must not wait out a long download, so a download starts only between updates.
-     */
-    private readonly updateRunning: () => boolean = () => false,
-    /** Whether the node's pinned image sets are pulled: a config is Staged only once they are. */
-    private readonly pinned: () => PinnedReadiness = () => ({ ready: true }),
+    log: Logger,
+    onChange: () => void,
+    updateRunning: () => boolean = () => false,
+    pinned: () => PinnedReadiness = () => ({ ready: true }),
   ) {
+    this.rpm = rpm;
+    this.config = config;
+    this.log = log;
+    this.onChange = onChange;
+    this.updateRunning = updateRunning;
+    this.pinned = pinned;
     this.#file = join(stateDir, 'staging.json');
     this.#status = load(this.#file);
     // A download a restart cut short starts again (the cache keeps what it had fetched).

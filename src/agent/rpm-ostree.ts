@@ -58,14 +58,25 @@ export function failureLine(stderr: string): string {
 }
 
 export class RpmOstree {
+  private readonly binary: string;
+  private readonly log: Logger;
+  /** Told about every busy retry, so the node's status can say why it waits. */
+  private readonly onBusy: (attempt: number, retryInMs: number) => void;
+  private readonly retry: { attempts: number; firstDelayMs: number; maxDelayMs: number };
+  private readonly timeoutMs: number;
   constructor(
-    private readonly binary: string,
-    private readonly log: Logger,
-    /** Told about every busy retry, so the node's status can say why it waits. */
-    private readonly onBusy: (attempt: number, retryInMs: number) => void = () => undefined,
-    private readonly retry = { attempts: 8, firstDelayMs: 500, maxDelayMs: 15_000 },
-    private readonly timeoutMs = 30 * 60_000,
-  ) {}
+    binary: string,
+    log: Logger,
+    onBusy: (attempt: number, retryInMs: number) => void = () => undefined,
+    retry: { attempts: number; firstDelayMs: number; maxDelayMs: number } = { attempts: 8, firstDelayMs: 500, maxDelayMs: 15_000 },
+    timeoutMs: number = 30 * 60_000,
+  ) {
+    this.binary = binary;
+    this.log = log;
+    this.onBusy = onBusy;
+    this.retry = retry;
+    this.timeoutMs = timeoutMs;
+  }
 
   async status(): Promise<OstreeStatus> {
     const out = await this.run(['status', '--json']);

@@ -49,16 +49,23 @@ export class SystemdClient {
    */
   #inFlight = new Set<(why: string) => void>();
 
+  private readonly open: () => MessageBus;
+  private readonly jobTimeoutMs: number;
+  /** No D-Bus call waits longer than this for its reply. */
+  private readonly callTimeoutMs: number;
   /**
    * `open` makes a new connection: after one is lost (the manager restarted, the socket closed,
    * a call unanswered past its deadline) the next call opens another and subscribes again.
    */
   constructor(
-    private readonly open: () => MessageBus,
-    private readonly jobTimeoutMs = 90_000,
-    /** No D-Bus call waits longer than this for its reply. */
-    private readonly callTimeoutMs = 25_000,
-  ) {}
+    open: () => MessageBus,
+    jobTimeoutMs: number = 90_000,
+    callTimeoutMs: number = 25_000,
+  ) {
+    this.open = open;
+    this.jobTimeoutMs = jobTimeoutMs;
+    this.callTimeoutMs = callTimeoutMs;
+  }
 
   static connect(which: string, jobTimeoutMs?: number, callTimeoutMs?: number): SystemdClient {
     return new SystemdClient(() => openBus(which), jobTimeoutMs, callTimeoutMs);

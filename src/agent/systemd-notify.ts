@@ -15,7 +15,10 @@ export class SystemdNotify {
   #starved: string | undefined;
   readonly enabled = Boolean(process.env.NOTIFY_SOCKET);
 
-  constructor(private readonly log?: Logger) {}
+  private readonly log?: Logger;
+  constructor(log?: Logger) {
+    this.log = log;
+  }
 
   #send(...args: string[]): void {
     if (!this.enabled) return;

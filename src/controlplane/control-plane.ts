@@ -91,7 +91,13 @@ export class ControlPlane {
   /** With --kubernetes-source, the controller that takes MachineConfigs and pools from the cluster. */
   readonly #source: KubernetesSourceController | undefined;
 
-  private constructor(readonly cache: ClusterCache, readonly replica: Replica, options: ControlPlaneOptions, log: Logger, readonly metrics: ServerMetrics) {
+  readonly cache: ClusterCache;
+  readonly replica: Replica;
+  readonly metrics: ServerMetrics;
+  private constructor(cache: ClusterCache, replica: Replica, options: ControlPlaneOptions, log: Logger, metrics: ServerMetrics) {
+    this.cache = cache;
+    this.replica = replica;
+    this.metrics = metrics;
     this.watchBacklog = options.watchBacklog ?? 1024;
     this.clock = options.clock ?? systemClock;
     const cp = this;

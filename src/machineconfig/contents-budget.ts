@@ -7,7 +7,14 @@ import { MAX_APPLY_CONTENTS_BYTES, MAX_CONFIG_CONTENTS_BYTES } from './constants
 export class ContentsBudget {
   #used = 0;
 
-  constructor(readonly limit: number, readonly scope: string, readonly parent?: ContentsBudget) {}
+  readonly limit: number;
+  readonly scope: string;
+  readonly parent?: ContentsBudget;
+  constructor(limit: number, scope: string, parent?: ContentsBudget) {
+    this.limit = limit;
+    this.scope = scope;
+    this.parent = parent;
+  }
 
   /** The least room left in this chain: what one file may still add. A number rather than
    * tightest()'s pair, because it is asked for every file and only a refusal needs the pair. */

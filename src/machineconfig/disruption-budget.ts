@@ -52,7 +52,9 @@ export class GroupBudget {
   readonly #limit = new Map<string, number>();
   readonly #used = new Map<string, number>();
 
-  constructor(private readonly budget: DisruptionBudget, nodes: readonly NodeRecord[], isUnavailable: (n: NodeRecord) => boolean) {
+  private readonly budget: DisruptionBudget;
+  constructor(budget: DisruptionBudget, nodes: readonly NodeRecord[], isUnavailable: (n: NodeRecord) => boolean) {
+    this.budget = budget;
     const sizes = new Map<string, number>();
     for (const n of nodes) {
       const g = budgetGroupOf(budget, n);

@@ -31,46 +31,66 @@ export class McplaneError extends Error {
 /** A document (or a set of them) breaks one or more rules; `problems` lists every one. */
 export class InvalidDocumentError extends McplaneError {
   override readonly code = 'MCPLANE_INVALID_DOCUMENT';
-  constructor(readonly problems: Problem[]) {
+  readonly problems: Problem[];
+  constructor(problems: Problem[]) {
     super(summarize('invalid document', problems));
+    this.problems = problems;
   }
 }
 
 /** A pool's configs could not be merged into a rendered config. */
 export class RenderError extends McplaneError {
   override readonly code = 'MCPLANE_RENDER_FAILED';
-  constructor(readonly pool: string, readonly problems: Problem[]) {
+  readonly pool: string;
+  readonly problems: Problem[];
+  constructor(pool: string, problems: Problem[]) {
     super(summarize(`pool ${pool}: render failed`, problems));
+    this.pool = pool;
+    this.problems = problems;
   }
 }
 
 /** A node's labels match more than one custom pool; MCO refuses to guess, and so do we. */
 export class PoolConflictError extends McplaneError {
   override readonly code = 'MCPLANE_POOL_CONFLICT';
-  constructor(readonly node: string, readonly pools: string[]) {
+  readonly node: string;
+  readonly pools: string[];
+  constructor(node: string, pools: string[]) {
     super(`node ${node} matches more than one custom pool (${pools.join(', ')}); a node belongs to exactly one pool: change the pools' nodeSelectors or the node's labels`);
+    this.node = node;
+    this.pools = pools;
   }
 }
 
 export class UnknownPoolError extends McplaneError {
   override readonly code = 'MCPLANE_UNKNOWN_POOL';
-  constructor(readonly pool: string, known: string[]) {
+  readonly pool: string;
+  constructor(pool: string, known: string[]) {
     super(`MachineConfigPool/${pool} does not exist (known pools: ${known.length ? known.join(', ') : 'none'})`);
+    this.pool = pool;
   }
 }
 
 export class NotFoundError extends McplaneError {
   override readonly code = 'MCPLANE_NOT_FOUND';
-  constructor(readonly kind: string, readonly objectName: string) {
+  readonly kind: string;
+  readonly objectName: string;
+  constructor(kind: string, objectName: string) {
     super(`${kind}/${objectName} not found`);
+    this.kind = kind;
+    this.objectName = objectName;
   }
 }
 
 /** Compare-and-swap lost: somebody else wrote the object since it was read. */
 export class ConflictError extends McplaneError {
   override readonly code = 'MCPLANE_CONFLICT';
-  constructor(readonly kind: string, readonly objectName: string, expected: string, actual: string) {
+  readonly kind: string;
+  readonly objectName: string;
+  constructor(kind: string, objectName: string, expected: string, actual: string) {
     super(`${kind}/${objectName}: resourceVersion ${expected} is stale (current ${actual}); read it again and retry`);
+    this.kind = kind;
+    this.objectName = objectName;
   }
 }
 
@@ -97,8 +117,10 @@ export class PreconditionFailedError extends McplaneError {
 /** Too many requests from one caller (a node's reconnects, failed enrollments): retry later. */
 export class RateLimitedError extends McplaneError {
   override readonly code = 'MCPLANE_RATE_LIMITED';
-  constructor(message: string, readonly retryAfterSeconds: number) {
+  readonly retryAfterSeconds: number;
+  constructor(message: string, retryAfterSeconds: number) {
     super(`${message}; retry in ${retryAfterSeconds} s`);
+    this.retryAfterSeconds = retryAfterSeconds;
   }
 }
 
@@ -120,8 +142,12 @@ export class NotTryingError extends McplaneError {
 /** A call to a server failed; the message explains what the gRPC status means for the user. */
 export class RemoteCallError extends McplaneError {
   override readonly code = 'MCPLANE_REMOTE_CALL';
-  constructor(message: string, readonly grpcCode: number, readonly problems: Problem[] = []) {
+  readonly grpcCode: number;
+  readonly problems: Problem[];
+  constructor(message: string, grpcCode: number, problems: Problem[] = []) {
     super(message);
+    this.grpcCode = grpcCode;
+    this.problems = problems;
   }
 }
 
@@ -133,8 +159,10 @@ export class SystemdError extends McplaneError {
 /** An rpm-ostree command failed (other than being busy, which is retried). */
 export class RpmOstreeError extends McplaneError {
   override readonly code = 'MCPLANE_RPM_OSTREE';
-  constructor(message: string, readonly busy = false) {
+  readonly busy: boolean;
+  constructor(message: string, busy: boolean = false) {
     super(message);
+    this.busy = busy;
   }
 }
 
@@ -144,8 +172,14 @@ export class RpmOstreeError extends McplaneError {
  */
 export class InsufficientDiskError extends McplaneError {
   override readonly code = 'MCPLANE_INSUFFICIENT_DISK';
-  constructor(readonly fileSystem: string, readonly freeBytes: number, readonly neededBytes: number, what: string) {
+  readonly fileSystem: string;
+  readonly freeBytes: number;
+  readonly neededBytes: number;
+  constructor(fileSystem: string, freeBytes: number, neededBytes: number, what: string) {
     super(`${fileSystem} has ${freeBytes} bytes free; ${what} needs ${neededBytes} bytes free there (${formatBytes(freeBytes)} free, ${formatBytes(neededBytes)} needed)`);
+    this.fileSystem = fileSystem;
+    this.freeBytes = freeBytes;
+    this.neededBytes = neededBytes;
   }
 }
 
@@ -164,8 +198,14 @@ export function formatBytes(n: number): string {
  */
 export class UpdateStepError extends McplaneError {
   override readonly code: 'MCPLANE_UPDATE_STEP' | 'MCPLANE_UNRECONCILABLE' = 'MCPLANE_UPDATE_STEP';
-  constructor(readonly step: string, readonly object: string, readonly cause_: string) {
+  readonly step: string;
+  readonly object: string;
+  readonly cause_: string;
+  constructor(step: string, object: string, cause_: string) {
     super(`${step}: ${object}: ${cause_}`);
+    this.step = step;
+    this.object = object;
+    this.cause_ = cause_;
   }
 }
 
@@ -190,8 +230,10 @@ export class BackupError extends McplaneError {
 /** Reading a manifest file or directory failed (missing, unreadable). */
 export class ManifestReadError extends McplaneError {
   override readonly code = 'MCPLANE_MANIFEST_READ';
-  constructor(readonly path: string, cause: unknown) {
+  readonly path: string;
+  constructor(path: string, cause: unknown) {
     super(`cannot read ${path}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.path = path;
   }
 }
 
@@ -222,8 +264,10 @@ export interface YamlSyntaxLocation {
 
 export class YamlSyntaxError extends McplaneError {
   override readonly code = 'MCPLANE_YAML_SYNTAX';
-  constructor(readonly locations: YamlSyntaxLocation[]) {
+  readonly locations: YamlSyntaxLocation[];
+  constructor(locations: YamlSyntaxLocation[]) {
     super(locations.map(formatYamlSyntaxLocation).join('\n'));
+    this.locations = locations;
   }
 }
 
@@ -240,8 +284,12 @@ export function formatYamlSyntaxLocation(l: YamlSyntaxLocation): string {
  */
 export class UnsafePathError extends McplaneError {
   override readonly code = 'MCPLANE_UNSAFE_PATH';
-  constructor(readonly path: string, readonly component: string) {
+  readonly path: string;
+  readonly component: string;
+  constructor(path: string, component: string) {
     super(`${component} is a symbolic link or not a directory (it changed after ${path} was checked); refusing to follow it`);
+    this.path = path;
+    this.component = component;
   }
 }
 
@@ -262,8 +310,10 @@ export class KubernetesSourceError extends McplaneError {
 /** A call to the Kubernetes API failed (`mcctl import`); `httpCode` is 0 when no answer came. */
 export class KubernetesApiError extends McplaneError {
   override readonly code = 'MCPLANE_KUBERNETES_API';
-  constructor(message: string, readonly httpCode: number) {
+  readonly httpCode: number;
+  constructor(message: string, httpCode: number) {
     super(message);
+    this.httpCode = httpCode;
   }
 }
 
@@ -273,8 +323,12 @@ export class KubernetesApiError extends McplaneError {
  */
 export class TomlSyntaxError extends McplaneError {
   override readonly code = 'MCPLANE_TOML_SYNTAX';
-  constructor(readonly reason: string, readonly line?: number) {
+  readonly reason: string;
+  readonly line?: number;
+  constructor(reason: string, line?: number) {
     super(line === undefined ? reason : `${reason} at line ${line}`);
+    this.reason = reason;
+    this.line = line;
   }
 }
 
@@ -286,8 +340,10 @@ export class TomlSyntaxError extends McplaneError {
  */
 export class GenerateConfigError extends McplaneError {
   override readonly code = 'MCPLANE_GENERATE_FAILED';
-  constructor(readonly problems: Problem[]) {
+  readonly problems: Problem[];
+  constructor(problems: Problem[]) {
     super(summarize('cannot generate MachineConfig', problems));
+    this.problems = problems;
   }
 }
 
@@ -297,8 +353,12 @@ export class GenerateConfigError extends McplaneError {
  */
 export class CriCallError extends McplaneError {
   override readonly code = 'MCPLANE_CRI_CALL';
-  constructor(readonly call: string, readonly reason: string, options?: ErrorOptions) {
+  readonly call: string;
+  readonly reason: string;
+  constructor(call: string, reason: string, options?: ErrorOptions) {
     super(`CRI ImageService.${call}: ${reason}`, options);
+    this.call = call;
+    this.reason = reason;
   }
 }
 
@@ -308,16 +368,32 @@ export class CriCallError extends McplaneError {
  */
 export class PinnedImageDiskSpaceError extends McplaneError {
   override readonly code = 'MCPLANE_PINNED_IMAGE_DISK_SPACE';
-  constructor(readonly set: string, readonly mountpoint: string, readonly freeBytes: number, readonly neededBytes: number, readonly minFreeBytes: number) {
+  readonly set: string;
+  readonly mountpoint: string;
+  readonly freeBytes: number;
+  readonly neededBytes: number;
+  readonly minFreeBytes: number;
+  constructor(set: string, mountpoint: string, freeBytes: number, neededBytes: number, minFreeBytes: number) {
     super(`PinnedImageSet/${set}: image filesystem ${mountpoint} has ${freeBytes} bytes free; the set's missing images need ${neededBytes} bytes and ${minFreeBytes} bytes must stay free, so nothing of the set is pulled`);
+    this.set = set;
+    this.mountpoint = mountpoint;
+    this.freeBytes = freeBytes;
+    this.neededBytes = neededBytes;
+    this.minFreeBytes = minFreeBytes;
   }
 }
 
 /** One pinned image could not be pulled after every retry. */
 export class PinnedImagePullError extends McplaneError {
   override readonly code = 'MCPLANE_PINNED_IMAGE_PULL';
-  constructor(readonly image: string, readonly attempts: number, readonly reason: string) {
+  readonly image: string;
+  readonly attempts: number;
+  readonly reason: string;
+  constructor(image: string, attempts: number, reason: string) {
     super(`pulling ${image} failed after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${reason}`);
+    this.image = image;
+    this.attempts = attempts;
+    this.reason = reason;
   }
 }
 

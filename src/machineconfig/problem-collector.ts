@@ -13,7 +13,12 @@ export class ProblemCollector {
   /** What is valid and yet most likely not what the author meant: Apply answers with these. */
   readonly warnings: string[] = [];
 
-  constructor(readonly object: string, readonly source?: string) {}
+  readonly object: string;
+  readonly source?: string;
+  constructor(object: string, source?: string) {
+    this.object = object;
+    this.source = source;
+  }
 
   warn(message: string): void {
     this.warnings.push(message);

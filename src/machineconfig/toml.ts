@@ -31,7 +31,10 @@ class TomlReader {
   private readonly sealed = new Set<unknown>();
   private readonly tableArrays = new Set<TomlValue[]>();
 
-  constructor(private readonly s: string) {}
+  private readonly s: string;
+  constructor(s: string) {
+    this.s = s;
+  }
 
   private line(): number {
     let n = 1;

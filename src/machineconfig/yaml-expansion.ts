@@ -36,11 +36,18 @@ export class YamlBudget {
   /** Set once a text broke a limit: the problem is reported once, later texts are not read. */
   exceeded = false;
 
+  readonly maxTokens: number;
+  readonly maxNodes: number;
+  readonly maxAnchors: number;
   constructor(
-    readonly maxTokens = MAX_APPLY_YAML_TOKENS,
-    readonly maxNodes = MAX_APPLY_YAML_NODES,
-    readonly maxAnchors = MAX_APPLY_YAML_ANCHORS,
-  ) {}
+    maxTokens: number = MAX_APPLY_YAML_TOKENS,
+    maxNodes: number = MAX_APPLY_YAML_NODES,
+    maxAnchors: number = MAX_APPLY_YAML_ANCHORS,
+  ) {
+    this.maxTokens = maxTokens;
+    this.maxNodes = maxNodes;
+    this.maxAnchors = maxAnchors;
+  }
 }
 
 // The lexer's markers for "a document starts" and "a plain scalar follows"; they stand for no text.

@@ -8,7 +8,10 @@ import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
 
 /** A message's wire bytes, written as they are by a stream of a wrapped service. */
 export class PreEncoded {
-  constructor(readonly bytes: Buffer) {}
+  readonly bytes: Buffer;
+  constructor(bytes: Buffer) {
+    this.bytes = bytes;
+  }
 }
 
 /** Encodes `message` with `method`'s response serializer, for writing to many of its streams. */

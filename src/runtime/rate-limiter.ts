@@ -15,7 +15,10 @@ export class RateLimiter {
   #buckets = new Map<string, Bucket>();
   #lastSweep = Date.now();
 
-  constructor(private readonly limit: RateLimit) {}
+  private readonly limit: RateLimit;
+  constructor(limit: RateLimit) {
+    this.limit = limit;
+  }
 
   /** Takes one token for `key`; returns 0 when allowed, else the seconds until one is free. */
   take(key: string, now = Date.now()): number {

@@ -45,7 +45,13 @@ export class ReloadingTls implements experimental.CertificateProvider {
   #watching = false;
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(readonly files: TlsFiles, private readonly what: string, private readonly onError: (message: string) => void = () => {}) {
+  readonly files: TlsFiles;
+  private readonly what: string;
+  private readonly onError: (message: string) => void;
+  constructor(files: TlsFiles, what: string, onError: (message: string) => void = () => {}) {
+    this.files = files;
+    this.what = what;
+    this.onError = onError;
     this.#material = checkTlsMaterial(readTlsFiles(files, what), files, what);
   }
 

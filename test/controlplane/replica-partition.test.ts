@@ -21,7 +21,10 @@ class CuttableProxy {
   #sockets = new Set<Socket>();
   port = 0;
 
-  constructor(private readonly target: { host: string; port: number }) {}
+  private readonly target: { host: string; port: number };
+  constructor(target: { host: string; port: number }) {
+    this.target = target;
+  }
 
   async open(): Promise<void> {
     this.#server = createServer((client) => {

@@ -28,7 +28,9 @@ export class Page {
   /** Console messages and uncaught exceptions of the page, for assertion messages. */
   readonly console: string[] = [];
 
-  constructor(private readonly ws: WebSocket) {
+  private readonly ws: WebSocket;
+  constructor(ws: WebSocket) {
+    this.ws = ws;
     ws.addEventListener('message', (ev) => {
       const msg = JSON.parse(String(ev.data)) as { id?: number; result?: unknown; error?: { message: string }; method?: string; params?: Record<string, unknown> };
       if (msg.id !== undefined) {

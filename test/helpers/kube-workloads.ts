@@ -55,7 +55,17 @@ export class Workload {
   #timer: NodeJS.Timeout;
   #next = 0;
 
-  constructor(private readonly standIn: KubeApiStandIn, readonly namespace: string, readonly app: string, readonly replicas: number, private readonly nodes: string[]) {
+  private readonly standIn: KubeApiStandIn;
+  readonly namespace: string;
+  readonly app: string;
+  readonly replicas: number;
+  private readonly nodes: string[];
+  constructor(standIn: KubeApiStandIn, namespace: string, app: string, replicas: number, nodes: string[]) {
+    this.standIn = standIn;
+    this.namespace = namespace;
+    this.app = app;
+    this.replicas = replicas;
+    this.nodes = nodes;
     this.#timer = setInterval(() => this.#sync(), 25);
   }
 

@@ -78,7 +78,9 @@ export class SimulatedAgent {
   #waiters: (() => void)[] = [];
   #closed = false;
 
-  constructor(readonly options: SimulatedAgentOptions) {
+  readonly options: SimulatedAgentOptions;
+  constructor(options: SimulatedAgentOptions) {
+    this.options = options;
     this.#tls = { ca: readFileSync(options.tls.ca), cert: readFileSync(options.tls.cert), key: readFileSync(options.tls.key) };
     this.connectedTo = options.address;
     this.status = { currentConfig: options.currentConfig ?? '', desiredConfig: '', state: 'Done', phase: 'done', reason: '' };

@@ -17,7 +17,11 @@ export class StandInReplica {
   readonly server = new Server();
   port = 0;
 
-  constructor(readonly name: string, private readonly onRegister?: (call: ServerDuplexStream<AgentMessage__Output, ServerMessage>) => void) {
+  readonly name: string;
+  private readonly onRegister?: (call: ServerDuplexStream<AgentMessage__Output, ServerMessage>) => void;
+  constructor(name: string, onRegister?: (call: ServerDuplexStream<AgentMessage__Output, ServerMessage>) => void) {
+    this.name = name;
+    this.onRegister = onRegister;
     const { grpc } = loadMcplaneProto();
     this.server.addService(grpc.mcplane.v1.AgentService.service, {
       connect: (call: ServerDuplexStream<AgentMessage__Output, ServerMessage>) => {

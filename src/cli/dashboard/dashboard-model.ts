@@ -83,7 +83,10 @@ export class DashboardModel {
   readonly #deletedPools = new Set<string>();
   readonly #deletedNodes = new Set<string>();
 
-  constructor(private readonly now: () => number = Date.now) {}
+  private readonly now: () => number;
+  constructor(now: () => number = Date.now) {
+    this.now = now;
+  }
 
   /** The full state after (re)connecting: what is gone since the last one counts as deleted. */
   applySnapshot(events: WatchEvent__Output[]): void {

@@ -78,7 +78,9 @@ export class ConfigCommands {
   readonly #renderWaitMs: number;
   readonly #sourceCluster: string | undefined;
 
-  constructor(cache: ClusterCache, options: ConfigCommandsOptions, private readonly log: Logger) {
+  private readonly log: Logger;
+  constructor(cache: ClusterCache, options: ConfigCommandsOptions, log: Logger) {
+    this.log = log;
     this.#cache = cache;
     this.#store = cache.store;
     this.#clock = options.clock;

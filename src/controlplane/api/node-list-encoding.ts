@@ -19,11 +19,16 @@ const VARINT = 0;
 export class NodeListEncoder {
   readonly #bytes = new WeakMap<NodeView, Buffer>();
 
+  private readonly toWire: (view: NodeView) => Node;
+  private readonly encodeNode: (node: Node) => Buffer;
   /**
    * @param toWire the node as the API shows it (to-wire.ts)
    * @param encodeNode protobuf bytes of one mcplane.v1.Node (the contract's own serializer)
    */
-  constructor(private readonly toWire: (view: NodeView) => Node, private readonly encodeNode: (node: Node) => Buffer) {}
+  constructor(toWire: (view: NodeView) => Node, encodeNode: (node: Node) => Buffer) {
+    this.toWire = toWire;
+    this.encodeNode = encodeNode;
+  }
 
   /** One node's bytes, encoded the first time this view is asked for. */
   nodeBytes(view: NodeView): Buffer {

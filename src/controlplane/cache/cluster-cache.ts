@@ -93,8 +93,12 @@ export class ClusterCache extends EventEmitter<{ change: [CacheChange] }> {
   #unwatch: (() => void) | undefined;
   #stopped = false;
 
-  private constructor(readonly store: Store, private readonly log: Logger) {
+  readonly store: Store;
+  private readonly log: Logger;
+  private constructor(store: Store, log: Logger) {
     super();
+    this.store = store;
+    this.log = log;
     this.setMaxListeners(0);
     for (const kind of CACHED_KINDS) this.#objects.set(kind, new Map());
   }

@@ -60,11 +60,15 @@ export class ControllerManager {
     for (const lane of this.#lanes) if (this.#runnable(lane)) this.#enqueue(lane, change);
   };
 
+  private readonly cache: ClusterCache;
+  private readonly log: Logger;
   constructor(
     controllers: readonly KeyedController<string>[],
-    private readonly cache: ClusterCache,
-    private readonly log: Logger,
+    cache: ClusterCache,
+    log: Logger,
   ) {
+    this.cache = cache;
+    this.log = log;
     this.#lanes = controllers.map((controller) => ({
       controller,
       queue: new RateLimitedQueue<string>(),

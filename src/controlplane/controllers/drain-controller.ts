@@ -74,15 +74,27 @@ export class DrainController implements KeyedController<string> {
    */
   #refusals = new Map<string, number>();
 
+  private readonly cache: ClusterCache;
+  private readonly writer: LeaderWriter;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  /** Absent without Kubernetes access: holds and drains wait for a leader that has it. */
+  private readonly kube: { ops: NodeOperations; sync: KubernetesNodeSync; events?: EventRecorder } | undefined;
+  private readonly settings: DrainSettings;
   constructor(
-    private readonly cache: ClusterCache,
-    private readonly writer: LeaderWriter,
-    private readonly clock: Clock,
-    private readonly log: Logger,
-    /** Absent without Kubernetes access: holds and drains wait for a leader that has it. */
-    private readonly kube: { ops: NodeOperations; sync: KubernetesNodeSync; events?: EventRecorder } | undefined,
-    private readonly settings: DrainSettings = DEFAULT_DRAIN_SETTINGS,
+    cache: ClusterCache,
+    writer: LeaderWriter,
+    clock: Clock,
+    log: Logger,
+    kube: { ops: NodeOperations; sync: KubernetesNodeSync; events?: EventRecorder } | undefined,
+    settings: DrainSettings = DEFAULT_DRAIN_SETTINGS,
   ) {
+    this.cache = cache;
+    this.writer = writer;
+    this.clock = clock;
+    this.log = log;
+    this.kube = kube;
+    this.settings = settings;
     this.concurrency = settings.concurrency;
   }
 

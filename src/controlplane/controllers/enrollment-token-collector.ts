@@ -19,12 +19,21 @@ export class EnrollmentTokenCollector implements Controller {
   readonly name = 'enrollment-token-gc';
   readonly leaderOnly = true;
 
+  private readonly cache: ClusterCache;
+  private readonly writer: LeaderWriter;
+  private readonly sweepMs: number;
+  private readonly log: Logger;
   constructor(
-    private readonly cache: ClusterCache,
-    private readonly writer: LeaderWriter,
-    private readonly sweepMs: number,
-    private readonly log: Logger,
-  ) {}
+    cache: ClusterCache,
+    writer: LeaderWriter,
+    sweepMs: number,
+    log: Logger,
+  ) {
+    this.cache = cache;
+    this.writer = writer;
+    this.sweepMs = sweepMs;
+    this.log = log;
+  }
 
   interestedIn(): boolean {
     return false;

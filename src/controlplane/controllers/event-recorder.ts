@@ -97,7 +97,14 @@ export class EventRecorder implements Controller {
   /** When (ms) the next cut is due even below the bound: the oldest event's expiry, or the sweep. */
   #nextCutAt = 0;
 
-  constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly log: Logger) {}
+  private readonly cache: ClusterCache;
+  private readonly writer: LeaderWriter;
+  private readonly log: Logger;
+  constructor(cache: ClusterCache, writer: LeaderWriter, log: Logger) {
+    this.cache = cache;
+    this.writer = writer;
+    this.log = log;
+  }
 
   interestedIn(change: CacheChange): boolean {
     if (change.resync) this.#dirty = 'all';

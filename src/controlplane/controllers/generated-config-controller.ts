@@ -16,7 +16,14 @@ export class GeneratedConfigController implements Controller {
   readonly name = 'generated-configs';
   readonly leaderOnly = true;
 
-  constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly log: Logger) {}
+  private readonly cache: ClusterCache;
+  private readonly writer: LeaderWriter;
+  private readonly log: Logger;
+  constructor(cache: ClusterCache, writer: LeaderWriter, log: Logger) {
+    this.cache = cache;
+    this.writer = writer;
+    this.log = log;
+  }
 
   interestedIn(change: CacheChange): boolean {
     return change.changed.has('MachineConfig') || change.changed.has('MachineConfigPool') || SOURCE_STORED_KINDS.some((k) => change.changed.has(k));

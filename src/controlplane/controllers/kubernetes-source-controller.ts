@@ -65,7 +65,15 @@ export class KubernetesSourceController implements Controller {
    */
   readonly #parsed = new Map<string, { resourceVersion: string; value: unknown; problems: Problem[]; matchesStoreAt?: string }>();
 
-  constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly kube: KubernetesAccess, private readonly log: Logger) {
+  private readonly cache: ClusterCache;
+  private readonly writer: LeaderWriter;
+  private readonly kube: KubernetesAccess;
+  private readonly log: Logger;
+  constructor(cache: ClusterCache, writer: LeaderWriter, kube: KubernetesAccess, log: Logger) {
+    this.cache = cache;
+    this.writer = writer;
+    this.kube = kube;
+    this.log = log;
     this.configs = new ClusterInformer(kube, customResourceSource(kube, { group: GROUP, version: VERSION, plural: 'machineconfigs' }), log);
     this.pools = new ClusterInformer(kube, customResourceSource(kube, { group: GROUP, version: VERSION, plural: 'machineconfigpools' }), log);
     this.#events = new EventRecorder(kube, log);

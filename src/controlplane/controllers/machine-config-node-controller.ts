@@ -39,11 +39,18 @@ export class MachineConfigNodeController implements Controller {
   /** Without the CRD, node changes ask nothing of the API server until this time. */
   #recheckAt = 0;
 
+  private readonly cache: ClusterCache;
+  private readonly access: KubernetesAccess;
+  private readonly log: Logger;
   constructor(
-    private readonly cache: ClusterCache,
-    private readonly access: KubernetesAccess,
-    private readonly log: Logger,
-  ) {}
+    cache: ClusterCache,
+    access: KubernetesAccess,
+    log: Logger,
+  ) {
+    this.cache = cache;
+    this.access = access;
+    this.log = log;
+  }
 
   interestedIn(change: CacheChange): boolean {
     return change.nodes.size > 0 || change.resync === true;

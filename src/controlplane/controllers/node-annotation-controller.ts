@@ -37,12 +37,21 @@ export class NodeAnnotationController implements Controller {
   /** What was last patched on a node, until the Node is seen again (the watch catches up). */
   #sent = new Map<string, string>();
 
+  private readonly cache: ClusterCache;
+  private readonly ops: NodeOperations;
+  private readonly sync: KubernetesNodeSync;
+  private readonly log: Logger;
   constructor(
-    private readonly cache: ClusterCache,
-    private readonly ops: NodeOperations,
-    private readonly sync: KubernetesNodeSync,
-    private readonly log: Logger,
-  ) {}
+    cache: ClusterCache,
+    ops: NodeOperations,
+    sync: KubernetesNodeSync,
+    log: Logger,
+  ) {
+    this.cache = cache;
+    this.ops = ops;
+    this.sync = sync;
+    this.log = log;
+  }
 
   interestedIn(change: CacheChange): boolean {
     for (const name of change.changed.get('KubernetesNode') ?? []) this.#sent.delete(name);

@@ -15,11 +15,15 @@ export class PoolKeys {
    */
   #lastPool = new Map<string, string>();
 
+  private readonly cache: ClusterCache;
+  /** Kinds whose change concerns every pool (the cluster's disruption policy, say). */
+  private readonly everyPoolOn: readonly StoredKind[];
   constructor(
-    private readonly cache: ClusterCache,
-    /** Kinds whose change concerns every pool (the cluster's disruption policy, say). */
-    private readonly everyPoolOn: readonly StoredKind[] = [],
+    cache: ClusterCache,
+    everyPoolOn: readonly StoredKind[] = [],
   ) {
+    this.cache = cache;
+    this.everyPoolOn = everyPoolOn;
     this.#remember();
   }
 

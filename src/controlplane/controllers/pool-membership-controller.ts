@@ -25,7 +25,14 @@ export class PoolMembershipController implements Controller {
   #dirty = new Set<string>();
   #all = true;
 
-  constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly log: Logger) {}
+  private readonly cache: ClusterCache;
+  private readonly writer: LeaderWriter;
+  private readonly log: Logger;
+  constructor(cache: ClusterCache, writer: LeaderWriter, log: Logger) {
+    this.cache = cache;
+    this.writer = writer;
+    this.log = log;
+  }
 
   interestedIn(change: CacheChange): boolean {
     if (change.resync || change.changed.has('MachineConfigPool')) this.#all = true;

@@ -21,7 +21,13 @@ export class PoolStatusController implements KeyedController<string> {
   readonly minIntervalMs = 100;
   readonly #poolKeys: PoolKeys;
 
-  constructor(private readonly cache: ClusterCache, private readonly writer: LeaderWriter, private readonly clock: Clock) {
+  private readonly cache: ClusterCache;
+  private readonly writer: LeaderWriter;
+  private readonly clock: Clock;
+  constructor(cache: ClusterCache, writer: LeaderWriter, clock: Clock) {
+    this.cache = cache;
+    this.writer = writer;
+    this.clock = clock;
     this.#poolKeys = new PoolKeys(cache, ['KubernetesSource']);
   }
 

@@ -17,10 +17,14 @@ export const DEFAULT_MAX_DELAY_MS = 30_000;
 export class ExponentialBackoff<K> implements KeyRateLimiter<K> {
   #failures = new Map<K, number>();
 
+  private readonly baseMs: number;
+  private readonly maxMs: number;
   constructor(
-    private readonly baseMs = DEFAULT_BASE_DELAY_MS,
-    private readonly maxMs = DEFAULT_MAX_DELAY_MS,
+    baseMs: number = DEFAULT_BASE_DELAY_MS,
+    maxMs: number = DEFAULT_MAX_DELAY_MS,
   ) {
+    this.baseMs = baseMs;
+    this.maxMs = maxMs;
     if (!(baseMs > 0) || !(maxMs >= baseMs)) throw new RangeError(`backoff needs 0 < base (${baseMs}) <= max (${maxMs})`);
   }
 

@@ -26,13 +26,24 @@ export class RenderController implements KeyedController<string> {
   /** Pools rendered at once: a render is CPU, but its two writes need not wait for another pool's. */
   readonly concurrency = 2;
 
+  private readonly cache: ClusterCache;
+  private readonly writer: LeaderWriter;
+  private readonly log: Logger;
+  private readonly metrics?: Pick<ServerMetrics, 'observeRender'>;
+  private readonly clock: Clock;
   constructor(
-    private readonly cache: ClusterCache,
-    private readonly writer: LeaderWriter,
-    private readonly log: Logger,
-    private readonly metrics?: Pick<ServerMetrics, 'observeRender'>,
-    private readonly clock: Clock = systemClock,
-  ) {}
+    cache: ClusterCache,
+    writer: LeaderWriter,
+    log: Logger,
+    metrics?: Pick<ServerMetrics, 'observeRender'>,
+    clock: Clock = systemClock,
+  ) {
+    this.cache = cache;
+    this.writer = writer;
+    this.log = log;
+    this.metrics = metrics;
+    this.clock = clock;
+  }
 
   /**
    * A changed pool is its own key. A changed MachineConfig may enter or leave any pool's selection,

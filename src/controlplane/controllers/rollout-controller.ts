@@ -37,15 +37,25 @@ export class RolloutController implements KeyedController<string> {
   #toldWaitingForWindow = new Set<string>();
   readonly #poolKeys: PoolKeys;
 
+  private readonly cache: ClusterCache;
+  private readonly writer: LeaderWriter;
+  /** For time-driven decisions (windows, soaks). */
+  protected readonly clock: Clock;
+  private readonly log: Logger;
+  /** Set with Kubernetes access: a config that needs a drain is written held until drained. */
+  private readonly drains?: DrainAccess;
   constructor(
-    private readonly cache: ClusterCache,
-    private readonly writer: LeaderWriter,
-    /** For time-driven decisions (windows, soaks). */
-    protected readonly clock: Clock,
-    private readonly log: Logger,
-    /** Set with Kubernetes access: a config that needs a drain is written held until drained. */
-    private readonly drains?: DrainAccess,
+    cache: ClusterCache,
+    writer: LeaderWriter,
+    clock: Clock,
+    log: Logger,
+    drains?: DrainAccess,
   ) {
+    this.cache = cache;
+    this.writer = writer;
+    this.clock = clock;
+    this.log = log;
+    this.drains = drains;
     this.#poolKeys = new PoolKeys(cache, ['MachineConfiguration']);
   }
 

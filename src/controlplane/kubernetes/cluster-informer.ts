@@ -95,14 +95,22 @@ export class ClusterInformer<T extends { metadata?: { name?: string; resourceVer
   /** Bumped by every start/stop, so a late callback of an old watch does nothing. */
   #epoch = 0;
 
+  private readonly kube: KubernetesAccess;
+  readonly source: ListWatchSource<T>;
+  private readonly log: Logger;
+  /** false: only the events say what the objects are (Nodes are large, and stored elsewhere). */
+  private readonly keepObjects: boolean;
   constructor(
-    private readonly kube: KubernetesAccess,
-    readonly source: ListWatchSource<T>,
-    private readonly log: Logger,
-    /** false: only the events say what the objects are (Nodes are large, and stored elsewhere). */
-    private readonly keepObjects = true,
+    kube: KubernetesAccess,
+    source: ListWatchSource<T>,
+    log: Logger,
+    keepObjects: boolean = true,
   ) {
     super();
+    this.kube = kube;
+    this.source = source;
+    this.log = log;
+    this.keepObjects = keepObjects;
   }
 
   get synced(): boolean {

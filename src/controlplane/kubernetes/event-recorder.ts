@@ -25,7 +25,12 @@ export class EventRecorder {
   /** `${uid or name}|${type}|${reason}|${message}` -> the Event recorded for it. */
   readonly #recorded = new Map<string, { namespace: string; name: string; count: number }>();
 
-  constructor(private readonly kube: KubernetesAccess, private readonly log: Logger) {}
+  private readonly kube: KubernetesAccess;
+  private readonly log: Logger;
+  constructor(kube: KubernetesAccess, log: Logger) {
+    this.kube = kube;
+    this.log = log;
+  }
 
   async record(object: InvolvedObject, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
     const namespace = object.namespace || 'default';

@@ -25,14 +25,24 @@ export class KubernetesNodeSync {
   #queue: Promise<unknown> = Promise.resolve();
   #restart: NodeJS.Timeout | undefined;
 
+  private readonly cache: ClusterCache;
+  private readonly writer: LeaderWriter;
+  private readonly ops: NodeOperations;
+  private readonly log: Logger;
+  /** Called after each full list is stored (the rollout waits for the first). */
+  private readonly onSynced: () => void;
   constructor(
-    private readonly cache: ClusterCache,
-    private readonly writer: LeaderWriter,
-    private readonly ops: NodeOperations,
-    private readonly log: Logger,
-    /** Called after each full list is stored (the rollout waits for the first). */
-    private readonly onSynced: () => void,
+    cache: ClusterCache,
+    writer: LeaderWriter,
+    ops: NodeOperations,
+    log: Logger,
+    onSynced: () => void,
   ) {
+    this.cache = cache;
+    this.writer = writer;
+    this.ops = ops;
+    this.log = log;
+    this.onSynced = onSynced;
     this.#informer = new ClusterInformer(ops.access, nodeSource(ops.access), log, false);
     this.#informer.on('listed', (nodes) => void this.#enqueue(() => this.#storeList(nodes)).then((stored) => {
       // Until a full list is stored the rollout holds back drainable updates: list again.

@@ -32,7 +32,10 @@ export interface PodOnNode {
 export const MCO_ANNOTATION_PREFIX = 'machineconfiguration.openshift.io/';
 
 export class NodeOperations {
-  constructor(readonly access: KubernetesAccess) {}
+  readonly access: KubernetesAccess;
+  constructor(access: KubernetesAccess) {
+    this.access = access;
+  }
 
   /** Sets spec.unschedulable; returns the node as the API server now has it. */
   async setUnschedulable(node: string, unschedulable: boolean, signal?: AbortSignal): Promise<V1Node> {

@@ -32,7 +32,12 @@ interface Clock {
 export class PhaseTracker {
   readonly #clocks = new Map<string, Clock>();
 
-  constructor(private readonly observe: (phase: string, seconds: number) => void, private readonly now: () => number = Date.now) {}
+  private readonly observe: (phase: string, seconds: number) => void;
+  private readonly now: () => number;
+  constructor(observe: (phase: string, seconds: number) => void, now: () => number = Date.now) {
+    this.observe = observe;
+    this.now = now;
+  }
 
   /**
    * A status for `node`. `local`: it came from an agent stream this replica holds, so a phase

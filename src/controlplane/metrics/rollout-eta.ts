@@ -24,7 +24,10 @@ export class RolloutEta {
   readonly #pending = new Map<string, Pending>();
   readonly #recent = new Map<string, number[]>();
 
-  constructor(private readonly now: () => number = Date.now) {}
+  private readonly now: () => number;
+  constructor(now: () => number = Date.now) {
+    this.now = now;
+  }
 
   /** A node's view changed (or was first seen: `initial`). */
   observe(node: NodeView | undefined, name: string, initial: boolean): void {

@@ -42,7 +42,9 @@ export class ServerMetrics {
   #source: MetricsSource | undefined;
   #certificates: ServedCertificate[] = [];
 
-  constructor(private readonly replicaName: string) {
+  private readonly replicaName: string;
+  constructor(replicaName: string) {
+    this.replicaName = replicaName;
     this.registry.setDefaultLabels({ replica: replicaName });
     const registers = [this.registry];
     this.#phaseDuration = new Histogram({

@@ -11,7 +11,10 @@ export const systemClock: Clock = { now: () => Date.now() };
 
 /** A clock a test sets and advances by hand. */
 export class ManualClock implements Clock {
-  constructor(private ms: number) {}
+  private ms: number;
+  constructor(ms: number) {
+    this.ms = ms;
+  }
   now(): number {
     return this.ms;
   }

@@ -22,8 +22,14 @@ export class LeaderElection extends EventEmitter<{ leading: [boolean] }> {
   #tick: NodeJS.Timeout | undefined;
   #stopped = false;
 
-  constructor(private readonly cache: ClusterCache, private readonly replica: Replica, private readonly log: Logger) {
+  private readonly cache: ClusterCache;
+  private readonly replica: Replica;
+  private readonly log: Logger;
+  constructor(cache: ClusterCache, replica: Replica, log: Logger) {
     super();
+    this.cache = cache;
+    this.replica = replica;
+    this.log = log;
     cache.on('change', (change) => {
       if (change.resync || change.changed.has('Leader')) this.#check();
     });

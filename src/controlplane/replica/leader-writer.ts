@@ -8,7 +8,12 @@ import { splitIntoCommits } from '../store/store-limits.ts';
 import type { WriteOp } from '../store/store.ts';
 
 export class LeaderWriter {
-  constructor(private readonly cache: ClusterCache, private readonly election: LeaderElection) {}
+  private readonly cache: ClusterCache;
+  private readonly election: LeaderElection;
+  constructor(cache: ClusterCache, election: LeaderElection) {
+    this.cache = cache;
+    this.election = election;
+  }
 
   /**
    * One commit, all or nothing. `signal` is the controller run's: once this replica stops leading

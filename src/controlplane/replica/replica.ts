@@ -34,8 +34,16 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   #watchdog: NodeJS.Timeout | undefined;
   #stopped = false;
 
-  constructor(private readonly store: Store, private readonly cache: ClusterCache, readonly options: ReplicaOptions, private readonly log: Logger) {
+  private readonly store: Store;
+  private readonly cache: ClusterCache;
+  readonly options: ReplicaOptions;
+  private readonly log: Logger;
+  constructor(store: Store, cache: ClusterCache, options: ReplicaOptions, log: Logger) {
     super();
+    this.store = store;
+    this.cache = cache;
+    this.options = options;
+    this.log = log;
   }
 
   get name(): string {

@@ -32,7 +32,9 @@ export class AgentEntry {
   /** Update phases timed from the reports of the streams this replica holds. */
   readonly #phases: PhaseTracker;
 
-  constructor(cache: ClusterCache, sessions: AgentSessions, dispatcher: AssignmentDispatcher, phases: PhaseTracker, private readonly log: Logger) {
+  private readonly log: Logger;
+  constructor(cache: ClusterCache, sessions: AgentSessions, dispatcher: AssignmentDispatcher, phases: PhaseTracker, log: Logger) {
+    this.log = log;
     this.#cache = cache;
     this.#sessions = sessions;
     this.#dispatcher = dispatcher;

@@ -115,7 +115,13 @@ export class AgentSessions {
   /** Registrations that arrive together (agents of a replica that died) commit together. */
   readonly #registrationCommits: GroupCommit;
 
-  constructor(private readonly cache: ClusterCache, private readonly replica: Replica, private readonly log: Logger) {
+  private readonly cache: ClusterCache;
+  private readonly replica: Replica;
+  private readonly log: Logger;
+  constructor(cache: ClusterCache, replica: Replica, log: Logger) {
+    this.cache = cache;
+    this.replica = replica;
+    this.log = log;
     this.#registrationCommits = new GroupCommit(cache.store, undefined, REGISTRATION_COMMITS_IN_FLIGHT);
     this.writer = new NodeStatusWriter(cache, log, (node, epoch) => this.#sessionLost(node, epoch));
     this.history = new NodeHistoryWriter(cache, log);

@@ -38,7 +38,13 @@ export class AssignmentDispatcher {
    */
   readonly #hooksJson = new Map<string, string>();
 
-  constructor(private readonly cache: ClusterCache, private readonly sessions: AgentSessions, private readonly log: Logger) {
+  private readonly cache: ClusterCache;
+  private readonly sessions: AgentSessions;
+  private readonly log: Logger;
+  constructor(cache: ClusterCache, sessions: AgentSessions, log: Logger) {
+    this.cache = cache;
+    this.sessions = sessions;
+    this.log = log;
     cache.on('change', (change) => this.#onChange(change));
   }
 

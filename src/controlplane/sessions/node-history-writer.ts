@@ -26,7 +26,12 @@ export class NodeHistoryWriter {
   #queues = new Map<string, Promise<void>>();
   controlPlanePhases: ControlPlanePhases = () => [];
 
-  constructor(private readonly cache: ClusterCache, private readonly log: Logger) {}
+  private readonly cache: ClusterCache;
+  private readonly log: Logger;
+  constructor(cache: ClusterCache, log: Logger) {
+    this.cache = cache;
+    this.log = log;
+  }
 
   /** A finished update the agent reported; stored once, in the background. */
   offer(node: string, epoch: string, record: UpdateRecord | null | undefined): void {

@@ -28,11 +28,18 @@ export class NodeStatusWriter {
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> = Promise.resolve();
 
+  private readonly cache: ClusterCache;
+  private readonly log: Logger;
+  private readonly onStale: (node: string, epoch: string) => void;
   constructor(
-    private readonly cache: ClusterCache,
-    private readonly log: Logger,
-    private readonly onStale: (node: string, epoch: string) => void,
-  ) {}
+    cache: ClusterCache,
+    log: Logger,
+    onStale: (node: string, epoch: string) => void,
+  ) {
+    this.cache = cache;
+    this.log = log;
+    this.onStale = onStale;
+  }
 
   /** The write of a session's first report, for the commit that opens the session. */
   opening(node: string, status: NodeStatus, at: number): WriteOp {

@@ -28,15 +28,27 @@ export class EtcdLeaseKeepAlive {
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
 
+  private readonly connection: EtcdConnection;
+  readonly id: string;
+  readonly ttlMs: number;
+  private readonly events: KeepAliveEvents;
+  private readonly log: Logger;
+  /** Asked before each renewal: false leaves the lease to expire (its holder has stalled). */
+  private readonly mayRenew: () => boolean;
   constructor(
-    private readonly connection: EtcdConnection,
-    readonly id: string,
-    readonly ttlMs: number,
-    private readonly events: KeepAliveEvents,
-    private readonly log: Logger,
-    /** Asked before each renewal: false leaves the lease to expire (its holder has stalled). */
-    private readonly mayRenew: () => boolean = () => true,
+    connection: EtcdConnection,
+    id: string,
+    ttlMs: number,
+    events: KeepAliveEvents,
+    log: Logger,
+    mayRenew: () => boolean = () => true,
   ) {
+    this.connection = connection;
+    this.id = id;
+    this.ttlMs = ttlMs;
+    this.events = events;
+    this.log = log;
+    this.mayRenew = mayRenew;
     this.#open();
   }
 

@@ -27,15 +27,21 @@ export class EtcdLease implements Lease {
   #ended = false;
   #revoked = false;
 
+  private readonly connection: EtcdConnection;
+  private readonly log: Logger;
+  private readonly onEnd: (l: EtcdLease) => void;
   constructor(
-    private readonly connection: EtcdConnection,
+    connection: EtcdConnection,
     thread: EtcdLeaseThread,
     id: string,
     ttlMs: number,
     grantedAt: number,
-    private readonly log: Logger,
-    private readonly onEnd: (l: EtcdLease) => void,
+    log: Logger,
+    onEnd: (l: EtcdLease) => void,
   ) {
+    this.connection = connection;
+    this.log = log;
+    this.onEnd = onEnd;
     this.id = id;
     this.ttlMs = ttlMs;
     this.marginMs = Math.ceil(ttlMs / 4);

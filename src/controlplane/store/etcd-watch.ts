@@ -31,14 +31,24 @@ export class EtcdWatch {
   /** When the current stream broke, for the resume time in the log. */
   #brokeAt: number | undefined;
 
+  private readonly connection: EtcdConnection;
+  private readonly keys: EtcdKeys;
+  private readonly handlers: WatchHandlers;
+  private readonly log: Logger;
+  private readonly onEnd: (w: EtcdWatch) => void;
   constructor(
-    private readonly connection: EtcdConnection,
-    private readonly keys: EtcdKeys,
+    connection: EtcdConnection,
+    keys: EtcdKeys,
     afterRevision: number,
-    private readonly handlers: WatchHandlers,
-    private readonly log: Logger,
-    private readonly onEnd: (w: EtcdWatch) => void,
+    handlers: WatchHandlers,
+    log: Logger,
+    onEnd: (w: EtcdWatch) => void,
   ) {
+    this.connection = connection;
+    this.keys = keys;
+    this.handlers = handlers;
+    this.log = log;
+    this.onEnd = onEnd;
     this.#lastDelivered = afterRevision;
     this.#open();
   }

@@ -26,16 +26,23 @@ export class GroupCommit {
    */
   readonly #keysInFlight = new Set<string>();
 
+  private readonly store: Pick<Store, 'commit'>;
+  private readonly maxOps: number;
+  /**
+   * Batches committed at once. One keeps the batches largest; a few more keep a store whose
+   * round trips are long (etcd under load) busy, as the registrations were before they were
+   * grouped: each batch then waits for a round trip, not for every batch before it.
+   */
+  private readonly maxInFlight: number;
   constructor(
-    private readonly store: Pick<Store, 'commit'>,
-    private readonly maxOps = STORE_LIMITS.maxOpsPerCommit,
-    /**
-     * Batches committed at once. One keeps the batches largest; a few more keep a store whose
-     * round trips are long (etcd under load) busy, as the registrations were before they were
-     * grouped: each batch then waits for a round trip, not for every batch before it.
-     */
-    private readonly maxInFlight = 1,
-  ) {}
+    store: Pick<Store, 'commit'>,
+    maxOps: number = STORE_LIMITS.maxOpsPerCommit,
+    maxInFlight: number = 1,
+  ) {
+    this.store = store;
+    this.maxOps = maxOps;
+    this.maxInFlight = maxInFlight;
+  }
 
   /** Commits `ops` all or nothing, possibly in one transaction with other callers' ops. */
   commit(ops: WriteOp[]): Promise<CommitResult> {

@@ -21,7 +21,11 @@ export class RelayedStore implements Store {
   #nextId = 1;
   readonly #onMessage = (raw: unknown): void => this.#receive(raw as RelayMessage);
 
-  constructor(readonly backend: Store['backend'], private readonly port: RelayPort) {
+  readonly backend: Store['backend'];
+  private readonly port: RelayPort;
+  constructor(backend: Store['backend'], port: RelayPort) {
+    this.backend = backend;
+    this.port = port;
     port.on('message', this.#onMessage);
   }
 

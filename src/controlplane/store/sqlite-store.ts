@@ -182,7 +182,14 @@ class SqliteLease implements Lease {
   #revoked = false;
   #listeners: ((reason: string) => void)[] = [];
 
-  constructor(readonly id: string, readonly ttlMs: number, private readonly onRevoke: () => Promise<void>) {}
+  readonly id: string;
+  readonly ttlMs: number;
+  private readonly onRevoke: () => Promise<void>;
+  constructor(id: string, ttlMs: number, onRevoke: () => Promise<void>) {
+    this.id = id;
+    this.ttlMs = ttlMs;
+    this.onRevoke = onRevoke;
+  }
 
   isAlive(): boolean {
     return !this.#revoked;

@@ -38,7 +38,10 @@ export class WatchFanout {
   #compacted = 0;
   #watchers = new Set<Watcher>();
 
-  constructor(private readonly maxEvents: number) {}
+  private readonly maxEvents: number;
+  constructor(maxEvents: number) {
+    this.maxEvents = maxEvents;
+  }
 
   /** The store opened at `revision`: nothing before it can be replayed. */
   start(revision: number): void {
