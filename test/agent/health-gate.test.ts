@@ -21,7 +21,7 @@ import { eventually } from '../helpers/simulated-agent.ts';
 import { demoServiceConfig, poolYaml } from '../helpers/manifests.ts';
 import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
 import { startTestServer } from '../helpers/test-server.ts';
-import { untilNodeWatched as untilNode } from './until-node-watched.ts';
+import { untilNodeWatched as untilNode } from '../helpers/until-node-watched.ts';
 
 const fleet = sandboxFixture({ scope: 'test' });
 const { hosts, skip } = fleet;

@@ -22,7 +22,7 @@ import { runCliAsync } from '../helpers/run-cli.ts';
 import { sandboxFixture } from '../helpers/sandbox-fixture.ts';
 import { startTestServer } from '../helpers/test-server.ts';
 import { scaled } from '../helpers/time-scale.ts';
-import { untilNodeWatched as untilNode } from './until-node-watched.ts';
+import { untilNodeWatched as untilNode } from '../helpers/until-node-watched.ts';
 
 const fleet = sandboxFixture({ scope: 'test' });
 const { hosts, skip } = fleet;

@@ -9,7 +9,7 @@ import type { Clients } from '../../src/cli/client/connection.ts';
 import type { Node__Output } from '../../src/runtime/generated/mcplane/v1/Node.ts';
 import type { WatchEvent__Output } from '../../src/runtime/generated/mcplane/v1/WatchEvent.ts';
 import type { SandboxHost } from '../../sandbox/sandbox-host.ts';
-import { scaled } from '../helpers/time-scale.ts';
+import { scaled } from './time-scale.ts';
 
 /** Waits until node `name` satisfies `done`, as untilNode does (same budget, same scaling). */
 export async function untilNodeWatched(c: Clients, hosts: SandboxHost[], name: string, done: (n: Node__Output) => boolean, quietTimeoutMs = 60_000): Promise<Node__Output> {
