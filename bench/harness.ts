@@ -3,6 +3,18 @@
 
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+/**
+ * A full collection, run between compareMedian's timed calls. Without it the collector's work
+ * for one call's garbage (concurrent marking and sweeping run on other threads, which
+ * process.cpuUsage counts) lands in whichever call is timed next: the render bench's floor,
+ * JSON.parse + stringify, measured 27-34 ms beside a render it had measured 8-11 ms beside
+ * before the render allocated less, and the ratio read 0.55x.
+ */
+setFlagsFromString('--expose-gc');
+const collectGarbage = runInNewContext('gc') as () => void;
 
 export function timeMedian(runs: number, fn: () => void): number {
   const samples: number[] = [];
@@ -19,7 +31,9 @@ export function timeMedian(runs: number, fn: () => void): number {
  * Times a baseline and a candidate alternately, so that load from other tenants of a shared
  * machine hits both alike, and returns each one's median wall-clock time and median CPU time
  * (this process's, GC threads included). On a busy machine wall clock counts the time the
- * process waited for a core; CPU time does not, so its ratio is the steadier of the two.
+ * process waited for a core; CPU time does not, so its ratio is the steadier of the two. Each
+ * call starts on a collected heap, so it pays for the collections its own allocation triggers,
+ * not for its neighbour's garbage.
  */
 export function compareMedian(runs: number, baseline: () => void, candidate: () => void): { baseline: number; candidate: number; baselineCpu: number; candidateCpu: number } {
   const b: number[] = [];
@@ -31,11 +45,13 @@ export function compareMedian(runs: number, baseline: () => void, candidate: () 
     return (u.user + u.system) / 1000;
   };
   for (let i = 0; i < runs; i++) {
+    collectGarbage();
     let start = performance.now();
     let cpu = cpuMs();
     baseline();
     b.push(performance.now() - start);
     bCpu.push(cpuMs() - cpu);
+    collectGarbage();
     start = performance.now();
     cpu = cpuMs();
     candidate();
