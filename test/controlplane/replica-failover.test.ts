@@ -137,7 +137,10 @@ test('one etcd member killed: every replica keeps serving reads and writes', asy
       const { nodes } = await call(c, c.status.listNodes.bind(c.status), { pool: '', limit: 0, continueToken: '' }, 'list');
       assert.equal(nodes.length, NODES);
     }
-    assert.ok((await set.leader()) >= 0, 'a replica still leads');
+    // A leader whose lease renewal met the etcd election may step down (it cannot prove its lease
+    // held); a replica leads again within a lease term. Asserted at one instant, this failed
+    // beside two CPU hogs, where the election outlasted the renewal's deadline.
+    await eventually(async () => (await set.leader()) >= 0, 10_000, 'a replica leading with one etcd member down');
   } finally {
     await etcd.restart(raftLeader);
   }
